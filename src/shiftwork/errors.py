@@ -1,0 +1,51 @@
+"""One exception root for everything shiftwork raises on purpose.
+
+Each error says what was wrong and, where it can, what to do about it.
+Database errors keep their cause (``raise ... from exc``).
+"""
+
+from __future__ import annotations
+
+
+class ShiftworkError(Exception):
+    """Root of every error shiftwork raises on purpose."""
+
+
+class ConfigurationError(ShiftworkError):
+    """The app, a task or a queue was declared wrongly (bad DSN, bad name, bad option)."""
+
+
+class UnknownTaskError(ShiftworkError, LookupError):
+    """A job names a task that is not registered on this app."""
+
+
+class PayloadError(ShiftworkError, ValueError):
+    """Job arguments that cannot be stored: not JSON, too large, or not matching the signature."""
+
+
+class JobNotFoundError(ShiftworkError, LookupError):
+    """No job with that id."""
+
+
+class IllegalTransitionError(ShiftworkError):
+    """A job state change that the state machine does not allow."""
+
+
+class StorageError(ShiftworkError):
+    """The database could not be reached or refused an operation."""
+
+
+class JobCancelled(BaseException):  # noqa: N818 - reads as a signal, like asyncio.CancelledError
+    """Raised inside a task when its job was cancelled.
+
+    A BaseException on purpose: a task's bare ``except Exception`` must not swallow it.
+    """
+
+
+class RetryIn(ShiftworkError):  # noqa: N818 - a request, not a failure
+    """Raise from a task to ask for a retry after a specific delay (seconds)."""
+
+    def __init__(self, seconds: float, reason: str = "") -> None:
+        super().__init__(reason or f"retry requested in {seconds}s")
+        self.seconds = float(seconds)
+        self.reason = reason
