@@ -1,0 +1,27 @@
+"""shiftwork: background jobs, distributed cron and durable workflows on your database."""
+
+from .app import App, Settings
+from .clock import Clock, FakeClock, SystemClock
+from .context import JobContext
+from .errors import (
+    ConfigurationError,
+    IllegalTransitionError,
+    JobCancelled,
+    JobNotFoundError,
+    PayloadError,
+    RetryIn,
+    ShiftworkError,
+    StorageError,
+    UnknownTaskError,
+)
+from .job import EnqueueResult, Job, QueueStats
+from .retry import Backoff
+from .states import JobState
+from .task import Task
+
+__all__ = [
+    "App", "Backoff", "Clock", "ConfigurationError", "EnqueueResult", "FakeClock",
+    "IllegalTransitionError", "Job", "JobCancelled", "JobContext", "JobNotFoundError",
+    "JobState", "PayloadError", "QueueStats", "RetryIn", "Settings", "ShiftworkError",
+    "StorageError", "SystemClock", "Task", "UnknownTaskError",
+]

@@ -1,0 +1,165 @@
+"""The App: tasks, settings and the engine they run on."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
+
+from .clock import Clock, SystemClock
+from .errors import ConfigurationError, UnknownTaskError
+from .events import EventBus
+from .job import EnqueueResult, Job, QueueStats
+from .payload import DEFAULT_MAX_PAYLOAD_BYTES
+from .retry import DEFAULT_BACKOFF, Backoff
+from .states import JobState
+from .store import Store, open_store
+from .task import JobRequest, Task, TaskOptions
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Timings of the worker machinery, in seconds."""
+
+    heartbeat_interval: float = 5.0  # one statement renews every lease a worker holds
+    lease_seconds: float = 15.0  # a job whose lease lapses this long is rescued
+    rescue_interval: float = 2.5
+    poll_interval: float = 1.0  # fallback when no wake-up arrives
+    leader_ttl: float = 15.0
+    retention_finished: float = 24 * 3600.0  # succeeded / cancelled jobs kept this long
+    retention_dead: float = 14 * 24 * 3600.0  # dead jobs kept this long
+    prune_interval: float = 60.0
+    claim_batch: int = 100  # most jobs one claim statement takes
+
+
+class App:
+    """Background work on one database.
+
+    >>> app = App("sqlite:///jobs.db")
+    >>> @app.task(queue="emails", max_attempts=5)
+    ... def send(to: str) -> None: ...
+    >>> send.enqueue("a@example.com")
+    """
+
+    def __init__(self, dsn: str, *, schema: str = "shiftwork", clock: Clock | None = None,
+                 max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+                 settings: Settings | None = None, auto_migrate: bool = True,
+                 pool_size: int = 10) -> None:
+        self.dsn = dsn
+        self.schema = schema
+        self.clock: Clock = clock or SystemClock()
+        self.max_payload_bytes = max_payload_bytes
+        self.settings = settings or Settings()
+        self.auto_migrate = auto_migrate
+        self.pool_size = pool_size
+        self.tasks: dict[str, Task[Any, Any]] = {}
+        self.events = EventBus()
+        self.import_path: str | None = None  # "module:attr", set by the command line
+        self._store: Store | None = None
+        self._store_lock = threading.Lock()
+        # Validate the DSN now, so a typo fails at start-up, not at the first enqueue.
+        self._store = open_store(dsn, clock=self.clock, schema=schema, pool_size=pool_size)
+        self._migrated = False
+
+    # -- storage -----------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        assert self._store is not None
+        if self.auto_migrate and not self._migrated:
+            with self._store_lock:
+                if not self._migrated:
+                    self._store.migrate()
+                    self._migrated = True
+        return self._store
+
+    def migrate(self) -> list[int]:
+        assert self._store is not None
+        applied = self._store.migrate()
+        self._migrated = True
+        return applied
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    # -- tasks ------------------------------------------------------------------------
+
+    @overload
+    def task(self, fn: F) -> Task[Any, Any]: ...
+
+    @overload
+    def task(self, fn: None = None, **options: Any) -> Callable[[F], Task[Any, Any]]: ...
+
+    def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
+             priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
+             timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
+             concurrency: int | None = None) -> Any:
+        """Register a function as a task. Usable bare (``@app.task``) or with options."""
+        options = TaskOptions(queue=queue, priority=priority, max_attempts=max_attempts,
+                              retry=retry, timeout=timeout,
+                              unique=tuple(unique) if isinstance(unique, list) else unique,
+                              concurrency=concurrency)
+
+        def register(f: F) -> Task[Any, Any]:
+            task_name = name or f"{f.__module__}.{f.__qualname__}"
+            if task_name in self.tasks:
+                raise ConfigurationError(f"task {task_name!r} is registered twice")
+            t: Task[Any, Any] = Task(self, f, task_name, options)
+            self.tasks[task_name] = t
+            return t
+
+        return register(fn) if fn is not None else register
+
+    def get_task(self, name: str) -> Task[Any, Any]:
+        try:
+            return self.tasks[name]
+        except KeyError:
+            known = ", ".join(sorted(self.tasks)) or "none"
+            raise UnknownTaskError(f"unknown task {name!r} (registered: {known})") from None
+
+    def concurrency_limits(self, queue: str) -> dict[str, int]:
+        return {t.name: t.options.concurrency for t in self.tasks.values()
+                if t.options.queue == queue and t.options.concurrency is not None}
+
+    # -- enqueue ----------------------------------------------------------------------
+
+    def enqueue(self, task: str, *args: Any, **kwargs: Any) -> EnqueueResult:
+        """Enqueue a task by name (e.g. from another service or the command line)."""
+        return self.get_task(task).call(*args, **kwargs).enqueue()
+
+    def enqueue_many(self, requests: Iterable[JobRequest], conn: Any = None,
+                     batch_size: int = 5000) -> list[EnqueueResult]:
+        """Validate every request first, then insert in one round trip per batch.
+
+        With ``conn`` (a psycopg or sqlite3 connection) the jobs join that
+        connection's transaction: they exist if and only if it commits.
+        """
+        now = self.clock.now()
+        rows = [r.task.build(r.args, r.kwargs, r.options, now) for r in requests]
+        out: list[EnqueueResult] = []
+        for start in range(0, len(rows), batch_size):
+            out += self.store.jobs_insert(rows[start:start + batch_size], conn=conn)
+        return out
+
+    # -- people and tools --------------------------------------------------------------
+
+    def get_job(self, job_id: int) -> Job:
+        return self.store.jobs_get(job_id)
+
+    def list_jobs(self, state: JobState | str | None = None, queue: str | None = None,
+                  task: str | None = None, limit: int = 50) -> list[Job]:
+        st = JobState(state) if isinstance(state, str) else state
+        return self.store.jobs_list(state=st, queue=queue, task=task, limit=limit)
+
+    def retry_job(self, job_id: int) -> Job:
+        return self.store.jobs_retry(job_id)
+
+    def cancel_job(self, job_id: int) -> Job:
+        return self.store.jobs_cancel(job_id)
+
+    def queue_stats(self) -> list[QueueStats]:
+        return self.store.queues_stats()

@@ -1,0 +1,61 @@
+"""Named events: structured logs for people, hooks for metrics and for tests that wait.
+
+Tests wait on events instead of sleeping; metrics subscribe instead of polling.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("shiftwork.events")
+
+Listener = Callable[[str, dict[str, Any]], None]
+
+#: Events and the log level they are written at.
+LEVELS = {
+    "job.started": logging.DEBUG,
+    "job.succeeded": logging.DEBUG,
+    "job.failed": logging.WARNING,
+    "job.retried": logging.INFO,
+    "job.dead": logging.ERROR,
+    "job.cancelled": logging.INFO,
+    "job.rescued": logging.WARNING,
+    "job.stale_write": logging.WARNING,
+    "job.handed_back": logging.INFO,
+    "worker.started": logging.INFO,
+    "worker.stopping": logging.INFO,
+    "worker.stopped": logging.INFO,
+    "leader.elected": logging.INFO,
+    "leader.lost": logging.WARNING,
+}
+
+
+class EventBus:
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def emit(self, name: str, **fields: Any) -> None:
+        level = LEVELS.get(name, logging.INFO)
+        if log.isEnabledFor(level):
+            text = " ".join(f"{k}={v}" for k, v in fields.items() if k != "traceback")
+            log.log(level, "%s %s", name, text, extra={"event": name, **fields})
+        for listener in list(self._listeners):
+            try:
+                listener(name, fields)
+            except Exception:  # a broken listener must not break the worker
+                log.exception("event listener failed on %s", name)

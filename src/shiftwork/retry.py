@@ -1,0 +1,54 @@
+"""Retry policy: exponential backoff with full jitter, decided apart from any write."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .errors import ConfigurationError, RetryIn
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential backoff with full jitter.
+
+    The delay before attempt ``n + 1`` (after ``n`` failures) is drawn uniformly
+    from ``[0, min(maximum, initial * coefficient ** (n - 1))]``; ``jitter=False``
+    uses the upper bound itself. Exception types in ``non_retryable`` go straight
+    to ``dead``. A task may raise :class:`~shiftwork.RetryIn` to pick its own delay.
+    """
+
+    initial: float = 1.0
+    coefficient: float = 2.0
+    maximum: float = 3600.0
+    jitter: bool = True
+    non_retryable: tuple[type[BaseException], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.initial < 0 or self.maximum < 0:
+            raise ConfigurationError("Backoff: initial and maximum must be >= 0 seconds")
+        if self.coefficient < 1:
+            raise ConfigurationError("Backoff: coefficient must be >= 1")
+
+    def cap(self, failures: int) -> float:
+        exponent = max(failures - 1, 0)
+        # Guard against float overflow for large attempt counts.
+        if exponent > 200:
+            return self.maximum
+        return float(min(self.maximum, self.initial * self.coefficient**exponent))
+
+    def delay(
+        self, failures: int, error: BaseException | None = None,
+        rand: Callable[[], float] = random.random,
+    ) -> float:
+        if isinstance(error, RetryIn):
+            return error.seconds
+        cap = self.cap(failures)
+        return cap * rand() if self.jitter else cap
+
+    def retryable(self, error: BaseException) -> bool:
+        return not (self.non_retryable and isinstance(error, self.non_retryable))
+
+
+DEFAULT_BACKOFF = Backoff()

@@ -1,0 +1,68 @@
+"""Job states and the legal moves between them: the one place they are defined.
+
+::
+
+    scheduled ─┐
+               ├─> running ─┬─> succeeded
+    available ─┘     │  ▲   ├─> retrying ──> running ...
+       ▲             │  │   ├─> dead
+       │             ▼  │   └─> cancelled
+       └──── (rescue / hand-back / manual retry)
+
+Every SQL statement that changes ``state`` is guarded by the states it expects
+to find (``WHERE state IN (...)``), and the test suite installs a database
+trigger generated from :data:`TRANSITIONS` that rejects any other move.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from .errors import IllegalTransitionError
+
+
+class JobState(StrEnum):
+    SCHEDULED = "scheduled"  # waiting for its run_at (delayed at enqueue)
+    AVAILABLE = "available"  # waiting, ready to be claimed
+    RUNNING = "running"  # claimed by a worker holding a lease
+    RETRYING = "retrying"  # failed an attempt, waiting out its backoff
+    SUCCEEDED = "succeeded"  # finished; kept until pruned
+    DEAD = "dead"  # failed its last attempt (the dead-letter state)
+    CANCELLED = "cancelled"  # cancelled by a person, a policy or the task itself
+
+
+S = JobState
+
+#: The states a job waits in before a worker claims it.
+WAITING: frozenset[JobState] = frozenset({S.SCHEDULED, S.AVAILABLE, S.RETRYING})
+#: The states a unique key is held in.
+ACTIVE: frozenset[JobState] = WAITING | {S.RUNNING}
+#: States a job never leaves on its own.
+FINAL: frozenset[JobState] = frozenset({S.SUCCEEDED, S.DEAD, S.CANCELLED})
+
+TRANSITIONS: dict[JobState, frozenset[JobState]] = {
+    # claim; made due by a manual "run now"; cancelled before it ran
+    S.SCHEDULED: frozenset({S.RUNNING, S.AVAILABLE, S.CANCELLED}),
+    S.AVAILABLE: frozenset({S.RUNNING, S.CANCELLED}),
+    # outcomes of an attempt; rescue of an expired lease or hand-back at shutdown
+    S.RUNNING: frozenset({S.SUCCEEDED, S.RETRYING, S.DEAD, S.CANCELLED, S.AVAILABLE}),
+    S.RETRYING: frozenset({S.RUNNING, S.AVAILABLE, S.CANCELLED}),
+    S.SUCCEEDED: frozenset(),
+    # manual retry
+    S.DEAD: frozenset({S.AVAILABLE}),
+    S.CANCELLED: frozenset({S.AVAILABLE}),
+}
+
+
+def is_legal(old: JobState, new: JobState) -> bool:
+    return new in TRANSITIONS[old]
+
+
+def check_transition(old: JobState, new: JobState) -> None:
+    if not is_legal(old, new):
+        raise IllegalTransitionError(f"a job cannot move from {old} to {new}")
+
+
+def sql_in(states: frozenset[JobState] | set[JobState] | list[JobState]) -> str:
+    """Render states as a SQL ``IN`` list, for statements guarded by expected state."""
+    return "(" + ", ".join(f"'{s.value}'" for s in sorted(states)) + ")"

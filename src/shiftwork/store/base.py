@@ -1,0 +1,96 @@
+"""The storage interface every engine implements, named noun-verb.
+
+Everything above this seam (the app, the worker, the command) speaks only this
+interface. Each engine keeps its SQL in ``.sql`` files beside its module. Every
+method that moves a job between states is guarded in SQL by the state it
+expects and, where a worker writes, by the attempt number (the fencing token).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Protocol
+
+from ..job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
+from ..outcome import Outcome
+from ..states import JobState
+
+
+class Store(Protocol):
+    engine: str  # "sqlite" or "postgres"
+
+    # -- life cycle ---------------------------------------------------------
+    def migrate(self) -> list[int]:
+        """Apply pending schema migrations; returns the versions applied."""
+
+    def ping(self) -> None:
+        """Raise StorageError when the database cannot be reached."""
+
+    def close(self) -> None: ...
+
+    def db_now(self) -> datetime:
+        """The database's clock (or the injected fake clock)."""
+
+    # -- jobs: the hot path ---------------------------------------------------
+    def jobs_insert(self, jobs: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
+        """Insert jobs in one round trip; an active job with the same unique key wins."""
+
+    def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
+                   limits: dict[str, int] | None = None) -> list[ClaimedJob]:
+        """Claim up to ``limit`` due jobs; each claim increments ``attempt``.
+
+        ``limits`` maps task names to fleet-wide concurrency limits.
+        """
+
+    def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
+        """Record outcomes, fenced by attempt; returns the ids whose write took effect."""
+
+    def jobs_heartbeat(self, worker_id: str, lease_seconds: float) -> list[tuple[int, int, bool]]:
+        """Extend every lease this worker holds, in one statement.
+
+        Returns ``(job id, attempt, cancel requested)`` for each job still held.
+        """
+
+    def jobs_rescue(self, limit: int = 1000) -> list[tuple[int, JobState]]:
+        """Move jobs whose lease expired back to waiting (or dead if attempts are spent)."""
+
+    def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]]) -> int:
+        """At shutdown: give running jobs back without spending an attempt."""
+
+    # -- jobs: people and tools -------------------------------------------------
+    def jobs_get(self, job_id: int) -> Job: ...
+
+    def jobs_list(self, state: JobState | None = None, queue: str | None = None,
+                  task: str | None = None, limit: int = 50,
+                  before_id: int | None = None) -> list[Job]: ...
+
+    def jobs_retry(self, job_id: int) -> Job:
+        """Make a dead, cancelled or waiting job available now."""
+
+    def jobs_cancel(self, job_id: int) -> Job:
+        """Cancel a waiting job at once, or ask the worker running it to stop."""
+
+    def jobs_prune(self, finished_older_than: float, dead_older_than: float,
+                   limit: int = 10_000) -> int:
+        """Delete finished jobs past their retention; returns how many."""
+
+    def queues_stats(self) -> list[QueueStats]: ...
+
+    # -- workers and leadership ---------------------------------------------------
+    def workers_upsert(self, worker_id: str, host: str, pid: int,
+                       queues: dict[str, int]) -> None: ...
+
+    def workers_delete(self, worker_id: str) -> None: ...
+
+    def workers_list(self) -> list[WorkerInfo]: ...
+
+    def workers_prune(self, stale_after: float) -> int: ...
+
+    def leader_acquire(self, name: str, owner: str, ttl: float) -> int | None:
+        """Take or renew the named lease; returns the term held, or None."""
+
+    def leader_release(self, name: str, owner: str) -> None: ...
+
+    # -- test support ----------------------------------------------------------------
+    def debug_install_transition_guard(self) -> None:
+        """Install a trigger that rejects any state change not in TRANSITIONS."""

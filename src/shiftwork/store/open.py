@@ -1,0 +1,32 @@
+"""Open the right engine for a DSN."""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+from ..clock import Clock
+from ..errors import ConfigurationError
+from .base import Store
+
+
+def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
+               pool_size: int = 10) -> Store:
+    """``sqlite:///relative.db``, ``sqlite:////abs/path.db`` or ``postgresql://...``."""
+    if not isinstance(dsn, str) or "://" not in dsn:
+        raise ConfigurationError(
+            f"bad database DSN {dsn!r}: expected sqlite:///path/jobs.db or postgresql://..."
+        )
+    scheme = urlparse(dsn).scheme.lower()
+    if scheme == "sqlite":
+        from .sqlite.store import SQLiteStore
+
+        path = dsn.split("://", 1)[1]
+        path = path[1:] if path.startswith("/") else path  # sqlite:///x.db -> x.db
+        return SQLiteStore(path, clock=clock)
+    if scheme in ("postgresql", "postgres"):
+        from .postgres.store import PostgresStore
+
+        return PostgresStore(dsn, schema=schema, clock=clock, pool_size=pool_size)
+    raise ConfigurationError(
+        f"unsupported database scheme {scheme!r} in DSN: use sqlite:/// or postgresql://"
+    )

@@ -1,0 +1,189 @@
+-- Named queries for PostgreSQL. {schema} is the quoted schema name; {now} is the
+-- injected instant when a fake clock is in use, else the database's now().
+
+-- name: jobs_insert
+WITH input AS (
+    SELECT * FROM unnest(
+        %(tasks)s::text[], %(queues)s::text[], %(args)s::jsonb[], %(priorities)s::smallint[],
+        %(max_attempts)s::int[], %(run_ats)s::timestamptz[], %(unique_keys)s::text[],
+        %(timeouts)s::float8[], %(metas)s::jsonb[]
+    ) WITH ORDINALITY AS t(task, queue, args, priority, max_attempts, run_at, unique_key,
+                           timeout, meta, ord)
+)
+INSERT INTO {schema}.jobs (queue, task, args, state, priority, max_attempts, run_at,
+                           created_at, unique_key, timeout, meta)
+SELECT queue, task, args,
+       CASE WHEN run_at IS NULL OR run_at <= {now} THEN 'available' ELSE 'scheduled' END,
+       priority, max_attempts, coalesce(run_at, {now}), {now}, unique_key, timeout, meta
+FROM input ORDER BY ord
+ON CONFLICT (unique_key)
+    WHERE unique_key IS NOT NULL AND state IN ('scheduled', 'available', 'running', 'retrying')
+    DO NOTHING
+RETURNING id, unique_key
+
+-- name: jobs_find_active_by_keys
+SELECT id, unique_key FROM {schema}.jobs
+WHERE unique_key = ANY(%(keys)s::text[])
+  AND state IN ('scheduled', 'available', 'running', 'retrying')
+
+-- name: jobs_notify
+SELECT pg_notify(%(channel)s, q) FROM unnest(%(queues)s::text[]) AS q
+
+-- name: jobs_claim
+WITH next AS (
+    SELECT id FROM {schema}.jobs
+    WHERE queue = %(queue)s
+      AND state IN ('available', 'scheduled', 'retrying')
+      AND run_at <= {now}
+      AND (%(only_task)s::text IS NULL OR task = %(only_task)s::text)
+      AND NOT (task = ANY(%(exclude)s::text[]))
+    ORDER BY priority DESC, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.jobs j
+SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
+    attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
+FROM next
+WHERE j.id = next.id
+RETURNING j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.timeout, j.checkpoint,
+          j.meta, j.priority, j.run_at
+
+-- name: jobs_count_running_task
+SELECT count(*) FROM {schema}.jobs WHERE state = 'running' AND task = %(task)s
+
+-- name: jobs_lock_task_limit
+SELECT pg_advisory_xact_lock(hashtextextended('shiftwork.limit.' || %(task)s, 0))
+
+-- name: jobs_complete_many
+UPDATE {schema}.jobs j
+SET state = u.state,
+    finished_at = CASE WHEN u.state IN ('succeeded', 'dead', 'cancelled') THEN {now} END,
+    run_at = coalesce(u.run_at, j.run_at),
+    errors = CASE WHEN u.error IS NULL THEN j.errors ELSE j.errors || jsonb_build_array(u.error) END,
+    result = u.result,
+    lease_expires_at = NULL
+FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(states)s::text[],
+            %(run_ats)s::timestamptz[], %(errors)s::jsonb[], %(results)s::jsonb[])
+     AS u(id, attempt, state, run_at, error, result)
+WHERE j.id = u.id AND j.attempt = u.attempt AND j.state = 'running'
+RETURNING j.id
+
+-- name: jobs_heartbeat
+WITH w AS (
+    UPDATE {schema}.workers SET heartbeat_at = {now} WHERE id = %(worker)s
+)
+UPDATE {schema}.jobs
+SET lease_expires_at = {now} + make_interval(secs => %(lease)s)
+WHERE worker_id = %(worker)s AND state = 'running'
+RETURNING id, attempt, cancel_requested
+
+-- name: jobs_rescue
+WITH expired AS (
+    SELECT id FROM {schema}.jobs
+    WHERE state = 'running' AND lease_expires_at < {now}
+    ORDER BY lease_expires_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.jobs j
+SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'dead' ELSE 'available' END,
+    finished_at = CASE WHEN j.attempt >= j.max_attempts THEN {now} END,
+    lease_expires_at = NULL,
+    errors = j.errors || jsonb_build_array(jsonb_build_object(
+        'attempt', j.attempt, 'kind', 'lease_expired', 'type', 'LeaseExpired',
+        'message', 'worker ' || coalesce(j.worker_id, '?') || ' stopped renewing its lease',
+        'at', {now}))
+FROM expired
+WHERE j.id = expired.id
+RETURNING j.id, j.state
+
+-- name: jobs_hand_back
+UPDATE {schema}.jobs j
+SET state = 'available', lease_expires_at = NULL, max_attempts = j.max_attempts + 1,
+    run_at = {now},
+    errors = j.errors || jsonb_build_array(jsonb_build_object(
+        'attempt', j.attempt, 'kind', 'handed_back', 'type', 'Shutdown',
+        'message', 'worker shut down before the job finished; attempt not counted', 'at', {now}))
+FROM unnest(%(ids)s::bigint[], %(attempts)s::int[]) AS u(id, attempt)
+WHERE j.id = u.id AND j.attempt = u.attempt AND j.state = 'running' AND j.worker_id = %(worker)s
+
+-- name: jobs_get
+SELECT * FROM {schema}.jobs WHERE id = %(id)s
+
+-- name: jobs_retry
+UPDATE {schema}.jobs
+SET state = 'available', run_at = {now}, finished_at = NULL,
+    max_attempts = greatest(max_attempts, attempt + 1), cancel_requested = false
+WHERE id = %(id)s AND state IN ('dead', 'cancelled', 'retrying', 'scheduled')
+RETURNING id
+
+-- name: jobs_cancel_waiting
+UPDATE {schema}.jobs
+SET state = 'cancelled', finished_at = {now}
+WHERE id = %(id)s AND state IN ('scheduled', 'available', 'retrying')
+RETURNING id
+
+-- name: jobs_cancel_running
+UPDATE {schema}.jobs SET cancel_requested = true
+WHERE id = %(id)s AND state = 'running'
+RETURNING id
+
+-- name: jobs_prune
+DELETE FROM {schema}.jobs WHERE id IN (
+    SELECT id FROM {schema}.jobs
+    WHERE (state IN ('succeeded', 'cancelled')
+           AND finished_at < {now} - make_interval(secs => %(finished)s))
+       OR (state = 'dead' AND finished_at < {now} - make_interval(secs => %(dead)s))
+    LIMIT %(limit)s
+)
+
+-- name: queues_stats
+SELECT queue,
+       count(*) FILTER (WHERE state IN ('available', 'scheduled', 'retrying')
+                          AND run_at <= {now}) AS available,
+       count(*) FILTER (WHERE state IN ('scheduled', 'retrying') AND run_at > {now}) AS scheduled,
+       count(*) FILTER (WHERE state = 'running') AS running,
+       count(*) FILTER (WHERE state = 'dead') AS dead,
+       extract(epoch FROM {now} - min(run_at) FILTER (
+           WHERE state IN ('available', 'scheduled', 'retrying') AND run_at <= {now}))::float8
+           AS oldest_waiting_age
+FROM {schema}.jobs
+WHERE state IN ('available', 'scheduled', 'retrying', 'running', 'dead')
+GROUP BY queue
+
+-- name: queues_finished_counts
+SELECT queue, count(*) FILTER (WHERE state = 'succeeded') AS succeeded,
+       count(*) FILTER (WHERE state = 'cancelled') AS cancelled
+FROM {schema}.jobs WHERE state IN ('succeeded', 'cancelled') GROUP BY queue
+
+-- name: workers_upsert
+INSERT INTO {schema}.workers (id, host, pid, queues, started_at, heartbeat_at)
+VALUES (%(id)s, %(host)s, %(pid)s, %(queues)s, {now}, {now})
+ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, queues = excluded.queues
+
+-- name: workers_delete
+DELETE FROM {schema}.workers WHERE id = %(id)s
+
+-- name: workers_list
+SELECT id, host, pid, queues, started_at, heartbeat_at FROM {schema}.workers ORDER BY started_at
+
+-- name: workers_prune
+DELETE FROM {schema}.workers WHERE heartbeat_at < {now} - make_interval(secs => %(stale)s)
+
+-- name: leader_acquire
+INSERT INTO {schema}.leaders AS l (name, owner, term, expires_at)
+VALUES (%(name)s, %(owner)s, 1, {now} + make_interval(secs => %(ttl)s))
+ON CONFLICT (name) DO UPDATE
+SET owner = excluded.owner,
+    term = CASE WHEN l.owner = excluded.owner THEN l.term ELSE l.term + 1 END,
+    expires_at = excluded.expires_at
+WHERE l.owner = excluded.owner OR l.expires_at < {now}
+RETURNING term
+
+-- name: leader_release
+UPDATE {schema}.leaders SET expires_at = {now} - interval '1 second'
+WHERE name = %(name)s AND owner = %(owner)s
+
+-- name: db_now
+SELECT {now}

@@ -1,0 +1,407 @@
+"""PostgreSQL engine: SKIP LOCKED claims, LISTEN/NOTIFY wake-ups, leases on DB time."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from ...clock import Clock, SystemClock
+from ...errors import ConfigurationError, JobNotFoundError, ShiftworkError, StorageError
+from ...job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
+from ...names import check_schema
+from ...outcome import Outcome
+from ...states import JobState
+from ..rows import aware, job_from_row, legal_pairs, loads, log_rejected, split_args
+from ..sqlfile import load_migrations, load_queries
+
+log = logging.getLogger("shiftwork.store.postgres")
+
+NOTIFY_CHANNEL_PREFIX = "shiftwork_jobs_"
+_UNIQUE = "jobs_unique_key_idx"
+
+
+def describe_dsn(dsn: str) -> str:
+    """Host, port and database of a DSN, without the password, for error messages."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "<unparseable DSN>"
+    return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+
+
+class PostgresStore:
+    engine = "postgres"
+
+    def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,
+                 pool_size: int = 10, connect_timeout: float = 5.0) -> None:
+        try:
+            psycopg.conninfo.conninfo_to_dict(dsn)
+        except psycopg.ProgrammingError as exc:
+            raise ConfigurationError(f"bad PostgreSQL DSN: {exc}") from exc
+        self.dsn = dsn
+        self.schema = check_schema(schema)
+        self.clock = clock or SystemClock()
+        self.channel = NOTIFY_CHANNEL_PREFIX + self.schema
+        quoted = f'"{self.schema}"'
+        now = "coalesce(%(now)s::timestamptz, now())"
+        self.q = load_queries(__package__ or "", "queries.sql", schema=quoted, now=now)
+        self._migrations = load_migrations(f"{__package__}.migrations", schema=quoted)
+        self._pool_size = pool_size
+        self._connect_timeout = connect_timeout
+        self._pool: ConnectionPool | None = None
+        self._pool_lock = threading.Lock()
+
+    # -- connections -----------------------------------------------------------
+
+    @property
+    def pool(self) -> ConnectionPool:
+        if self._pool is None:
+            with self._pool_lock:
+                if self._pool is None:
+                    pool = ConnectionPool(
+                        self.dsn, min_size=1, max_size=self._pool_size, open=False,
+                        kwargs={"autocommit": True, "connect_timeout": int(self._connect_timeout)},
+                        timeout=self._connect_timeout + 5, name="shiftwork",
+                    )
+                    try:
+                        pool.open(wait=True, timeout=self._connect_timeout + 1)
+                    except Exception as exc:
+                        pool.close()
+                        raise StorageError(
+                            f"cannot connect to PostgreSQL at {describe_dsn(self.dsn)}: {exc}"
+                        ) from exc
+                    self._pool = pool
+        return self._pool
+
+    @contextmanager
+    def _conn(self, conn: Any = None) -> Iterator[psycopg.Connection[Any]]:
+        if conn is not None:
+            yield conn
+            return
+        try:
+            with self.pool.connection() as c:
+                yield c
+        except psycopg.OperationalError as exc:
+            raise StorageError(f"PostgreSQL at {describe_dsn(self.dsn)}: {exc}") from exc
+
+    def _p(self, **params: Any) -> dict[str, Any]:
+        params["now"] = self.clock.db_now()
+        return params
+
+    def connect_listener(self) -> psycopg.Connection[Any]:
+        """A dedicated autocommit connection for LISTEN (not from the pool)."""
+        return psycopg.connect(self.dsn, autocommit=True,
+                               connect_timeout=int(self._connect_timeout))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def ping(self) -> None:
+        with self._conn() as c:
+            c.execute("SELECT 1")
+
+    def db_now(self) -> datetime:
+        with self._conn() as c:
+            row = c.execute(self.q["db_now"], self._p()).fetchone()
+            assert row is not None
+            return aware(row[0])  # type: ignore[return-value]
+
+    # -- schema ------------------------------------------------------------------------
+
+    def migrate(self) -> list[int]:
+        applied: list[int] = []
+        with self._conn() as c, c.transaction():
+            # One migrator at a time across the fleet.
+            c.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                      (f"shiftwork.migrate.{self.schema}",))
+            c.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
+            c.execute(sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {}.schema_migrations (version int PRIMARY KEY, "
+                "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            ).format(sql.Identifier(self.schema)))
+            done = {r[0] for r in c.execute(sql.SQL("SELECT version FROM {}.schema_migrations")
+                                            .format(sql.Identifier(self.schema)))}
+            for version, name, text in self._migrations:
+                if version in done:
+                    continue
+                c.execute(text.encode())
+                c.execute(sql.SQL("INSERT INTO {}.schema_migrations (version, name) VALUES (%s, %s)")
+                          .format(sql.Identifier(self.schema)), (version, name))
+                applied.append(version)
+        return applied
+
+    def schema_version(self) -> int:
+        with self._conn() as c:
+            try:
+                row = c.execute(sql.SQL("SELECT max(version) FROM {}.schema_migrations")
+                                .format(sql.Identifier(self.schema))).fetchone()
+            except psycopg.errors.UndefinedTable:
+                return 0
+            return int(row[0] or 0) if row else 0
+
+    def drop_schema(self) -> None:
+        with self._conn() as c:
+            c.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
+
+    # -- enqueue -------------------------------------------------------------------------
+
+    def jobs_insert(self, jobs: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
+        if not jobs:
+            return []
+        params = self._p(
+            tasks=[j.task for j in jobs], queues=[j.queue for j in jobs],
+            args=[j.args_json for j in jobs], priorities=[j.priority for j in jobs],
+            max_attempts=[j.max_attempts for j in jobs], run_ats=[j.run_at for j in jobs],
+            unique_keys=[j.unique_key for j in jobs], timeouts=[j.timeout for j in jobs],
+            metas=[j.meta_json for j in jobs],
+        )
+        due_queues = sorted({j.queue for j in jobs if j.run_at is None})
+        keyed = any(j.unique_key for j in jobs)
+        for _ in range(5):
+            with self._conn(conn) as c, c.transaction():
+                rows = c.execute(self.q["jobs_insert"], params).fetchall()
+                results = self._match_inserted(c, jobs, rows) if keyed else [
+                    EnqueueResult(r[0], True) for r in rows]
+                if results is None:
+                    continue  # a conflicting job finished between insert and lookup
+                if due_queues:
+                    c.execute(self.q["jobs_notify"],
+                              {"channel": self.channel, "queues": due_queues})
+                return results
+        raise StorageError("could not settle unique keys after 5 tries; the key is contended")
+
+    def _match_inserted(self, c: psycopg.Connection[Any], jobs: list[NewJob],
+                        rows: list[Any]) -> list[EnqueueResult] | None:
+        inserted_by_key: dict[str, int] = {}
+        plain_ids = iter([r[0] for r in rows if r[1] is None])
+        for job_id, key in rows:
+            if key is not None:
+                inserted_by_key[key] = job_id
+        missing = sorted({j.unique_key for j in jobs if j.unique_key
+                          and j.unique_key not in inserted_by_key})
+        existing: dict[str, int] = {}
+        if missing:
+            found = c.execute(self.q["jobs_find_active_by_keys"], {"keys": missing}).fetchall()
+            existing = {key: job_id for job_id, key in found}
+            if len(existing) < len(missing):
+                return None
+        results: list[EnqueueResult] = []
+        seen: set[str] = set()
+        for j in jobs:
+            if j.unique_key is None:
+                results.append(EnqueueResult(next(plain_ids), True))
+            elif j.unique_key in inserted_by_key and j.unique_key not in seen:
+                seen.add(j.unique_key)
+                results.append(EnqueueResult(inserted_by_key[j.unique_key], True))
+            else:
+                job_id = inserted_by_key.get(j.unique_key) or existing[j.unique_key]
+                results.append(EnqueueResult(job_id, False))
+        return results
+
+    # -- claim / complete ------------------------------------------------------------------
+
+    def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
+                   limits: dict[str, int] | None = None) -> list[ClaimedJob]:
+        limits = limits or {}
+        rows: list[Any] = []
+        with self._conn() as c:
+            if limits:
+                with c.transaction():
+                    for task in sorted(limits):
+                        if len(rows) >= limit:
+                            break
+                        c.execute(self.q["jobs_lock_task_limit"], {"task": task})
+                        running = c.execute(self.q["jobs_count_running_task"],
+                                            {"task": task}).fetchone()
+                        room = limits[task] - (running[0] if running else 0)
+                        if room > 0:
+                            rows += c.execute(self.q["jobs_claim"], self._p(
+                                queue=queue, limit=min(room, limit - len(rows)), worker=worker_id,
+                                lease=lease_seconds, only_task=task, exclude=[])).fetchall()
+            if len(rows) < limit:
+                rows += c.execute(self.q["jobs_claim"], self._p(
+                    queue=queue, limit=limit - len(rows), worker=worker_id, lease=lease_seconds,
+                    only_task=None, exclude=sorted(limits))).fetchall()
+        rows.sort(key=lambda r: (-r[9], r[10], r[0]))
+        claimed = []
+        for r in rows:
+            args, kwargs = split_args(r[3])
+            claimed.append(ClaimedJob(id=r[0], task=r[1], queue=r[2], args=args, kwargs=kwargs,
+                                      attempt=r[4], max_attempts=r[5], timeout=r[6],
+                                      checkpoint=r[7], meta=r[8] or {}))
+        return claimed
+
+    def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
+        if not outcomes:
+            return set()
+        params = self._p(
+            ids=[o.job_id for o in outcomes], attempts=[o.attempt for o in outcomes],
+            states=[o.state.value for o in outcomes], run_ats=[o.run_at for o in outcomes],
+            errors=[json.dumps(o.error) if o.error is not None else None for o in outcomes],
+            results=[o.result_json for o in outcomes],
+        )
+        with self._conn() as c:
+            done = {r[0] for r in c.execute(self.q["jobs_complete_many"], params)}
+        stale = [(o.job_id, o.attempt) for o in outcomes if o.job_id not in done]
+        if stale:
+            log_rejected("completion", stale)
+        return done
+
+    def jobs_heartbeat(self, worker_id: str, lease_seconds: float) -> list[tuple[int, int, bool]]:
+        with self._conn() as c:
+            rows = c.execute(self.q["jobs_heartbeat"],
+                             self._p(worker=worker_id, lease=lease_seconds)).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def jobs_rescue(self, limit: int = 1000) -> list[tuple[int, JobState]]:
+        with self._conn() as c:
+            rows = c.execute(self.q["jobs_rescue"], self._p(limit=limit)).fetchall()
+        return [(r[0], JobState(r[1])) for r in rows]
+
+    def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]]) -> int:
+        if not jobs:
+            return 0
+        with self._conn() as c:
+            cur = c.execute(self.q["jobs_hand_back"], self._p(
+                worker=worker_id, ids=[j[0] for j in jobs], attempts=[j[1] for j in jobs]))
+            c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": ["*"]})
+            return cur.rowcount
+
+    # -- inspection and manual actions -----------------------------------------------------
+
+    def jobs_get(self, job_id: int) -> Job:
+        with self._conn() as c:
+            cur = c.cursor(row_factory=dict_row)
+            row = cur.execute(self.q["jobs_get"], {"id": job_id}).fetchone()
+        if row is None:
+            raise JobNotFoundError(f"no job with id {job_id}")
+        return job_from_row(row, aware)
+
+    def jobs_list(self, state: JobState | None = None, queue: str | None = None,
+                  task: str | None = None, limit: int = 50,
+                  before_id: int | None = None) -> list[Job]:
+        where, params = [], {}
+        for column, value in (("state", state.value if state else None), ("queue", queue),
+                              ("task", task)):
+            if value is not None:
+                where.append(f"{column} = %({column})s")
+                params[column] = value
+        if before_id is not None:
+            where.append("id < %(before)s")
+            params["before"] = before_id
+        text = f'SELECT * FROM "{self.schema}".jobs'
+        if where:
+            text += " WHERE " + " AND ".join(where)
+        text += " ORDER BY id DESC LIMIT %(limit)s"
+        params["limit"] = limit
+        with self._conn() as c:
+            cur = c.cursor(row_factory=dict_row)
+            rows = cur.execute(text.encode(), params).fetchall()
+        return [job_from_row(r, aware) for r in rows]
+
+    def jobs_retry(self, job_id: int) -> Job:
+        try:
+            with self._conn() as c:
+                row = c.execute(self.q["jobs_retry"], self._p(id=job_id)).fetchone()
+                if row is not None:
+                    c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": ["*"]})
+        except psycopg.errors.UniqueViolation as exc:
+            raise ShiftworkError(
+                f"job {job_id} cannot be retried: another active job holds its unique key"
+            ) from exc
+        job = self.jobs_get(job_id)
+        if row is None:
+            raise ShiftworkError(f"job {job_id} is {job.state}; only dead, cancelled or waiting "
+                                 "jobs can be retried")
+        return job
+
+    def jobs_cancel(self, job_id: int) -> Job:
+        with self._conn() as c:
+            if c.execute(self.q["jobs_cancel_waiting"], self._p(id=job_id)).fetchone() is None:
+                c.execute(self.q["jobs_cancel_running"], {"id": job_id})
+        return self.jobs_get(job_id)
+
+    def jobs_prune(self, finished_older_than: float, dead_older_than: float,
+                   limit: int = 10_000) -> int:
+        with self._conn() as c:
+            return c.execute(self.q["jobs_prune"], self._p(
+                finished=finished_older_than, dead=dead_older_than, limit=limit)).rowcount
+
+    def queues_stats(self) -> list[QueueStats]:
+        with self._conn() as c:
+            active = c.execute(self.q["queues_stats"], self._p()).fetchall()
+            finished = {r[0]: (r[1], r[2]) for r in c.execute(self.q["queues_finished_counts"])}
+        out = {r[0]: QueueStats(queue=r[0], available=r[1], scheduled=r[2], running=r[3],
+                                succeeded=finished.get(r[0], (0, 0))[0],
+                                dead=r[4], cancelled=finished.get(r[0], (0, 0))[1],
+                                oldest_waiting_age=r[5]) for r in active}
+        for queue, (succeeded, cancelled) in finished.items():
+            out.setdefault(queue, QueueStats(queue, 0, 0, 0, succeeded, 0, cancelled, None))
+        return [out[k] for k in sorted(out)]
+
+    # -- workers and leadership ---------------------------------------------------------
+
+    def workers_upsert(self, worker_id: str, host: str, pid: int, queues: dict[str, int]) -> None:
+        with self._conn() as c:
+            c.execute(self.q["workers_upsert"], self._p(id=worker_id, host=host, pid=pid,
+                                                        queues=json.dumps(queues)))
+
+    def workers_delete(self, worker_id: str) -> None:
+        with self._conn() as c:
+            c.execute(self.q["workers_delete"], {"id": worker_id})
+
+    def workers_list(self) -> list[WorkerInfo]:
+        with self._conn() as c:
+            rows = c.execute(self.q["workers_list"]).fetchall()
+        return [WorkerInfo(r[0], r[1], r[2], loads(r[3]), aware(r[4]), aware(r[5]))  # type: ignore[arg-type]
+                for r in rows]
+
+    def workers_prune(self, stale_after: float) -> int:
+        with self._conn() as c:
+            return c.execute(self.q["workers_prune"], self._p(stale=stale_after)).rowcount
+
+    def leader_acquire(self, name: str, owner: str, ttl: float) -> int | None:
+        with self._conn() as c:
+            row = c.execute(self.q["leader_acquire"],
+                            self._p(name=name, owner=owner, ttl=ttl)).fetchone()
+        return int(row[0]) if row else None
+
+    def leader_release(self, name: str, owner: str) -> None:
+        with self._conn() as c:
+            c.execute(self.q["leader_release"], self._p(name=name, owner=owner))
+
+    # -- test support ---------------------------------------------------------------
+
+    def debug_install_transition_guard(self) -> None:
+        pairs = ", ".join(f"('{a}', '{b}')" for a, b in legal_pairs())
+        s = f'"{self.schema}"'
+        body = f"""
+        CREATE OR REPLACE FUNCTION {s}.shiftwork_transition_guard() RETURNS trigger AS $$
+        BEGIN
+          IF TG_OP = 'INSERT' THEN
+            IF NEW.state NOT IN ('available', 'scheduled') THEN
+              RAISE EXCEPTION 'illegal initial state %', NEW.state;
+            END IF;
+          ELSIF OLD.state <> NEW.state AND (OLD.state, NEW.state) NOT IN ({pairs}) THEN
+            RAISE EXCEPTION 'illegal transition % -> % (job %)', OLD.state, NEW.state, OLD.id;
+          END IF;
+          RETURN NEW;
+        END $$ LANGUAGE plpgsql;
+        DROP TRIGGER IF EXISTS transition_guard ON {s}.jobs;
+        CREATE TRIGGER transition_guard BEFORE INSERT OR UPDATE OF state ON {s}.jobs
+          FOR EACH ROW EXECUTE FUNCTION {s}.shiftwork_transition_guard();
+        """
+        with self._conn() as c:
+            c.execute(body.encode())

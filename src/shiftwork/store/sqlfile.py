@@ -1,0 +1,34 @@
+"""Load named queries from a ``.sql`` file: ``-- name: jobs_claim`` starts each one."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+_NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.M)
+
+
+def load_queries(package: str, filename: str, **substitutions: str) -> dict[str, str]:
+    text = resources.files(package).joinpath(filename).read_text()
+    for key, value in substitutions.items():
+        text = text.replace("{" + key + "}", value)
+    parts = _NAME.split(text)
+    queries: dict[str, str] = {}
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        if name in queries:
+            raise ValueError(f"{filename}: query {name} defined twice")
+        queries[name] = body.strip().rstrip(";")
+    return queries
+
+
+def load_migrations(package: str, **substitutions: str) -> list[tuple[int, str, str]]:
+    """Numbered migration files ``0001_name.sql`` in ``package``, in order."""
+    found = []
+    for entry in resources.files(package).iterdir():
+        match = re.match(r"^(\d{4})_([a-z0-9_]+)\.sql$", entry.name)
+        if match:
+            text = entry.read_text()
+            for key, value in substitutions.items():
+                text = text.replace("{" + key + "}", value)
+            found.append((int(match.group(1)), match.group(2), text))
+    return sorted(found)

@@ -1,0 +1,146 @@
+-- Named queries for SQLite. Times are Unix seconds (REAL); :now is always passed in.
+
+-- name: jobs_insert
+INSERT INTO jobs (queue, task, args, state, priority, max_attempts, run_at, created_at,
+                  unique_key, timeout, meta)
+VALUES (:queue, :task, :args, CASE WHEN :run_at IS NULL OR :run_at <= :now
+                                   THEN 'available' ELSE 'scheduled' END,
+        :priority, :max_attempts, coalesce(:run_at, :now), :now, :unique_key, :timeout, :meta)
+ON CONFLICT (unique_key)
+    WHERE unique_key IS NOT NULL AND state IN ('scheduled', 'available', 'running', 'retrying')
+    DO NOTHING
+RETURNING id
+
+-- name: jobs_find_active_by_key
+SELECT id FROM jobs
+WHERE unique_key = :key AND state IN ('scheduled', 'available', 'running', 'retrying')
+
+-- name: jobs_claim
+UPDATE jobs
+SET state = 'running', attempt = attempt + 1, worker_id = :worker, attempted_at = :now,
+    lease_expires_at = :now + :lease
+WHERE id IN (
+    SELECT id FROM jobs
+    WHERE queue = :queue
+      AND state IN ('available', 'scheduled', 'retrying')
+      AND run_at <= :now
+      AND (:only_task IS NULL OR task = :only_task)
+      AND task NOT IN (SELECT value FROM json_each(:exclude))
+    ORDER BY priority DESC, run_at, id
+    LIMIT :limit
+)
+RETURNING id, task, queue, args, attempt, max_attempts, timeout, checkpoint, meta, priority, run_at
+
+-- name: jobs_count_running_task
+SELECT count(*) FROM jobs WHERE state = 'running' AND task = :task
+
+-- name: jobs_complete_one
+UPDATE jobs
+SET state = :state,
+    finished_at = CASE WHEN :state IN ('succeeded', 'dead', 'cancelled') THEN :now END,
+    run_at = coalesce(:run_at, run_at),
+    errors = CASE WHEN :error IS NULL THEN errors ELSE json_insert(errors, '$[#]', json(:error)) END,
+    result = :result,
+    lease_expires_at = NULL
+WHERE id = :id AND attempt = :attempt AND state = 'running'
+
+-- name: jobs_heartbeat_worker
+UPDATE workers SET heartbeat_at = :now WHERE id = :worker
+
+-- name: jobs_heartbeat
+UPDATE jobs SET lease_expires_at = :now + :lease
+WHERE worker_id = :worker AND state = 'running'
+RETURNING id, attempt, cancel_requested
+
+-- name: jobs_rescue
+UPDATE jobs
+SET state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
+    finished_at = CASE WHEN attempt >= max_attempts THEN :now END,
+    lease_expires_at = NULL,
+    errors = json_insert(errors, '$[#]', json_object(
+        'attempt', attempt, 'kind', 'lease_expired', 'type', 'LeaseExpired',
+        'message', 'worker ' || coalesce(worker_id, '?') || ' stopped renewing its lease',
+        'at', :now_iso))
+WHERE id IN (
+    SELECT id FROM jobs WHERE state = 'running' AND lease_expires_at < :now
+    ORDER BY lease_expires_at LIMIT :limit
+)
+RETURNING id, state
+
+-- name: jobs_hand_back
+UPDATE jobs
+SET state = 'available', lease_expires_at = NULL, max_attempts = max_attempts + 1, run_at = :now,
+    errors = json_insert(errors, '$[#]', json_object(
+        'attempt', attempt, 'kind', 'handed_back', 'type', 'Shutdown',
+        'message', 'worker shut down before the job finished; attempt not counted',
+        'at', :now_iso))
+WHERE id = :id AND attempt = :attempt AND state = 'running' AND worker_id = :worker
+
+-- name: jobs_get
+SELECT * FROM jobs WHERE id = :id
+
+-- name: jobs_retry
+UPDATE jobs
+SET state = 'available', run_at = :now, finished_at = NULL,
+    max_attempts = max(max_attempts, attempt + 1), cancel_requested = 0
+WHERE id = :id AND state IN ('dead', 'cancelled', 'retrying', 'scheduled')
+RETURNING id
+
+-- name: jobs_cancel_waiting
+UPDATE jobs SET state = 'cancelled', finished_at = :now
+WHERE id = :id AND state IN ('scheduled', 'available', 'retrying')
+RETURNING id
+
+-- name: jobs_cancel_running
+UPDATE jobs SET cancel_requested = 1 WHERE id = :id AND state = 'running' RETURNING id
+
+-- name: jobs_prune
+DELETE FROM jobs WHERE id IN (
+    SELECT id FROM jobs
+    WHERE (state IN ('succeeded', 'cancelled') AND finished_at < :now - :finished)
+       OR (state = 'dead' AND finished_at < :now - :dead)
+    LIMIT :limit
+)
+
+-- name: queues_stats
+SELECT queue,
+       sum(state IN ('available', 'scheduled', 'retrying') AND run_at <= :now) AS available,
+       sum(state IN ('scheduled', 'retrying') AND run_at > :now) AS scheduled,
+       sum(state = 'running') AS running,
+       sum(state = 'dead') AS dead,
+       :now - min(CASE WHEN state IN ('available', 'scheduled', 'retrying') AND run_at <= :now
+                       THEN run_at END) AS oldest_waiting_age
+FROM jobs
+WHERE state IN ('available', 'scheduled', 'retrying', 'running', 'dead')
+GROUP BY queue
+
+-- name: queues_finished_counts
+SELECT queue, sum(state = 'succeeded'), sum(state = 'cancelled')
+FROM jobs WHERE state IN ('succeeded', 'cancelled') GROUP BY queue
+
+-- name: workers_upsert
+INSERT INTO workers (id, host, pid, queues, started_at, heartbeat_at)
+VALUES (:id, :host, :pid, :queues, :now, :now)
+ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, queues = excluded.queues
+
+-- name: workers_delete
+DELETE FROM workers WHERE id = :id
+
+-- name: workers_list
+SELECT id, host, pid, queues, started_at, heartbeat_at FROM workers ORDER BY started_at
+
+-- name: workers_prune
+DELETE FROM workers WHERE heartbeat_at < :now - :stale
+
+-- name: leader_acquire
+INSERT INTO leaders AS l (name, owner, term, expires_at)
+VALUES (:name, :owner, 1, :now + :ttl)
+ON CONFLICT (name) DO UPDATE
+SET owner = excluded.owner,
+    term = CASE WHEN l.owner = excluded.owner THEN l.term ELSE l.term + 1 END,
+    expires_at = excluded.expires_at
+WHERE l.owner = excluded.owner OR l.expires_at < :now
+RETURNING term
+
+-- name: leader_release
+UPDATE leaders SET expires_at = :now - 1 WHERE name = :name AND owner = :owner

@@ -1,0 +1,364 @@
+"""SQLite engine: WAL mode, durable commits, BEGIN IMMEDIATE claims, one host."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from ...clock import Clock, SystemClock
+from ...errors import ConfigurationError, JobNotFoundError, ShiftworkError, StorageError
+from ...job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
+from ...outcome import Outcome
+from ...states import JobState
+from ..rows import job_from_row, legal_pairs, log_rejected, split_args
+from ..sqlfile import load_migrations, load_queries
+
+log = logging.getLogger("shiftwork.store.sqlite")
+
+
+def to_ts(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def from_ts(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+class SQLiteStore:
+    engine = "sqlite"
+
+    def __init__(self, path: str, clock: Clock | None = None, busy_timeout: float = 30.0) -> None:
+        if not path:
+            raise ConfigurationError("SQLite DSN needs a file path: sqlite:///path/to/jobs.db")
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise ConfigurationError(f"SQLite database folder {parent!r} does not exist")
+        self.path = path
+        self.clock = clock or SystemClock()
+        self.busy_timeout = busy_timeout
+        self.q = load_queries(__package__ or "", "queries.sql")
+        self._migrations = load_migrations(f"{__package__}.migrations")
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    # -- connections -------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
+                                   check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            # FULL: a commit is on disk before enqueue returns, even in WAL mode.
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+            conn.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
+        with self._lock:
+            self._all.append(conn)
+        return conn
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def _tx(self, conn: Any = None, immediate: bool = True) -> Iterator[sqlite3.Connection]:
+        """A write transaction; BEGIN IMMEDIATE takes the write lock up front."""
+        if conn is not None:  # the caller's connection and transaction
+            yield conn
+            return
+        c = self.conn
+        try:
+            c.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        except sqlite3.Error as exc:
+            raise StorageError(f"SQLite {self.path!r}: {exc}") from exc
+        try:
+            yield c
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+        else:
+            c.execute("COMMIT")
+
+    def _now(self) -> float:
+        return self.clock.now().timestamp()
+
+    def close(self) -> None:
+        with self._lock:
+            for c in self._all:
+                try:
+                    c.close()
+                except sqlite3.Error:
+                    pass
+            self._all.clear()
+        self._local = threading.local()
+
+    def ping(self) -> None:
+        self.conn.execute("SELECT 1")
+
+    def db_now(self) -> datetime:
+        return self.clock.now()
+
+    def data_version(self) -> int:
+        """Changes whenever another connection commits: a cheap wake-up signal."""
+        row = self.conn.execute("PRAGMA data_version").fetchone()
+        return int(row[0])
+
+    # -- schema -----------------------------------------------------------------------
+
+    def migrate(self) -> list[int]:
+        applied: list[int] = []
+        with self._tx() as c:
+            c.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                      "name TEXT NOT NULL, applied_at REAL NOT NULL)")
+            done = {r[0] for r in c.execute("SELECT version FROM schema_migrations")}
+            for version, name, text in self._migrations:
+                if version in done:
+                    continue
+                for statement in _split_statements(text):
+                    c.execute(statement)
+                c.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                          (version, name, self._now()))
+                applied.append(version)
+        return applied
+
+    def schema_version(self) -> int:
+        try:
+            row = self.conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+        except sqlite3.OperationalError:
+            return 0
+        return int(row[0] or 0)
+
+    # -- enqueue --------------------------------------------------------------------------
+
+    def jobs_insert(self, jobs: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
+        now = self._now()
+        results: list[EnqueueResult] = []
+        insert = self.q["jobs_insert"]
+        with self._tx(conn) as c:
+            for j in jobs:
+                row = c.execute(insert, {
+                    "queue": j.queue, "task": j.task, "args": j.args_json, "now": now,
+                    "run_at": to_ts(j.run_at), "priority": j.priority,
+                    "max_attempts": j.max_attempts, "unique_key": j.unique_key,
+                    "timeout": j.timeout, "meta": j.meta_json,
+                }).fetchone()
+                if row is not None:
+                    results.append(EnqueueResult(row[0], True))
+                else:  # the write lock is held, so the active holder is still there
+                    found = c.execute(self.q["jobs_find_active_by_key"],
+                                      {"key": j.unique_key}).fetchone()
+                    results.append(EnqueueResult(found[0], False))
+        return results
+
+    # -- claim / complete -----------------------------------------------------------------
+
+    def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
+                   limits: dict[str, int] | None = None) -> list[ClaimedJob]:
+        limits = limits or {}
+        now = self._now()
+        base = {"queue": queue, "worker": worker_id, "lease": lease_seconds, "now": now}
+        rows: list[Any] = []
+        with self._tx() as c:
+            # BEGIN IMMEDIATE serializes claimers, so count-then-claim is safe here.
+            for task in sorted(limits):
+                if len(rows) >= limit:
+                    break
+                running = c.execute(self.q["jobs_count_running_task"], {"task": task}).fetchone()
+                room = limits[task] - running[0]
+                if room > 0:
+                    rows += c.execute(self.q["jobs_claim"], {
+                        **base, "limit": min(room, limit - len(rows)), "only_task": task,
+                        "exclude": "[]"}).fetchall()
+            if len(rows) < limit:
+                rows += c.execute(self.q["jobs_claim"], {
+                    **base, "limit": limit - len(rows), "only_task": None,
+                    "exclude": json.dumps(sorted(limits))}).fetchall()
+        rows.sort(key=lambda r: (-r["priority"], r["run_at"], r["id"]))
+        claimed = []
+        for r in rows:
+            args, kwargs = split_args(r["args"])
+            claimed.append(ClaimedJob(
+                id=r["id"], task=r["task"], queue=r["queue"], args=args, kwargs=kwargs,
+                attempt=r["attempt"], max_attempts=r["max_attempts"], timeout=r["timeout"],
+                checkpoint=json.loads(r["checkpoint"]) if r["checkpoint"] else None,
+                meta=json.loads(r["meta"]) if r["meta"] else {}))
+        return claimed
+
+    def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
+        if not outcomes:
+            return set()
+        now = self._now()
+        done: set[int] = set()
+        with self._tx() as c:
+            for o in outcomes:
+                cur = c.execute(self.q["jobs_complete_one"], {
+                    "id": o.job_id, "attempt": o.attempt, "state": o.state.value, "now": now,
+                    "run_at": to_ts(o.run_at),
+                    "error": json.dumps(o.error) if o.error is not None else None,
+                    "result": o.result_json})
+                if cur.rowcount:
+                    done.add(o.job_id)
+        stale = [(o.job_id, o.attempt) for o in outcomes if o.job_id not in done]
+        if stale:
+            log_rejected("completion", stale)
+        return done
+
+    def jobs_heartbeat(self, worker_id: str, lease_seconds: float) -> list[tuple[int, int, bool]]:
+        now = self._now()
+        with self._tx() as c:
+            c.execute(self.q["jobs_heartbeat_worker"], {"worker": worker_id, "now": now})
+            rows = c.execute(self.q["jobs_heartbeat"],
+                             {"worker": worker_id, "now": now, "lease": lease_seconds}).fetchall()
+        return [(r[0], r[1], bool(r[2])) for r in rows]
+
+    def jobs_rescue(self, limit: int = 1000) -> list[tuple[int, JobState]]:
+        now = self.clock.now()
+        with self._tx() as c:
+            rows = c.execute(self.q["jobs_rescue"], {
+                "now": now.timestamp(), "now_iso": now.isoformat(), "limit": limit}).fetchall()
+        return [(r[0], JobState(r[1])) for r in rows]
+
+    def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]]) -> int:
+        now = self.clock.now()
+        count = 0
+        with self._tx() as c:
+            for job_id, attempt in jobs:
+                count += c.execute(self.q["jobs_hand_back"], {
+                    "id": job_id, "attempt": attempt, "worker": worker_id,
+                    "now": now.timestamp(), "now_iso": now.isoformat()}).rowcount
+        return count
+
+    # -- inspection and manual actions ----------------------------------------------
+
+    def jobs_get(self, job_id: int) -> Job:
+        row = self.conn.execute(self.q["jobs_get"], {"id": job_id}).fetchone()
+        if row is None:
+            raise JobNotFoundError(f"no job with id {job_id}")
+        return job_from_row(dict(row), from_ts)
+
+    def jobs_list(self, state: JobState | None = None, queue: str | None = None,
+                  task: str | None = None, limit: int = 50,
+                  before_id: int | None = None) -> list[Job]:
+        where, params = [], {}
+        for column, value in (("state", state.value if state else None), ("queue", queue),
+                              ("task", task)):
+            if value is not None:
+                where.append(f"{column} = :{column}")
+                params[column] = value
+        if before_id is not None:
+            where.append("id < :before")
+            params["before"] = before_id
+        text = "SELECT * FROM jobs"
+        if where:
+            text += " WHERE " + " AND ".join(where)
+        text += " ORDER BY id DESC LIMIT :limit"
+        params["limit"] = limit
+        return [job_from_row(dict(r), from_ts) for r in self.conn.execute(text, params)]
+
+    def jobs_retry(self, job_id: int) -> Job:
+        try:
+            with self._tx() as c:
+                row = c.execute(self.q["jobs_retry"], {"id": job_id, "now": self._now()}).fetchone()
+        except sqlite3.IntegrityError as exc:
+            raise ShiftworkError(
+                f"job {job_id} cannot be retried: another active job holds its unique key"
+            ) from exc
+        job = self.jobs_get(job_id)
+        if row is None:
+            raise ShiftworkError(f"job {job_id} is {job.state}; only dead, cancelled or waiting "
+                                 "jobs can be retried")
+        return job
+
+    def jobs_cancel(self, job_id: int) -> Job:
+        with self._tx() as c:
+            params = {"id": job_id, "now": self._now()}
+            if c.execute(self.q["jobs_cancel_waiting"], params).fetchone() is None:
+                c.execute(self.q["jobs_cancel_running"], {"id": job_id})
+        return self.jobs_get(job_id)
+
+    def jobs_prune(self, finished_older_than: float, dead_older_than: float,
+                   limit: int = 10_000) -> int:
+        with self._tx() as c:
+            return c.execute(self.q["jobs_prune"], {
+                "now": self._now(), "finished": finished_older_than, "dead": dead_older_than,
+                "limit": limit}).rowcount
+
+    def queues_stats(self) -> list[QueueStats]:
+        c = self.conn
+        now = self._now()
+        active = c.execute(self.q["queues_stats"], {"now": now}).fetchall()
+        finished = {r[0]: (r[1], r[2]) for r in c.execute(self.q["queues_finished_counts"])}
+        out = {r[0]: QueueStats(queue=r[0], available=r[1], scheduled=r[2], running=r[3],
+                                succeeded=finished.get(r[0], (0, 0))[0], dead=r[4],
+                                cancelled=finished.get(r[0], (0, 0))[1],
+                                oldest_waiting_age=r[5]) for r in active}
+        for queue, (succeeded, cancelled) in finished.items():
+            out.setdefault(queue, QueueStats(queue, 0, 0, 0, succeeded, 0, cancelled, None))
+        return [out[k] for k in sorted(out)]
+
+    # -- workers and leadership --------------------------------------------------------
+
+    def workers_upsert(self, worker_id: str, host: str, pid: int, queues: dict[str, int]) -> None:
+        with self._tx() as c:
+            c.execute(self.q["workers_upsert"], {"id": worker_id, "host": host, "pid": pid,
+                                                 "queues": json.dumps(queues), "now": self._now()})
+
+    def workers_delete(self, worker_id: str) -> None:
+        with self._tx() as c:
+            c.execute(self.q["workers_delete"], {"id": worker_id})
+
+    def workers_list(self) -> list[WorkerInfo]:
+        return [WorkerInfo(r[0], r[1], r[2], json.loads(r[3]), from_ts(r[4]), from_ts(r[5]))  # type: ignore[arg-type]
+                for r in self.conn.execute(self.q["workers_list"])]
+
+    def workers_prune(self, stale_after: float) -> int:
+        with self._tx() as c:
+            return c.execute(self.q["workers_prune"],
+                             {"now": self._now(), "stale": stale_after}).rowcount
+
+    def leader_acquire(self, name: str, owner: str, ttl: float) -> int | None:
+        with self._tx() as c:
+            row = c.execute(self.q["leader_acquire"], {"name": name, "owner": owner, "ttl": ttl,
+                                                       "now": self._now()}).fetchone()
+        return int(row[0]) if row else None
+
+    def leader_release(self, name: str, owner: str) -> None:
+        with self._tx() as c:
+            c.execute(self.q["leader_release"], {"name": name, "owner": owner, "now": self._now()})
+
+    # -- test support ------------------------------------------------------------------
+
+    def debug_install_transition_guard(self) -> None:
+        pairs = " OR ".join(f"(OLD.state = '{a}' AND NEW.state = '{b}')" for a, b in legal_pairs())
+        with self._tx() as c:
+            c.execute("DROP TRIGGER IF EXISTS transition_guard")
+            c.execute("DROP TRIGGER IF EXISTS transition_guard_insert")
+            c.execute(f"""
+                CREATE TRIGGER transition_guard BEFORE UPDATE OF state ON jobs
+                WHEN OLD.state <> NEW.state AND NOT ({pairs})
+                BEGIN SELECT RAISE(ABORT, 'illegal transition'); END""")
+            c.execute("""
+                CREATE TRIGGER transition_guard_insert BEFORE INSERT ON jobs
+                WHEN NEW.state NOT IN ('available', 'scheduled')
+                BEGIN SELECT RAISE(ABORT, 'illegal initial state'); END""")
+
+
+def _split_statements(text: str) -> list[str]:
+    """Split a migration into statements (no semicolons inside our DDL literals)."""
+    lines = [ln for ln in text.splitlines() if not ln.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

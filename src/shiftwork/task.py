@@ -1,0 +1,196 @@
+"""Tasks: a registered function plus its options, and the requests that enqueue it."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+
+from .errors import ConfigurationError, PayloadError
+from .job import EnqueueResult, NewJob
+from .names import check_queue, check_task_name
+from .payload import encode_args, encode_json, unique_digest
+from .retry import DEFAULT_BACKOFF, Backoff
+
+if TYPE_CHECKING:
+    from .app import App
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+PRIORITY_MIN, PRIORITY_MAX = -100, 100
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    queue: str = "default"
+    priority: int = 0  # higher runs first, within a queue
+    max_attempts: int = 20
+    retry: Backoff = DEFAULT_BACKOFF
+    timeout: float | None = None  # seconds per attempt
+    unique: bool | tuple[str, ...] = False  # True: all arguments; a tuple: those arguments
+    concurrency: int | None = None  # at most this many running across the whole fleet
+
+
+@dataclass(frozen=True)
+class EnqueueOptions:
+    delay: float | timedelta | None = None
+    run_at: datetime | None = None
+    priority: int | None = None
+    queue: str | None = None
+    key: str | None = None
+    max_attempts: int | None = None
+    conn: Any = None  # a psycopg connection whose transaction the job joins
+    meta: dict[str, Any] | None = None
+
+
+def _check_priority(priority: int) -> int:
+    if not isinstance(priority, int) or not PRIORITY_MIN <= priority <= PRIORITY_MAX:
+        raise ConfigurationError(
+            f"priority {priority!r} must be an integer from {PRIORITY_MIN} to {PRIORITY_MAX}"
+        )
+    return priority
+
+
+def _takes_context(fn: Callable[..., Any]) -> bool:
+    params = list(inspect.signature(fn).parameters.values())
+    if not params:
+        return False
+    first = params[0]
+    return first.name == "ctx" or getattr(first.annotation, "__name__", first.annotation) in (
+        "JobContext",
+        "shiftwork.JobContext",
+    )
+
+
+class Task(Generic[P, R]):
+    """A function registered on an :class:`~shiftwork.App`."""
+
+    def __init__(self, app: App, fn: Callable[..., Any], name: str, options: TaskOptions) -> None:
+        self.app = app
+        self.fn = fn
+        self.name = check_task_name(name)
+        self.options = options
+        self.is_async = asyncio.iscoroutinefunction(fn)
+        self.takes_context = _takes_context(fn)
+        sig = inspect.signature(fn)
+        params = list(sig.parameters.values())
+        if self.takes_context:
+            params = params[1:]
+        self._signature = sig.replace(parameters=params)
+        self._param_names = [p.name for p in params]
+        if isinstance(options.unique, tuple):
+            unknown = [a for a in options.unique if a not in self._param_names]
+            if unknown:
+                raise ConfigurationError(
+                    f"task {name}: unique names {unknown} which are not parameters of the function"
+                )
+        check_queue(options.queue)
+        _check_priority(options.priority)
+        if options.max_attempts < 1:
+            raise ConfigurationError(f"task {name}: max_attempts must be >= 1")
+        if options.concurrency is not None and options.concurrency < 1:
+            raise ConfigurationError(f"task {name}: concurrency must be >= 1 or None")
+        if options.timeout is not None and options.timeout <= 0:
+            raise ConfigurationError(f"task {name}: timeout must be > 0 seconds")
+
+    def __repr__(self) -> str:
+        return f"<Task {self.name} queue={self.options.queue}>"
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Call the function directly, in-process (no job)."""
+        return self.fn(*args, **kwargs)  # type: ignore[no-any-return]
+
+    # -- building requests -------------------------------------------------
+
+    def using(self, **options: Any) -> BoundTask[P, R]:
+        """Per-enqueue overrides: delay, run_at, priority, queue, key, max_attempts, conn, meta."""
+        return BoundTask(self, EnqueueOptions(**options))
+
+    def call(self, *args: P.args, **kwargs: P.kwargs) -> JobRequest:
+        """A request to enqueue this task, for :meth:`App.enqueue_many`."""
+        return JobRequest(self, tuple(args), dict(kwargs), EnqueueOptions())
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> EnqueueResult:
+        """Enqueue one job; returns after its commit (or joins ``conn``'s transaction)."""
+        return self.call(*args, **kwargs).enqueue()
+
+    def enqueue_many(
+        self, calls: Iterable[tuple[Any, ...] | dict[str, Any]], conn: Any = None
+    ) -> list[EnqueueResult]:
+        """Enqueue many jobs in one round trip per batch: each item a tuple or a dict."""
+        requests = [
+            JobRequest(self, (), dict(c), EnqueueOptions())
+            if isinstance(c, dict)
+            else JobRequest(self, tuple(c), {}, EnqueueOptions())
+            for c in calls
+        ]
+        return self.app.enqueue_many(requests, conn=conn)
+
+    # -- validation ----------------------------------------------------------
+
+    def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
+              now: datetime | None) -> NewJob:
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise PayloadError(f"{self.name}: arguments do not match {self._signature}: {exc}") \
+                from None
+        args_json = encode_args(self.name, args, kwargs, self.app.max_payload_bytes,
+                                self._param_names)
+        queue = check_queue(opts.queue) if opts.queue is not None else self.options.queue
+        priority = _check_priority(opts.priority if opts.priority is not None
+                                   else self.options.priority)
+        run_at = opts.run_at
+        if run_at is not None and run_at.tzinfo is None:
+            raise ConfigurationError("run_at must be timezone-aware (e.g. datetime.now(UTC))")
+        if opts.delay is not None:
+            seconds = (opts.delay.total_seconds() if isinstance(opts.delay, timedelta)
+                       else float(opts.delay))
+            if seconds > 0:
+                base = now or datetime.now(UTC)
+                run_at = base + timedelta(seconds=seconds)
+        unique_key: str | None = None
+        if opts.key is not None:
+            unique_key = f"{self.name}:{opts.key}"
+        elif self.options.unique:
+            bound.apply_defaults()
+            names = (self._param_names if self.options.unique is True
+                     else list(self.options.unique))
+            unique_key = unique_digest(self.name, {n: bound.arguments.get(n) for n in names})
+        max_attempts = opts.max_attempts or self.options.max_attempts
+        return NewJob(
+            task=self.name, queue=queue, args_json=args_json, priority=priority,
+            max_attempts=max_attempts, run_at=run_at, unique_key=unique_key,
+            timeout=self.options.timeout,
+            meta_json=encode_json(opts.meta or {}, f"{self.name}: meta"),
+        )
+
+
+class BoundTask(Generic[P, R]):
+    def __init__(self, task: Task[P, R], options: EnqueueOptions) -> None:
+        self.task = task
+        self.options = options
+
+    def using(self, **options: Any) -> BoundTask[P, R]:
+        return BoundTask(self.task, replace(self.options, **options))
+
+    def call(self, *args: P.args, **kwargs: P.kwargs) -> JobRequest:
+        return JobRequest(self.task, tuple(args), dict(kwargs), self.options)
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> EnqueueResult:
+        return self.call(*args, **kwargs).enqueue()
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    task: Task[Any, Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    options: EnqueueOptions
+
+    def enqueue(self) -> EnqueueResult:
+        return self.task.app.enqueue_many([self], conn=self.options.conn)[0]
