@@ -57,6 +57,8 @@ class App:
         self.pool_size = pool_size
         self.tasks: dict[str, Task[Any, Any]] = {}
         self.events = EventBus()
+        #: Called by the leader on every leadership tick with its term (scheduler, etc.).
+        self.leader_duties: list[Callable[[int], None]] = []
         self.import_path: str | None = None  # "module:attr", set by the command line
         self._store: Store | None = None
         self._store_lock = threading.Lock()

@@ -35,14 +35,14 @@ class StorageError(ShiftworkError):
     """The database could not be reached or refused an operation."""
 
 
-class JobCancelled(BaseException):  # noqa: N818 - reads as a signal, like asyncio.CancelledError
+class JobCancelled(BaseException):
     """Raised inside a task when its job was cancelled.
 
     A BaseException on purpose: a task's bare ``except Exception`` must not swallow it.
     """
 
 
-class RetryIn(ShiftworkError):  # noqa: N818 - a request, not a failure
+class RetryIn(ShiftworkError):
     """Raise from a task to ask for a retry after a specific delay (seconds)."""
 
     def __init__(self, seconds: float, reason: str = "") -> None:

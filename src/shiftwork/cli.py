@@ -1,0 +1,289 @@
+"""The ``shiftwork`` command."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from .errors import ShiftworkError
+from .states import JobState
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _open(app_spec: str | None, dsn: str | None, schema: str) -> Any:
+    from .app import App
+    from .loader import load_app
+
+    spec = app_spec or os.environ.get("SHIFTWORK_APP")
+    if spec:
+        return load_app(spec)
+    dsn = dsn or os.environ.get("SHIFTWORK_DSN")
+    if not dsn:
+        raise click.UsageError("give --app module:app, or --dsn (or SHIFTWORK_APP / SHIFTWORK_DSN)")
+    return App(dsn, schema=schema)
+
+
+def format_age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = max(seconds, 0.0)
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f}m"
+    if seconds < 86400:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
+
+
+def _when(value: datetime | None) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if value else "-"
+
+
+app_option = click.option("--app", "app_spec", metavar="MODULE:ATTR",
+                          help="Your App, e.g. myproject.jobs:app (or SHIFTWORK_APP).")
+dsn_option = click.option("--dsn", help="Database DSN instead of --app (or SHIFTWORK_DSN).")
+schema_option = click.option("--schema", default="shiftwork", show_default=True,
+                             help="PostgreSQL schema, with --dsn.")
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ShiftworkError as exc:
+            err_console.print(f"[red]error:[/red] {exc}", highlight=False, markup=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="shiftwork")
+def main() -> None:
+    """shiftwork: background jobs and schedules on SQLite or PostgreSQL."""
+
+
+@main.command()
+@click.argument("app_spec", metavar="MODULE:ATTR")
+@click.option("--queue", "-q", "queues", multiple=True, metavar="NAME=CONCURRENCY",
+              help="A queue and its pool size; repeat for more. Default: every task's queue=10.")
+@click.option("--grace", default=30.0, show_default=True,
+              help="Seconds running jobs get to finish on SIGTERM before they are handed back.")
+@click.option("--connect-timeout", default=60.0, show_default=True,
+              help="Seconds to keep retrying an unreachable database at start.")
+@click.option("--log-level", default="INFO", show_default=True)
+def worker(app_spec: str, queues: tuple[str, ...], grace: float, connect_timeout: float,
+           log_level: str) -> None:
+    """Run a worker process for APP's tasks."""
+    from .loader import load_app
+    from .worker import Worker
+
+    _setup_logging(log_level)
+    app = load_app(app_spec)
+    pools: dict[str, int] = {}
+    for item in queues:
+        name, _, size = item.partition("=")
+        try:
+            pools[name] = int(size) if size else 10
+        except ValueError:
+            raise click.BadParameter(f"{item!r}: expected NAME=CONCURRENCY, e.g. emails=20",
+                                     param_hint="--queue") from None
+    if not pools:
+        pools = {t.options.queue: 10 for t in app.tasks.values()} or {"default": 10}
+    Worker(app, pools, grace=grace, connect_timeout=connect_timeout).run()
+
+
+@main.command()
+@app_option
+@dsn_option
+@schema_option
+def migrate(app_spec: str | None, dsn: str | None, schema: str) -> None:
+    """Create or upgrade the database schema."""
+    app = _open(app_spec, dsn, schema)
+    applied = app.migrate()
+    console.print(f"applied migrations: {applied}" if applied else "schema is up to date")
+
+
+@main.command()
+@app_option
+@dsn_option
+@schema_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def queues(app_spec: str | None, dsn: str | None, schema: str, as_json: bool) -> None:
+    """Per queue: waiting, running, scheduled, dead, and the oldest waiting job's age."""
+    app = _open(app_spec, dsn, schema)
+    stats = app.queue_stats()
+    if as_json:
+        click.echo(json.dumps([s.__dict__ for s in stats], indent=2))
+        return
+    console.print(queue_table(stats))
+
+
+def queue_table(stats: list[Any], title: str = "queues") -> Table:
+    table = Table(title=title)
+    for col in ("queue", "waiting", "running", "scheduled", "succeeded", "dead", "oldest waiting"):
+        table.add_column(col, justify="left" if col == "queue" else "right")
+    for s in stats:
+        table.add_row(s.queue, str(s.available), str(s.running), str(s.scheduled),
+                      str(s.succeeded), str(s.dead), format_age(s.oldest_waiting_age))
+    return table
+
+
+@main.group()
+def jobs() -> None:
+    """Inspect and act on jobs."""
+
+
+@jobs.command("list")
+@app_option
+@dsn_option
+@schema_option
+@click.option("--state", type=click.Choice([s.value for s in JobState]))
+@click.option("--queue")
+@click.option("--task")
+@click.option("--limit", default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def jobs_list(app_spec: str | None, dsn: str | None, schema: str, state: str | None,
+              queue: str | None, task: str | None, limit: int, as_json: bool) -> None:
+    """List jobs, newest first."""
+    app = _open(app_spec, dsn, schema)
+    found = app.list_jobs(state=state, queue=queue, task=task, limit=limit)
+    if as_json:
+        click.echo(json.dumps([_job_dict(j) for j in found], indent=2, default=str))
+        return
+    table = Table()
+    for col in ("id", "task", "queue", "state", "attempt", "run at (UTC)", "last error"):
+        table.add_column(col)
+    for j in found:
+        last = j.errors[-1] if j.errors else None
+        table.add_row(str(j.id), j.task, j.queue, j.state.value, f"{j.attempt}/{j.max_attempts}",
+                      _when(j.run_at), f"{last['type']}: {last['message']}"[:60] if last else "")
+    console.print(table)
+
+
+def _job_dict(job: Any) -> dict[str, Any]:
+    d = dict(job.__dict__)
+    d["state"] = job.state.value
+    return d
+
+
+@jobs.command("show")
+@click.argument("job_id", type=int)
+@app_option
+@dsn_option
+@schema_option
+@click.option("--json", "as_json", is_flag=True)
+def jobs_show(job_id: int, app_spec: str | None, dsn: str | None, schema: str,
+              as_json: bool) -> None:
+    """Everything about one job, with its error history."""
+    app = _open(app_spec, dsn, schema)
+    job = app.get_job(job_id)
+    if as_json:
+        click.echo(json.dumps(_job_dict(job), indent=2, default=str))
+        return
+    console.print(f"[bold]job {job.id}[/bold]  {job.task}  queue={job.queue}  "
+                  f"state={job.state.value}  attempt {job.attempt}/{job.max_attempts}",
+                  highlight=False)
+    console.print(f"args={json.dumps(job.args)} kwargs={json.dumps(job.kwargs)}",
+                  markup=False, highlight=False)
+    console.print(f"created {_when(job.created_at)}  run at {_when(job.run_at)}  "
+                  f"attempted {_when(job.attempted_at)}  finished {_when(job.finished_at)}")
+    if job.unique_key:
+        console.print(f"unique key: {job.unique_key}", markup=False)
+    if job.progress is not None:
+        console.print(f"progress: {json.dumps(job.progress)}", markup=False)
+    if job.checkpoint is not None:
+        console.print(f"checkpoint: {json.dumps(job.checkpoint)}", markup=False)
+    if job.result is not None:
+        console.print(f"result: {json.dumps(job.result)}", markup=False)
+    for err in job.errors:
+        console.print(f"\n[red]attempt {err.get('attempt')}[/red] {err.get('kind')}: "
+                      f"{err.get('type')}: {err.get('message')}", highlight=False)
+        if err.get("traceback"):
+            console.print(err["traceback"], markup=False, highlight=False)
+
+
+@jobs.command("retry")
+@click.argument("job_ids", type=int, nargs=-1, required=True)
+@app_option
+@dsn_option
+@schema_option
+def jobs_retry(job_ids: tuple[int, ...], app_spec: str | None, dsn: str | None,
+               schema: str) -> None:
+    """Make dead, cancelled or waiting jobs run again now."""
+    app = _open(app_spec, dsn, schema)
+    for job_id in job_ids:
+        job = app.retry_job(job_id)
+        console.print(f"job {job.id}: {job.state.value}")
+
+
+@jobs.command("cancel")
+@click.argument("job_ids", type=int, nargs=-1, required=True)
+@app_option
+@dsn_option
+@schema_option
+def jobs_cancel(job_ids: tuple[int, ...], app_spec: str | None, dsn: str | None,
+                schema: str) -> None:
+    """Cancel waiting jobs; ask the worker running a running job to stop it."""
+    app = _open(app_spec, dsn, schema)
+    for job_id in job_ids:
+        job = app.cancel_job(job_id)
+        note = " (cancel requested; the worker stops it)" if job.state is JobState.RUNNING else ""
+        console.print(f"job {job.id}: {job.state.value}{note}")
+
+
+@main.command()
+@click.argument("task_name")
+@app_option
+@click.option("--args", "args_json", default="[]", help="JSON list of positional arguments.")
+@click.option("--kwargs", "kwargs_json", default="{}", help="JSON object of keyword arguments.")
+@click.option("--delay", type=float, help="Seconds from now.")
+@click.option("--priority", type=int)
+@click.option("--queue")
+@click.option("--key", help="Unique key: at most one active job per key.")
+def enqueue(task_name: str, app_spec: str | None, args_json: str, kwargs_json: str,
+            delay: float | None, priority: int | None, queue: str | None,
+            key: str | None) -> None:
+    """Enqueue TASK_NAME with JSON arguments."""
+    from .errors import PayloadError
+
+    app = _open(app_spec, None, "shiftwork")
+    try:
+        args = json.loads(args_json)
+        kwargs = json.loads(kwargs_json)
+    except json.JSONDecodeError as exc:
+        raise PayloadError(f"--args/--kwargs must be JSON: {exc}") from None
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        raise PayloadError("--args must be a JSON list and --kwargs a JSON object")
+    task = app.get_task(task_name)
+    result = task.using(delay=delay, priority=priority, queue=queue, key=key) \
+        .enqueue(*args, **kwargs)
+    console.print(f"job {result.id} {'enqueued' if result.created else 'already active (key)'}")
+
+
+@main.command()
+@click.option("--db", default=None, help="SQLite file to use (default: a fresh temp file).")
+@click.option("--jobs", "n_jobs", default=1000, show_default=True, help="Jobs in the burst.")
+def demo(db: str | None, n_jobs: int) -> None:
+    """A small app with three queues: enqueue a burst, run workers, watch it drain."""
+    from .demo import run_demo
+
+    run_demo(db, n_jobs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""Find the user's App from ``module:attribute`` (or a path to a .py file)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+from typing import TYPE_CHECKING
+
+from .errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from .app import App
+
+
+def load_app(spec: str) -> App:
+    from .app import App
+
+    if ":" not in spec:
+        raise ConfigurationError(f"app {spec!r}: expected module:attribute, e.g. myapp.jobs:app")
+    module_name, attr = spec.rsplit(":", 1)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        if module_name.endswith(".py"):
+            path = os.path.abspath(module_name)
+            name = os.path.splitext(os.path.basename(path))[0]
+            loader_spec = importlib.util.spec_from_file_location(name, path)
+            if loader_spec is None or loader_spec.loader is None:
+                raise ConfigurationError(f"app {spec!r}: cannot load {path}")
+            module = importlib.util.module_from_spec(loader_spec)
+            sys.modules[name] = module
+            loader_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+    except ConfigurationError:
+        raise
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise ConfigurationError(f"app {spec!r}: no module named {exc.name!r} "
+                                     f"(is it on PYTHONPATH? cwd is {os.getcwd()})") from exc
+        raise ConfigurationError(f"app {spec!r}: importing {module_name} failed:\n"
+                                 + traceback.format_exc(limit=-3)) from exc
+    except Exception as exc:
+        raise ConfigurationError(f"app {spec!r}: importing {module_name} failed:\n"
+                                 + traceback.format_exc(limit=-3)) from exc
+    app = getattr(module, attr, None)
+    if not isinstance(app, App):
+        raise ConfigurationError(f"app {spec!r}: {module_name}.{attr} is not a shiftwork App "
+                                 f"(got {type(app).__name__})")
+    app.import_path = spec
+    return app

@@ -1,0 +1,190 @@
+"""Run one job attempt and decide its outcome.
+
+Sync functions run on the queue's thread pool, async ones on the worker's event
+loop. The outcome is a value (see :mod:`shiftwork.outcome`); writing it is the
+completer's job. A run is *finalized* exactly once: by its own return, or by
+the watchdog (timeout) or shutdown, whichever comes first; the loser's result
+is discarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import json
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..context import JobContext
+from ..errors import JobCancelled, RetryIn
+from ..job import ClaimedJob
+from ..outcome import Outcome
+from ..payload import encode_json
+from ..states import JobState
+
+if TYPE_CHECKING:
+    from ..app import App
+    from ..task import Task
+    from .pool import ThreadPool
+
+
+class JobTimeout(BaseException):
+    """Raised inside a sync job's thread when its timeout passes."""
+
+
+@dataclass(eq=False)
+class Run:
+    job: ClaimedJob
+    task: Task[Any, Any]
+    ctx: JobContext
+    started: float
+    deadline: float | None
+    on_done: Callable[[Run, Outcome], None]
+    thread_id: int | None = None
+    atask: asyncio.Task[Any] | None = None
+    finished: bool = False
+    in_user_code: bool = False  # a sync job's thread is inside the task function
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def finalize(self, outcome: Outcome) -> bool:
+        """Deliver the outcome once; False if another path got there first."""
+        with self.lock:
+            if self.finished:
+                return False
+            self.finished = True
+        self.on_done(self, outcome)
+        return True
+
+
+def error_record(exc: BaseException, attempt: int, kind: str = "exception") -> dict[str, Any]:
+    return {
+        "attempt": attempt,
+        "kind": kind,
+        "type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
+        "message": str(exc)[:2000],
+        "traceback": "".join(traceback.format_exception(exc))[-8000:],
+    }
+
+
+class Executor:
+    def __init__(self, app: App, loop: asyncio.AbstractEventLoop | None) -> None:
+        self.app = app
+        self.loop = loop
+
+    # -- deciding -----------------------------------------------------------------
+
+    def outcome_for_success(self, run: Run, result: Any) -> Outcome:
+        try:
+            result_json = encode_json(result, f"{run.job.task}: return value") \
+                if result is not None else None
+        except Exception:
+            result_json = json.dumps(repr(result)[:2000])
+        return self._outcome(run, JobState.SUCCEEDED, result_json=result_json)
+
+    def outcome_for_error(self, run: Run, exc: BaseException, kind: str = "exception") -> Outcome:
+        job = run.job
+        record = error_record(exc, job.attempt, kind)
+        if isinstance(exc, (JobCancelled, asyncio.CancelledError)) and run.ctx.cancelled:
+            return self._outcome(run, JobState.CANCELLED, error={**record, "kind": "cancelled"})
+        policy = run.task.options.retry
+        if job.attempt >= job.max_attempts or not policy.retryable(exc):
+            return self._outcome(run, JobState.DEAD, error=record)
+        delay = policy.delay(job.attempt, exc)
+        run_at = self.app.clock.now() + timedelta(seconds=delay)
+        return self._outcome(run, JobState.RETRYING, error={**record, "retry_in": delay},
+                             run_at=run_at)
+
+    def _outcome(self, run: Run, state: JobState, **kw: Any) -> Outcome:
+        return Outcome(job_id=run.job.id, attempt=run.job.attempt, state=state,
+                       duration=time.monotonic() - run.started, task=run.job.task,
+                       queue=run.job.queue, **kw)
+
+    # -- running ------------------------------------------------------------------
+
+    def call_args(self, run: Run) -> tuple[list[Any], dict[str, Any]]:
+        args = list(run.job.args)
+        if run.task.takes_context:
+            args.insert(0, run.ctx)
+        return args, dict(run.job.kwargs)
+
+    def run_sync(self, run: Run) -> None:
+        """Body of a pool thread for one job."""
+        run.thread_id = threading.get_ident()
+        try:
+            args, kwargs = self.call_args(run)
+            try:
+                with run.lock:
+                    run.in_user_code = not run.finished
+                if not run.in_user_code:
+                    return  # timed out or shut down before it started
+                try:
+                    result = run.task.fn(*args, **kwargs)
+                finally:
+                    with run.lock:
+                        run.in_user_code = False
+                outcome = self.outcome_for_success(run, result)
+            except JobTimeout as exc:
+                outcome = self.outcome_for_error(run, TimeoutError(
+                    f"timed out after {run.task.options.timeout}s"), kind="timeout")
+                del exc
+            except RetryIn as exc:
+                outcome = self.outcome_for_error(run, exc, kind="retry_requested")
+            except BaseException as exc:
+                outcome = self.outcome_for_error(run, exc)
+            run.finalize(outcome)
+        except BaseException:  # an exception injected after the job returned
+            pass
+
+    async def run_async(self, run: Run) -> None:
+        run.atask = asyncio.current_task()
+        if run.finished:  # cancelled before it started
+            return
+        args, kwargs = self.call_args(run)
+        timeout = run.task.options.timeout
+        try:
+            result = await asyncio.wait_for(run.task.fn(*args, **kwargs), timeout)
+            outcome = self.outcome_for_success(run, result)
+        except TimeoutError as exc:
+            outcome = self.outcome_for_error(run, TimeoutError(
+                f"timed out after {timeout}s") if not str(exc) else exc, kind="timeout")
+        except RetryIn as exc:
+            outcome = self.outcome_for_error(run, exc, kind="retry_requested")
+        except asyncio.CancelledError as exc:
+            if not run.ctx.cancelled:
+                run.finalize(self.outcome_for_error(run, exc))
+                raise
+            outcome = self.outcome_for_error(run, exc)
+        except BaseException as exc:
+            outcome = self.outcome_for_error(run, exc)
+        run.finalize(outcome)
+
+    def start(self, run: Run, pool: ThreadPool) -> None:
+        if run.task.is_async:
+            assert self.loop is not None, "async task without an event loop"
+            asyncio.run_coroutine_threadsafe(self.run_async(run), self.loop)
+        else:
+            pool.submit(lambda: self.run_sync(run))
+
+    # -- interrupting --------------------------------------------------------------
+
+    def cancel(self, run: Run) -> None:
+        """Ask a running job to stop: async jobs are cancelled, sync jobs see ctx.cancelled."""
+        run.ctx._request_cancel()
+        if run.atask is not None and self.loop is not None:
+            self.loop.call_soon_threadsafe(run.atask.cancel)
+
+    def interrupt_sync(self, run: Run, exc_type: type[BaseException]) -> None:
+        """Raise ``exc_type`` inside the thread running ``run`` at its next bytecode.
+
+        A thread blocked in C code (sleep, socket read) sees it only when that call returns.
+        """
+        with run.lock:
+            if not run.in_user_code or run.thread_id is None:
+                return
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(run.thread_id),
+                                                       ctypes.py_object(exc_type))

@@ -1,0 +1,102 @@
+"""One per queue: claims due jobs in batches for the queue's free slots."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..errors import StorageError
+from ..job import ClaimedJob
+
+if TYPE_CHECKING:
+    from ..app import App
+
+log = logging.getLogger("shiftwork.worker.producer")
+
+
+class Producer:
+    def __init__(self, app: App, queue: str, concurrency: int, worker_id: str,
+                 dispatch: Callable[[ClaimedJob], None]) -> None:
+        self.app = app
+        self.queue = queue
+        self.concurrency = concurrency
+        self.worker_id = worker_id
+        self.dispatch = dispatch
+        self.limits = app.concurrency_limits(queue)
+        self.in_flight = 0
+        self._cond = threading.Condition()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"shiftwork-producer-{queue}",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop claiming; running jobs are the worker's business."""
+        self._stop.set()
+        self._wake.set()
+        with self._cond:
+            self._cond.notify_all()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def slot_freed(self) -> None:
+        with self._cond:
+            self.in_flight -= 1
+            self._cond.notify_all()
+        if self.limits:  # room under a task's fleet-wide limit may have opened
+            self._wake.set()
+
+    def _loop(self) -> None:
+        settings = self.app.settings
+        errors = 0
+        while not self._stop.is_set():
+            with self._cond:
+                while self.in_flight >= self.concurrency and not self._stop.is_set():
+                    self._cond.wait(settings.poll_interval)
+                if self.concurrency - self.in_flight < max(1, self.concurrency // 2):
+                    # Few slots free: give running jobs a moment so one claim fills more.
+                    self._cond.wait(0.002)
+                free = self.concurrency - self.in_flight
+            if self._stop.is_set():
+                return
+            self._wake.clear()
+            try:
+                jobs = self.app.store.jobs_claim(
+                    self.queue, min(free, settings.claim_batch), self.worker_id,
+                    settings.lease_seconds, self.limits)
+                errors = 0
+            except StorageError as exc:
+                errors += 1
+                delay = min(0.2 * 2**errors, 10.0)
+                log.warning("queue %s: claim failed (%s); retrying in %.1fs", self.queue, exc, delay)
+                self._stop.wait(delay)
+                continue
+            if jobs:
+                with self._cond:
+                    self.in_flight += len(jobs)
+                for job in jobs:
+                    self.dispatch(job)
+            if len(jobs) < free or not jobs:
+                # Queue drained (or limited): sleep until a wake-up or the poll interval.
+                self._wake.wait(settings.poll_interval)
+
+    def idle(self, timeout: float) -> bool:
+        """Wait until no job of this queue is in flight."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self.in_flight > 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.1))
+        return True

@@ -1,0 +1,45 @@
+"""One life cycle for every background service: start, stop (safe twice), a loop."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+log = logging.getLogger("shiftwork.worker")
+
+
+class Service:
+    """A thread that calls :meth:`tick` every ``interval`` seconds until stopped."""
+
+    name = "service"
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name=f"shiftwork-{self.name}",
+                                            daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.tick()
+            except Exception:
+                log.exception("%s failed; will try again in %.1fs", self.name, self.interval)
+            self._stop.wait(self.interval)
+
+    def tick(self) -> None:
+        raise NotImplementedError

@@ -1,0 +1,257 @@
+"""The worker process: pools per queue, heartbeat, rescuer, leader, graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ..context import JobContext
+from ..errors import ConfigurationError, StorageError, UnknownTaskError
+from ..job import ClaimedJob
+from ..names import check_queue
+from ..outcome import Outcome
+from ..states import JobState
+from .completer import Completer
+from .executor import Executor, JobTimeout, Run
+from .maintenance import Heartbeat, Leader, Rescuer
+from .notifier import Notifier
+from .pool import ThreadPool
+from .producer import Producer
+from .service import Service
+
+if TYPE_CHECKING:
+    from ..app import App
+
+log = logging.getLogger("shiftwork.worker")
+
+
+class Watchdog(Service):
+    """Stops jobs that outlive their timeout."""
+
+    name = "watchdog"
+
+    def __init__(self, worker: Worker) -> None:
+        super().__init__(0.05)
+        self.worker = worker
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        for run in self.worker.runs_snapshot():
+            if run.deadline is not None and now > run.deadline and not run.finished:
+                self.worker.time_out(run)
+
+
+class Worker:
+    """Runs jobs from the given queues: ``{"emails": 20, "reports": 2}``."""
+
+    def __init__(self, app: App, queues: dict[str, int], *, grace: float = 30.0,
+                 connect_timeout: float = 60.0, name: str | None = None) -> None:
+        if not queues:
+            raise ConfigurationError("a worker needs at least one queue, e.g. --queue default=10")
+        for queue, concurrency in queues.items():
+            check_queue(queue)
+            if concurrency < 1:
+                raise ConfigurationError(f"queue {queue}: concurrency must be >= 1")
+        self.app = app
+        self.queues = dict(queues)
+        self.grace = grace
+        self.connect_timeout = connect_timeout
+        self.id = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._runs: dict[tuple[int, int], Run] = {}
+        self._runs_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self.executor: Executor | None = None
+        self.producers: dict[str, Producer] = {}
+        self.pools: dict[str, ThreadPool] = {}
+        self.completer = Completer(app)
+        self.services: list[Any] = []
+        self.started = threading.Event()
+
+    # -- start -----------------------------------------------------------------------
+
+    def _connect(self) -> None:
+        deadline = time.monotonic() + self.connect_timeout
+        delay = 0.5
+        while True:
+            try:
+                self.app.store.ping()
+                if self.app.auto_migrate:
+                    self.app.migrate()
+                return
+            except StorageError as exc:
+                if time.monotonic() + delay > deadline:
+                    raise StorageError(
+                        f"gave up reaching the database after {self.connect_timeout:.0f}s: {exc}"
+                    ) from exc
+                log.warning("cannot reach the database (%s); retrying in %.1fs", exc, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    def start(self) -> None:
+        self._connect()
+        if any(t.is_async for t in self.app.tasks.values() if t.options.queue in self.queues):
+            self.loop = asyncio.new_event_loop()
+            self._loop_thread = threading.Thread(target=self.loop.run_forever,
+                                                 name="shiftwork-asyncio", daemon=True)
+            self._loop_thread.start()
+        self.executor = Executor(self.app, self.loop)
+        self.app.store.workers_upsert(self.id, socket.gethostname(), os.getpid(), self.queues)
+        self.completer.start()
+        for queue, concurrency in self.queues.items():
+            self.pools[queue] = ThreadPool(concurrency, queue)
+            self.producers[queue] = Producer(self.app, queue, concurrency, self.id, self._dispatch)
+        notifier = Notifier(self.app.store, self._wake)
+        self.services = [notifier, Heartbeat(self.app, self.id, self._on_heartbeat),
+                         Rescuer(self.app), Leader(self.app, self.id), Watchdog(self)]
+        for service in self.services:
+            service.start()
+        notifier.ready.wait(5.0)
+        for producer in self.producers.values():
+            producer.start()
+        self.app.events.emit("worker.started", worker_id=self.id,
+                             queues=",".join(f"{q}={c}" for q, c in self.queues.items()))
+        self.started.set()
+
+    def _wake(self, queue: str) -> None:
+        if queue == "*":
+            for p in self.producers.values():
+                p.wake()
+        elif queue in self.producers:
+            self.producers[queue].wake()
+
+    # -- running jobs ------------------------------------------------------------------
+
+    def _dispatch(self, job: ClaimedJob) -> None:
+        assert self.executor is not None
+        try:
+            task = self.app.get_task(job.task)
+        except UnknownTaskError as exc:
+            # Claimed by a worker that does not know the task: fail it visibly, not silently.
+            ctx = JobContext(self.app, job.id, job.task, job.queue, job.attempt, job.max_attempts)
+            self.completer.submit(Outcome(job.id, job.attempt, JobState.DEAD, error={
+                "attempt": job.attempt, "kind": "unknown_task", "type": "UnknownTaskError",
+                "message": str(exc)}, task=job.task, queue=job.queue))
+            del ctx
+            self.producers[job.queue].slot_freed()
+            return
+        timeout = task.options.timeout if job.timeout is None else job.timeout
+        now = time.monotonic()
+        ctx = JobContext(self.app, job.id, job.task, job.queue, job.attempt, job.max_attempts,
+                         last_checkpoint=job.checkpoint, meta=job.meta)
+        run = Run(job=job, task=task, ctx=ctx, started=now,
+                  deadline=now + timeout if timeout else None, on_done=self._on_done)
+        with self._runs_lock:
+            self._runs[(job.id, job.attempt)] = run
+        self.app.events.emit("job.started", job_id=job.id, task=job.task, queue=job.queue,
+                             attempt=job.attempt)
+        self.executor.start(run, self.pools[job.queue])
+
+    def _on_done(self, run: Run, outcome: Outcome) -> None:
+        with self._runs_lock:
+            self._runs.pop((run.job.id, run.job.attempt), None)
+        self.completer.submit(outcome)
+        self.producers[run.job.queue].slot_freed()
+
+    def runs_snapshot(self) -> list[Run]:
+        with self._runs_lock:
+            return list(self._runs.values())
+
+    def time_out(self, run: Run) -> None:
+        assert self.executor is not None
+        if run.task.is_async:
+            return  # asyncio.wait_for handles async timeouts on the loop
+        outcome = self.executor.outcome_for_error(
+            run, TimeoutError(f"timed out after {run.task.options.timeout}s"), kind="timeout")
+        if run.finalize(outcome):
+            # The thread keeps running until JobTimeout reaches it; give the pool a fresh one.
+            self.executor.interrupt_sync(run, JobTimeout)
+            self.pools[run.job.queue].replace()
+
+    def _on_heartbeat(self, held: list[tuple[int, int, bool]], started: float) -> None:
+        assert self.executor is not None
+        mine = {(job_id, attempt): cancel for job_id, attempt, cancel in held}
+        for run in self.runs_snapshot():
+            key = (run.job.id, run.job.attempt)
+            if key in mine:
+                if mine[key] and not run.ctx.cancelled:
+                    self.executor.cancel(run)
+            elif run.started < started and not run.finished:
+                log.warning("job %s attempt %s: lease lost (rescued or re-claimed elsewhere); "
+                            "its result will be rejected", run.job.id, run.job.attempt)
+
+    # -- stopping ------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    def run(self, install_signals: bool = True) -> None:
+        """Start, block until SIGTERM/SIGINT (or :meth:`request_stop`), then shut down."""
+        if install_signals and threading.current_thread() is threading.main_thread():
+            def handler(signum: int, frame: Any) -> None:
+                if self._stop.is_set() and signum == signal.SIGINT:
+                    log.warning("second interrupt: stopping without waiting for running jobs")
+                    self.grace = 0
+                self._stop.set()
+
+            signal.signal(signal.SIGTERM, handler)
+            signal.signal(signal.SIGINT, handler)
+        self.start()
+        try:
+            while not self._stop.wait(0.5):
+                pass
+        finally:
+            self.shutdown()
+
+    def shutdown(self) -> None:
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        self._stop.set()
+        self.app.events.emit("worker.stopping", worker_id=self.id, grace=self.grace)
+        for producer in self.producers.values():
+            producer.stop()
+        for producer in self.producers.values():
+            producer.join(5.0)
+        deadline = time.monotonic() + self.grace
+        for producer in self.producers.values():
+            producer.idle(max(deadline - time.monotonic(), 0))
+        # Whatever is still running after the grace period goes back to the queue.
+        handed: list[tuple[int, int]] = []
+        for run in self.runs_snapshot():
+            with run.lock:
+                if run.finished:
+                    continue
+                run.finished = True
+            handed.append((run.job.id, run.job.attempt))
+            if self.executor is not None:
+                if run.task.is_async:
+                    self.executor.cancel(run)
+                else:
+                    self.executor.interrupt_sync(run, JobTimeout)
+        self.completer.stop()
+        if handed:
+            count = self.app.store.jobs_hand_back(self.id, handed)
+            for job_id, attempt in handed:
+                self.app.events.emit("job.handed_back", job_id=job_id, attempt=attempt)
+            log.info("handed back %d running jobs", count)
+        for service in reversed(self.services):
+            service.stop()
+        for pool in self.pools.values():
+            pool.shutdown()
+        try:
+            self.app.store.workers_delete(self.id)
+        except StorageError:
+            log.debug("could not remove worker row", exc_info=True)
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        self.app.events.emit("worker.stopped", worker_id=self.id)
