@@ -8,7 +8,7 @@ from .errors import ConfigurationError
 
 _QUEUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$")
 _SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-_TASK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,199}$")
+_TASK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:<>\-]{0,199}$")
 
 
 def check_queue(name: object) -> str:

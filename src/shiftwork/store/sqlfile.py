@@ -21,6 +21,21 @@ def load_queries(package: str, filename: str, **substitutions: str) -> dict[str,
     return queries
 
 
+def load_all_queries(package: str, **substitutions: str) -> dict[str, str]:
+    """Every ``*.sql`` file beside an engine's module, one namespace of named queries.
+
+    Features keep their SQL in their own file (``jobs.sql``, ``schedules.sql``...).
+    """
+    queries: dict[str, str] = {}
+    for entry in sorted(resources.files(package).iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".sql"):
+            for name, text in load_queries(package, entry.name, **substitutions).items():
+                if name in queries:
+                    raise ValueError(f"{package}: query {name} defined in two files")
+                queries[name] = text
+    return queries
+
+
 def load_migrations(package: str, **substitutions: str) -> list[tuple[int, str, str]]:
     """Numbered migration files ``0001_name.sql`` in ``package``, in order."""
     found = []

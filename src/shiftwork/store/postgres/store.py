@@ -22,7 +22,7 @@ from ...names import check_schema
 from ...outcome import Outcome
 from ...states import JobState
 from ..rows import aware, job_from_row, legal_pairs, loads, log_rejected, split_args
-from ..sqlfile import load_migrations, load_queries
+from ..sqlfile import load_all_queries, load_migrations
 
 log = logging.getLogger("shiftwork.store.postgres")
 
@@ -54,7 +54,7 @@ class PostgresStore:
         self.channel = NOTIFY_CHANNEL_PREFIX + self.schema
         quoted = f'"{self.schema}"'
         now = "coalesce(%(now)s::timestamptz, now())"
-        self.q = load_queries(__package__ or "", "queries.sql", schema=quoted, now=now)
+        self.q = load_all_queries(__package__ or "", schema=quoted, now=now)
         self._migrations = load_migrations(f"{__package__}.migrations", schema=quoted)
         self._pool_size = pool_size
         self._connect_timeout = connect_timeout

@@ -18,7 +18,7 @@ from ...job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInf
 from ...outcome import Outcome
 from ...states import JobState
 from ..rows import job_from_row, legal_pairs, log_rejected, split_args
-from ..sqlfile import load_migrations, load_queries
+from ..sqlfile import load_all_queries, load_migrations
 
 log = logging.getLogger("shiftwork.store.sqlite")
 
@@ -43,7 +43,7 @@ class SQLiteStore:
         self.path = path
         self.clock = clock or SystemClock()
         self.busy_timeout = busy_timeout
-        self.q = load_queries(__package__ or "", "queries.sql")
+        self.q = load_all_queries(__package__ or "")
         self._migrations = load_migrations(f"{__package__}.migrations")
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []

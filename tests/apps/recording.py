@@ -1,0 +1,68 @@
+"""A test app whose tasks record every execution (job, attempt, pid) in the same database.
+
+Used by the chaos tests, which run it in real worker processes and kill them.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from typing import Any
+
+import psycopg
+
+from shiftwork import App, Backoff, JobContext, Settings
+
+DSN = os.environ["SHIFTWORK_TEST_DSN"]
+SCHEMA = os.environ.get("SHIFTWORK_TEST_SCHEMA", "shiftwork")
+HEARTBEAT = float(os.environ.get("SHIFTWORK_TEST_HEARTBEAT", "0.5"))
+
+app = App(DSN, schema=SCHEMA, settings=Settings(
+    heartbeat_interval=HEARTBEAT, lease_seconds=HEARTBEAT * 3, rescue_interval=HEARTBEAT / 2,
+    poll_interval=0.2, leader_ttl=3.0))
+
+_local = threading.local()
+
+
+def _conn() -> Any:
+    conn = getattr(_local, "conn", None)
+    if conn is None:
+        if DSN.startswith("sqlite"):
+            conn = sqlite3.connect(DSN.split(":///", 1)[1], timeout=30, isolation_level=None)
+        else:
+            conn = psycopg.connect(DSN, autocommit=True)
+        _local.conn = conn
+    return conn
+
+
+def effects_table() -> str:
+    return "effects" if DSN.startswith("sqlite") else f'"{SCHEMA}".effects'
+
+
+def create_effects_table() -> None:
+    _conn().execute(f"CREATE TABLE IF NOT EXISTS {effects_table()} "
+                    "(job_id bigint, attempt int, pid int, phase text)")
+
+
+def record(job_id: int, attempt: int, phase: str) -> None:
+    mark = "?" if DSN.startswith("sqlite") else "%s"
+    _conn().execute(f"INSERT INTO {effects_table()} VALUES ({mark}, {mark}, {mark}, {mark})",
+                    (job_id, attempt, os.getpid(), phase))
+
+
+@app.task(queue="work", max_attempts=10, retry=Backoff(initial=0.05, maximum=0.2))
+def work(ctx: JobContext, n: int, seconds: float = 0.0) -> int:
+    record(ctx.job_id, ctx.attempt, "start")
+    if seconds:
+        time.sleep(seconds)
+    record(ctx.job_id, ctx.attempt, "done")
+    return n
+
+
+@app.task(queue="work", max_attempts=10, retry=Backoff(initial=0.05, maximum=0.2))
+def slow(ctx: JobContext, seconds: float) -> None:
+    record(ctx.job_id, ctx.attempt, "start")
+    time.sleep(seconds)
+    record(ctx.job_id, ctx.attempt, "done")

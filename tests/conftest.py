@@ -1,0 +1,130 @@
+"""Shared fixtures: both engines, real databases, isolation by file or by schema."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from shiftwork import App, Settings
+from shiftwork.worker import Worker
+
+PG_DSN = os.environ.get("SHIFTWORK_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+ROOT = Path(__file__).resolve().parents[1]
+
+FAST = Settings(heartbeat_interval=0.5, lease_seconds=1.5, rescue_interval=0.25,
+                poll_interval=0.2, leader_ttl=2.0, prune_interval=3600)
+
+
+def _pg_available() -> bool:
+    try:
+        with psycopg.connect(PG_DSN, connect_timeout=3):
+            return True
+    except psycopg.OperationalError:
+        return False
+
+
+PG_UP = _pg_available()
+
+
+def require_pg() -> None:
+    if not PG_UP:
+        if IN_CI:
+            pytest.fail(f"PostgreSQL at {PG_DSN} is not reachable, and CI must not skip it")
+        pytest.skip(f"PostgreSQL at {PG_DSN} is not reachable")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def engine(request: pytest.FixtureRequest) -> str:
+    if request.param == "postgres":
+        require_pg()
+    return str(request.param)
+
+
+@pytest.fixture
+def db(engine: str, tmp_path: Path) -> Iterator[dict[str, str]]:
+    """Where a test's app lives: a fresh SQLite file, or a fresh Postgres schema."""
+    if engine == "sqlite":
+        yield {"dsn": f"sqlite:///{tmp_path / 'jobs.db'}", "schema": "shiftwork"}
+        return
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    yield {"dsn": PG_DSN, "schema": schema}
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+def make_app(db: dict[str, str]) -> Iterator[Callable[..., App]]:
+    apps: list[App] = []
+
+    def make(**kwargs: Any) -> App:
+        kwargs.setdefault("settings", FAST)
+        app = App(db["dsn"], schema=db["schema"], **kwargs)
+        app.migrate()
+        app.store.debug_install_transition_guard()
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        app.close()
+
+
+@pytest.fixture
+def app(make_app: Callable[..., App]) -> App:
+    return make_app()
+
+
+@contextmanager
+def running_worker(app: App, queues: dict[str, int] | None = None,
+                   **kwargs: Any) -> Iterator[Worker]:
+    """An in-process worker on a background thread, shut down on exit."""
+    queues = queues or {"default": 4}
+    worker = Worker(app, queues, **kwargs)
+    thread = threading.Thread(target=worker.run, kwargs={"install_signals": False}, daemon=True)
+    thread.start()
+    assert worker.started.wait(15), "worker did not start"
+    try:
+        yield worker
+    finally:
+        worker.request_stop()
+        thread.join(60)
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.02,
+             what: str = "condition") -> Any:
+    """Poll a condition on real state (not a sleep standing in for synchronisation)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def spawn_worker(db: dict[str, str], app_module: str, queues: list[str],
+                 extra: list[str] | None = None, env: dict[str, str] | None = None,
+                 log_path: Path | None = None) -> subprocess.Popen[bytes]:
+    """A real worker process running ``tests/apps/<app_module>.py``."""
+    cmd = [sys.executable, "-m", "shiftwork.cli", "worker", f"tests.apps.{app_module}:app",
+           "--log-level", "WARNING"]
+    for q in queues:
+        cmd += ["-q", q]
+    cmd += extra or []
+    full_env = {**os.environ, "SHIFTWORK_TEST_DSN": db["dsn"], "SHIFTWORK_TEST_SCHEMA": db["schema"],
+                "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}", **(env or {})}
+    out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
+    return subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=out, stderr=out)
