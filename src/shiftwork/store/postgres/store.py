@@ -21,7 +21,7 @@ from ...job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInf
 from ...names import check_schema
 from ...outcome import Outcome
 from ...states import JobState
-from ..rows import aware, job_from_row, legal_pairs, loads, log_rejected, split_args
+from ..rows import aware, decoded, job_from_row, legal_pairs, log_rejected, split_args
 from ..sqlfile import load_all_queries, load_migrations
 
 log = logging.getLogger("shiftwork.store.postgres")
@@ -287,7 +287,7 @@ class PostgresStore:
             row = cur.execute(self.q["jobs_get"], {"id": job_id}).fetchone()
         if row is None:
             raise JobNotFoundError(f"no job with id {job_id}")
-        return job_from_row(row, aware)
+        return job_from_row(row, aware, decoded)
 
     def jobs_list(self, state: JobState | None = None, queue: str | None = None,
                   task: str | None = None, limit: int = 50,
@@ -309,7 +309,7 @@ class PostgresStore:
         with self._conn() as c:
             cur = c.cursor(row_factory=dict_row)
             rows = cur.execute(text.encode(), params).fetchall()
-        return [job_from_row(r, aware) for r in rows]
+        return [job_from_row(r, aware, decoded) for r in rows]
 
     def jobs_retry(self, job_id: int) -> Job:
         try:
@@ -365,7 +365,7 @@ class PostgresStore:
     def workers_list(self) -> list[WorkerInfo]:
         with self._conn() as c:
             rows = c.execute(self.q["workers_list"]).fetchall()
-        return [WorkerInfo(r[0], r[1], r[2], loads(r[3]), aware(r[4]), aware(r[5]))  # type: ignore[arg-type]
+        return [WorkerInfo(r[0], r[1], r[2], r[3], aware(r[4]), aware(r[5]))  # type: ignore[arg-type]
                 for r in rows]
 
     def workers_prune(self, stale_after: float) -> int:

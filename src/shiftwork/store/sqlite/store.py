@@ -17,7 +17,7 @@ from ...errors import ConfigurationError, JobNotFoundError, ShiftworkError, Stor
 from ...job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
 from ...outcome import Outcome
 from ...states import JobState
-from ..rows import job_from_row, legal_pairs, log_rejected, split_args
+from ..rows import job_from_row, legal_pairs, loads, log_rejected, split_args
 from ..sqlfile import load_all_queries, load_migrations
 
 log = logging.getLogger("shiftwork.store.sqlite")
@@ -249,7 +249,7 @@ class SQLiteStore:
         row = self.conn.execute(self.q["jobs_get"], {"id": job_id}).fetchone()
         if row is None:
             raise JobNotFoundError(f"no job with id {job_id}")
-        return job_from_row(dict(row), from_ts)
+        return job_from_row(dict(row), from_ts, loads)
 
     def jobs_list(self, state: JobState | None = None, queue: str | None = None,
                   task: str | None = None, limit: int = 50,
@@ -268,7 +268,7 @@ class SQLiteStore:
             text += " WHERE " + " AND ".join(where)
         text += " ORDER BY id DESC LIMIT :limit"
         params["limit"] = limit
-        return [job_from_row(dict(r), from_ts) for r in self.conn.execute(text, params)]
+        return [job_from_row(dict(r), from_ts, loads) for r in self.conn.execute(text, params)]
 
     def jobs_retry(self, job_id: int) -> Job:
         try:
