@@ -57,7 +57,6 @@ def work(ctx: JobContext, n: int, seconds: float = 0.0) -> int:
     record(ctx.job_id, ctx.attempt, "start")
     if seconds:
         time.sleep(seconds)
-    record(ctx.job_id, ctx.attempt, "done")
     return n
 
 
