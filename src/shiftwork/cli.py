@@ -67,7 +67,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except ShiftworkError as exc:
-            err_console.print(f"[red]error:[/red] {exc}", highlight=False, markup=True)
+            click.echo(f"error: {exc}", err=True)
             sys.exit(2)
 
 

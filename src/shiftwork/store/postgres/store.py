@@ -68,6 +68,13 @@ class PostgresStore:
         if self._pool is None:
             with self._pool_lock:
                 if self._pool is None:
+                    # One direct connection first: it fails fast, with the server's own reason.
+                    try:
+                        psycopg.connect(self.dsn, connect_timeout=int(self._connect_timeout)
+                                        ).close()
+                    except psycopg.Error as exc:
+                        raise StorageError(f"cannot connect to PostgreSQL at "
+                                           f"{describe_dsn(self.dsn)}: {exc}".strip()) from exc
                     pool = ConnectionPool(
                         self.dsn, min_size=1, max_size=self._pool_size, open=False,
                         kwargs={"autocommit": True, "connect_timeout": int(self._connect_timeout)},
