@@ -85,7 +85,7 @@ def test_concurrent_unique_enqueues_from_processes(db: dict[str, str], app: App)
     procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, cwd=ROOT) for _ in range(4)]
     outs = [p.communicate(timeout=120) for p in procs]
-    for p, (out, err) in zip(procs, outs, strict=True):
+    for p, (_out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err.decode()
     ids = {out.decode().strip() for out, _ in outs}
     jobs = app.list_jobs()

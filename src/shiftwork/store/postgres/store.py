@@ -144,8 +144,9 @@ class PostgresStore:
                 if version in done:
                     continue
                 c.execute(text.encode())
-                c.execute(sql.SQL("INSERT INTO {}.schema_migrations (version, name) VALUES (%s, %s)")
-                          .format(sql.Identifier(self.schema)), (version, name))
+                c.execute(sql.SQL("INSERT INTO {}.schema_migrations (version, name) "
+                                  "VALUES (%s, %s)").format(sql.Identifier(self.schema)),
+                          (version, name))
                 applied.append(version)
         return applied
 
@@ -160,7 +161,8 @@ class PostgresStore:
 
     def drop_schema(self) -> None:
         with self._conn() as c:
-            c.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
+            c.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE")
+                      .format(sql.Identifier(self.schema)))
 
     # -- enqueue -------------------------------------------------------------------------
 
@@ -299,7 +301,8 @@ class PostgresStore:
     def jobs_list(self, state: JobState | None = None, queue: str | None = None,
                   task: str | None = None, limit: int = 50,
                   before_id: int | None = None) -> list[Job]:
-        where, params = [], {}
+        where: list[str] = []
+        params: dict[str, Any] = {}
         for column, value in (("state", state.value if state else None), ("queue", queue),
                               ("task", task)):
             if value is not None:

@@ -8,7 +8,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any
 
@@ -100,10 +100,8 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             for c in self._all:
-                try:
+                with suppress(sqlite3.Error):
                     c.close()
-                except sqlite3.Error:
-                    pass
             self._all.clear()
         self._local = threading.local()
 
@@ -254,7 +252,8 @@ class SQLiteStore:
     def jobs_list(self, state: JobState | None = None, queue: str | None = None,
                   task: str | None = None, limit: int = 50,
                   before_id: int | None = None) -> list[Job]:
-        where, params = [], {}
+        where: list[str] = []
+        params: dict[str, Any] = {}
         for column, value in (("state", state.value if state else None), ("queue", queue),
                               ("task", task)):
             if value is not None:
