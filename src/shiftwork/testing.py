@@ -46,20 +46,20 @@ def drain(app: App, queues: list[str] | None = None, max_jobs: int = 10_000) -> 
     names = queues or sorted({t.options.queue for t in app.tasks.values()})
     executor = Executor(app, loop=None)
     result = DrainResult()
+    done: list[Outcome] = []
     while result.ran < max_jobs:
         claimed = [job for q in names
                    for job in app.store.jobs_claim(q, 100, "inline", 3600.0,
                                                    app.concurrency_limits(q))]
         if not claimed:
             return result
-        done: list[Outcome] = []
         for job in claimed:
             done.clear()
             task = app.get_task(job.task)
             ctx = JobContext(app, job.id, job.task, job.queue, job.attempt, job.max_attempts,
                              last_checkpoint=job.checkpoint, meta=job.meta)
             run = Run(job=job, task=task, ctx=ctx, started=time.monotonic(), deadline=None,
-                      on_done=lambda _run, outcome: done.append(outcome))
+                      on_done=_collect(done))
             if task.is_async:
                 asyncio.run(executor.run_async(run))
             else:
@@ -70,6 +70,10 @@ def drain(app: App, queues: list[str] | None = None, max_jobs: int = 10_000) -> 
                 field_name = outcome.state.value
                 setattr(result, field_name, getattr(result, field_name) + 1)
     return result
+
+
+def _collect(into: list[Outcome]) -> Any:
+    return lambda _run, outcome: into.append(outcome)
 
 
 def enqueued(app: App, task: Task[Any, Any] | str | None = None,
