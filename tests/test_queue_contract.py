@@ -369,3 +369,23 @@ def test_run_at_must_be_aware(app: App) -> None:
         t.using(run_at=datetime(2030, 1, 1)).enqueue()
     job = t.using(run_at=datetime.now(UTC) + timedelta(hours=1)).enqueue()
     assert state_of(app, job.id) is JobState.SCHEDULED
+
+
+def test_snooze_reschedules_without_spending_an_attempt(app: App) -> None:
+    from shiftwork import Snooze
+
+    calls: list[int] = []
+
+    @app.task(max_attempts=1)
+    def poll_until_ready(ctx: JobContext) -> str:
+        calls.append(ctx.attempt)
+        if len(calls) < 3:
+            raise Snooze(0.05)
+        return "ready"
+
+    job = poll_until_ready.enqueue()
+    with running_worker(app):
+        wait_for(lambda: state_of(app, job.id) is JobState.SUCCEEDED)
+    got = app.get_job(job.id)
+    assert calls == [1, 2, 3] and got.result == "ready"
+    assert got.max_attempts == 3 and got.errors == []

@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..context import JobContext
-from ..errors import JobCancelled, RetryIn
+from ..errors import JobCancelled, RetryIn, Snooze
 from ..job import ClaimedJob
 from ..outcome import Outcome
 from ..payload import encode_json
@@ -87,7 +87,13 @@ class Executor:
             result_json = json.dumps(repr(result)[:2000])
         return self._outcome(run, JobState.SUCCEEDED, result_json=result_json)
 
+    def outcome_for_snooze(self, run: Run, snooze: Snooze) -> Outcome:
+        run_at = snooze.until or self.app.clock.now() + timedelta(seconds=snooze.seconds)
+        return self._outcome(run, JobState.SCHEDULED, run_at=run_at)
+
     def outcome_for_error(self, run: Run, exc: BaseException, kind: str = "exception") -> Outcome:
+        if isinstance(exc, Snooze):
+            return self.outcome_for_snooze(run, exc)
         job = run.job
         record = error_record(exc, job.attempt, kind)
         if isinstance(exc, (JobCancelled, asyncio.CancelledError)) and run.ctx.cancelled:

@@ -12,10 +12,11 @@ import asyncio
 import multiprocessing
 import time
 import traceback
+from datetime import datetime
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from ..errors import JobCancelled, RetryIn
+from ..errors import JobCancelled, RetryIn, Snooze
 from ..payload import encode_json
 from ..states import JobState
 
@@ -43,6 +44,9 @@ def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Con
             result = asyncio.run(result)
         conn.send(("ok", encode_json(result, f"{task_name}: return value")
                    if result is not None else None))
+    except Snooze as exc:
+        conn.send(("snooze", {"seconds": exc.seconds,
+                              "until": exc.until.isoformat() if exc.until else None}))
     except BaseException as exc:
         policy = app.tasks[task_name].options.retry if app and task_name in app.tasks else None
         conn.send(("error", {
@@ -91,6 +95,10 @@ def run_in_process(executor: Executor, run: Run) -> None:
     attempt = job.attempt
     if report is not None and report[0] == "ok":
         outcome = executor._outcome(run, JobState.SUCCEEDED, result_json=report[1])
+    elif report is not None and report[0] == "snooze":
+        until = report[1]["until"]
+        outcome = executor.outcome_for_snooze(run, Snooze(
+            report[1]["seconds"], until=datetime.fromisoformat(until) if until else None))
     elif report is not None:
         info = report[1]
         record = {"attempt": attempt, "kind": info["kind"], "type": info["type"],
