@@ -295,5 +295,11 @@ def demo(db: str | None, n_jobs: int) -> None:
     run_demo(db, n_jobs)
 
 
+# Sub-command groups that live in their own modules register themselves on `main`.
+from . import cli_workflows  # noqa: E402, F401
+
 if __name__ == "__main__":
-    main()
+    # Run the importable module's group, where the sub-command modules registered.
+    from shiftwork.cli import main as _main
+
+    _main()
