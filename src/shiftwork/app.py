@@ -14,6 +14,9 @@ from .job import EnqueueResult, Job, QueueStats
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES
 from .retry import DEFAULT_BACKOFF, Backoff
 from .states import JobState
+from .names import check_queue
+from .observe.hooks import Observers
+from .observe.tracing import enqueue_span
 from .store import Store, open_store
 from .task import JobRequest, Task, TaskOptions
 
@@ -33,6 +36,14 @@ class Settings:
     retention_dead: float = 14 * 24 * 3600.0  # dead jobs kept this long
     prune_interval: float = 60.0
     claim_batch: int = 100  # most jobs one claim statement takes
+
+
+@dataclass(frozen=True)
+class QueueOptions:
+    """What a queue declares about itself (see :meth:`App.queue`)."""
+
+    name: str
+    max_wait: float | None = None  # seconds the oldest waiting job may wait before alerting
 
 
 class App:
@@ -60,6 +71,10 @@ class App:
         #: Called by the leader on every leadership tick with its term (scheduler, etc.).
         self.leader_duties: list[Callable[[int], None]] = []
         self.import_path: str | None = None  # "module:attr", set by the command line
+        self.queue_options: dict[str, QueueOptions] = {}
+        #: Visibility hooks (health checks, metric collectors, the schedules view): see
+        #: shiftwork.observe and docs/observability.md.
+        self.observers = Observers()
         self._store: Store | None = None
         self._store_lock = threading.Lock()
         # Validate the DSN now, so a typo fails at start-up, not at the first enqueue.
@@ -146,6 +161,20 @@ class App:
             known = ", ".join(sorted(self.tasks)) or "none"
             raise UnknownTaskError(f"unknown task {name!r} (registered: {known})") from None
 
+    def queue(self, name: str, *, max_wait: float | None = None) -> QueueOptions:
+        """Declare a queue's alert threshold: ``app.queue("emails", max_wait=60)``.
+
+        ``max_wait``: seconds the oldest waiting (due) job may wait; past it,
+        ``shiftwork health`` fails and the dashboard marks the queue.
+        """
+        check_queue(name)
+        if max_wait is not None and (not isinstance(max_wait, (int, float)) or max_wait <= 0):
+            raise ConfigurationError(f"queue {name}: max_wait must be a number of seconds > 0, "
+                                     f"got {max_wait!r}")
+        options = QueueOptions(name, float(max_wait) if max_wait is not None else None)
+        self.queue_options[name] = options
+        return options
+
     def concurrency_limits(self, queue: str) -> dict[str, int]:
         return {t.name: t.options.concurrency for t in self.tasks.values()
                 if t.options.queue == queue and t.options.concurrency is not None}
@@ -166,8 +195,9 @@ class App:
         now = self.clock.now()
         rows = [r.task.build(r.args, r.kwargs, r.options, now) for r in requests]
         out: list[EnqueueResult] = []
-        for start in range(0, len(rows), batch_size):
-            out += self.store.jobs_insert(rows[start:start + batch_size], conn=conn)
+        with enqueue_span(rows) as rows:  # OpenTelemetry, when installed: context into meta
+            for start in range(0, len(rows), batch_size):
+                out += self.store.jobs_insert(rows[start:start + batch_size], conn=conn)
         return out
 
     # -- people and tools --------------------------------------------------------------
@@ -186,5 +216,6 @@ class App:
     def cancel_job(self, job_id: int) -> Job:
         return self.store.jobs_cancel(job_id)
 
-    def queue_stats(self) -> list[QueueStats]:
-        return self.store.queues_stats()
+    def queue_stats(self, include_finished: bool = True) -> list[QueueStats]:
+        """Per queue counts; ``include_finished=False`` skips counting retained history."""
+        return self.store.queues_stats(include_finished=include_finished)

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ..job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
+from ..observe.records import QueueMinute
 from ..outcome import Outcome
 from ..states import JobState
 from .rows import StepRecord
@@ -75,7 +76,31 @@ class Store(Protocol):
                    limit: int = 10_000) -> int:
         """Delete finished jobs past their retention; returns how many."""
 
-    def queues_stats(self) -> list[QueueStats]: ...
+    def queues_stats(self, include_finished: bool = True) -> list[QueueStats]:
+        """Per queue counts and the oldest waiting job's age, from partial indexes only.
+
+        ``include_finished`` also counts retained succeeded/cancelled jobs: a scan of
+        history, for people; metrics and health pass False.
+        """
+
+
+    # -- visibility (store/<engine>/observe.py) -----------------------------------------
+    def queue_minutes_add(self, rows: list[QueueMinute]) -> None:
+        """Add per-minute finished counts (an upsert that sums)."""
+
+    def queue_minutes_list(self, since: datetime) -> list[QueueMinute]: ...
+
+    def queue_minutes_prune(self, keep_seconds: float) -> int: ...
+
+    def workers_running(self) -> dict[str, int]:
+        """Running jobs per worker id (a partial index)."""
+
+    def jobs_search(self, text: str | None = None, state: JobState | None = None,
+                    queue: str | None = None, limit: int = 50) -> list[Job]:
+        """Newest first; ``text`` matches a job id, a task name or a unique key."""
+
+    def jobs_discard(self, ids: list[int]) -> list[int]:
+        """Delete dead jobs (deleting is not a state change); returns the ids deleted."""
 
     # -- workers and leadership ---------------------------------------------------
     def workers_upsert(self, worker_id: str, host: str, pid: int,
