@@ -105,9 +105,12 @@ class Dashboard:
                 why = self.guard.check_post(request, form)
                 if why is not None:
                     return self._headers(PlainTextResponse(why, status_code=403))
-        response = await call_next(request)
+        cookie = None
         if self.guard.authenticate is not None and self.guard.session_id(request) is None:
-            self._set_session(response)  # binds CSRF tokens when the host app authenticates
+            cookie = self.guard.start_session(request)  # binds CSRF tokens to this browser
+        response = await call_next(request)
+        if cookie is not None:
+            self._set_session(response, cookie)
         return self._headers(response)
 
     def _headers(self, response: Response) -> Response:
@@ -115,8 +118,8 @@ class Dashboard:
             response.headers.setdefault(key, value)
         return response
 
-    def _set_session(self, response: Response) -> None:
-        response.set_cookie(SESSION_COOKIE, self.guard.new_session(), httponly=True,
+    def _set_session(self, response: Response, cookie: str | None = None) -> None:
+        response.set_cookie(SESSION_COOKIE, cookie or self.guard.new_session(), httponly=True,
                             samesite="strict", path="/")
 
     def page(self, request: Request, template: str, status: int = 200,

@@ -23,6 +23,7 @@ from typing import Any
 from starlette.requests import Request
 
 SESSION_COOKIE = "shiftwork_session"
+_PENDING = "shiftwork.pending_session"
 Authenticate = Callable[[Request], bool]
 
 
@@ -45,11 +46,20 @@ class Guard:
         return f"{sid}.{self._sign('session', sid)}"
 
     def session_id(self, request: Request) -> str | None:
-        raw = request.cookies.get(SESSION_COOKIE, "")
-        sid, _, sig = raw.partition(".")
+        """The session id from the signed cookie, or None."""
+        return self._sid(request.cookies.get(SESSION_COOKIE, ""))
+
+    def _sid(self, cookie: str) -> str | None:
+        sid, _, sig = cookie.partition(".")
         if sid and hmac.compare_digest(sig, self._sign("session", sid)):
             return sid
         return None
+
+    def start_session(self, request: Request) -> str:
+        """A new signed cookie value whose id this request's pages already use for CSRF."""
+        cookie = self.new_session()
+        request.scope[_PENDING] = self._sid(cookie)
+        return cookie
 
     def check_token(self, given: str | None) -> bool:
         return (self.token is not None and given is not None
@@ -66,7 +76,7 @@ class Guard:
     # -- CSRF ------------------------------------------------------------------------
 
     def csrf_token(self, request: Request) -> str:
-        sid = self.session_id(request)
+        sid = self.session_id(request) or request.scope.get(_PENDING)
         return self._sign("csrf", sid) if sid else ""
 
     def check_post(self, request: Request, form: Any) -> str | None:
