@@ -11,12 +11,12 @@ from .clock import Clock, SystemClock
 from .errors import ConfigurationError, UnknownTaskError
 from .events import EventBus
 from .job import EnqueueResult, Job, QueueStats
-from .payload import DEFAULT_MAX_PAYLOAD_BYTES
-from .retry import DEFAULT_BACKOFF, Backoff
-from .states import JobState
 from .names import check_queue
 from .observe.hooks import Observers
 from .observe.tracing import enqueue_span
+from .payload import DEFAULT_MAX_PAYLOAD_BYTES
+from .retry import DEFAULT_BACKOFF, Backoff
+from .states import JobState
 from .store import Store, open_store
 from .task import JobRequest, Task, TaskOptions
 

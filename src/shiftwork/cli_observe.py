@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-
 app_option = click.option("--app", "app_spec", metavar="MODULE:ATTR",
                           help="Your App, e.g. myproject.jobs:app (or SHIFTWORK_APP).")
 dsn_option = click.option("--dsn", help="Database DSN instead of --app (or SHIFTWORK_DSN).")
@@ -98,10 +97,9 @@ def dashboard(app_spec: str, host: str, port: int, token: str | None, log_level:
     """Serve the web dashboard for APP (login with a token; see docs/observability.md)."""
     import uvicorn
 
+    from .cli import console
     from .loader import load_app
     from .web import create_dashboard
-
-    from .cli import console
 
     app = load_app(app_spec)
     made = token is None

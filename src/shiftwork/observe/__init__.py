@@ -5,7 +5,7 @@ imported only by the modules that need them.
 """
 
 from .health import HealthReport, Problem, check_health
-from .hooks import Observers, ScheduleStatus, SchedulesSource
+from .hooks import Observers, SchedulesSource, ScheduleStatus
 
 __all__ = ["HealthReport", "Observers", "Problem", "ScheduleStatus", "SchedulesSource",
            "check_health"]

@@ -38,7 +38,8 @@ class PostgresObserve:
 
     def queue_minutes_prune(self, keep_seconds: float) -> int:
         with self._conn() as c:
-            return int(c.execute(self.q["queue_minutes_prune"], self._p(keep=keep_seconds)).rowcount)
+            cur = c.execute(self.q["queue_minutes_prune"], self._p(keep=keep_seconds))
+            return int(cur.rowcount)
 
     def workers_running(self) -> dict[str, int]:
         with self._conn() as c:

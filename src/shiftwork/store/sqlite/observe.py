@@ -23,9 +23,10 @@ def _from_ts(value: float) -> datetime:
 
 class SQLiteObserve:
     q: dict[str, str]
-    conn: sqlite3.Connection
 
     if TYPE_CHECKING:  # provided by the store class
+        @property
+        def conn(self) -> sqlite3.Connection: ...
         def _tx(self, conn: Any = None, immediate: bool = True) -> AbstractContextManager[Any]: ...
         def _now(self) -> float: ...
 
