@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from shiftwork import App, ConfigurationError, JobState
+from shiftwork import App, ConfigurationError, JobNotFoundError, JobState
 from shiftwork.job import NewJob
 from shiftwork.web import create_dashboard
 
@@ -267,3 +267,46 @@ def test_the_host_applications_auth_hook_decides(app: App) -> None:
     done = client.post("/dead", data={"action": "retry", "ids": "1", "csrf": csrf.group(1)},
                        headers={"x-user": "ops"}, follow_redirects=False)
     assert done.status_code == 303
+
+
+def test_search_and_discard_on_both_engines(make_app: Any) -> None:
+    """The store queries behind the dashboard: search by id, task, key; discard dead jobs."""
+    app = make_app()
+
+    @app.task(name="mail", queue="emails", max_attempts=1)
+    def mail(to: str) -> None: ...
+
+    a = mail.using(key="user-1").enqueue("a@example.com").id
+    b = mail.enqueue("b@example.com").id
+    assert [j.id for j in app.store.jobs_search(str(a))] == [a]
+    assert [j.id for j in app.store.jobs_search("mail")] == [b, a]
+    assert [j.id for j in app.store.jobs_search("user-1")] == [a]  # the key as given
+    assert [j.id for j in app.store.jobs_search("mail:user-1")] == [a]  # the stored key
+    assert [j.id for j in app.store.jobs_search(None, JobState.AVAILABLE, "emails")] == [b, a]
+    assert app.store.jobs_search("nothing") == []
+    assert app.store.jobs_discard([a]) == []  # not dead: kept
+    assert app.get_job(a).state is JobState.AVAILABLE
+    with running_worker(make_app(), {"emails": 1}):  # knows no task: the jobs die
+        wait_for(lambda: app.get_job(b).state is JobState.DEAD, what="dead")
+    assert app.store.jobs_discard([a, b, 999]) == [a, b]
+    with pytest.raises(JobNotFoundError):
+        app.get_job(a)
+
+
+def test_top_prints_one_frame(make_app: Any) -> None:
+    from rich.console import Console
+
+    from shiftwork.observe.top import render
+    from shiftwork.observe.views import overview
+
+    app = make_app()
+    app.queue("emails", max_wait=30)
+
+    @app.task(queue="emails")
+    def mail(to: str) -> None: ...
+
+    mail.enqueue("x")
+    console = Console(record=True, width=160)
+    console.print(render(overview(app)))
+    text = console.export_text()
+    assert "emails" in text and "queues" in text and "workers" in text

@@ -95,11 +95,17 @@ def metrics(app_arg: str | None, app_spec: str | None, dsn: str | None, schema: 
 @click.option("--log-level", default="warning", show_default=True)
 def dashboard(app_spec: str, host: str, port: int, token: str | None, log_level: str) -> None:
     """Serve the web dashboard for APP (login with a token; see docs/observability.md)."""
-    import uvicorn
+    try:
+        import uvicorn
 
+        from .web import create_dashboard
+    except ImportError as exc:
+        from .errors import ConfigurationError
+
+        raise ConfigurationError("the dashboard needs its extra: pip install 'shiftwork[web]' "
+                                 f"({exc})") from exc
     from .cli import console
     from .loader import load_app
-    from .web import create_dashboard
 
     app = load_app(app_spec)
     made = token is None

@@ -62,18 +62,23 @@ def _with_context(row: NewJob, carrier: dict[str, str]) -> NewJob:
 
 
 @contextmanager
-def execution_span(job: ClaimedJob) -> Iterator[Any]:
-    """A CONSUMER span around running one attempt, child of the enqueue span if any."""
+def execution_span(job: ClaimedJob | dict[str, Any]) -> Iterator[Any]:
+    """A CONSUMER span around running one attempt, child of the enqueue span if any.
+
+    ``job`` is a claimed job, or its dict form in a process-executor child.
+    """
     if trace is None:
         yield None
         return
-    carrier = job.meta.get(META_KEY) if isinstance(job.meta, dict) else None
+    get = job.get if isinstance(job, dict) else lambda k: getattr(job, k)
+    meta = get("meta")
+    carrier = meta.get(META_KEY) if isinstance(meta, dict) else None
     parent = propagate.extract(carrier) if isinstance(carrier, dict) else None
     tracer = trace.get_tracer(_SCOPE)
     with tracer.start_as_current_span(
-        f"shiftwork run {job.task}", context=parent, kind=SpanKind.CONSUMER,
-        attributes={"messaging.system": "shiftwork", "messaging.message.id": str(job.id),
-                    "messaging.destination.name": job.queue, "shiftwork.task": job.task,
-                    "shiftwork.attempt": job.attempt},
+        f"shiftwork run {get('task')}", context=parent, kind=SpanKind.CONSUMER,
+        attributes={"messaging.system": "shiftwork", "messaging.message.id": str(get("id")),
+                    "messaging.destination.name": str(get("queue")),
+                    "shiftwork.task": str(get("task")), "shiftwork.attempt": int(get("attempt") or 0)},
     ) as span:
         yield span

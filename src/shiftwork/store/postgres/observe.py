@@ -11,7 +11,7 @@ from psycopg.rows import dict_row
 from ...job import Job
 from ...observe.records import QueueMinute, search_params
 from ...states import JobState
-from ..rows import aware, job_from_row
+from ..rows import aware, decoded, job_from_row
 
 
 class PostgresObserve:
@@ -50,7 +50,7 @@ class PostgresObserve:
         with self._conn() as c:
             cur = c.cursor(row_factory=dict_row)
             rows = cur.execute(self.q["jobs_search"], search_params(text, state, queue, limit))
-            return [job_from_row(r, aware) for r in rows.fetchall()]
+            return [job_from_row(r, aware, decoded) for r in rows.fetchall()]
 
     def jobs_discard(self, ids: list[int]) -> list[int]:
         if not ids:

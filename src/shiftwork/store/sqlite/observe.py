@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ...job import Job
 from ...observe.records import QueueMinute, search_params
 from ...states import JobState
-from ..rows import job_from_row
+from ..rows import job_from_row, loads
 
 
 def _from_ts(value: float) -> datetime:
@@ -55,7 +55,7 @@ class SQLiteObserve:
         from .store import from_ts
 
         rows = self.conn.execute(self.q["jobs_search"], search_params(text, state, queue, limit))
-        return [job_from_row(dict(r), from_ts) for r in rows]
+        return [job_from_row(dict(r), from_ts, loads) for r in rows]
 
     def jobs_discard(self, ids: list[int]) -> list[int]:
         done = []
