@@ -79,6 +79,7 @@ def execution_span(job: ClaimedJob | dict[str, Any]) -> Iterator[Any]:
         f"shiftwork run {get('task')}", context=parent, kind=SpanKind.CONSUMER,
         attributes={"messaging.system": "shiftwork", "messaging.message.id": str(get("id")),
                     "messaging.destination.name": str(get("queue")),
-                    "shiftwork.task": str(get("task")), "shiftwork.attempt": int(get("attempt") or 0)},
+                    "shiftwork.task": str(get("task")),
+                    "shiftwork.attempt": int(get("attempt") or 0)},
     ) as span:
         yield span
