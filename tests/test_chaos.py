@@ -52,6 +52,32 @@ def states(app: App) -> dict[str, int]:
     return counts
 
 
+def freeze(proc: subprocess.Popen[bytes], db: dict[str, str]) -> None:
+    """SIGSTOP a worker, at a moment when it is not holding SQLite's write lock.
+
+    A process frozen inside a SQLite write transaction stalls every other writer until
+    it resumes (a property of the engine, documented); the test wants the other case.
+    """
+    import sqlite3
+    import time
+
+    for _ in range(100):
+        proc.send_signal(signal.SIGSTOP)
+        if not db["dsn"].startswith("sqlite"):
+            return
+        conn = sqlite3.connect(db["dsn"].split(":///", 1)[1], timeout=0.2, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+            return
+        except sqlite3.OperationalError:
+            proc.send_signal(signal.SIGCONT)
+            time.sleep(0.02)
+        finally:
+            conn.close()
+    raise AssertionError("could not freeze the worker outside a write transaction")
+
+
 def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGCONT)
@@ -105,7 +131,7 @@ def test_sigstop_stale_worker_cannot_complete(rec_app: Any, db: dict[str, str],
     b = None
     try:
         wait_for(lambda: [e for e in effects(rec_app) if e[3] == "start"], what="A started")
-        a.send_signal(signal.SIGSTOP)
+        freeze(a, db)
         b = spawn_worker(db, "recording", ["work=2"])
         wait_for(lambda: app.get_job(job.id).state is JobState.SUCCEEDED, timeout=60,
                  what="job re-run elsewhere")
