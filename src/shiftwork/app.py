@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar, overload
 
 from .clock import Clock, SystemClock
 from .errors import ConfigurationError, UnknownTaskError
 from .events import EventBus
 from .job import EnqueueResult, Job, QueueStats
+from .names import check_queue
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES
 from .retry import DEFAULT_BACKOFF, Backoff
 from .states import JobState
@@ -32,6 +33,7 @@ class Settings:
     retention_finished: float = 24 * 3600.0  # succeeded / cancelled jobs kept this long
     retention_dead: float = 14 * 24 * 3600.0  # dead jobs kept this long
     prune_interval: float = 60.0
+    effect_retention: float = 30 * 24 * 3600.0  # ctx.once / tx.once keys kept this long
     claim_batch: int = 100  # most jobs one claim statement takes
 
 
@@ -164,4 +166,17 @@ class App:
         return self.store.jobs_cancel(job_id)
 
     def queue_stats(self) -> list[QueueStats]:
-        return self.store.queues_stats()
+        stats = self.store.queues_stats()
+        paused = self.store.queues_paused()
+        seen = {s.queue for s in stats}
+        out = [replace(s, paused=s.queue in paused) for s in stats]
+        out += [QueueStats(q, 0, 0, 0, 0, 0, 0, None, paused=True) for q in paused - seen]
+        return sorted(out, key=lambda s: s.queue)
+
+    def pause_queue(self, queue: str) -> None:
+        """Stop claims on ``queue``; running jobs stop at their next checkpoint."""
+        self.store.queues_set_paused(check_queue(queue), True)
+
+    def resume_queue(self, queue: str) -> None:
+        """Claim from ``queue`` again; paused jobs resume from their checkpoints."""
+        self.store.queues_set_paused(check_queue(queue), False)
