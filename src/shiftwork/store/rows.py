@@ -25,7 +25,10 @@ def split_args(value: Any) -> tuple[list[Any], dict[str, Any]]:
     return list(payload.get("args", [])), dict(payload.get("kwargs", {}))
 
 
-def job_from_row(row: dict[str, Any], to_dt: Any) -> Job:
+def job_from_row(row: dict[str, Any], to_dt: Any, json_text: bool = True) -> Job:
+    """``json_text``: JSON columns hold text (SQLite); False when the driver decoded them
+    (Postgres jsonb), where a JSON string value must not be decoded a second time."""
+    decode = loads if json_text else (lambda value: value)
     args, kwargs = split_args(row["args"])
     return Job(
         id=row["id"], task=row["task"], queue=row["queue"], state=JobState(row["state"]),
@@ -34,9 +37,9 @@ def job_from_row(row: dict[str, Any], to_dt: Any) -> Job:
         created_at=to_dt(row["created_at"]), attempted_at=to_dt(row["attempted_at"]),
         finished_at=to_dt(row["finished_at"]), lease_expires_at=to_dt(row["lease_expires_at"]),
         worker_id=row["worker_id"], unique_key=row["unique_key"], timeout=row["timeout"],
-        errors=loads(row["errors"]) or [], result=loads(row["result"]),
-        progress=loads(row["progress"]), checkpoint=loads(row["checkpoint"]),
-        cancel_requested=bool(row["cancel_requested"]), meta=loads(row["meta"]) or {},
+        errors=decode(row["errors"]) or [], result=decode(row["result"]),
+        progress=decode(row["progress"]), checkpoint=decode(row["checkpoint"]),
+        cancel_requested=bool(row["cancel_requested"]), meta=decode(row["meta"]) or {},
     )
 
 

@@ -288,7 +288,7 @@ class PostgresStore(PostgresLongJobs):
             row = cur.execute(self.q["jobs_get"], {"id": job_id}).fetchone()
         if row is None:
             raise JobNotFoundError(f"no job with id {job_id}")
-        return job_from_row(row, aware)
+        return job_from_row(row, aware, json_text=False)
 
     def jobs_list(self, state: JobState | None = None, queue: str | None = None,
                   task: str | None = None, limit: int = 50,
@@ -310,7 +310,7 @@ class PostgresStore(PostgresLongJobs):
         with self._conn() as c:
             cur = c.cursor(row_factory=dict_row)
             rows = cur.execute(text.encode(), params).fetchall()
-        return [job_from_row(r, aware) for r in rows]
+        return [job_from_row(r, aware, json_text=False) for r in rows]
 
     def jobs_retry(self, job_id: int) -> Job:
         try:
