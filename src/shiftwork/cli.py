@@ -297,4 +297,8 @@ def demo(db: str | None, n_jobs: int) -> None:
 from . import cli_longjobs  # noqa: E402, F401  (registers queues pause/resume, jobs follow)
 
 if __name__ == "__main__":
-    main()
+    # Under ``python -m shiftwork.cli`` this file runs as __main__, while command modules
+    # (cli_longjobs, ...) register on the importable ``shiftwork.cli``: run that one.
+    from shiftwork.cli import main as registered_main
+
+    registered_main()
