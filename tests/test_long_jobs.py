@@ -151,6 +151,26 @@ def test_batches_resume_after_the_last_checkpoint(clocked: tuple[App, FakeClock]
     assert final.progress == {"done": 25, "total": 25}
 
 
+def test_batches_with_a_compound_key(clocked: tuple[App, FakeClock]) -> None:
+    app, clock = clocked
+    app.enqueue("long")
+    rows = [("a", i) for i in range(3)] + [("b", i) for i in range(3)]
+
+    def fetch(after: list[Any] | None, n: int) -> list[tuple[str, int]]:
+        return [r for r in rows if after is None or list(r) > after][:n]
+
+    ctx = claim_ctx(app)
+    for batch in ctx.batches(fetch, key=lambda r: r, size=4):
+        assert batch.cursor == {"after": ["b", 0], "done": 4}
+        break
+    ctx.checkpoint({"after": ["b", 0], "done": 4})  # as the loop would have saved it
+    resumed = steal(app, clock)
+    assert [list(b) for b in resumed.batches(fetch, key=lambda r: r, size=4)] == [
+        [("b", 1), ("b", 2)]]
+    with pytest.raises(PayloadError, match="batch key"):
+        next(iter(resumed.batches(lambda after, n: [object()], key=lambda r: r)))
+
+
 def test_batches_reject_a_fetch_that_does_not_advance(clocked: tuple[App, FakeClock]) -> None:
     app, _ = clocked
     app.enqueue("long")

@@ -180,15 +180,16 @@ def test_effect_happens_once_under_forced_rescue(
     assert record.result == {"charged_by_attempt": 2}
 
 
+@pytest.mark.parametrize("mode", ["thread", "process"])
 def test_cancel_stops_a_running_job_at_its_next_checkpoint(
         app: App, db: dict[str, str], tables: Tables,
-        workers: list[subprocess.Popen[bytes]], tmp_path: Path) -> None:
+        workers: list[subprocess.Popen[bytes]], tmp_path: Path, mode: str) -> None:
     total, size = 5000, 100
     tables.create(total)
     backfill, _ = stubs(app)
     job = backfill.enqueue(total=total, size=size, pace=0.05)
     # A slow heartbeat: the cancellation reaches the task through its checkpoint.
-    workers.append(spawn_worker(db, "longjobs", ["backfill=1"], env={
+    workers.append(spawn_worker(db, "longjobs", [f"backfill=1:{mode}"], env={
         "SHIFTWORK_TEST_HEARTBEAT": "10"}, log_path=tmp_path / "workers.log"))
     wait_for(lambda: done_so_far(app, job.id) >= 5 * size, timeout=60, what="some batches")
     assert app.cancel_job(job.id).state is JobState.RUNNING
@@ -202,14 +203,15 @@ def test_cancel_stops_a_running_job_at_its_next_checkpoint(
     assert tables.one(f"SELECT count(*) FROM {tables.t('lj_log')}") == done
 
 
+@pytest.mark.parametrize("mode", ["thread", "process"])
 def test_pause_and_resume_a_queue_mid_backfill(
         app: App, db: dict[str, str], tables: Tables,
-        workers: list[subprocess.Popen[bytes]], tmp_path: Path) -> None:
+        workers: list[subprocess.Popen[bytes]], tmp_path: Path, mode: str) -> None:
     total, size = 5000, 100
     tables.create(total)
     backfill, _ = stubs(app)
     job = backfill.enqueue(total=total, size=size, pace=0.05)
-    workers.append(spawn_worker(db, "longjobs", ["backfill=2"],
+    workers.append(spawn_worker(db, "longjobs", [f"backfill=2:{mode}"],
                                 log_path=tmp_path / "workers.log"))
     wait_for(lambda: done_so_far(app, job.id) >= 5 * size, timeout=60, what="some batches")
     app.pause_queue("backfill")

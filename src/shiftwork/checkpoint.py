@@ -8,11 +8,13 @@ hand them to the task, checkpoint after each batch.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .errors import ConfigurationError
+from .payload import encode_json
 
 if TYPE_CHECKING:
     from .context import JobContext
@@ -98,6 +100,11 @@ def resume_point(ctx: JobContext) -> tuple[Any, int]:
     return saved["after"], int(saved.get("done") or 0)
 
 
+def as_json(ctx: JobContext, value: Any) -> Any:
+    """``value`` as it comes back from JSON (tuples become lists); PayloadError if it can't."""
+    return json.loads(encode_json(value, f"job {ctx.job_id}: batch key"))
+
+
 def _check_advanced(ctx: JobContext, after: Any, first: Any) -> None:
     if after is None:
         return
@@ -131,8 +138,8 @@ def batches(ctx: JobContext, fetch: Callable[[Any, int], Iterable[T]], *,
         rows = list(fetch(after, size))
         if not rows:
             break
-        _check_advanced(ctx, after, key(rows[0]))
-        last = key(rows[-1])
+        _check_advanced(ctx, after, as_json(ctx, key(rows[0])))
+        last = as_json(ctx, key(rows[-1]))  # as a resumed attempt will see it
         done += len(rows)
         number += 1
         batch: Batch[T] = Batch(rows)
