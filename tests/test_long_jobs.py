@@ -273,10 +273,16 @@ def test_error_in_transaction_rolls_back_everything(clocked: tuple[App, FakeCloc
     create_notes(app)
     app.enqueue("long")
     ctx = claim_ctx(app)
+    job_id = ctx.job_id
     with pytest.raises(ZeroDivisionError), ctx.transaction() as tx:
+        tx.progress(5, 10)
+        tx.checkpoint("never")
         tx.once("k", lambda: tx.execute(
             f"INSERT INTO {user_table(app)} VALUES ({mark(app)})", ("x",)) and 1 / 0)
     assert notes(app) == [] and app.store.effect_keys_get("k") is None
+    ctx.flush_progress()  # the rolled-back progress is not pending either
+    job = app.get_job(job_id)
+    assert job.progress is None and job.checkpoint is None and ctx.last_checkpoint is None
 
 
 def test_once_outside_returns_the_first_result_and_keys_expire(

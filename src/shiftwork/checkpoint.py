@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .errors import ConfigurationError
+from .errors import ConfigurationError, PayloadError
 from .payload import encode_json
 
 if TYPE_CHECKING:
@@ -70,6 +70,20 @@ class Progress:
 
 def _num(value: float) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+
+
+def encode_progress(job_id: int, done: float, total: float | None,
+                    message: str | None) -> str:
+    """Checked and encoded for the ``progress`` column; PayloadError names what is wrong."""
+    if isinstance(done, bool) or not isinstance(done, (int, float)) or done < 0:
+        raise PayloadError(f"job {job_id}: progress done must be a number >= 0, not {done!r}")
+    if total is not None and (isinstance(total, bool) or not isinstance(total, (int, float))
+                              or total < 0):
+        raise PayloadError(f"job {job_id}: progress total must be a number >= 0 or None, "
+                           f"not {total!r}")
+    if message is not None:
+        message = str(message)[:500]
+    return encode_json(Progress(done, total, message).to_json(), f"job {job_id}: progress")
 
 
 def describe_progress(value: Any) -> str:

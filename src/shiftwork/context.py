@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .checkpoint import Batch, Progress, Touch, batches
-from .errors import JobCancelled, JobPaused, LeaseLost, PayloadError
+from .checkpoint import Batch, Touch, batches, encode_progress
+from .errors import JobCancelled, JobPaused, LeaseLost
 from .payload import encode_json
 
 if TYPE_CHECKING:
@@ -124,17 +124,7 @@ class JobContext:
     def stage_progress(self, done: float, total: float | None = None,
                        message: str | None = None) -> None:
         """Set progress without writing it: the next write of the job's row carries it."""
-        if isinstance(done, bool) or not isinstance(done, (int, float)) or done < 0:
-            raise PayloadError(f"job {self.job_id}: progress done must be a number >= 0, "
-                               f"not {done!r}")
-        if total is not None and (isinstance(total, bool) or not isinstance(total, (int, float))
-                                  or total < 0):
-            raise PayloadError(f"job {self.job_id}: progress total must be a number >= 0 or "
-                               f"None, not {total!r}")
-        if message is not None:
-            message = str(message)[:500]
-        self._pending_progress = encode_json(Progress(done, total, message).to_json(),
-                                             f"job {self.job_id}: progress")
+        self._pending_progress = encode_progress(self.job_id, done, total, message)
 
     def progress(self, done: float, total: float | None = None,
                  message: str | None = None) -> None:
@@ -180,6 +170,8 @@ class JobContext:
         with self.app.store.transaction() as conn:
             tx = Transaction(self, conn)
             yield tx
+            if tx.progress_json is not None:
+                self._pending_progress = tx.progress_json
             touch = tx.commit_fence()
         if tx.checkpoint_json is not None:
             self.last_checkpoint = json.loads(tx.checkpoint_json)

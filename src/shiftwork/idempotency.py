@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .checkpoint import Touch
+from .checkpoint import Touch, encode_progress
 from .errors import ConfigurationError
 from .payload import encode_json
 
@@ -50,6 +50,7 @@ class Transaction:
         self.ctx = ctx
         self.conn = conn
         self.checkpoint_json: str | None = None
+        self.progress_json: str | None = None
 
     def execute(self, query: str, params: Any = ()) -> Any:
         """Run a statement in this transaction; returns the driver's cursor."""
@@ -61,8 +62,8 @@ class Transaction:
 
     def progress(self, done: float, total: float | None = None,
                  message: str | None = None) -> None:
-        """Progress written with this transaction's commit."""
-        self.ctx.stage_progress(done, total, message)
+        """Progress written with this transaction's commit (dropped if it rolls back)."""
+        self.progress_json = encode_progress(self.ctx.job_id, done, total, message)
 
     def once(self, key: str, fn: Callable[[], R], *, keep: float | None = None) -> R:
         """Run ``fn`` (its writes going through this transaction) once per ``key``.
