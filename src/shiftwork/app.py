@@ -121,6 +121,26 @@ class App:
 
         return register(fn) if fn is not None else register
 
+    def workflow(self, fn: Any = None, **options: Any) -> Any:
+        """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks."""
+        from .workflow.runner import workflow_task
+
+        if fn is not None:
+            return workflow_task(self, fn, **options)
+        return lambda f: workflow_task(self, f, **options)
+
+    def send_event(self, workflow_id: int, name: str, payload: Any = None) -> int:
+        """Deliver an event to a workflow (kept until a ``wait_for_event`` takes it)."""
+        from .payload import encode_json
+
+        return self.store.workflow_event_send(
+            workflow_id, name, encode_json(payload, f"event {name!r}: payload"))
+
+    def workflow_history(self, workflow_id: int) -> list[Any]:
+        """The recorded steps of a workflow, in the order they were first recorded."""
+        steps = self.store.workflow_steps_get(workflow_id)
+        return list(steps.values())
+
     def get_task(self, name: str) -> Task[Any, Any]:
         try:
             return self.tasks[name]

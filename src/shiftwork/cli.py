@@ -304,11 +304,12 @@ def demo(db: str | None, n_jobs: int) -> None:
     run_demo(db, n_jobs)
 
 
-from . import cli_longjobs  # noqa: E402, F401  (registers queues pause/resume, jobs follow)
+# Sub-command groups that live in their own modules register themselves on `main`.
+from . import cli_longjobs  # noqa: E402, F401  (queues pause/resume, jobs follow)
+from . import cli_workflows  # noqa: E402, F401
 
 if __name__ == "__main__":
-    # Under ``python -m shiftwork.cli`` this file runs as __main__, while command modules
-    # (cli_longjobs, ...) register on the importable ``shiftwork.cli``: run that one.
-    from shiftwork.cli import main as registered_main
+    # Run the importable module's group, where the sub-command modules registered.
+    from shiftwork.cli import main as _main
 
-    registered_main()
+    _main()

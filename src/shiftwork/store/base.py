@@ -17,6 +17,7 @@ from ..job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
 from ..outcome import Outcome
 from ..states import JobState
 from .records import EffectRecord
+from .rows import StepRecord
 
 
 class Store(Protocol):
@@ -123,6 +124,20 @@ class Store(Protocol):
 
     def effect_keys_prune(self, limit: int = 10_000) -> int:
         """Delete effect keys past their retention; returns how many."""
+
+    # -- durable workflows ------------------------------------------------------------
+    def workflow_steps_get(self, job_id: int) -> dict[str, StepRecord]: ...
+
+    def workflow_step_record(self, job_id: int, attempt: int, name: str, status: str,
+                             result_json: str | None, wake_at: datetime | None) -> bool:
+        """Record a step, fenced by attempt; False if this attempt no longer holds the job."""
+
+    def workflow_event_take(self, job_id: int, attempt: int, name: str,
+                            step: str) -> tuple[bool, Any]:
+        """Consume the oldest pending event ``name`` and record it as ``step``, atomically."""
+
+    def workflow_event_send(self, job_id: int, name: str, payload_json: str) -> int:
+        """Store an event for a workflow and wake it."""
 
     # -- test support ----------------------------------------------------------------
     def debug_install_transition_guard(self) -> None:

@@ -62,7 +62,10 @@ SELECT pg_advisory_xact_lock(hashtextextended('shiftwork.limit.' || %(task)s, 0)
 UPDATE {schema}.jobs j
 SET state = u.state,
     finished_at = CASE WHEN u.state IN ('succeeded', 'dead', 'cancelled') THEN {now} END,
-    run_at = coalesce(u.run_at, j.run_at),
+    -- a snooze (back to scheduled) runs at once if a wake-up came while it ran
+    run_at = CASE WHEN u.state = 'scheduled' AND j.wake_requested THEN {now}
+                  ELSE coalesce(u.run_at, j.run_at) END,
+    wake_requested = false,
     errors = CASE WHEN u.error IS NULL THEN j.errors ELSE j.errors || jsonb_build_array(u.error) END,
     result = u.result,
     lease_expires_at = NULL,

@@ -24,6 +24,7 @@ from ...states import JobState
 from ..rows import aware, decoded, job_from_row, legal_pairs, log_rejected, split_args
 from ..sqlfile import load_all_queries, load_migrations
 from .long_jobs import PostgresLongJobs
+from .workflows import PostgresWorkflows
 
 log = logging.getLogger("shiftwork.store.postgres")
 
@@ -40,7 +41,7 @@ def describe_dsn(dsn: str) -> str:
     return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
 
 
-class PostgresStore(PostgresLongJobs):
+class PostgresStore(PostgresLongJobs, PostgresWorkflows):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,

@@ -40,7 +40,10 @@ SELECT count(*) FROM jobs WHERE state = 'running' AND task = :task
 UPDATE jobs
 SET state = :state,
     finished_at = CASE WHEN :state IN ('succeeded', 'dead', 'cancelled') THEN :now END,
-    run_at = coalesce(:run_at, run_at),
+    -- a snooze (back to scheduled) runs at once if a wake-up came while it ran
+    run_at = CASE WHEN :state = 'scheduled' AND wake_requested THEN :now
+                  ELSE coalesce(:run_at, run_at) END,
+    wake_requested = 0,
     errors = CASE WHEN :error IS NULL THEN errors ELSE json_insert(errors, '$[#]', json(:error)) END,
     result = :result,
     lease_expires_at = NULL,
