@@ -305,8 +305,7 @@ def demo(db: str | None, n_jobs: int) -> None:
 
 
 # Sub-command groups that live in their own modules register themselves on `main`.
-from . import cli_longjobs  # noqa: E402, F401  (queues pause/resume, jobs follow)
-from . import cli_workflows  # noqa: E402, F401
+from . import cli_longjobs, cli_workflows  # noqa: E402, F401
 
 if __name__ == "__main__":
     # Run the importable module's group, where the sub-command modules registered.
