@@ -61,8 +61,32 @@ class Tables:
         return self.run(f"SELECT attempt, phase FROM {self.t('lj_marks')} WHERE job_id = ? "
                         "ORDER BY attempt", (job_id,))
 
+    def write_lock_free(self) -> bool:
+        """SQLite: can a writer start now? (False while another process holds the lock.)"""
+        probe = sqlite3.connect(self.db["dsn"].split(":///", 1)[1], timeout=0.5,
+                                isolation_level=None)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+            return True
+        except sqlite3.OperationalError:
+            return False
+        finally:
+            probe.close()
+
     def close(self) -> None:
         self.conn.close()
+
+
+def freeze(proc: subprocess.Popen[bytes], tables: Tables) -> None:
+    """SIGSTOP a worker, but not in the middle of one of its SQLite write transactions:
+    a frozen holder of SQLite's only write lock would stop every other process too."""
+    for _ in range(100):
+        proc.send_signal(signal.SIGSTOP)
+        if not tables.sqlite or tables.write_lock_free():
+            return
+        proc.send_signal(signal.SIGCONT)
+    raise AssertionError("could not freeze the worker outside a write transaction")
 
 
 @pytest.fixture
@@ -157,7 +181,7 @@ def test_effect_happens_once_under_forced_rescue(
     first = spawn_worker(db, "longjobs", ["billing=2"], log_path=log)
     workers.append(first)
     wait_for(lambda: (1, "holding") in tables.marks(job.id), timeout=30, what="attempt 1 holding")
-    first.send_signal(signal.SIGSTOP)
+    freeze(first, tables)
     workers.append(spawn_worker(db, "longjobs", ["billing=2"], log_path=log))
     if where == "before":
         wait_for(lambda: state(app, job.id) is JobState.SUCCEEDED, timeout=60,
