@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar, overload
 
 from .clock import Clock, SystemClock
@@ -35,6 +35,7 @@ class Settings:
     retention_finished: float = 24 * 3600.0  # succeeded / cancelled jobs kept this long
     retention_dead: float = 14 * 24 * 3600.0  # dead jobs kept this long
     prune_interval: float = 60.0
+    effect_retention: float = 30 * 24 * 3600.0  # ctx.once / tx.once keys kept this long
     claim_batch: int = 100  # most jobs one claim statement takes
 
 
@@ -217,5 +218,19 @@ class App:
         return self.store.jobs_cancel(job_id)
 
     def queue_stats(self, include_finished: bool = True) -> list[QueueStats]:
-        """Per queue counts; ``include_finished=False`` skips counting retained history."""
-        return self.store.queues_stats(include_finished=include_finished)
+        """Per queue counts (paused flag included); ``include_finished=False`` skips
+        counting retained history."""
+        stats = self.store.queues_stats(include_finished=include_finished)
+        paused = self.store.queues_paused()
+        seen = {s.queue for s in stats}
+        out = [replace(s, paused=s.queue in paused) for s in stats]
+        out += [QueueStats(q, 0, 0, 0, 0, 0, 0, None, paused=True) for q in paused - seen]
+        return sorted(out, key=lambda s: s.queue)
+
+    def pause_queue(self, queue: str) -> None:
+        """Stop claims on ``queue``; running jobs stop at their next checkpoint."""
+        self.store.queues_set_paused(check_queue(queue), True)
+
+    def resume_queue(self, queue: str) -> None:
+        """Claim from ``queue`` again; paused jobs resume from their checkpoints."""
+        self.store.queues_set_paused(check_queue(queue), False)

@@ -13,6 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from .checkpoint import describe_progress
 from .errors import ShiftworkError
 from .states import JobState
 
@@ -136,13 +137,17 @@ def migrate(app_spec: str | None, dsn: str | None, schema: str) -> None:
     console.print(f"applied migrations: {applied}" if applied else "schema is up to date")
 
 
-@main.command()
+@main.group(invoke_without_command=True)
 @app_option
 @dsn_option
 @schema_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def queues(app_spec: str | None, dsn: str | None, schema: str, as_json: bool) -> None:
+@click.pass_context
+def queues(ctx: click.Context, app_spec: str | None, dsn: str | None, schema: str,
+           as_json: bool) -> None:
     """Per queue: waiting, running, scheduled, dead, and the oldest waiting job's age."""
+    if ctx.invoked_subcommand is not None:
+        return
     app = _open(app_spec, dsn, schema)
     stats = app.queue_stats()
     if as_json:
@@ -156,7 +161,8 @@ def queue_table(stats: list[Any], title: str = "queues") -> Table:
     for col in ("queue", "waiting", "running", "scheduled", "succeeded", "dead", "oldest waiting"):
         table.add_column(col, justify="left" if col == "queue" else "right")
     for s in stats:
-        table.add_row(s.queue, str(s.available), str(s.running), str(s.scheduled),
+        name = f"{s.queue} (paused)" if getattr(s, "paused", False) else s.queue
+        table.add_row(name, str(s.available), str(s.running), str(s.scheduled),
                       str(s.succeeded), str(s.dead), format_age(s.oldest_waiting_age))
     return table
 
@@ -184,12 +190,14 @@ def jobs_list(app_spec: str | None, dsn: str | None, schema: str, state: str | N
         click.echo(json.dumps([_job_dict(j) for j in found], indent=2, default=str))
         return
     table = Table()
-    for col in ("id", "task", "queue", "state", "attempt", "run at (UTC)", "last error"):
+    for col in ("id", "task", "queue", "state", "attempt", "progress", "run at (UTC)",
+                "last error"):
         table.add_column(col)
     for j in found:
         last = j.errors[-1] if j.errors else None
         table.add_row(str(j.id), j.task, j.queue, j.state.value, f"{j.attempt}/{j.max_attempts}",
-                      _when(j.run_at), f"{last['type']}: {last['message']}"[:60] if last else "")
+                      describe_progress(j.progress)[:40], _when(j.run_at),
+                      f"{last['type']}: {last['message']}"[:60] if last else "")
     console.print(table)
 
 
@@ -223,7 +231,8 @@ def jobs_show(job_id: int, app_spec: str | None, dsn: str | None, schema: str,
     if job.unique_key:
         console.print(f"unique key: {job.unique_key}", markup=False)
     if job.progress is not None:
-        console.print(f"progress: {json.dumps(job.progress)}", markup=False)
+        console.print(f"progress: {describe_progress(job.progress) or json.dumps(job.progress)}",
+                      markup=False)
     if job.checkpoint is not None:
         console.print(f"checkpoint: {json.dumps(job.checkpoint)}", markup=False)
     if job.result is not None:
@@ -304,7 +313,7 @@ def demo(db: str | None, n_jobs: int) -> None:
 
 
 # Sub-command groups that live in their own modules register themselves on `main`.
-from . import cli_workflows  # noqa: E402, F401
+from . import cli_longjobs, cli_workflows  # noqa: E402, F401
 from .cli_observe import register as _register_observe  # noqa: E402
 
 _register_observe(main)  # health, top, metrics, dashboard

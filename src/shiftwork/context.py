@@ -1,15 +1,34 @@
-"""What a running task sees of its job: ids, attempt, cancellation."""
+"""What a running task sees of its job: ids, attempt, cancellation, and the long-job tools.
+
+Checkpoints, progress, explicit heartbeats and transactions all write the job's row
+fenced by attempt: an attempt whose lease was lost (rescued, re-claimed) gets
+:class:`~shiftwork.errors.LeaseLost` instead of overwriting the newer attempt's state.
+"""
 
 from __future__ import annotations
 
+import json
 import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .errors import JobCancelled
+from .checkpoint import Batch, Touch, batches, encode_progress
+from .errors import JobCancelled, JobPaused, LeaseLost
+from .payload import encode_json
 
 if TYPE_CHECKING:
     from .app import App
+    from .idempotency import Transaction
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: Progress is written at most this often (seconds) unless it reaches its total;
+#: checkpoints, heartbeats and the end of the attempt write whatever is pending.
+PROGRESS_INTERVAL = 1.0
 
 
 @dataclass
@@ -25,6 +44,9 @@ class JobContext:
     last_checkpoint: Any = None
     meta: dict[str, Any] = field(default_factory=dict)
     _cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+    _pending_progress: str | None = field(default=None, repr=False)
+    _progress_written: float = field(default=0.0, repr=False)
+    _lost: bool = field(default=False, repr=False)
 
     @property
     def cancelled(self) -> bool:
@@ -37,3 +59,133 @@ class JobContext:
 
     def _request_cancel(self) -> None:
         self._cancelled.set()
+
+    # -- fenced writes to the job's row -----------------------------------------------
+
+    def _touch(self, *, checkpoint: str | None = None, set_checkpoint: bool = False,
+               conn: Any = None) -> Touch:
+        if self._lost:
+            raise LeaseLost(f"job {self.job_id} attempt {self.attempt} lost its lease earlier")
+        touch = self.app.store.jobs_touch(
+            self.job_id, self.attempt, self.app.settings.lease_seconds, checkpoint=checkpoint,
+            set_checkpoint=set_checkpoint, progress=self._pending_progress,
+            yield_if_paused=set_checkpoint, conn=conn)
+        if touch is None:
+            self._lost = True
+            raise LeaseLost(
+                f"job {self.job_id} attempt {self.attempt} no longer holds its job (its lease "
+                "expired and it was rescued, or it was finished elsewhere); stopping this attempt")
+        self._pending_progress = None
+        self._progress_written = time.monotonic()
+        if touch.cancel_requested:
+            self._request_cancel()
+        return touch
+
+    def _stop_if_asked(self, touch: Touch, where: str) -> None:
+        if self.cancelled:
+            raise JobCancelled(f"job {self.job_id} was cancelled; stopped at {where}")
+        if touch.yielded:
+            self.app.events.emit("job.yielded", job_id=self.job_id, attempt=self.attempt,
+                                 queue=self.queue)
+            raise JobPaused(f"queue {self.queue} is paused; job {self.job_id} went back to "
+                            f"waiting at {where} and resumes from there")
+
+    def checkpoint(self, cursor: Any) -> None:
+        """Durably save ``cursor`` (JSON) for this job, with any pending progress.
+
+        A later attempt of the job (after a crash, a retry or a pause) reads it as
+        ``ctx.last_checkpoint``. Raises :class:`JobCancelled` here if the job was
+        cancelled, :class:`JobPaused` if its queue was paused (the job is then back in its
+        queue, resuming from this cursor), :class:`LeaseLost` if this attempt is stale.
+        """
+        data = encode_json(cursor, f"job {self.job_id}: checkpoint")
+        touch = self._touch(checkpoint=data, set_checkpoint=True)
+        self.last_checkpoint = json.loads(data)
+        self._stop_if_asked(touch, f"checkpoint {data[:200]}")
+
+    def batches(self, fetch: Callable[[Any, int], Iterable[T]], *, key: Callable[[T], Any],
+                size: int = 1000, total: int | None = None,
+                message: str | None = None) -> Iterator[Batch[T]]:
+        """Rows in keyset order, ``size`` at a time, checkpointed after each batch.
+
+        ``fetch(after, n)`` returns up to ``n`` rows with ``key(row) > after`` in key order
+        (``after`` is None at first). Resumes after the last checkpoint::
+
+            for batch in ctx.batches(lambda after, n: db.rows_after(after or 0, n),
+                                     key=lambda row: row.id, size=1000, total=count):
+                process(batch)
+
+        See :func:`shiftwork.checkpoint.batches`.
+        """
+        return batches(self, fetch, key=key, size=size, total=total, message=message)
+
+    # -- progress ---------------------------------------------------------------------
+
+    def stage_progress(self, done: float, total: float | None = None,
+                       message: str | None = None) -> None:
+        """Set progress without writing it: the next write of the job's row carries it."""
+        self._pending_progress = encode_progress(self.job_id, done, total, message)
+
+    def progress(self, done: float, total: float | None = None,
+                 message: str | None = None) -> None:
+        """Report how far the job is, seen in ``jobs show``, ``jobs list`` and ``jobs follow``.
+
+        Written at most once a second (:data:`PROGRESS_INTERVAL`), at once when ``done``
+        reaches ``total``, and always at the next checkpoint and at the end of the attempt.
+        """
+        self.stage_progress(done, total, message)
+        reached = total is not None and done >= total
+        if reached or time.monotonic() - self._progress_written >= PROGRESS_INTERVAL:
+            self.flush_progress()
+
+    def flush_progress(self) -> None:
+        """Write pending progress now (raises :class:`LeaseLost` if this attempt is stale)."""
+        if self._pending_progress is not None:
+            self._touch()
+
+    # -- liveness ---------------------------------------------------------------------
+
+    def heartbeat(self) -> None:
+        """Extend this job's lease now and look for a cancellation.
+
+        The worker renews leases on its own; call this inside a long step to learn of a
+        cancellation early. Raises :class:`JobCancelled` or :class:`LeaseLost`.
+        """
+        self._touch()
+        if self.cancelled:
+            raise JobCancelled(f"job {self.job_id} was cancelled; stopped at a heartbeat")
+
+    # -- effects that must happen once --------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """A transaction on the queue's database that commits together with the job's row.
+
+        Your writes (``tx.execute``), effect keys (``tx.once``), a checkpoint
+        (``tx.checkpoint``) and progress commit in one transaction, fenced by attempt:
+        if this attempt is stale, everything rolls back and :class:`LeaseLost` is raised.
+        """
+        from .idempotency import Transaction
+
+        with self.app.store.transaction() as conn:
+            tx = Transaction(self, conn)
+            yield tx
+            if tx.progress_json is not None:
+                self._pending_progress = tx.progress_json
+            touch = tx.commit_fence()
+        if tx.checkpoint_json is not None:
+            self.last_checkpoint = json.loads(tx.checkpoint_json)
+        self._stop_if_asked(touch, "the end of a transaction")
+
+    def once(self, key: str, fn: Callable[[], R], *, keep: float | None = None) -> R:
+        """Run ``fn`` once per ``key``, across attempts, retries and jobs; return its result.
+
+        A second call with the same key returns the first result (as JSON gives it back)
+        without calling ``fn``. For effects outside the database, pass ``key`` downstream
+        too (a payment API's idempotency key), since ``fn`` may run again if the attempt
+        dies between the effect and its record. Keys are kept ``keep`` seconds
+        (default ``Settings.effect_retention``).
+        """
+        from .idempotency import once_outside
+
+        return once_outside(self, key, fn, keep)

@@ -64,3 +64,23 @@ class Snooze(ShiftworkError):
         self.seconds = float(seconds)
         self.until = until
         self.reason = reason
+
+
+class LeaseLost(BaseException):
+    """Raised inside a task whose attempt no longer holds its job.
+
+    Its lease expired and the job was rescued (and perhaps re-claimed), or it was
+    finished by someone else: a fenced write (checkpoint, progress, heartbeat, the
+    commit of ``ctx.transaction()``) changed nothing. The attempt must stop; its
+    transaction was rolled back and its outcome will be rejected. A BaseException, like
+    :class:`JobCancelled`, so that ``except Exception`` in a task cannot keep a stale
+    attempt going. Make leases longer than your longest step, or call ``ctx.heartbeat()``.
+    """
+
+
+class JobPaused(BaseException):
+    """Raised at a checkpoint when the job's queue is paused.
+
+    The job was given back to its queue (without spending an attempt) in the same
+    statement that saved the checkpoint; it resumes from there once the queue is resumed.
+    """

@@ -13,7 +13,7 @@ from .states import JobState
 class Outcome:
     job_id: int
     attempt: int
-    state: JobState  # SUCCEEDED, RETRYING, DEAD or CANCELLED
+    state: JobState  # SUCCEEDED, RETRYING, DEAD or CANCELLED; AVAILABLE: already given back
     run_at: datetime | None = None  # when RETRYING
     error: dict[str, Any] | None = None  # appended to the job's error history
     result_json: str | None = None

@@ -8,13 +8,16 @@ expects and, where a worker writes, by the attempt number (the fencing token).
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
+from ..checkpoint import Touch
 from ..job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
 from ..observe.records import QueueMinute
 from ..outcome import Outcome
 from ..states import JobState
+from .records import EffectRecord
 from .rows import StepRecord
 
 
@@ -116,6 +119,36 @@ class Store(Protocol):
         """Take or renew the named lease; returns the term held, or None."""
 
     def leader_release(self, name: str, owner: str) -> None: ...
+
+    # -- long jobs: checkpoints, progress, paused queues, effect keys -------------------
+    def transaction(self) -> AbstractContextManager[Any]:
+        """A native connection (psycopg / sqlite3) in a transaction on the queue's database."""
+
+    def jobs_touch(self, job_id: int, attempt: int, lease_seconds: float, *,
+                   checkpoint: str | None = None, set_checkpoint: bool = False,
+                   progress: str | None = None, yield_if_paused: bool = False,
+                   conn: Any = None) -> Touch | None:
+        """Save a checkpoint and/or progress and extend the lease, fenced by attempt.
+
+        None when this attempt no longer holds the job. With ``yield_if_paused`` and the
+        job's queue paused, the same transaction gives the job back to its queue.
+        """
+
+    def queues_set_paused(self, queue: str, paused: bool) -> None: ...
+
+    def queues_paused(self) -> set[str]: ...
+
+    def effect_keys_insert(self, key: str, job_id: int | None, attempt: int | None,
+                           keep_seconds: float, result: str | None = None,
+                           conn: Any = None) -> bool:
+        """Record an effect key (JSON ``result``); False if the key is already recorded."""
+
+    def effect_keys_set_result(self, key: str, result: str, conn: Any = None) -> None: ...
+
+    def effect_keys_get(self, key: str, conn: Any = None) -> EffectRecord | None: ...
+
+    def effect_keys_prune(self, limit: int = 10_000) -> int:
+        """Delete effect keys past their retention; returns how many."""
 
     # -- durable workflows ------------------------------------------------------------
     def workflow_steps_get(self, job_id: int) -> dict[str, StepRecord]: ...

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import json
+import logging
 import threading
 import time
 import traceback
@@ -21,7 +22,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..context import JobContext
-from ..errors import JobCancelled, RetryIn, Snooze
+from ..errors import JobCancelled, JobPaused, LeaseLost, RetryIn, Snooze
 from ..job import ClaimedJob
 from ..observe.tracing import execution_span
 from ..outcome import Outcome
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from ..app import App
     from ..task import Task
     from .pool import ThreadPool
+
+log = logging.getLogger("shiftwork.worker.executor")
 
 
 class JobTimeout(BaseException):
@@ -73,6 +76,16 @@ def error_record(exc: BaseException, attempt: int, kind: str = "exception") -> d
     }
 
 
+def flush_progress(run: Run) -> None:
+    """The attempt ended: write progress that was still throttled, if any."""
+    if run.ctx._pending_progress is None or run.finished:
+        return
+    try:
+        run.ctx.flush_progress()
+    except (Exception, LeaseLost, JobCancelled):
+        log.debug("job %s: final progress not written", run.job.id, exc_info=True)
+
+
 class Executor:
     def __init__(self, app: App, loop: asyncio.AbstractEventLoop | None) -> None:
         self.app = app
@@ -97,6 +110,8 @@ class Executor:
             return self.outcome_for_snooze(run, exc)
         job = run.job
         record = error_record(exc, job.attempt, kind)
+        if isinstance(exc, JobPaused):  # the checkpoint already gave the job back
+            return self._outcome(run, JobState.AVAILABLE, error={**record, "kind": "paused"})
         if isinstance(exc, (JobCancelled, asyncio.CancelledError)) and run.ctx.cancelled:
             return self._outcome(run, JobState.CANCELLED, error={**record, "kind": "cancelled"})
         policy = run.task.options.retry
@@ -142,6 +157,7 @@ class Executor:
                 finally:
                     with run.lock:
                         run.in_user_code = False
+                    flush_progress(run)
                 outcome = self.outcome_for_success(run, result)
             except JobTimeout as exc:
                 outcome = self.outcome_for_error(run, TimeoutError(
@@ -162,8 +178,12 @@ class Executor:
         args, kwargs = self.call_args(run)
         timeout = run.task.options.timeout
         try:
-            with execution_span(run.job):
-                result = await asyncio.wait_for(run.task.fn(*args, **kwargs), timeout)
+            try:
+                with execution_span(run.job):
+                    result = await asyncio.wait_for(run.task.fn(*args, **kwargs), timeout)
+            finally:
+                if run.ctx._pending_progress is not None:
+                    await asyncio.to_thread(flush_progress, run)
             outcome = self.outcome_for_success(run, result)
         except TimeoutError as exc:
             outcome = self.outcome_for_error(run, TimeoutError(

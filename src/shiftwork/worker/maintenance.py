@@ -85,6 +85,7 @@ class Leader(Service):
             s = self.app.settings
             pruned = store.jobs_prune(s.retention_finished, s.retention_dead)
             store.workers_prune(max(3 * s.heartbeat_interval, s.lease_seconds))
+            store.effect_keys_prune()
             if pruned:
                 log.info("pruned %d finished jobs", pruned)
         for duty in list(self.app.leader_duties):

@@ -16,7 +16,7 @@ from datetime import datetime
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from ..errors import JobCancelled, RetryIn, Snooze
+from ..errors import JobCancelled, JobPaused, RetryIn, Snooze
 from ..payload import encode_json
 from ..states import JobState
 
@@ -32,20 +32,28 @@ def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Con
     from ..observe.tracing import execution_span
 
     app = None
+    ctx = None
     try:
         app = load_app(import_path)
         task = app.get_task(task_name)
         args = list(job["args"])
         if task.takes_context:
-            args.insert(0, JobContext(app, job["id"], task_name, job["queue"], job["attempt"],
-                                      job["max_attempts"], last_checkpoint=job["checkpoint"],
-                                      meta=job["meta"]))
+            ctx = JobContext(app, job["id"], task_name, job["queue"], job["attempt"],
+                             job["max_attempts"], last_checkpoint=job["checkpoint"],
+                             meta=job["meta"])
+            args.insert(0, ctx)
         with execution_span(job):
             result = task.fn(*args, **job["kwargs"])
             if asyncio.iscoroutine(result):
                 result = asyncio.run(result)
+        if ctx is not None:
+            ctx.flush_progress()
         conn.send(("ok", encode_json(result, f"{task_name}: return value")
                    if result is not None else None))
+    except JobCancelled as exc:  # seen at a checkpoint or heartbeat in the child
+        conn.send(("cancelled", str(exc)))
+    except JobPaused as exc:  # the checkpoint already gave the job back to its queue
+        conn.send(("paused", str(exc)))
     except Snooze as exc:
         conn.send(("snooze", {"seconds": exc.seconds,
                               "until": exc.until.isoformat() if exc.until else None}))
@@ -97,6 +105,11 @@ def run_in_process(executor: Executor, run: Run) -> None:
     attempt = job.attempt
     if report is not None and report[0] == "ok":
         outcome = executor._outcome(run, JobState.SUCCEEDED, result_json=report[1])
+    elif report is not None and report[0] == "cancelled":
+        run.ctx._request_cancel()
+        outcome = executor.outcome_for_error(run, JobCancelled(report[1]))
+    elif report is not None and report[0] == "paused":
+        outcome = executor.outcome_for_error(run, JobPaused(report[1]))
     elif report is not None and report[0] == "snooze":
         until = report[1]["until"]
         outcome = executor.outcome_for_snooze(run, Snooze(

@@ -173,7 +173,8 @@ class Worker:
     def _on_done(self, run: Run, outcome: Outcome) -> None:
         with self._runs_lock:
             self._runs.pop((run.job.id, run.job.attempt), None)
-        self.completer.submit(outcome)
+        if outcome.state is not JobState.AVAILABLE:  # AVAILABLE: it yielded to a paused queue
+            self.completer.submit(outcome)
         self.producers[run.job.queue].slot_freed()
 
     def runs_snapshot(self) -> list[Run]:

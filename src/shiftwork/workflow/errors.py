@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from ..errors import ShiftworkError
+from ..errors import LeaseLost, ShiftworkError
+
+__all__ = ["CompensationFailed", "EventTimeout", "LeaseLost", "WorkflowError"]
 
 
 class WorkflowError(ShiftworkError):
     """A workflow was written or used wrongly (a step name used twice, an async body...)."""
-
-
-class LeaseLost(ShiftworkError):
-    """This attempt no longer holds its job (rescued and re-claimed elsewhere); it must stop."""
 
 
 class EventTimeout(ShiftworkError):

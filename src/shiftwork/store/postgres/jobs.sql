@@ -37,6 +37,9 @@ WITH next AS (
       AND run_at <= {now}
       AND (%(only_task)s::text IS NULL OR task = %(only_task)s::text)
       AND NOT (task = ANY(%(exclude)s::text[]))
+      -- a paused queue is skipped (evaluated once per statement: it names no jobs column)
+      AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                      WHERE s.queue = %(queue)s AND s.paused)
     ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED

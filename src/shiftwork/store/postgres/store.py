@@ -23,6 +23,7 @@ from ...outcome import Outcome
 from ...states import JobState
 from ..rows import aware, decoded, job_from_row, legal_pairs, log_rejected, split_args
 from ..sqlfile import load_all_queries, load_migrations
+from .long_jobs import PostgresLongJobs
 from .observe import PostgresObserve
 from .workflows import PostgresWorkflows
 
@@ -41,7 +42,7 @@ def describe_dsn(dsn: str) -> str:
     return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
 
 
-class PostgresStore(PostgresWorkflows, PostgresObserve):
+class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,

@@ -62,7 +62,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value)
 
 
-def _lost(job_id: int, attempt: int) -> Exception:
-    from ...workflow.errors import LeaseLost
+def _lost(job_id: int, attempt: int) -> BaseException:
+    from ...errors import LeaseLost
 
     return LeaseLost(f"job {job_id} attempt {attempt} no longer holds its lease")

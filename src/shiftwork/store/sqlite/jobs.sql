@@ -26,6 +26,8 @@ WHERE id IN (
       AND run_at <= :now
       AND (:only_task IS NULL OR task = :only_task)
       AND task NOT IN (SELECT value FROM json_each(:exclude))
+      -- a paused queue is skipped (evaluated once per statement: it names no jobs column)
+      AND NOT EXISTS (SELECT 1 FROM queue_settings s WHERE s.queue = :queue AND s.paused)
     ORDER BY priority DESC, run_at, id
     LIMIT :limit
 )

@@ -19,6 +19,7 @@ from ...outcome import Outcome
 from ...states import JobState
 from ..rows import job_from_row, legal_pairs, loads, log_rejected, split_args
 from ..sqlfile import load_all_queries, load_migrations
+from .long_jobs import SQLiteLongJobs
 from .observe import SQLiteObserve
 from .workflows import SQLiteWorkflows
 
@@ -33,7 +34,7 @@ def from_ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
-class SQLiteStore(SQLiteWorkflows, SQLiteObserve):
+class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve):
     engine = "sqlite"
 
     def __init__(self, path: str, clock: Clock | None = None, busy_timeout: float = 30.0) -> None:

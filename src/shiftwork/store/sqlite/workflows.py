@@ -37,7 +37,7 @@ class SQLiteWorkflows:
         with self._tx() as c:
             if c.execute(self.q["workflow_job_held"], {"job": job_id, "attempt": attempt}
                          ).fetchone() is None:
-                from ...workflow.errors import LeaseLost
+                from ...errors import LeaseLost
 
                 raise LeaseLost(f"job {job_id} attempt {attempt} no longer holds its lease")
             row = c.execute(self.q["workflow_event_take"],
