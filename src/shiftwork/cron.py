@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -86,6 +87,7 @@ _SAMPLE_STEP = timedelta(hours=6)
 # The search never goes beyond these years (datetime itself stops at 9999).
 _MIN_YEAR = 2
 _MAX_YEAR = 9997
+_LAST_DATE = date(_MAX_YEAR, 12, 31)
 
 # Zone names that tzdata still ships but that are abbreviations, not places. They are
 # ambiguous for people ("EST" in Australia?) and are rejected.
@@ -391,9 +393,7 @@ class CronExpression:
         return values, last
 
     @classmethod
-    def _parse_dow(
-        cls, parser: _FieldParser
-    ) -> tuple[set[int], set[int], set[tuple[int, int]]]:
+    def _parse_dow(cls, parser: _FieldParser) -> tuple[set[int], set[int], set[tuple[int, int]]]:
         values: set[int] = set()
         last: set[int] = set()
         nth: set[tuple[int, int]] = set()
@@ -509,9 +509,7 @@ class CronExpression:
         next_day = self._first_date(day + _ONE_DAY, hi.date())
         if next_day is None:
             return None
-        found = datetime.combine(
-            next_day, time(self._hours[0], self._minutes[0], self._seconds[0])
-        )
+        found = datetime.combine(next_day, time(self._hours[0], self._minutes[0], self._seconds[0]))
         return found if found < hi else None
 
     def nominal_period(self) -> timedelta:
@@ -540,7 +538,7 @@ def _nominal_period(expr: CronExpression) -> timedelta:
             break
         fires.append(found)
         cursor = found + _ONE_SECOND
-    gaps = [b - a for a, b in zip(fires, fires[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(fires)]
     return min(gaps) if gaps else timedelta(days=366)
 
 
@@ -597,27 +595,25 @@ def _offset_at(zone: ZoneInfo, instant: datetime) -> timedelta:
     return offset
 
 
-@functools.lru_cache(maxsize=8192)
-def _year_changes(
-    zone: ZoneInfo, year: int
+@functools.lru_cache(maxsize=16384)
+def _month_changes(
+    zone: ZoneInfo, year: int, month: int
 ) -> tuple[tuple[datetime, timedelta, timedelta], ...]:
-    """Offset changes (instant, offset before, offset after) with instant in (Jan 1, next Jan 1].
+    """Offset changes (instant, offset before, offset after) in one calendar month (UTC).
 
-    Instants are naive UTC.
+    Instants are naive UTC and lie in (first of the month, first of the next month].
     """
     changes: list[tuple[datetime, timedelta, timedelta]] = []
-    start = datetime(year, 1, 1)
-    end = datetime(year + 1, 1, 1)
+    start = datetime(year, month, 1)
+    end = datetime(year + month // 12, month % 12 + 1, 1)
     prev_at, prev_off = start, _offset_at(zone, start)
-    at = start
-    while at < end:
-        at = min(at + _SAMPLE_STEP, end)
+    while prev_at < end:
+        at = min(prev_at + _SAMPLE_STEP, end)
         off = _offset_at(zone, at)
         if off != prev_off:
-            lo, hi = prev_at, at  # offset(lo) == prev_off != offset(hi)
+            lo, hi = prev_at, at  # offset(lo) == prev_off != offset(hi); changes are whole seconds
             while hi - lo > _ONE_SECOND:
-                mid = lo + (hi - lo) // 2
-                mid = mid.replace(microsecond=0)
+                mid = (lo + (hi - lo) // 2).replace(microsecond=0)
                 if _offset_at(zone, mid) == prev_off:
                     lo = mid
                 else:
@@ -631,12 +627,15 @@ def _first_change(
     zone: ZoneInfo, after: datetime, until: datetime
 ) -> tuple[datetime, timedelta, timedelta] | None:
     """The first offset change at an instant in (after, until], naive UTC."""
-    for year in range(after.year - 1, until.year + 1):
-        for change in _year_changes(zone, year):
-            if after < change[0] <= until:
-                return change
+    # A change at exactly 00:00 on the 1st is listed under the month before.
+    year, month = (after.year, after.month - 1) if after.month > 1 else (after.year - 1, 12)
+    while (year, month) <= (until.year, until.month):
+        for change in _month_changes(zone, year, month):
             if change[0] > until:
                 return None
+            if change[0] > after:
+                return change
+        year, month = (year, month + 1) if month < 12 else (year + 1, 1)
     return None
 
 
@@ -720,23 +719,42 @@ class CronSchedule:
                     f'cron "{expr.text}" in {self._tz}: no fire time after {t.isoformat()}Z'
                     f" before the year {_MAX_YEAR + 1}"
                 )
+            # Skip spans without a matching date (sparse crons such as Feb 29) without
+            # looking up offset changes there. Every later fire reads on or after the
+            # first matching date D, so it is later than D 00:00 - 1 day; any offset
+            # change more than a day before that cannot affect it.
+            first_day = expr._first_date((seg_start - _ONE_DAY).date(), _LAST_DATE)
+            if first_day is None:
+                raise CronError(
+                    f'cron "{expr.text}" in {self._tz}: no fire time after {t.isoformat()}Z'
+                    f" before the year {_MAX_YEAR + 1}"
+                )
+            resume = datetime.combine(first_day, time()) - 2 * _ONE_DAY
+            if resume > seg_start:
+                seg_start = resume
+                offset = prev_offset = _offset_at(zone, seg_start)
             window_end = seg_start + timedelta(days=366)
-            change = _first_change(zone, seg_start, window_end)
-            seg_end = change[0] if change else window_end
+            # Real readings in this segment, assuming for now that the offset holds until
+            # window_end. After a fall-back, readings that already occurred before it are
+            # second occurrences: fixed-time schedules skip them.
+            lo = seg_start + (max(offset, prev_offset) if fixed else offset)
+            wall = expr._first_wall(_after(t + offset, lo), window_end + offset)
+            real = None if wall is None else wall - offset
+            # Look for offset changes only up to that candidate.
+            change = _first_change(zone, seg_start, window_end if real is None else real)
+            seg_end = window_end if change is None else change[0]
+            if real is not None and real < seg_end:
+                best = _min(best, real)
             # Gap: readings [seg_start + prev, seg_start + offset) never occur; fixed-time
-            # schedules read them with the offset before the gap.
+            # schedules read them with the offset before the gap, landing in
+            # [seg_start, seg_start + gap).
             if fixed and offset > prev_offset:
                 wall = expr._first_wall(
                     _after(t + prev_offset, seg_start + prev_offset), seg_start + offset
                 )
                 if wall is not None:
                     best = _min(best, wall - prev_offset)
-            # Real readings in this segment. After a fall-back, readings that already
-            # occurred before it are second occurrences: fixed-time schedules skip them.
-            lo = seg_start + (max(offset, prev_offset) if fixed else offset)
-            wall = expr._first_wall(_after(t + offset, lo), seg_end + offset)
-            if wall is not None:
-                best = _min(best, wall - offset)
+            # Later segments only hold instants >= seg_end.
             if best is not None and best < seg_end:
                 return best
             if change is not None:
