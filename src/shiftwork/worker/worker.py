@@ -24,6 +24,7 @@ from .maintenance import Heartbeat, Leader, Rescuer
 from .notifier import Notifier
 from .pool import ThreadPool
 from .producer import Producer
+from .scheduler import Scheduler
 from .service import Service
 
 if TYPE_CHECKING:
@@ -112,7 +113,8 @@ class Worker:
             self.producers[queue] = Producer(self.app, queue, concurrency, self.id, self._dispatch)
         notifier = Notifier(self.app.store, self._wake)
         self.services = [notifier, Heartbeat(self.app, self.id, self._on_heartbeat),
-                         Rescuer(self.app), Leader(self.app, self.id), Watchdog(self)]
+                         Rescuer(self.app), Scheduler(self.app, self.id),
+                         Leader(self.app, self.id), Watchdog(self)]
         for service in self.services:
             service.start()
         notifier.ready.wait(5.0)

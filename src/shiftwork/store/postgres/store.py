@@ -23,6 +23,7 @@ from ...outcome import Outcome
 from ...states import JobState
 from ..rows import aware, job_from_row, legal_pairs, loads, log_rejected, split_args
 from ..sqlfile import load_all_queries, load_migrations
+from .schedules import PostgresSchedules
 
 log = logging.getLogger("shiftwork.store.postgres")
 
@@ -39,7 +40,7 @@ def describe_dsn(dsn: str) -> str:
     return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
 
 
-class PostgresStore:
+class PostgresStore(PostgresSchedules):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,

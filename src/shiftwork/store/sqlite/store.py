@@ -19,6 +19,7 @@ from ...outcome import Outcome
 from ...states import JobState
 from ..rows import job_from_row, legal_pairs, log_rejected, split_args
 from ..sqlfile import load_all_queries, load_migrations
+from .schedules import SQLiteSchedules
 
 log = logging.getLogger("shiftwork.store.sqlite")
 
@@ -31,7 +32,7 @@ def from_ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteSchedules):
     engine = "sqlite"
 
     def __init__(self, path: str, clock: Clock | None = None, busy_timeout: float = 30.0) -> None:
