@@ -285,5 +285,9 @@ def demo(db: str | None, n_jobs: int) -> None:
     run_demo(db, n_jobs)
 
 
+from .cli_schedules import register as _register_schedules  # noqa: E402
+
+_register_schedules(main)
+
 if __name__ == "__main__":
     main()
