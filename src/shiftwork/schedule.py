@@ -345,7 +345,7 @@ def plan_tick(defn: ScheduleDef, cron: CronSchedule, snap: Snapshot, now: dateti
     missed = [x for x in late if x not in chosen]
     plan.missed_unrecorded = late_count - len(late) + max(len(missed) - MISSED_RECORD_CAP, 0)
     for x in missed[-MISSED_RECORD_CAP:]:
-        if window is not None and now - x > window:
+        if policy is not Catchup.SKIP and window is not None and now - x > window:
             reason = f"missed during downtime, outside the catch-up window ({policy.value})"
         else:
             reason = f"missed during downtime (catchup={policy.value})"
