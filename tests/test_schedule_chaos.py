@@ -6,6 +6,7 @@ occurrence in the window must be enqueued exactly once, none missing.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -151,4 +152,4 @@ def test_downtime_then_each_catchup_policy(make_app: Callable[..., App], engine:
     for name in names:  # no gaps and no duplicates in the record
         instants = sorted(r.fire_at for r in _fired(app, name))
         assert len(instants) == len(set(instants))
-        assert all(b - a == timedelta(seconds=1) for a, b in zip(instants, instants[1:]))
+        assert all(b - a == timedelta(seconds=1) for a, b in itertools.pairwise(instants))

@@ -8,8 +8,8 @@ expects and, where a worker writes, by the attempt number (the fencing token).
 
 from __future__ import annotations
 
-from datetime import datetime
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Protocol
 
 from ..job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
