@@ -124,7 +124,8 @@ def spawn_worker(db: dict[str, str], app_module: str, queues: list[str],
     for q in queues:
         cmd += ["-q", q]
     cmd += extra or []
-    full_env = {**os.environ, "SHIFTWORK_TEST_DSN": db["dsn"], "SHIFTWORK_TEST_SCHEMA": db["schema"],
+    full_env = {**os.environ, "SHIFTWORK_TEST_DSN": db["dsn"],
+                "SHIFTWORK_TEST_SCHEMA": db["schema"],
                 "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}", **(env or {})}
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
     return subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=out, stderr=out)

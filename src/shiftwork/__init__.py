@@ -11,6 +11,7 @@ from .errors import (
     PayloadError,
     RetryIn,
     ShiftworkError,
+    Snooze,
     StorageError,
     UnknownTaskError,
 )
@@ -22,6 +23,6 @@ from .task import Task
 __all__ = [
     "App", "Backoff", "Clock", "ConfigurationError", "EnqueueResult", "FakeClock",
     "IllegalTransitionError", "Job", "JobCancelled", "JobContext", "JobNotFoundError",
-    "JobState", "PayloadError", "QueueStats", "RetryIn", "Settings", "ShiftworkError",
+    "JobState", "PayloadError", "QueueStats", "RetryIn", "Settings", "ShiftworkError", "Snooze",
     "StorageError", "SystemClock", "Task", "UnknownTaskError",
 ]

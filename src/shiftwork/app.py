@@ -99,7 +99,10 @@ class App:
     def task(self, fn: F) -> Task[Any, Any]: ...
 
     @overload
-    def task(self, fn: None = None, **options: Any) -> Callable[[F], Task[Any, Any]]: ...
+    def task(self, fn: None = None, *, name: str | None = None, queue: str = "default",
+             priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
+             timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
+             concurrency: int | None = None) -> Callable[[F], Task[Any, Any]]: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
              priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,

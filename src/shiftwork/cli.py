@@ -67,7 +67,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except ShiftworkError as exc:
-            err_console.print(f"[red]error:[/red] {exc}", highlight=False, markup=True)
+            click.echo(f"error: {exc}", err=True)
             sys.exit(2)
 
 
@@ -79,8 +79,10 @@ def main() -> None:
 
 @main.command()
 @click.argument("app_spec", metavar="MODULE:ATTR")
-@click.option("--queue", "-q", "queues", multiple=True, metavar="NAME=CONCURRENCY",
-              help="A queue and its pool size; repeat for more. Default: every task's queue=10.")
+@click.option("--queue", "-q", "queues", multiple=True, metavar="NAME=CONCURRENCY[:process]",
+              help="A queue and its pool size; repeat for more. Default: every task's queue=10. "
+                   "':process' runs each of its jobs in a child process that a timeout or a "
+                   "cancel can kill.")
 @click.option("--grace", default=30.0, show_default=True,
               help="Seconds running jobs get to finish on SIGTERM before they are handed back.")
 @click.option("--connect-timeout", default=60.0, show_default=True,
@@ -95,16 +97,24 @@ def worker(app_spec: str, queues: tuple[str, ...], grace: float, connect_timeout
     _setup_logging(log_level)
     app = load_app(app_spec)
     pools: dict[str, int] = {}
+    in_process: set[str] = set()
     for item in queues:
         name, _, size = item.partition("=")
+        size, _, mode = size.partition(":")
+        if mode not in ("", "thread", "process"):
+            raise click.BadParameter(f"{item!r}: executor must be 'thread' or 'process'",
+                                     param_hint="--queue")
         try:
             pools[name] = int(size) if size else 10
         except ValueError:
             raise click.BadParameter(f"{item!r}: expected NAME=CONCURRENCY, e.g. emails=20",
                                      param_hint="--queue") from None
+        if mode == "process":
+            in_process.add(name)
     if not pools:
         pools = {t.options.queue: 10 for t in app.tasks.values()} or {"default": 10}
-    Worker(app, pools, grace=grace, connect_timeout=connect_timeout).run()
+    Worker(app, pools, grace=grace, connect_timeout=connect_timeout,
+           process_queues=in_process).run()
 
 
 @main.command()

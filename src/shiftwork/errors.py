@@ -6,6 +6,8 @@ Database errors keep their cause (``raise ... from exc``).
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ShiftworkError(Exception):
     """Root of every error shiftwork raises on purpose."""
@@ -48,4 +50,17 @@ class RetryIn(ShiftworkError):
     def __init__(self, seconds: float, reason: str = "") -> None:
         super().__init__(reason or f"retry requested in {seconds}s")
         self.seconds = float(seconds)
+        self.reason = reason
+
+
+class Snooze(ShiftworkError):
+    """Raise from a task to run it again later without spending an attempt.
+
+    ``Snooze(seconds)`` or ``Snooze(until=datetime)``. The job waits as ``scheduled``.
+    """
+
+    def __init__(self, seconds: float = 0.0, until: Any = None, reason: str = "") -> None:
+        super().__init__(reason or (f"snoozed until {until}" if until else f"snoozed {seconds}s"))
+        self.seconds = float(seconds)
+        self.until = until
         self.reason = reason

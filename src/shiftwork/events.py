@@ -22,6 +22,7 @@ LEVELS = {
     "job.retried": logging.INFO,
     "job.dead": logging.ERROR,
     "job.cancelled": logging.INFO,
+    "job.snoozed": logging.DEBUG,
     "job.rescued": logging.WARNING,
     "job.stale_write": logging.WARNING,
     "job.handed_back": logging.INFO,

@@ -45,7 +45,7 @@ def encode_args(
 ) -> str:
     """Validate and serialize a job's arguments; errors name the argument."""
     for i, value in enumerate(args):
-        label = names[i] if names and i < len(names) else f"#{i}"
+        label = repr(names[i]) if names and i < len(names) else f"#{i}"
         _check_json(value, f"{task}: argument {label}")
     for key, value in kwargs.items():
         _check_json(value, f"{task}: argument {key!r}")

@@ -2,7 +2,7 @@
 
 ::
 
-    scheduled ─┐
+    scheduled ─┐   (snooze)
                ├─> running ─┬─> succeeded
     available ─┘     │  ▲   ├─> retrying ──> running ...
        ▲             │  │   ├─> dead
@@ -44,8 +44,10 @@ TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     # claim; made due by a manual "run now"; cancelled before it ran
     S.SCHEDULED: frozenset({S.RUNNING, S.AVAILABLE, S.CANCELLED}),
     S.AVAILABLE: frozenset({S.RUNNING, S.CANCELLED}),
-    # outcomes of an attempt; rescue of an expired lease or hand-back at shutdown
-    S.RUNNING: frozenset({S.SUCCEEDED, S.RETRYING, S.DEAD, S.CANCELLED, S.AVAILABLE}),
+    # outcomes of an attempt; snoozed (no attempt spent); rescue of an expired lease
+    # or hand-back at shutdown
+    S.RUNNING: frozenset({S.SUCCEEDED, S.RETRYING, S.DEAD, S.CANCELLED, S.SCHEDULED,
+                          S.AVAILABLE}),
     S.RETRYING: frozenset({S.RUNNING, S.AVAILABLE, S.CANCELLED}),
     S.SUCCEEDED: frozenset(),
     # manual retry

@@ -158,8 +158,8 @@ class Task(Generic[P, R]):
             unique_key = f"{self.name}:{opts.key}"
         elif self.options.unique:
             bound.apply_defaults()
-            names = (self._param_names if self.options.unique is True
-                     else list(self.options.unique))
+            unique = self.options.unique
+            names = self._param_names if unique is True else list(unique or ())
             unique_key = unique_digest(self.name, {n: bound.arguments.get(n) for n in names})
         max_attempts = opts.max_attempts or self.options.max_attempts
         return NewJob(

@@ -57,7 +57,6 @@ def work(ctx: JobContext, n: int, seconds: float = 0.0) -> int:
     record(ctx.job_id, ctx.attempt, "start")
     if seconds:
         time.sleep(seconds)
-    record(ctx.job_id, ctx.attempt, "done")
     return n
 
 
@@ -66,3 +65,15 @@ def slow(ctx: JobContext, seconds: float) -> None:
     record(ctx.job_id, ctx.attempt, "start")
     time.sleep(seconds)
     record(ctx.job_id, ctx.attempt, "done")
+
+
+@app.task(queue="hard", max_attempts=1, timeout=0.5)
+def stuck_in_c(seconds: float) -> None:
+    time.sleep(seconds)  # blocked in C: only killing the process stops it
+
+
+@app.task(queue="hard", max_attempts=2)
+def in_child(ctx: JobContext, n: int) -> dict[str, int]:
+    if n < 0:
+        raise ValueError("negative")
+    return {"pid": os.getpid(), "n": n, "attempt": ctx.attempt}

@@ -14,18 +14,21 @@ log = logging.getLogger("shiftwork.store")
 
 
 def loads(value: Any) -> Any:
-    """JSON columns arrive decoded from Postgres and as text from SQLite."""
-    if isinstance(value, (str, bytes)):
-        return json.loads(value)
+    """Decode a JSON column stored as text (SQLite)."""
+    return None if value is None else json.loads(value)
+
+
+def decoded(value: Any) -> Any:
+    """A JSON column psycopg already decoded (Postgres jsonb)."""
     return value
 
 
 def split_args(value: Any) -> tuple[list[Any], dict[str, Any]]:
-    payload = loads(value) or {}
+    payload = (json.loads(value) if isinstance(value, (str, bytes)) else value) or {}
     return list(payload.get("args", [])), dict(payload.get("kwargs", {}))
 
 
-def job_from_row(row: dict[str, Any], to_dt: Any) -> Job:
+def job_from_row(row: dict[str, Any], to_dt: Any, json_col: Any) -> Job:
     args, kwargs = split_args(row["args"])
     return Job(
         id=row["id"], task=row["task"], queue=row["queue"], state=JobState(row["state"]),
@@ -34,9 +37,9 @@ def job_from_row(row: dict[str, Any], to_dt: Any) -> Job:
         created_at=to_dt(row["created_at"]), attempted_at=to_dt(row["attempted_at"]),
         finished_at=to_dt(row["finished_at"]), lease_expires_at=to_dt(row["lease_expires_at"]),
         worker_id=row["worker_id"], unique_key=row["unique_key"], timeout=row["timeout"],
-        errors=loads(row["errors"]) or [], result=loads(row["result"]),
-        progress=loads(row["progress"]), checkpoint=loads(row["checkpoint"]),
-        cancel_requested=bool(row["cancel_requested"]), meta=loads(row["meta"]) or {},
+        errors=json_col(row["errors"]) or [], result=json_col(row["result"]),
+        progress=json_col(row["progress"]), checkpoint=json_col(row["checkpoint"]),
+        cancel_requested=bool(row["cancel_requested"]), meta=json_col(row["meta"]) or {},
     )
 
 

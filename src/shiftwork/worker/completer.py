@@ -22,6 +22,7 @@ _EVENT = {
     JobState.RETRYING: "job.retried",
     JobState.DEAD: "job.dead",
     JobState.CANCELLED: "job.cancelled",
+    JobState.SCHEDULED: "job.snoozed",
 }
 
 

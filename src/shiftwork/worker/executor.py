@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..context import JobContext
-from ..errors import JobCancelled, RetryIn
+from ..errors import JobCancelled, RetryIn, Snooze
 from ..job import ClaimedJob
 from ..outcome import Outcome
 from ..payload import encode_json
@@ -49,6 +49,7 @@ class Run:
     atask: asyncio.Task[Any] | None = None
     finished: bool = False
     in_user_code: bool = False  # a sync job's thread is inside the task function
+    process: Any = None  # the child process, for queues run with the process executor
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def finalize(self, outcome: Outcome) -> bool:
@@ -86,15 +87,27 @@ class Executor:
             result_json = json.dumps(repr(result)[:2000])
         return self._outcome(run, JobState.SUCCEEDED, result_json=result_json)
 
+    def outcome_for_snooze(self, run: Run, snooze: Snooze) -> Outcome:
+        run_at = snooze.until or self.app.clock.now() + timedelta(seconds=snooze.seconds)
+        return self._outcome(run, JobState.SCHEDULED, run_at=run_at)
+
     def outcome_for_error(self, run: Run, exc: BaseException, kind: str = "exception") -> Outcome:
+        if isinstance(exc, Snooze):
+            return self.outcome_for_snooze(run, exc)
         job = run.job
         record = error_record(exc, job.attempt, kind)
         if isinstance(exc, (JobCancelled, asyncio.CancelledError)) and run.ctx.cancelled:
             return self._outcome(run, JobState.CANCELLED, error={**record, "kind": "cancelled"})
         policy = run.task.options.retry
-        if job.attempt >= job.max_attempts or not policy.retryable(exc):
+        return self.outcome_for_failure(run, record, policy.retryable(exc),
+                                        policy.delay(job.attempt, exc))
+
+    def outcome_for_failure(self, run: Run, record: dict[str, Any], retryable: bool,
+                            delay: float) -> Outcome:
+        """Retry after ``delay`` seconds, or dead when attempts are spent or it can't retry."""
+        job = run.job
+        if job.attempt >= job.max_attempts or not retryable:
             return self._outcome(run, JobState.DEAD, error=record)
-        delay = policy.delay(job.attempt, exc)
         run_at = self.app.clock.now() + timedelta(seconds=delay)
         return self._outcome(run, JobState.RETRYING, error={**record, "retry_in": delay},
                              run_at=run_at)
@@ -163,8 +176,12 @@ class Executor:
             outcome = self.outcome_for_error(run, exc)
         run.finalize(outcome)
 
-    def start(self, run: Run, pool: ThreadPool) -> None:
-        if run.task.is_async:
+    def start(self, run: Run, pool: ThreadPool, in_process: bool = False) -> None:
+        if in_process:
+            from .process import run_in_process
+
+            pool.submit(lambda: run_in_process(self, run))
+        elif run.task.is_async:
             assert self.loop is not None, "async task without an event loop"
             asyncio.run_coroutine_threadsafe(self.run_async(run), self.loop)
         else:

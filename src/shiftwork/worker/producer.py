@@ -78,7 +78,8 @@ class Producer:
             except StorageError as exc:
                 errors += 1
                 delay = min(0.2 * 2**errors, 10.0)
-                log.warning("queue %s: claim failed (%s); retrying in %.1fs", self.queue, exc, delay)
+                log.warning("queue %s: claim failed (%s); retrying in %.1fs",
+                            self.queue, exc, delay)
                 self._stop.wait(delay)
                 continue
             if jobs:

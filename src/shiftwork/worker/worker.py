@@ -53,15 +53,24 @@ class Worker:
     """Runs jobs from the given queues: ``{"emails": 20, "reports": 2}``."""
 
     def __init__(self, app: App, queues: dict[str, int], *, grace: float = 30.0,
-                 connect_timeout: float = 60.0, name: str | None = None) -> None:
+                 connect_timeout: float = 60.0, name: str | None = None,
+                 process_queues: set[str] | frozenset[str] = frozenset()) -> None:
         if not queues:
             raise ConfigurationError("a worker needs at least one queue, e.g. --queue default=10")
         for queue, concurrency in queues.items():
             check_queue(queue)
             if concurrency < 1:
                 raise ConfigurationError(f"queue {queue}: concurrency must be >= 1")
+        unknown = set(process_queues) - set(queues)
+        if unknown:
+            raise ConfigurationError(f"process executor asked for queues not served: {unknown}")
+        if process_queues and not app.import_path:
+            raise ConfigurationError(
+                "the process executor needs the app's import path (module:attr): start the "
+                "worker with `shiftwork worker module:attr` or set app.import_path")
         self.app = app
         self.queues = dict(queues)
+        self.process_queues = frozenset(process_queues)
         self.grace = grace
         self.connect_timeout = connect_timeout
         self.id = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -156,7 +165,7 @@ class Worker:
             self._runs[(job.id, job.attempt)] = run
         self.app.events.emit("job.started", job_id=job.id, task=job.task, queue=job.queue,
                              attempt=job.attempt)
-        self.executor.start(run, self.pools[job.queue])
+        self.executor.start(run, self.pools[job.queue], job.queue in self.process_queues)
 
     def _on_done(self, run: Run, outcome: Outcome) -> None:
         with self._runs_lock:
@@ -170,8 +179,8 @@ class Worker:
 
     def time_out(self, run: Run) -> None:
         assert self.executor is not None
-        if run.task.is_async:
-            return  # asyncio.wait_for handles async timeouts on the loop
+        if run.task.is_async or run.job.queue in self.process_queues:
+            return  # asyncio.wait_for, or the process supervisor, handles these
         outcome = self.executor.outcome_for_error(
             run, TimeoutError(f"timed out after {run.task.options.timeout}s"), kind="timeout")
         if run.finalize(outcome):

@@ -62,7 +62,9 @@ SET state = u.state,
     run_at = coalesce(u.run_at, j.run_at),
     errors = CASE WHEN u.error IS NULL THEN j.errors ELSE j.errors || jsonb_build_array(u.error) END,
     result = u.result,
-    lease_expires_at = NULL
+    lease_expires_at = NULL,
+    -- a snoozed attempt (back to scheduled) is not counted against max_attempts
+    max_attempts = j.max_attempts + CASE WHEN u.state = 'scheduled' THEN 1 ELSE 0 END
 FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(states)s::text[],
             %(run_ats)s::timestamptz[], %(errors)s::jsonb[], %(results)s::jsonb[])
      AS u(id, attempt, state, run_at, error, result)

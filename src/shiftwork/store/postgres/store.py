@@ -21,7 +21,7 @@ from ...job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInf
 from ...names import check_schema
 from ...outcome import Outcome
 from ...states import JobState
-from ..rows import aware, job_from_row, legal_pairs, loads, log_rejected, split_args
+from ..rows import aware, decoded, job_from_row, legal_pairs, log_rejected, split_args
 from ..sqlfile import load_all_queries, load_migrations
 from .schedules import PostgresSchedules
 
@@ -69,6 +69,13 @@ class PostgresStore(PostgresSchedules):
         if self._pool is None:
             with self._pool_lock:
                 if self._pool is None:
+                    # One direct connection first: it fails fast, with the server's own reason.
+                    try:
+                        psycopg.connect(self.dsn, connect_timeout=int(self._connect_timeout)
+                                        ).close()
+                    except psycopg.Error as exc:
+                        raise StorageError(f"cannot connect to PostgreSQL at "
+                                           f"{describe_dsn(self.dsn)}: {exc}".strip()) from exc
                     pool = ConnectionPool(
                         self.dsn, min_size=1, max_size=self._pool_size, open=False,
                         kwargs={"autocommit": True, "connect_timeout": int(self._connect_timeout)},
@@ -138,8 +145,9 @@ class PostgresStore(PostgresSchedules):
                 if version in done:
                     continue
                 c.execute(text.encode())
-                c.execute(sql.SQL("INSERT INTO {}.schema_migrations (version, name) VALUES (%s, %s)")
-                          .format(sql.Identifier(self.schema)), (version, name))
+                c.execute(sql.SQL("INSERT INTO {}.schema_migrations (version, name) "
+                                  "VALUES (%s, %s)").format(sql.Identifier(self.schema)),
+                          (version, name))
                 applied.append(version)
         return applied
 
@@ -154,7 +162,8 @@ class PostgresStore(PostgresSchedules):
 
     def drop_schema(self) -> None:
         with self._conn() as c:
-            c.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
+            c.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE")
+                      .format(sql.Identifier(self.schema)))
 
     # -- enqueue -------------------------------------------------------------------------
 
@@ -288,12 +297,13 @@ class PostgresStore(PostgresSchedules):
             row = cur.execute(self.q["jobs_get"], {"id": job_id}).fetchone()
         if row is None:
             raise JobNotFoundError(f"no job with id {job_id}")
-        return job_from_row(row, aware)
+        return job_from_row(row, aware, decoded)
 
     def jobs_list(self, state: JobState | None = None, queue: str | None = None,
                   task: str | None = None, limit: int = 50,
                   before_id: int | None = None) -> list[Job]:
-        where, params = [], {}
+        where: list[str] = []
+        params: dict[str, Any] = {}
         for column, value in (("state", state.value if state else None), ("queue", queue),
                               ("task", task)):
             if value is not None:
@@ -310,7 +320,7 @@ class PostgresStore(PostgresSchedules):
         with self._conn() as c:
             cur = c.cursor(row_factory=dict_row)
             rows = cur.execute(text.encode(), params).fetchall()
-        return [job_from_row(r, aware) for r in rows]
+        return [job_from_row(r, aware, decoded) for r in rows]
 
     def jobs_retry(self, job_id: int) -> Job:
         try:
@@ -366,7 +376,7 @@ class PostgresStore(PostgresSchedules):
     def workers_list(self) -> list[WorkerInfo]:
         with self._conn() as c:
             rows = c.execute(self.q["workers_list"]).fetchall()
-        return [WorkerInfo(r[0], r[1], r[2], loads(r[3]), aware(r[4]), aware(r[5]))  # type: ignore[arg-type]
+        return [WorkerInfo(r[0], r[1], r[2], r[3], aware(r[4]), aware(r[5]))  # type: ignore[arg-type]
                 for r in rows]
 
     def workers_prune(self, stale_after: float) -> int:

@@ -41,7 +41,9 @@ SET state = :state,
     run_at = coalesce(:run_at, run_at),
     errors = CASE WHEN :error IS NULL THEN errors ELSE json_insert(errors, '$[#]', json(:error)) END,
     result = :result,
-    lease_expires_at = NULL
+    lease_expires_at = NULL,
+    -- a snoozed attempt (back to scheduled) is not counted against max_attempts
+    max_attempts = max_attempts + CASE WHEN :state = 'scheduled' THEN 1 ELSE 0 END
 WHERE id = :id AND attempt = :attempt AND state = 'running'
 
 -- name: jobs_heartbeat_worker

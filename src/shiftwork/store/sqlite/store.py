@@ -8,7 +8,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +17,7 @@ from ...errors import ConfigurationError, JobNotFoundError, ShiftworkError, Stor
 from ...job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
 from ...outcome import Outcome
 from ...states import JobState
-from ..rows import job_from_row, legal_pairs, log_rejected, split_args
+from ..rows import job_from_row, legal_pairs, loads, log_rejected, split_args
 from ..sqlfile import load_all_queries, load_migrations
 from .schedules import SQLiteSchedules
 
@@ -101,10 +101,8 @@ class SQLiteStore(SQLiteSchedules):
     def close(self) -> None:
         with self._lock:
             for c in self._all:
-                try:
+                with suppress(sqlite3.Error):
                     c.close()
-                except sqlite3.Error:
-                    pass
             self._all.clear()
         self._local = threading.local()
 
@@ -250,12 +248,13 @@ class SQLiteStore(SQLiteSchedules):
         row = self.conn.execute(self.q["jobs_get"], {"id": job_id}).fetchone()
         if row is None:
             raise JobNotFoundError(f"no job with id {job_id}")
-        return job_from_row(dict(row), from_ts)
+        return job_from_row(dict(row), from_ts, loads)
 
     def jobs_list(self, state: JobState | None = None, queue: str | None = None,
                   task: str | None = None, limit: int = 50,
                   before_id: int | None = None) -> list[Job]:
-        where, params = [], {}
+        where: list[str] = []
+        params: dict[str, Any] = {}
         for column, value in (("state", state.value if state else None), ("queue", queue),
                               ("task", task)):
             if value is not None:
@@ -269,7 +268,7 @@ class SQLiteStore(SQLiteSchedules):
             text += " WHERE " + " AND ".join(where)
         text += " ORDER BY id DESC LIMIT :limit"
         params["limit"] = limit
-        return [job_from_row(dict(r), from_ts) for r in self.conn.execute(text, params)]
+        return [job_from_row(dict(r), from_ts, loads) for r in self.conn.execute(text, params)]
 
     def jobs_retry(self, job_id: int) -> Job:
         try:

@@ -1,0 +1,117 @@
+"""The process executor: a queue whose jobs each run in a child process.
+
+For work that must be stoppable for real: on timeout or cancel the child is killed
+(SIGKILL), which a thread never can be. The child imports the app afresh (``spawn``,
+so no locks or connections are inherited), runs the task and reports a JSON result
+or the error's description over a pipe. Costs a process start per job (~0.1-0.3 s).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import time
+import traceback
+from datetime import datetime
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
+
+from ..errors import JobCancelled, RetryIn, Snooze
+from ..payload import encode_json
+from ..states import JobState
+
+if TYPE_CHECKING:
+    from .executor import Executor, Run
+
+_SPAWN = multiprocessing.get_context("spawn")
+
+
+def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Connection) -> None:
+    from ..context import JobContext
+    from ..loader import load_app
+
+    app = None
+    try:
+        app = load_app(import_path)
+        task = app.get_task(task_name)
+        args = list(job["args"])
+        if task.takes_context:
+            args.insert(0, JobContext(app, job["id"], task_name, job["queue"], job["attempt"],
+                                      job["max_attempts"], last_checkpoint=job["checkpoint"],
+                                      meta=job["meta"]))
+        result = task.fn(*args, **job["kwargs"])
+        if asyncio.iscoroutine(result):
+            result = asyncio.run(result)
+        conn.send(("ok", encode_json(result, f"{task_name}: return value")
+                   if result is not None else None))
+    except Snooze as exc:
+        conn.send(("snooze", {"seconds": exc.seconds,
+                              "until": exc.until.isoformat() if exc.until else None}))
+    except BaseException as exc:
+        policy = app.tasks[task_name].options.retry if app and task_name in app.tasks else None
+        conn.send(("error", {
+            "type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
+            "message": str(exc)[:2000],
+            "traceback": "".join(traceback.format_exception(exc))[-8000:],
+            "retryable": policy.retryable(exc) if policy else True,
+            "delay": policy.delay(job["attempt"], exc) if policy else 1.0,
+            "kind": "retry_requested" if isinstance(exc, RetryIn) else "exception",
+        }))
+    finally:
+        conn.close()
+
+
+def run_in_process(executor: Executor, run: Run) -> None:
+    """Body of a pool thread supervising one child process."""
+    job = run.job
+    parent, child = _SPAWN.Pipe(duplex=False)
+    proc = _SPAWN.Process(target=_child_main, name=f"shiftwork-job-{job.id}", daemon=True, args=(
+        executor.app.import_path, job.task,
+        {"id": job.id, "queue": job.queue, "attempt": job.attempt,
+         "max_attempts": job.max_attempts, "args": job.args, "kwargs": job.kwargs,
+         "checkpoint": job.checkpoint, "meta": job.meta}, child))
+    proc.start()
+    child.close()
+    run.process = proc
+    timeout = run.deadline - time.monotonic() if run.deadline is not None else None
+    report = None
+    # Wait for a report, a timeout, a cancel request, or the child dying.
+    deadline = time.monotonic() + timeout if timeout is not None else None
+    while report is None:
+        if run.ctx.cancelled or run.finished:
+            break
+        wait = 0.1 if deadline is None else min(0.1, max(deadline - time.monotonic(), 0))
+        if parent.poll(wait):
+            try:
+                report = parent.recv()
+            except EOFError:
+                break
+        elif not proc.is_alive() or (deadline is not None and time.monotonic() >= deadline):
+            break
+    if proc.is_alive():
+        proc.kill()
+    proc.join(5)
+    parent.close()
+    attempt = job.attempt
+    if report is not None and report[0] == "ok":
+        outcome = executor._outcome(run, JobState.SUCCEEDED, result_json=report[1])
+    elif report is not None and report[0] == "snooze":
+        until = report[1]["until"]
+        outcome = executor.outcome_for_snooze(run, Snooze(
+            report[1]["seconds"], until=datetime.fromisoformat(until) if until else None))
+    elif report is not None:
+        info = report[1]
+        record = {"attempt": attempt, "kind": info["kind"], "type": info["type"],
+                  "message": info["message"], "traceback": info["traceback"]}
+        outcome = executor.outcome_for_failure(run, record, info["retryable"], info["delay"])
+    elif run.ctx.cancelled:
+        outcome = executor.outcome_for_error(run, JobCancelled(f"job {job.id} was cancelled; "
+                                                               "its process was killed"))
+    elif deadline is not None and time.monotonic() >= deadline:
+        outcome = executor.outcome_for_error(run, TimeoutError(
+            f"timed out after {run.task.options.timeout}s; its process was killed"),
+            kind="timeout")
+    else:
+        outcome = executor.outcome_for_error(run, RuntimeError(
+            f"job process exited with code {proc.exitcode} before reporting"), kind="crash")
+    run.finalize(outcome)

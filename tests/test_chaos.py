@@ -1,0 +1,159 @@
+"""Crash recovery with real worker processes: SIGKILL, SIGSTOP/SIGCONT, SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shiftwork import App, JobState
+
+from .conftest import FAST, spawn_worker, wait_for
+
+pytestmark = pytest.mark.chaos
+
+
+@pytest.fixture
+def rec_app(db: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The recording test app, imported in this process against the test's database."""
+    import importlib
+    import sys
+
+    monkeypatch.setenv("SHIFTWORK_TEST_DSN", db["dsn"])
+    monkeypatch.setenv("SHIFTWORK_TEST_SCHEMA", db["schema"])
+    sys.modules.pop("tests.apps.recording", None)
+    module = importlib.import_module("tests.apps.recording")
+    module.app.migrate()
+    module.app.store.debug_install_transition_guard()
+    module.create_effects_table()
+    yield module
+    module.app.close()
+    sys.modules.pop("tests.apps.recording", None)
+
+
+def effects(module: Any) -> list[tuple[int, int, int, str]]:
+    return [tuple(r) for r in module._conn().execute(  # type: ignore[misc]
+        f"SELECT job_id, attempt, pid, phase FROM {module.effects_table()} ORDER BY job_id, attempt"
+    ).fetchall()]
+
+
+def states(app: App) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for s in app.queue_stats():
+        counts["waiting"] += s.available + s.scheduled
+        counts["running"] += s.running
+        counts["succeeded"] += s.succeeded
+        counts["dead"] += s.dead
+    return counts
+
+
+def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGCONT)
+        proc.send_signal(sig)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_kill9_one_of_two_workers_loses_nothing(rec_app: Any, db: dict[str, str]) -> None:
+    app = rec_app.app
+    total = 2000
+    rec_app.work.enqueue_many([(i, 0.004) for i in range(total)])
+    a = spawn_worker(db, "recording", ["work=8"])
+    b = spawn_worker(db, "recording", ["work=8"])
+    try:
+        wait_for(lambda: states(app)["succeeded"] >= 300, timeout=120, what="300 jobs done")
+        wait_for(lambda: any(e[2] == a.pid for e in effects(rec_app)), what="killed pid worked")
+        a.send_signal(signal.SIGKILL)
+        a.wait(10)
+        wait_for(lambda: states(app)["succeeded"] == total, timeout=180, what="all jobs done")
+    finally:
+        stop(a)
+        stop(b)
+    assert states(app) == {"waiting": 0, "running": 0, "succeeded": total, "dead": 0}
+    runs: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for job_id, attempt, pid, _ in effects(rec_app):
+        runs[job_id].append((attempt, pid))
+    assert len(runs) == total
+    twice = {job_id: r for job_id, r in runs.items() if len(r) > 1}
+    # Only jobs that were running in the killed process ran again, and each at most once more.
+    for job_id, r in twice.items():
+        assert len(r) == 2, (job_id, r)
+        assert sorted(r)[0][1] == a.pid, (job_id, r)
+    # The kill hit jobs in flight: they were rescued from the dead worker's expired leases.
+    rescued = {j.id for j in app.list_jobs(limit=total)
+               if any(e["kind"] == "lease_expired" for e in j.errors)}
+    assert rescued, "the killed worker had jobs in flight; they must have been rescued"
+    assert set(twice) <= rescued
+    assert len(rescued) <= 8 + 64  # its pool, plus outcomes it had not yet written
+
+
+def test_sigstop_stale_worker_cannot_complete(rec_app: Any, db: dict[str, str],
+                                              tmp_path: Path) -> None:
+    app = rec_app.app
+    job = rec_app.slow.enqueue(2.0)
+    log_a = tmp_path / "a.log"
+    a = spawn_worker(db, "recording", ["work=2"], log_path=log_a)
+    b = None
+    try:
+        wait_for(lambda: [e for e in effects(rec_app) if e[3] == "start"], what="A started")
+        a.send_signal(signal.SIGSTOP)
+        b = spawn_worker(db, "recording", ["work=2"])
+        wait_for(lambda: app.get_job(job.id).state is JobState.SUCCEEDED, timeout=60,
+                 what="job re-run elsewhere")
+        a.send_signal(signal.SIGCONT)
+        wait_for(lambda: (job.id, 1, a.pid, "done") in effects(rec_app), timeout=30,
+                 what="the stale attempt finishing its work")
+        wait_for(lambda: "rejected" in log_a.read_text(), timeout=30, what="rejection logged")
+    finally:
+        stop(a)
+        if b:
+            stop(b)
+    final = app.get_job(job.id)
+    assert final.state is JobState.SUCCEEDED and final.attempt == 2
+    assert effects(rec_app) == [(job.id, 1, a.pid, "start"), (job.id, 1, a.pid, "done"),
+                                (job.id, 2, b.pid, "start"), (job.id, 2, b.pid, "done")]
+    assert [e["kind"] for e in final.errors] == ["lease_expired"]
+
+
+def test_sigterm_finishes_short_jobs_and_hands_back_the_rest(rec_app: Any,
+                                                            db: dict[str, str]) -> None:
+    app = rec_app.app
+    short = rec_app.slow.enqueue_many([(0.6,)] * 3)
+    long = rec_app.slow.enqueue_many([(4.0,)] * 2)
+    a = spawn_worker(db, "recording", ["work=5"], extra=["--grace", "1.5"])
+    try:
+        wait_for(lambda: len([e for e in effects(rec_app) if e[3] == "start"]) == 5,
+                 what="all five running")
+        a.send_signal(signal.SIGTERM)
+        assert a.wait(20) == 0
+    finally:
+        stop(a)
+    for r in short:
+        assert app.get_job(r.id).state is JobState.SUCCEEDED
+    for r in long:
+        job = app.get_job(r.id)
+        assert job.state is JobState.AVAILABLE
+        assert job.errors[-1]["kind"] == "handed_back"
+        assert job.max_attempts == 11  # the interrupted attempt is not counted
+    b = spawn_worker(db, "recording", ["work=5"])
+    try:
+        wait_for(lambda: all(app.get_job(r.id).state is JobState.SUCCEEDED for r in long),
+                 timeout=60, what="handed-back jobs done elsewhere")
+    finally:
+        stop(b)
+    assert states(app)["succeeded"] == 5
+
+
+def test_fast_settings_are_what_the_recording_app_uses() -> None:
+    # The chaos timings above assume a lease of 3 heartbeats; keep the two in step.
+    assert FAST.lease_seconds == 3 * FAST.heartbeat_interval
+    assert os.environ.get("SHIFTWORK_TEST_HEARTBEAT", "0.5") == "0.5"
