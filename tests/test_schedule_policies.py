@@ -16,7 +16,7 @@ import pytest
 from shiftwork import App, ConfigurationError, FakeClock, JobState, PayloadError
 from shiftwork.cron import CronError
 from shiftwork.outcome import Outcome
-from shiftwork.schedule import RunStatus, iso_z, jitter_offset
+from shiftwork.schedule import RunStatus, iso_z, jitter_offset, plan_tick
 from shiftwork.store.schedules import LEADER_NAME, NotLeader
 from shiftwork.worker.scheduler import (
     backfill,
@@ -140,6 +140,24 @@ def test_an_old_term_writes_nothing(sapp: App, clock: FakeClock) -> None:
         run_pass(sapp, "old", old)
     assert sapp.list_jobs() == []
     assert run_pass(sapp, "new", new) == 1
+
+
+def test_a_leader_paused_mid_transaction_rolls_back(sapp: App, clock: FakeClock) -> None:
+    declare(sapp, "s", overlap="allow_all")
+    reconcile(sapp)
+    term = sapp.store.leader_acquire(LEADER_NAME, "slow", 10)
+    clock.set(at(1, 1))
+    sapp.store.leader_acquire(LEADER_NAME, "slow", 10)
+
+    def paused_planner(defn: Any, snap: Any, now: datetime) -> Any:
+        plan = plan_tick(defn, defn.cron_schedule(), snap, now, timedelta(seconds=5))
+        clock.advance(30)  # the process stalls here, past its lease
+        return plan
+
+    with pytest.raises(NotLeader):
+        sapp.store.schedules_apply("s", paused_planner, "slow", term)
+    assert sapp.list_jobs() == [] and runs(sapp, "s") == {}
+    assert sapp.store.schedules_get("s").next_fire_at == at(1)
 
 
 # -- catch-up after downtime ----------------------------------------------------------------

@@ -126,6 +126,13 @@ class ScheduleStoreLogic:
         assert row is not None
         return row["now"]  # type: ignore[no-any-return]
 
+    def _s_recheck(self, c: Any, owner: str | None, term: int | None) -> None:
+        """Before commit: is the lease still ours? (A paused leader rolls back here.)"""
+        if term is not None and self._s_one(c, "schedule_leader_recheck", leader=LEADER_NAME,
+                                            owner=owner, term=term) is None:
+            raise NotLeader(f"term {term} of {owner} ended during the transaction; "
+                            "rolled back")
+
     # -- declarations -------------------------------------------------------------------
 
     def schedules_reconcile(self, defs: list[ScheduleDef],
@@ -184,8 +191,11 @@ class ScheduleStoreLogic:
         """
         with self._s_tx() as c:
             now = self._s_now(c, owner, term)
-            row = self._s_one(c, "schedules_lock_one", name=name)
+            row = self._s_one(c, "schedules_lock_one" if term is None
+                              else "schedules_try_lock_one", name=name)
             if row is None:
+                if term is not None and self._s_one(c, "schedules_get", name=name):
+                    return Applied(Plan(), [], now)  # another transaction is deciding it
                 raise UnknownScheduleError(f"no schedule named {name!r}")
             defn = def_from_row(row)
             active, pending = [], []
@@ -209,6 +219,7 @@ class ScheduleStoreLogic:
                                     missed_unrecorded=plan.missed_unrecorded)
                 if moved is None:  # cannot happen under the row lock; never write half a plan
                     raise ShiftworkError(f"schedule {name}: cursor moved under us; retrying")
+            self._s_recheck(c, owner, term)
         return Applied(plan, enqueued, now, written)
 
     def _write_plan(self, c: Any, defn: ScheduleDef, plan: Plan, term: int | None,
@@ -276,6 +287,7 @@ class ScheduleStoreLogic:
                     self._s_rows(c, "schedules_pause_on_failure", name=schedule,
                                  reason=f"paused on failure: the run of {fire_at.isoformat()} "
                                         f"(job {job_id}) failed")
+            self._s_recheck(c, owner, term)
         return out
 
     def schedule_runs_expire(self, owner: str, term: int) -> list[tuple[str, datetime, int]]:
@@ -292,6 +304,7 @@ class ScheduleStoreLogic:
                 self._s_rows(c, "schedule_runs_mark_missed", name=r["schedule"],
                              fire_at=r["fire_at"], reason=reason)
                 out.append((r["schedule"], r["fire_at"], r["job_id"]))
+            self._s_recheck(c, owner, term)
         return out
 
     def schedule_runs_check_late(self, owner: str, term: int) -> list[LateRun]:
@@ -311,6 +324,7 @@ class ScheduleStoreLogic:
                 if verdict == "late":
                     late.append(LateRun(r["schedule"], r["fire_at"], RunStatus(r["status"]),
                                         r["job_id"], r["expect_success_within"]))
+            self._s_recheck(c, owner, term)
         return late
 
     def schedule_runs_prune(self, older_than: float) -> int:

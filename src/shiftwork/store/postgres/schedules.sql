@@ -2,9 +2,16 @@
 -- transaction that first passes schedule_leader_check.
 
 -- name: schedule_leader_check
+-- No row lock: a leader paused inside its transaction must not block an election.
 SELECT {now} AS now FROM {schema}.leaders
 WHERE name = %(leader)s AND owner = %(owner)s AND term = %(term)s AND expires_at > {now}
-FOR SHARE
+
+-- name: schedule_leader_recheck
+-- Just before commit, on the wall clock (now() is the transaction's start): a leader
+-- that was paused or cut off mid-transaction finds its lease gone and rolls back.
+SELECT 1 AS held FROM {schema}.leaders
+WHERE name = %(leader)s AND owner = %(owner)s AND term = %(term)s
+  AND expires_at > coalesce(%(now)s::timestamptz, clock_timestamp())
 
 -- name: schedule_now
 SELECT {now} AS now
@@ -46,6 +53,10 @@ SELECT * FROM {schema}.schedules WHERE name = %(name)s
 
 -- name: schedules_lock_one
 SELECT * FROM {schema}.schedules WHERE name = %(name)s FOR UPDATE
+
+-- name: schedules_try_lock_one
+-- The leader skips a schedule another transaction is deciding (e.g. a paused ex-leader).
+SELECT * FROM {schema}.schedules WHERE name = %(name)s FOR UPDATE SKIP LOCKED
 
 -- name: schedules_due
 SELECT s.name FROM {schema}.schedules s

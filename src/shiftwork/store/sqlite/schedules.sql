@@ -5,6 +5,11 @@
 SELECT :now AS now FROM leaders
 WHERE name = :leader AND owner = :owner AND term = :term AND expires_at > :now
 
+-- name: schedule_leader_recheck
+-- Just before commit (:now is read afresh for each statement).
+SELECT 1 AS held FROM leaders
+WHERE name = :leader AND owner = :owner AND term = :term AND expires_at > :now
+
 
 -- name: schedule_now
 SELECT :now AS now
@@ -45,6 +50,10 @@ WHERE name = :name AND removed_at IS NULL
 SELECT * FROM schedules WHERE name = :name
 
 -- name: schedules_lock_one
+SELECT * FROM schedules WHERE name = :name
+
+-- name: schedules_try_lock_one
+-- BEGIN IMMEDIATE already holds the database's write lock.
 SELECT * FROM schedules WHERE name = :name
 
 -- name: schedules_due
