@@ -403,3 +403,20 @@ def test_dead_man_switch_reports_late_and_alerts_once(sapp: App, clock: FakeCloc
     leader_pass(sapp)
     assert not sapp.store.schedules_get("dms").late()
     assert schedules_health(sapp) == []
+
+
+def test_pause_on_failure(sapp: App, clock: FakeClock) -> None:
+    declare(sapp, "pf", pause_on_failure=True)
+    reconcile(sapp)
+    clock.set(at(1, 1))
+    leader_pass(sapp)
+    (job,) = claim(sapp)
+    finish(sapp, job.id, JobState.DEAD)
+    clock.set(at(1, 3))
+    leader_pass(sapp)
+    info = sapp.store.schedules_get("pf")
+    assert info.paused and "paused on failure" in (info.paused_reason or "")
+    assert any("paused on failure" in p for p in schedules_health(sapp))
+    clock.set(at(3, 1))
+    leader_pass(sapp)
+    assert len(sapp.list_jobs()) == 1

@@ -45,6 +45,7 @@ from .service import Service
 
 if TYPE_CHECKING:
     from ..app import App
+    from .maintenance import Leader
 
 log = logging.getLogger("shiftwork.scheduler")
 
@@ -136,10 +137,12 @@ class Scheduler(Service):
 
     name = "scheduler"
 
-    def __init__(self, app: App, worker_id: str, interval: float = PASS_INTERVAL) -> None:
+    def __init__(self, app: App, worker_id: str, leader: Leader | None = None,
+                 interval: float = PASS_INTERVAL) -> None:
         super().__init__(interval)
         self.app = app
         self.worker_id = worker_id
+        self.leader = leader  # this worker's Leader service: duties of others are ignored
         self._term: int | None = None
         self._term_seen = 0.0
         self._last_housekeeping = 0.0
@@ -158,6 +161,8 @@ class Scheduler(Service):
 
     def on_leader_tick(self, term: int) -> None:
         """The leader duty: the Leader service confirms, every tick, the term it holds."""
+        if self.leader is not None and self.leader.term != term:
+            return  # another worker's Leader on the same App object (in-process tests)
         self._term = term
         self._term_seen = time.monotonic()
 

@@ -121,9 +121,10 @@ class Worker:
             self.pools[queue] = ThreadPool(concurrency, queue)
             self.producers[queue] = Producer(self.app, queue, concurrency, self.id, self._dispatch)
         notifier = Notifier(self.app.store, self._wake)
+        leader = Leader(self.app, self.id)
         self.services = [notifier, Heartbeat(self.app, self.id, self._on_heartbeat),
-                         Rescuer(self.app), Scheduler(self.app, self.id),
-                         Leader(self.app, self.id), Watchdog(self)]
+                         Rescuer(self.app), Scheduler(self.app, self.id, leader),
+                         leader, Watchdog(self)]
         for service in self.services:
             service.start()
         notifier.ready.wait(5.0)
