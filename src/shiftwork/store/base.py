@@ -99,6 +99,9 @@ class Store(Protocol):
                             ) -> dict[str, str]:
         """Make stored schedules match the declared ones, keeping unchanged cursors."""
 
+    def schedules_exist(self) -> bool:
+        """Whether any schedule was ever stored."""
+
     def schedules_due(self) -> list[str]:
         """Names of schedules with a cursor due or buffered runs to release."""
 

@@ -176,6 +176,12 @@ class ScheduleStoreLogic:
 
     # -- the leader's pass ----------------------------------------------------------------
 
+    def schedules_exist(self) -> bool:
+        """Whether any schedule was ever stored (an app without any skips the passes)."""
+        with self._s_read() as c:
+            row = self._s_one(c, "schedules_exist")
+        return bool(row and row["any"])
+
     def schedules_due(self) -> list[str]:
         """Schedules with something to decide: a cursor due, buffered runs to release."""
         with self._s_read() as c:

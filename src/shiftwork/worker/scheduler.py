@@ -97,7 +97,13 @@ def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
 
     count = 0
     for name in store.schedules_due():
-        applied = store.schedules_apply(name, planner, owner, term)
+        try:
+            applied = store.schedules_apply(name, planner, owner, term)
+        except NotLeader:
+            raise
+        except Exception:  # one broken schedule must not starve the others
+            log.exception("schedule %s: firing failed; will try again next pass", name)
+            continue
         count += len(applied.enqueued)
         _report(app, name, applied.plan, applied.enqueued)
     if housekeeping:
@@ -147,9 +153,11 @@ class Scheduler(Service):
         self._term_seen = 0.0
         self._last_housekeeping = 0.0
         self._last_prune = time.monotonic()
+        self._any = False  # whether the database holds schedules at all
 
     def start(self) -> None:
         reconcile(self.app)
+        self._any = self.app.store.schedules_exist()
         if self.on_leader_tick not in self.app.leader_duties:
             self.app.leader_duties.append(self.on_leader_tick)
         super().start()
@@ -183,6 +191,10 @@ class Scheduler(Service):
         housekeeping = now - self._last_housekeeping >= HOUSEKEEPING_INTERVAL
         if housekeeping:
             self._last_housekeeping = now
+            # An app without schedules writes nothing; another deploy may add some.
+            self._any = self._any or self.app.store.schedules_exist()
+        if not self._any:
+            return
         try:
             run_pass(self.app, self.worker_id, term, housekeeping)
         except NotLeader:

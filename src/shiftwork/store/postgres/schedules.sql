@@ -19,6 +19,9 @@ SELECT {now} AS now
 -- name: schedules_lock_all
 SELECT pg_advisory_xact_lock(hashtextextended('shiftwork.schedules', 0))
 
+-- name: schedules_exist
+SELECT EXISTS (SELECT 1 FROM {schema}.schedules) AS any
+
 -- name: schedules_all
 SELECT * FROM {schema}.schedules ORDER BY name
 

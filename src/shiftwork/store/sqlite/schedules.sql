@@ -17,6 +17,9 @@ SELECT :now AS now
 -- name: schedules_lock_all
 SELECT 1  -- BEGIN IMMEDIATE already serializes writers
 
+-- name: schedules_exist
+SELECT EXISTS (SELECT 1 FROM schedules) AS any
+
 -- name: schedules_all
 SELECT * FROM schedules ORDER BY name
 
