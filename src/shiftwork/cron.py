@@ -298,7 +298,7 @@ class CronExpression:
         stripped = text.strip()
         if not stripped:
             raise CronError(
-                f'cron "{text}": empty expression; expected 5 fields'
+                f'cron "{stripped}": empty expression; expected 5 fields'
                 " (minute hour day-of-month month day-of-week) or 6 with seconds first"
             )
         body = stripped
@@ -306,21 +306,21 @@ class CronExpression:
             word = stripped.split()[0].lower()
             if word == "@reboot":
                 raise CronError(
-                    f'cron "{text}": @reboot is not supported: schedules fire at wall-clock'
+                    f'cron "{stripped}": @reboot is not supported: schedules fire at wall-clock'
                     " times, not when a process starts"
                 )
             if word == "@every":
                 raise CronError(
-                    f'cron "{text}": @every is not supported: use a step such as'
+                    f'cron "{stripped}": @every is not supported: use a step such as'
                     ' "*/5 * * * *" (every 5 minutes)'
                 )
             if word not in MACROS:
                 raise CronError(
-                    f'cron "{text}": unknown macro "{stripped.split()[0]}"; known macros are '
+                    f'cron "{stripped}": unknown macro "{stripped.split()[0]}"; known macros are '
                     + " ".join(MACROS)
                 )
             if len(stripped.split()) != 1:
-                raise CronError(f'cron "{text}": a macro stands alone; remove the extra fields')
+                raise CronError(f'cron "{stripped}": a macro stands alone; remove the extra fields')
             body = MACROS[word]
         parts = body.split()
         if len(parts) not in (5, 6):
@@ -328,7 +328,7 @@ class CronExpression:
             if len(parts) == 7:
                 extra = " (7-field forms with a year field are not supported)"
             raise CronError(
-                f'cron "{text}": expected 5 fields (minute hour day-of-month month'
+                f'cron "{stripped}": expected 5 fields (minute hour day-of-month month'
                 f" day-of-week) or 6 with seconds first, got {len(parts)}{extra}"
             )
         has_seconds = len(parts) == 6
