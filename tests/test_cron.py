@@ -12,7 +12,7 @@ import os
 import time
 import zoneinfo
 from datetime import UTC, datetime, timedelta, timezone
-from itertools import islice
+from itertools import islice, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -292,7 +292,7 @@ def test_frequency_skips_gap_readings() -> None:
     fall = sched.fires_between(utc("2025-11-02T04:00:00Z"), utc("2025-11-03T05:00:00Z"))
     assert len(spring) == 23 * 60
     assert len(fall) == 25 * 60
-    assert all(b - a == timedelta(minutes=1) for a, b in zip(spring, spring[1:], strict=False))
+    assert all(b - a == timedelta(minutes=1) for a, b in pairwise(spring))
 
 
 def test_frequency_lord_howe_half_hour_overlap() -> None:
