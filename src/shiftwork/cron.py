@@ -133,7 +133,7 @@ class _FieldParser:
     def fail(self, detail: str) -> CronError:
         return CronError(f'cron "{self.text}": {self.spec.name} field: {detail}')
 
-    def value(self, token: str, *, range_end: bool = False) -> int:
+    def value(self, token: str) -> int:
         spec = self.spec
         if _NUMBER.fullmatch(token):
             number = int(token)
@@ -145,8 +145,6 @@ class _FieldParser:
                     f" or {spec.lo}-{spec.hi}"
                 )
             number = spec.names.index(upper) + spec.name_base
-            if spec is _DOW and number == 0 and range_end:
-                number = 7  # "MON-SUN": Sunday at the end of a range is day 7
         elif token == "":
             raise self.fail(f'missing value in "{self.raw}"')
         else:
@@ -177,7 +175,9 @@ class _FieldParser:
         elif "-" in base:
             first, _, last = base.partition("-")
             start = self.value(first)
-            end = self.value(last, range_end=True)
+            end = self.value(last)
+            if spec is _DOW and end == 0 and start > 0 and _WORD.fullmatch(last):
+                end = 7  # "MON-SUN": a named Sunday ending a range is day 7
             if start > end:
                 raise self.fail(
                     f'range "{base}" runs backwards ({start} > {end}); wrap-around ranges'
@@ -292,9 +292,19 @@ class CronExpression:
 
     @classmethod
     def parse(cls, text: str) -> CronExpression:
-        """Parse a 5- or 6-field expression (seconds first) or a macro."""
+        """Parse a 5- or 6-field expression (seconds first) or a macro.
+
+        Raises CronError naming the field and value at fault, or saying that the
+        expression never fires (e.g. ``0 0 30 2 *``).
+        """
         if not isinstance(text, str):
             raise CronError(f"cron expression must be a string, not {type(text).__name__}")
+        if cls is CronExpression:
+            return _parse_cached(text)
+        return cls._parse(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> CronExpression:
         stripped = text.strip()
         if not stripped:
             raise CronError(
@@ -525,6 +535,11 @@ class CronExpression:
 
     def __repr__(self) -> str:
         return f"CronExpression.parse({self.text!r})"
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_cached(text: str) -> CronExpression:
+    return CronExpression._parse(text)
 
 
 @functools.lru_cache(maxsize=1024)
