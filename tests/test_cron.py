@@ -460,6 +460,8 @@ def test_names_any_case_and_ranges_of_names() -> None:
     # Sunday at the end of a range is day 7.
     assert CronExpression.parse("0 0 * * MON-SUN").days_of_week == set(range(7))
     assert CronExpression.parse("0 0 * DEC *").months == {12}
+    assert CronExpression.parse("0 0 * 7-JUL *").months == {7}
+    assert CronExpression.parse("0 0 * jul-Dec/2 *").months == {7, 9, 11}
 
 
 def test_zero_and_seven_are_sunday() -> None:

@@ -22,7 +22,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from itertools import islice, product
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from shiftwork.cron import CronError, CronSchedule
@@ -246,22 +246,28 @@ def simple_spec(text: str, minutes: set[int], hours: set[int]) -> Spec:
     )
 
 
-@st.composite
-def specs(draw: st.DrawFn, *, six_fields: bool) -> Spec:
-    frequent = draw(st.booleans())
-    seconds = draw(plain_field(0, 59)) if six_fields else Field("", frozenset({0}))
-    minutes = draw(plain_field(0, 59))
-    if frequent:
-        hours = Field(draw(st.sampled_from(["*", "0-23", "*/1"])), frozenset(range(24)))
-    else:
-        hours = draw(plain_field(0, 23))
-        assume(len(hours.values) < 24)
-        # Keep the fixed-time enumeration small.
-        assume(len(hours.values) * len(minutes.values) * len(seconds.values) <= 3000)
-    if six_fields:
-        assume(len(minutes.values) * len(seconds.values) >= 2 or frequent)
+@dataclass(frozen=True)
+class Focus:
+    """An offset change and the local hours it touches."""
 
-    # Day fields: mostly wildcards, so that fires are frequent enough to compare.
+    instant: datetime
+    hours: frozenset[int]
+
+
+def focus_at(tz: str, instant: datetime) -> Focus:
+    zone = zoneinfo.ZoneInfo(tz)
+    before = (instant - timedelta(seconds=1)).astimezone(zone)
+    after = instant.astimezone(zone)
+    lo, hi = sorted([before.replace(tzinfo=None), after.replace(tzinfo=None)])
+    hours = {lo.hour, hi.hour}
+    h = lo
+    while h < hi:  # every hour a gap skips or an overlap repeats
+        hours.add(h.hour)
+        h += timedelta(minutes=15)
+    return Focus(instant, frozenset(hours))
+
+
+def day_fields(draw: st.DrawFn) -> tuple[Field, bool, Field, set[int], set[tuple[int, int]]]:
     dom_kind = draw(st.sampled_from(["*", "*", "?", "plain", "L", "plain+L"]))
     last_dom = dom_kind in ("L", "plain+L")
     if dom_kind in ("*", "?"):
@@ -294,9 +300,42 @@ def specs(draw: st.DrawFn, *, six_fields: bool) -> Spec:
             parts.append(f"{DAYS[n % 7] if draw(st.booleans()) else n}#{k}")
             nth.add((n % 7, k))
         dow = Field(",".join(parts), frozenset(values))
+    return dom, last_dom, dow, last_dows, nth
 
-    month_kind = draw(st.sampled_from(["*", "*", "plain"]))
-    if month_kind == "*":
+
+@st.composite
+def specs(draw: st.DrawFn, *, six_fields: bool, focus: Focus | None = None) -> Spec:
+    frequent = draw(st.booleans())
+    seconds = draw(plain_field(0, 59)) if six_fields else Field("", frozenset({0}))
+    minutes = draw(plain_field(0, 59))
+    if frequent:
+        hours = Field(draw(st.sampled_from(["*", "0-23", "*/1"])), frozenset(range(24)))
+    elif focus is not None and draw(st.integers(0, 3)) > 0:
+        # Fixed-time hours that include the hours the offset change skips or repeats.
+        extra = draw(st.sets(st.integers(0, 23), max_size=3))
+        chosen = sorted(focus.hours | extra)
+        assume(len(chosen) < 24)
+        hours = Field(",".join(map(str, chosen)), frozenset(chosen))
+    else:
+        hours = draw(plain_field(0, 23))
+    if not frequent:
+        assume(len(hours.values) < 24)
+        # Keep the fixed-time enumeration small.
+        assume(len(hours.values) * len(minutes.values) * len(seconds.values) <= 3000)
+
+    if focus is not None and draw(st.integers(0, 3)) > 0:
+        dom, last_dom, dow = (
+            Field("*", frozenset(range(1, 32))),
+            False,
+            Field("*", frozenset(range(7))),
+        )
+        last_dows: set[int] = set()
+        nth: set[tuple[int, int]] = set()
+    else:
+        dom, last_dom, dow, last_dows, nth = day_fields(draw)
+
+    month_kinds = ["*", "*", "*", "plain"] if focus is not None else ["*", "plain"]
+    if draw(st.sampled_from(month_kinds)) == "*":
         months = Field("*", frozenset(range(1, 13)))
     else:
         months = draw(plain_field(1, 12, MONTHS))
@@ -330,30 +369,74 @@ zones = st.one_of(
 
 
 @st.composite
-def instants(draw: st.DrawFn, tz: str, before: timedelta) -> datetime:
-    """A UTC instant, usually up to `before` ahead of (or a little after) a transition."""
+def focus_points(draw: st.DrawFn, tz: str) -> Focus | None:
+    """Usually an offset change of `tz` in a random year; None for a plain random instant."""
     year = draw(st.integers(FIRST_YEAR, LAST_YEAR - 1))
     near = transitions(tz, year)
     if near and draw(st.integers(0, 3)) > 0:
-        t = draw(st.sampled_from(near))
-        seconds = int(before.total_seconds())
-        return t + timedelta(seconds=draw(st.integers(-seconds, seconds // 4)))
-    day = draw(st.integers(0, 364))
-    second = draw(st.integers(0, 86399))
-    return datetime(year, 1, 1, tzinfo=UTC) + timedelta(days=day, seconds=second)
+        return focus_at(tz, draw(st.sampled_from(near)))
+    return Focus(datetime(year, 1, 1, tzinfo=UTC), frozenset())
 
 
-def _check(spec: Spec, tz: str, start: datetime, window: timedelta, limit: int) -> None:
+def start_near(draw: st.DrawFn, focus: Focus, lead: timedelta) -> datetime:
+    """Up to `lead` before the focus (or a little after); anywhere in its year if no change."""
+    if focus.hours:
+        seconds = int(lead.total_seconds())
+        if draw(st.integers(0, 4)) == 0:  # sometimes just after the change
+            return focus.instant + timedelta(seconds=draw(st.integers(0, seconds // 4)))
+        return focus.instant - timedelta(seconds=draw(st.integers(1, seconds)))
+    offset = timedelta(days=draw(st.integers(0, 364)), seconds=draw(st.integers(0, 86399)))
+    return focus.instant + offset
+
+
+@dataclass(frozen=True)
+class Case:
+    spec: Spec
+    tz: str
+    start: datetime
+    window: timedelta
+    limit: int
+
+
+@st.composite
+def cases(draw: st.DrawFn, *, six_fields: bool) -> Case:
+    tz = draw(zones)
+    focus = draw(focus_points(tz))
+    spec = draw(specs(six_fields=six_fields, focus=focus if focus.hours else None))
+    if spec.frequency and six_fields:
+        lead, window, limit = timedelta(minutes=20), timedelta(hours=3), 150
+    elif spec.frequency:
+        lead, window, limit = timedelta(hours=3), timedelta(hours=36), 200
+    else:
+        lead, window, limit = timedelta(days=1), timedelta(days=3), 300
+    return Case(spec, tz, start_near(draw, focus, lead), window, limit)
+
+
+def _check(case: Case) -> None:
+    spec, tz, start = case.spec, case.tz, case.start
     try:
         CronSchedule(spec.text, tz)
     except CronError as exc:
         # The only acceptable refusal of a generated expression: one that never fires.
         assert "never fires" in str(exc), exc
         assume(False)
-    end = start + window
-    expected = ref_fires(spec, tz, start, end, limit)
-    got = mine(spec, tz, start, end, limit)
+    end = start + case.window
+    expected = ref_fires(spec, tz, start, end, case.limit)
+    got = mine(spec, tz, start, end, case.limit)
     assert got == expected, (spec.text, tz, start)
+    # Record what the example exercised (see --hypothesis-show-statistics).
+    zone = zoneinfo.ZoneInfo(tz)
+    last = expected[-1] if len(expected) == case.limit else end
+    if start.astimezone(zone).utcoffset() != last.astimezone(zone).utcoffset():
+        event("window spans an offset change")
+    readings = [f.astimezone(zone).replace(tzinfo=None) for f in expected]
+    if not expected:
+        event("no fires in window")
+    if spec.frequency and len(set(readings)) < len(readings):
+        event("frequency: a repeated reading fired twice")
+    times = set(product(spec.hours, spec.minutes, spec.seconds))
+    if not spec.frequency and any((r.hour, r.minute, r.second) not in times for r in readings):
+        event("fixed-time: a gap time fired shifted")
 
 
 # --------------------------------------------------------------------------------------
@@ -370,25 +453,58 @@ def _settings(n: int) -> Callable[[Callable[..., None]], Callable[..., None]]:
 
 
 @_settings(150)
-@given(data=st.data(), spec=specs(six_fields=False), tz=zones)
-def test_next_after_matches_reference_minutes(data: st.DataObject, spec: Spec, tz: str) -> None:
-    if spec.frequency:
-        start = data.draw(instants(tz, timedelta(hours=3)))
-        _check(spec, tz, start, timedelta(hours=36), limit=200)
-    else:
-        start = data.draw(instants(tz, timedelta(days=1)))
-        _check(spec, tz, start, timedelta(days=4), limit=300)
+@given(case=cases(six_fields=False))
+def test_next_after_matches_reference_minutes(case: Case) -> None:
+    _check(case)
 
 
 @_settings(60)
-@given(data=st.data(), spec=specs(six_fields=True), tz=zones)
-def test_next_after_matches_reference_seconds(data: st.DataObject, spec: Spec, tz: str) -> None:
-    if spec.frequency:
-        start = data.draw(instants(tz, timedelta(minutes=20)))
-        _check(spec, tz, start, timedelta(hours=3), limit=150)
-    else:
-        start = data.draw(instants(tz, timedelta(days=1)))
-        _check(spec, tz, start, timedelta(days=3), limit=300)
+@given(case=cases(six_fields=True))
+def test_next_after_matches_reference_seconds(case: Case) -> None:
+    _check(case)
+
+
+@_settings(60)
+@given(data=st.data(), year=st.integers(1990, 2100))
+def test_day_fields_over_a_whole_year(data: st.DataObject, year: int) -> None:
+    """The day-of-month / month / day-of-week logic, one fire a day, over a year (UTC)."""
+    dom, last_dom, dow, last_dows, nth = day_fields(data.draw)
+    months = data.draw(plain_field(1, 12, MONTHS))
+    spec = Spec(
+        text=f"0 12 {dom.text} {months.text} {dow.text}",
+        seconds=frozenset({0}),
+        minutes=frozenset({0}),
+        hours=frozenset({12}),
+        doms=dom.values,
+        months=months.values,
+        dows=dow.values,
+        last_dom=last_dom,
+        last_dows=frozenset(last_dows),
+        nth_dows=frozenset(nth),
+        dom_star=dom.text.startswith(("*", "?")),
+        dow_star=dow.text.startswith(("*", "?")),
+        six_fields=False,
+    )
+    try:
+        sched = CronSchedule(spec.text, "UTC")
+    except CronError as exc:
+        assert "never fires" in str(exc), exc
+        # Check the claim over 2000-2027: every month starts on every weekday in these
+        # 28 years, February in its leap and common forms alike.
+        d = date(2000, 1, 1)
+        while d < date(2028, 1, 1):
+            assert not ref_date_matches(spec, d), (spec.text, d)
+            d += timedelta(days=1)
+        return
+    start = datetime(year, 1, 1, tzinfo=UTC) - timedelta(seconds=1)
+    end = datetime(year + 1, 1, 1, tzinfo=UTC)
+    got = [f.date() for f in sched.fires_between(start, end)]
+    d, expected = date(year, 1, 1), []
+    while d.year == year:
+        if ref_date_matches(spec, d):
+            expected.append(d)
+        d += timedelta(days=1)
+    assert got == expected, spec.text
 
 
 FIXED_CRONS = {
@@ -404,7 +520,7 @@ FIXED_CRONS = {
 @given(data=st.data(), tz=zones, cron=st.sampled_from(sorted(FIXED_CRONS)))
 def test_fixed_time_fires_once_per_intended_time(data: st.DataObject, tz: str, cron: str) -> None:
     """Each intended local time maps to one fire: fold=0, sorted, de-duplicated."""
-    start = data.draw(instants(tz, timedelta(days=1)))
+    start = start_near(data.draw, data.draw(focus_points(tz)), timedelta(days=1))
     sched = CronSchedule(cron, tz)
     end = start + timedelta(days=2)
     fires = sched.fires_between(start, end)
@@ -423,7 +539,7 @@ def test_next_after_is_strict_and_minimal(data: st.DataObject, spec: Spec, tz: s
         assert "never fires" in str(exc), exc
         assume(False)
         return
-    start = data.draw(instants(tz, timedelta(days=2)))
+    start = start_near(data.draw, data.draw(focus_points(tz)), timedelta(days=2))
     prev = start
     for fire in islice(sched.iter_after(start), 5):
         assert fire > prev

@@ -120,6 +120,7 @@ _DOW = _FieldSpec("day-of-week", 0, 7, _DOW_NAMES, 0, star_hi=6)
 
 _NUMBER = re.compile(r"[0-9]+")
 _WORD = re.compile(r"[A-Za-z]+")
+_DAY_EXTENSION = re.compile(r"[0-9A-Za-z]*[LlWw]|[0-9A-Za-z]+#[0-9]+")
 
 
 class _FieldParser:
@@ -147,6 +148,8 @@ class _FieldParser:
             number = spec.names.index(upper) + spec.name_base
         elif token == "":
             raise self.fail(f'missing value in "{self.raw}"')
+        elif _DAY_EXTENSION.fullmatch(token):
+            raise self.fail(f'"{token}": L, W and # are only allowed in the day fields')
         else:
             kind = f"number or {spec.name} name" if spec.names else "number"
             raise self.fail(f'"{token}" is not a {kind}')
@@ -380,8 +383,6 @@ class CronExpression:
     def _parse_plain(cls, parser: _FieldParser) -> set[int]:
         values: set[int] = set()
         for item in cls._items(parser):
-            if "#" in item or (item.upper().endswith(("L", "W")) and not _WORD.fullmatch(item)):
-                raise parser.fail(f'"{item}": L, W and # are only allowed in the day fields')
             values |= parser.item(item)
         return values
 
