@@ -332,6 +332,23 @@ def test_hours_star_step_one_is_frequency_but_a_subset_is_not() -> None:
     assert not CronExpression.parse("0 */2 * * *").is_frequency
     assert not CronExpression.parse("*/30 2 * * *").is_frequency
     assert not CronExpression.parse("@daily").is_frequency
+    assert not CronExpression.parse("0 1-23 * * *").is_frequency
+
+
+def test_twenty_three_hours_is_fixed_time() -> None:
+    # Leaving out one hour makes the schedule fixed-time: the repeated 01:00 fires once.
+    fixed = CronSchedule("0 0-22 * * *", "America/New_York")
+    frequency = CronSchedule("0 * * * *", "America/New_York")
+    start, end = utc("2025-11-02T04:30:00Z"), utc("2025-11-02T07:30:00Z")
+    assert [z(f) for f in fixed.fires_between(start, end)] == [
+        "2025-11-02T05:00:00Z",  # 01:00 EDT
+        "2025-11-02T07:00:00Z",  # 02:00 EST
+    ]
+    assert [z(f) for f in frequency.fires_between(start, end)] == [
+        "2025-11-02T05:00:00Z",  # 01:00 EDT
+        "2025-11-02T06:00:00Z",  # 01:00 EST
+        "2025-11-02T07:00:00Z",  # 02:00 EST
+    ]
 
 
 # --------------------------------------------------------------------------------------

@@ -722,6 +722,21 @@ class CronSchedule:
         return self._next_after_utc(_check_aware(t, "next_after(t)")).replace(tzinfo=UTC)
 
     def _next_after_utc(self, t: datetime) -> datetime:
+        # Fast path: the next matching reading within two days, when the offset has not
+        # changed from two days before t up to that candidate. Then no gap, overlap or
+        # repeated reading can put another fire before it (the full search below would
+        # find the same instant).
+        zone = self._zone
+        offset = _offset_at(zone, t)
+        local = t + offset
+        wall = self._expr._first_wall(_after(local, local), local + 2 * _ONE_DAY)
+        if wall is not None:
+            candidate = wall - offset
+            if _first_change(zone, t - 2 * _ONE_DAY, candidate) is None:
+                return candidate
+        return self._search(t)
+
+    def _search(self, t: datetime) -> datetime:
         expr, zone = self._expr, self._zone
         fixed = not expr.is_frequency
         # Start two days back: a reading can resolve up to a day later than it reads (a
