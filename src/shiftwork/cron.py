@@ -120,6 +120,7 @@ _DOW = _FieldSpec("day-of-week", 0, 7, _DOW_NAMES, 0, star_hi=6)
 
 _NUMBER = re.compile(r"[0-9]+")
 _WORD = re.compile(r"[A-Za-z]+")
+_DAY_EXTENSION = re.compile(r"[0-9A-Za-z]*[LlWw]|[0-9A-Za-z]+#[0-9]+")
 
 
 class _FieldParser:
@@ -133,7 +134,7 @@ class _FieldParser:
     def fail(self, detail: str) -> CronError:
         return CronError(f'cron "{self.text}": {self.spec.name} field: {detail}')
 
-    def value(self, token: str, *, range_end: bool = False) -> int:
+    def value(self, token: str) -> int:
         spec = self.spec
         if _NUMBER.fullmatch(token):
             number = int(token)
@@ -145,10 +146,10 @@ class _FieldParser:
                     f" or {spec.lo}-{spec.hi}"
                 )
             number = spec.names.index(upper) + spec.name_base
-            if spec is _DOW and number == 0 and range_end:
-                number = 7  # "MON-SUN": Sunday at the end of a range is day 7
         elif token == "":
             raise self.fail(f'missing value in "{self.raw}"')
+        elif _DAY_EXTENSION.fullmatch(token):
+            raise self.fail(f'"{token}": L, W and # are only allowed in the day fields')
         else:
             kind = f"number or {spec.name} name" if spec.names else "number"
             raise self.fail(f'"{token}" is not a {kind}')
@@ -177,7 +178,9 @@ class _FieldParser:
         elif "-" in base:
             first, _, last = base.partition("-")
             start = self.value(first)
-            end = self.value(last, range_end=True)
+            end = self.value(last)
+            if spec is _DOW and end == 0 and start > 0 and _WORD.fullmatch(last):
+                end = 7  # "MON-SUN": a named Sunday ending a range is day 7
             if start > end:
                 raise self.fail(
                     f'range "{base}" runs backwards ({start} > {end}); wrap-around ranges'
@@ -292,13 +295,23 @@ class CronExpression:
 
     @classmethod
     def parse(cls, text: str) -> CronExpression:
-        """Parse a 5- or 6-field expression (seconds first) or a macro."""
+        """Parse a 5- or 6-field expression (seconds first) or a macro.
+
+        Raises CronError naming the field and value at fault, or saying that the
+        expression never fires (e.g. ``0 0 30 2 *``).
+        """
         if not isinstance(text, str):
             raise CronError(f"cron expression must be a string, not {type(text).__name__}")
+        if cls is CronExpression:
+            return _parse_cached(text)
+        return cls._parse(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> CronExpression:
         stripped = text.strip()
         if not stripped:
             raise CronError(
-                f'cron "{text}": empty expression; expected 5 fields'
+                f'cron "{stripped}": empty expression; expected 5 fields'
                 " (minute hour day-of-month month day-of-week) or 6 with seconds first"
             )
         body = stripped
@@ -306,21 +319,21 @@ class CronExpression:
             word = stripped.split()[0].lower()
             if word == "@reboot":
                 raise CronError(
-                    f'cron "{text}": @reboot is not supported: schedules fire at wall-clock'
+                    f'cron "{stripped}": @reboot is not supported: schedules fire at wall-clock'
                     " times, not when a process starts"
                 )
             if word == "@every":
                 raise CronError(
-                    f'cron "{text}": @every is not supported: use a step such as'
+                    f'cron "{stripped}": @every is not supported: use a step such as'
                     ' "*/5 * * * *" (every 5 minutes)'
                 )
             if word not in MACROS:
                 raise CronError(
-                    f'cron "{text}": unknown macro "{stripped.split()[0]}"; known macros are '
+                    f'cron "{stripped}": unknown macro "{stripped.split()[0]}"; known macros are '
                     + " ".join(MACROS)
                 )
             if len(stripped.split()) != 1:
-                raise CronError(f'cron "{text}": a macro stands alone; remove the extra fields')
+                raise CronError(f'cron "{stripped}": a macro stands alone; remove the extra fields')
             body = MACROS[word]
         parts = body.split()
         if len(parts) not in (5, 6):
@@ -328,7 +341,7 @@ class CronExpression:
             if len(parts) == 7:
                 extra = " (7-field forms with a year field are not supported)"
             raise CronError(
-                f'cron "{text}": expected 5 fields (minute hour day-of-month month'
+                f'cron "{stripped}": expected 5 fields (minute hour day-of-month month'
                 f" day-of-week) or 6 with seconds first, got {len(parts)}{extra}"
             )
         has_seconds = len(parts) == 6
@@ -370,8 +383,6 @@ class CronExpression:
     def _parse_plain(cls, parser: _FieldParser) -> set[int]:
         values: set[int] = set()
         for item in cls._items(parser):
-            if "#" in item or (item.upper().endswith(("L", "W")) and not _WORD.fullmatch(item)):
-                raise parser.fail(f'"{item}": L, W and # are only allowed in the day fields')
             values |= parser.item(item)
         return values
 
@@ -525,6 +536,11 @@ class CronExpression:
 
     def __repr__(self) -> str:
         return f"CronExpression.parse({self.text!r})"
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_cached(text: str) -> CronExpression:
+    return CronExpression._parse(text)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -706,6 +722,21 @@ class CronSchedule:
         return self._next_after_utc(_check_aware(t, "next_after(t)")).replace(tzinfo=UTC)
 
     def _next_after_utc(self, t: datetime) -> datetime:
+        # Fast path: the next matching reading within two days, when the offset has not
+        # changed from two days before t up to that candidate. Then no gap, overlap or
+        # repeated reading can put another fire before it (the full search below would
+        # find the same instant).
+        zone = self._zone
+        offset = _offset_at(zone, t)
+        local = t + offset
+        wall = self._expr._first_wall(_after(local, local), local + 2 * _ONE_DAY)
+        if wall is not None:
+            candidate = wall - offset
+            if _first_change(zone, t - 2 * _ONE_DAY, candidate) is None:
+                return candidate
+        return self._search(t)
+
+    def _search(self, t: datetime) -> datetime:
         expr, zone = self._expr, self._zone
         fixed = not expr.is_frequency
         # Start two days back: a reading can resolve up to a day later than it reads (a
