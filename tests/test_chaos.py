@@ -157,3 +157,29 @@ def test_fast_settings_are_what_the_recording_app_uses() -> None:
     # The chaos timings above assume a lease of 3 heartbeats; keep the two in step.
     assert FAST.lease_seconds == 3 * FAST.heartbeat_interval
     assert os.environ.get("SHIFTWORK_TEST_HEARTBEAT", "0.5") == "0.5"
+
+
+def test_workflow_replays_after_kill9_without_repeating_done_steps(rec_app: Any,
+                                                                   db: dict[str, str]) -> None:
+    app = rec_app.app
+    job = rec_app.pipeline.enqueue(30.0)
+    a = spawn_worker(db, "recording", ["work=2"])
+    b = None
+    try:
+        wait_for(lambda: (job.id, 1, a.pid, "two") in effects(rec_app), what="step two running")
+        a.send_signal(signal.SIGKILL)
+        a.wait(10)
+        # the second run would sleep 30 s in step two: shorten it by re-pointing the argument
+        b = spawn_worker(db, "recording", ["work=2"], env={"SHIFTWORK_TEST_FAST_STEPS": "1"})
+        wait_for(lambda: app.get_job(job.id).state is JobState.SUCCEEDED, timeout=60,
+                 what="workflow finished on the second worker")
+    finally:
+        stop(a)
+        if b:
+            stop(b)
+    phases = [(e[3], e[2]) for e in effects(rec_app)]
+    assert phases.count(("one", a.pid)) == 1 and not any(
+        p == "one" and pid != a.pid for p, pid in phases)  # never repeated
+    assert [p for p, _ in phases].count("two") == 2  # interrupted, then run again
+    assert [p for p, _ in phases].count("three") == 1
+    assert app.get_job(job.id).result == ["one", "two", "three"]

@@ -15,11 +15,8 @@ from shiftwork import App
 from .conftest import ROOT
 
 
-def test_postgres_job_exists_iff_transaction_commits(db: dict[str, str], app: App,
-                                                     engine: str) -> None:
-    if engine != "postgres":
-        pytest.skip("psycopg transaction test")
-
+@pytest.mark.parametrize("engine", ["postgres"], indirect=True)
+def test_postgres_job_exists_iff_transaction_commits(db: dict[str, str], app: App) -> None:
     @app.task
     def welcome(user_id: int) -> None: ...
 
@@ -46,11 +43,8 @@ def test_postgres_job_exists_iff_transaction_commits(db: dict[str, str], app: Ap
         assert len(app.list_jobs()) == 6
 
 
-def test_sqlite_job_exists_iff_transaction_commits(db: dict[str, str], app: App,
-                                                   engine: str) -> None:
-    if engine != "sqlite":
-        pytest.skip("sqlite3 transaction test")
-
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
+def test_sqlite_job_exists_iff_transaction_commits(db: dict[str, str], app: App) -> None:
     @app.task
     def welcome(user_id: int) -> None: ...
 

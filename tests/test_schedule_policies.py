@@ -392,6 +392,8 @@ def test_dead_man_switch_reports_late_and_alerts_once(sapp: App, clock: FakeCloc
         ("dms", at(10), RunStatus.FAILED)]
     assert sapp.store.schedules_get("dms").late()
     assert any("dms is late" in p for p in schedules_health(sapp))
+    (status,) = sapp.observers.schedules_status()
+    assert status.late and "no success within 120s" in status.reason
     # A second app (another leader) never alerts for it again.
     clock.set(at(12, 30))
     assert leader_pass(sapp, owner="test-leader") == 0 and len(alerts) == 1

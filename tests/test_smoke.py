@@ -18,3 +18,18 @@ def test_enqueue_and_run(app: App) -> None:
         wait_for(lambda: app.get_job(job.id).state is JobState.SUCCEEDED, what="job done")
     assert seen == [5]
     assert app.get_job(job.id).result == 5
+
+
+def test_enqueue_from_asyncio(app: App) -> None:
+    import asyncio
+
+    @app.task
+    def ping(n: int) -> None: ...
+
+    async def handler() -> list[int]:
+        a = await ping.enqueue_async(1)
+        b = await ping.using(priority=3).enqueue_async(2)
+        return [a.id, b.id]
+
+    ids = asyncio.run(handler())
+    assert [app.get_job(i).args for i in ids] == [[1], [2]]

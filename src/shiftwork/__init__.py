@@ -19,10 +19,11 @@ from .job import EnqueueResult, Job, QueueStats
 from .retry import Backoff
 from .states import JobState
 from .task import Task
+from .workflow import Workflow
 
 __all__ = [
     "App", "Backoff", "Clock", "ConfigurationError", "EnqueueResult", "FakeClock",
     "IllegalTransitionError", "Job", "JobCancelled", "JobContext", "JobNotFoundError",
     "JobState", "PayloadError", "QueueStats", "RetryIn", "Settings", "ShiftworkError", "Snooze",
-    "StorageError", "SystemClock", "Task", "UnknownTaskError",
+    "StorageError", "SystemClock", "Task", "UnknownTaskError", "Workflow",
 ]

@@ -11,6 +11,9 @@ from .clock import Clock, SystemClock
 from .errors import ConfigurationError, UnknownTaskError
 from .events import EventBus
 from .job import EnqueueResult, Job, QueueStats
+from .names import check_queue
+from .observe.hooks import Observers
+from .observe.tracing import enqueue_span
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES
 from .retry import DEFAULT_BACKOFF, Backoff
 from .schedule import LateRun, ScheduleDef, declare_schedule
@@ -34,6 +37,14 @@ class Settings:
     retention_dead: float = 14 * 24 * 3600.0  # dead jobs kept this long
     prune_interval: float = 60.0
     claim_batch: int = 100  # most jobs one claim statement takes
+
+
+@dataclass(frozen=True)
+class QueueOptions:
+    """What a queue declares about itself (see :meth:`App.queue`)."""
+
+    name: str
+    max_wait: float | None = None  # seconds the oldest waiting job may wait before alerting
 
 
 class App:
@@ -65,6 +76,14 @@ class App:
         self.schedules: dict[str, ScheduleDef] = {}
         #: Called once per occurrence the dead-man switch finds late (see on_schedule_late).
         self.schedule_late_hooks: list[Callable[[LateRun], None]] = []
+        self.queue_options: dict[str, QueueOptions] = {}
+        #: Visibility hooks (health checks, metric collectors, the schedules view): see
+        #: shiftwork.observe and docs/observability.md.
+        self.observers = Observers()
+        from .worker.scheduler import ScheduleObserver
+
+        self.observers.schedules = ScheduleObserver(self)  # metrics, health, dashboard
+        self.observers.health_checks.append(ScheduleObserver.paused_on_failure)
         self._store: Store | None = None
         self._store_lock = threading.Lock()
         # Validate the DSN now, so a typo fails at start-up, not at the first enqueue.
@@ -124,12 +143,46 @@ class App:
 
         return register(fn) if fn is not None else register
 
+    def workflow(self, fn: Any = None, **options: Any) -> Any:
+        """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks."""
+        from .workflow.runner import workflow_task
+
+        if fn is not None:
+            return workflow_task(self, fn, **options)
+        return lambda f: workflow_task(self, f, **options)
+
+    def send_event(self, workflow_id: int, name: str, payload: Any = None) -> int:
+        """Deliver an event to a workflow (kept until a ``wait_for_event`` takes it)."""
+        from .payload import encode_json
+
+        return self.store.workflow_event_send(
+            workflow_id, name, encode_json(payload, f"event {name!r}: payload"))
+
+    def workflow_history(self, workflow_id: int) -> list[Any]:
+        """The recorded steps of a workflow, in the order they were first recorded."""
+        steps = self.store.workflow_steps_get(workflow_id)
+        return list(steps.values())
+
     def get_task(self, name: str) -> Task[Any, Any]:
         try:
             return self.tasks[name]
         except KeyError:
             known = ", ".join(sorted(self.tasks)) or "none"
             raise UnknownTaskError(f"unknown task {name!r} (registered: {known})") from None
+
+    def queue(self, name: str, *, max_wait: float | None = None) -> QueueOptions:
+        """Declare a queue's alert threshold: ``app.queue("emails", max_wait=60)``.
+
+        ``max_wait``: seconds the oldest waiting (due) job may wait; past it,
+        ``shiftwork health`` fails and the dashboard marks the queue.
+        """
+        check_queue(name)
+        if max_wait is not None and (not isinstance(max_wait, (int, float)) or max_wait <= 0):
+            raise ConfigurationError(f"queue {name}: max_wait must be a number of seconds > 0, "
+                                     f"got {max_wait!r}")
+        options = QueueOptions(name, float(max_wait) if max_wait is not None else None)
+        self.queue_options[name] = options
+        return options
 
     def concurrency_limits(self, queue: str) -> dict[str, int]:
         return {t.name: t.options.concurrency for t in self.tasks.values()
@@ -195,8 +248,9 @@ class App:
         now = self.clock.now()
         rows = [r.task.build(r.args, r.kwargs, r.options, now) for r in requests]
         out: list[EnqueueResult] = []
-        for start in range(0, len(rows), batch_size):
-            out += self.store.jobs_insert(rows[start:start + batch_size], conn=conn)
+        with enqueue_span(rows) as rows:  # OpenTelemetry, when installed: context into meta
+            for start in range(0, len(rows), batch_size):
+                out += self.store.jobs_insert(rows[start:start + batch_size], conn=conn)
         return out
 
     # -- people and tools --------------------------------------------------------------
@@ -215,5 +269,6 @@ class App:
     def cancel_job(self, job_id: int) -> Job:
         return self.store.jobs_cancel(job_id)
 
-    def queue_stats(self) -> list[QueueStats]:
-        return self.store.queues_stats()
+    def queue_stats(self, include_finished: bool = True) -> list[QueueStats]:
+        """Per queue counts; ``include_finished=False`` skips counting retained history."""
+        return self.store.queues_stats(include_finished=include_finished)

@@ -88,13 +88,20 @@ def main() -> None:
 @click.option("--connect-timeout", default=60.0, show_default=True,
               help="Seconds to keep retrying an unreachable database at start.")
 @click.option("--log-level", default="INFO", show_default=True)
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json: one object per line with the job event's fields.")
+@click.option("--metrics-port", type=int, help="Serve Prometheus /metrics on this port.")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True,
+              help="Address for --metrics-port (0.0.0.0 to let Prometheus reach it).")
 def worker(app_spec: str, queues: tuple[str, ...], grace: float, connect_timeout: float,
-           log_level: str) -> None:
+           log_level: str, log_format: str, metrics_port: int | None,
+           metrics_host: str) -> None:
     """Run a worker process for APP's tasks."""
     from .loader import load_app
+    from .observe.logging import configure_logging
     from .worker import Worker
 
-    _setup_logging(log_level)
+    configure_logging(log_level, log_format)
     app = load_app(app_spec)
     pools: dict[str, int] = {}
     in_process: set[str] = set()
@@ -114,7 +121,8 @@ def worker(app_spec: str, queues: tuple[str, ...], grace: float, connect_timeout
     if not pools:
         pools = {t.options.queue: 10 for t in app.tasks.values()} or {"default": 10}
     Worker(app, pools, grace=grace, connect_timeout=connect_timeout,
-           process_queues=in_process).run()
+           process_queues=in_process, metrics_port=metrics_port,
+           metrics_host=metrics_host).run()
 
 
 @main.command()
@@ -295,9 +303,17 @@ def demo(db: str | None, n_jobs: int) -> None:
     run_demo(db, n_jobs)
 
 
+# Sub-command groups that live in their own modules register themselves on `main`.
+from . import cli_workflows  # noqa: E402, F401
+from .cli_observe import register as _register_observe  # noqa: E402
+
+_register_observe(main)  # health, top, metrics, dashboard
 from .cli_schedules import register as _register_schedules  # noqa: E402
 
-_register_schedules(main)
+_register_schedules(main)  # schedules, cron
 
 if __name__ == "__main__":
-    main()
+    # Run the importable module's group, where the sub-command modules registered.
+    from shiftwork.cli import main as _main
+
+    _main()

@@ -118,6 +118,10 @@ class Task(Generic[P, R]):
         """Enqueue one job; returns after its commit (or joins ``conn``'s transaction)."""
         return self.call(*args, **kwargs).enqueue()
 
+    async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> EnqueueResult:
+        """:meth:`enqueue` for asyncio code: the database call runs in a thread."""
+        return await asyncio.to_thread(self.call(*args, **kwargs).enqueue)
+
     def enqueue_many(
         self, calls: Iterable[tuple[Any, ...] | dict[str, Any]], conn: Any = None
     ) -> list[EnqueueResult]:
@@ -183,6 +187,9 @@ class BoundTask(Generic[P, R]):
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> EnqueueResult:
         return self.call(*args, **kwargs).enqueue()
+
+    async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> EnqueueResult:
+        return await asyncio.to_thread(self.call(*args, **kwargs).enqueue)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ class DrainResult:
     retrying: int = 0
     dead: int = 0
     cancelled: int = 0
+    snoozed: int = 0  # suspended until later (Snooze, workflow sleeps and waits)
     outcomes: list[Outcome] = field(default_factory=list)
 
     @property
@@ -67,7 +68,8 @@ def drain(app: App, queues: list[str] | None = None, max_jobs: int = 10_000) -> 
             app.store.jobs_complete_many(done)
             for outcome in done:
                 result.outcomes.append(outcome)
-                field_name = outcome.state.value
+                field_name = "snoozed" if outcome.state is JobState.SCHEDULED \
+                    else outcome.state.value
                 setattr(result, field_name, getattr(result, field_name) + 1)
     return result
 

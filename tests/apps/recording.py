@@ -13,7 +13,7 @@ from typing import Any
 
 import psycopg
 
-from shiftwork import App, Backoff, JobContext, Settings
+from shiftwork import App, Backoff, JobContext, Settings, Workflow
 
 DSN = os.environ["SHIFTWORK_TEST_DSN"]
 SCHEMA = os.environ.get("SHIFTWORK_TEST_SCHEMA", "shiftwork")
@@ -77,3 +77,19 @@ def in_child(ctx: JobContext, n: int) -> dict[str, int]:
     if n < 0:
         raise ValueError("negative")
     return {"pid": os.getpid(), "n": n, "attempt": ctx.attempt}
+
+
+def _effect(wf: Workflow, phase: str, seconds: float = 0.0) -> str:
+    record(wf.id, wf.ctx.attempt, phase)
+    if seconds and not os.environ.get("SHIFTWORK_TEST_FAST_STEPS"):
+        time.sleep(seconds)
+    return phase
+
+
+@app.workflow(queue="work", max_attempts=10, retry=Backoff(initial=0.05, maximum=0.2))
+def pipeline(wf: Workflow, seconds: float) -> list[str]:
+    one = wf.step("one", _effect, wf, "one")
+    two = wf.step("two", _effect, wf, "two", seconds)
+    wf.sleep("pause", 0.2)
+    three = wf.step("three", _effect, wf, "three")
+    return [one, two, three]

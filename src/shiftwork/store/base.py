@@ -13,9 +13,11 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ..job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
+from ..observe.records import QueueMinute
 from ..outcome import Outcome
 from ..schedule import Applied, LateRun, Plan, RunStatus, ScheduleDef, ScheduleInfo, ScheduleRun
 from ..states import JobState
+from .rows import StepRecord
 
 
 class Store(Protocol):
@@ -76,7 +78,31 @@ class Store(Protocol):
                    limit: int = 10_000) -> int:
         """Delete finished jobs past their retention; returns how many."""
 
-    def queues_stats(self) -> list[QueueStats]: ...
+    def queues_stats(self, include_finished: bool = True) -> list[QueueStats]:
+        """Per queue counts and the oldest waiting job's age, from partial indexes only.
+
+        ``include_finished`` also counts retained succeeded/cancelled jobs: a scan of
+        history, for people; metrics and health pass False.
+        """
+
+
+    # -- visibility (store/<engine>/observe.py) -----------------------------------------
+    def queue_minutes_add(self, rows: list[QueueMinute]) -> None:
+        """Add per-minute finished counts (an upsert that sums)."""
+
+    def queue_minutes_list(self, since: datetime) -> list[QueueMinute]: ...
+
+    def queue_minutes_prune(self, keep_seconds: float) -> int: ...
+
+    def workers_running(self) -> dict[str, int]:
+        """Running jobs per worker id (a partial index)."""
+
+    def jobs_search(self, text: str | None = None, state: JobState | None = None,
+                    queue: str | None = None, limit: int = 50) -> list[Job]:
+        """Newest first; ``text`` matches a job id, a task name or a unique key."""
+
+    def jobs_discard(self, ids: list[int]) -> list[int]:
+        """Delete dead jobs (deleting is not a state change); returns the ids deleted."""
 
     # -- workers and leadership ---------------------------------------------------
     def workers_upsert(self, worker_id: str, host: str, pid: int,
@@ -137,6 +163,19 @@ class Store(Protocol):
     def schedules_resume(self, name: str,
                          resume: Callable[[ScheduleDef, datetime | None, datetime],
                                           tuple[Plan, str | None]]) -> Plan | None: ...
+    # -- durable workflows ------------------------------------------------------------
+    def workflow_steps_get(self, job_id: int) -> dict[str, StepRecord]: ...
+
+    def workflow_step_record(self, job_id: int, attempt: int, name: str, status: str,
+                             result_json: str | None, wake_at: datetime | None) -> bool:
+        """Record a step, fenced by attempt; False if this attempt no longer holds the job."""
+
+    def workflow_event_take(self, job_id: int, attempt: int, name: str,
+                            step: str) -> tuple[bool, Any]:
+        """Consume the oldest pending event ``name`` and record it as ``step``, atomically."""
+
+    def workflow_event_send(self, job_id: int, name: str, payload_json: str) -> int:
+        """Store an event for a workflow and wake it."""
 
     # -- test support ----------------------------------------------------------------
     def debug_install_transition_guard(self) -> None:

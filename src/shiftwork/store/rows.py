@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -60,3 +61,15 @@ def log_rejected(kind: str, stale: list[tuple[int, int]]) -> None:
             "(lease lost and re-claimed, or cancelled)", kind, job_id, attempt,
             extra={"job_id": job_id, "attempt": attempt, "event": "job.stale_write"},
         )
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One recorded workflow step."""
+
+    name: str
+    status: str  # done | sleeping | waiting
+    result: Any
+    wake_at: datetime | None
+    attempt: int
+    updated_at: datetime | None

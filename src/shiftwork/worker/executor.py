@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..context import JobContext
 from ..errors import JobCancelled, RetryIn, Snooze
 from ..job import ClaimedJob
+from ..observe.tracing import execution_span
 from ..outcome import Outcome
 from ..payload import encode_json
 from ..states import JobState
@@ -136,7 +137,8 @@ class Executor:
                 if not run.in_user_code:
                     return  # timed out or shut down before it started
                 try:
-                    result = run.task.fn(*args, **kwargs)
+                    with execution_span(run.job):
+                        result = run.task.fn(*args, **kwargs)
                 finally:
                     with run.lock:
                         run.in_user_code = False
@@ -160,7 +162,8 @@ class Executor:
         args, kwargs = self.call_args(run)
         timeout = run.task.options.timeout
         try:
-            result = await asyncio.wait_for(run.task.fn(*args, **kwargs), timeout)
+            with execution_span(run.job):
+                result = await asyncio.wait_for(run.task.fn(*args, **kwargs), timeout)
             outcome = self.outcome_for_success(run, result)
         except TimeoutError as exc:
             outcome = self.outcome_for_error(run, TimeoutError(

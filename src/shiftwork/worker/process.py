@@ -29,6 +29,7 @@ _SPAWN = multiprocessing.get_context("spawn")
 def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Connection) -> None:
     from ..context import JobContext
     from ..loader import load_app
+    from ..observe.tracing import execution_span
 
     app = None
     try:
@@ -39,9 +40,10 @@ def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Con
             args.insert(0, JobContext(app, job["id"], task_name, job["queue"], job["attempt"],
                                       job["max_attempts"], last_checkpoint=job["checkpoint"],
                                       meta=job["meta"]))
-        result = task.fn(*args, **job["kwargs"])
-        if asyncio.iscoroutine(result):
-            result = asyncio.run(result)
+        with execution_span(job):
+            result = task.fn(*args, **job["kwargs"])
+            if asyncio.iscoroutine(result):
+                result = asyncio.run(result)
         conn.send(("ok", encode_json(result, f"{task_name}: return value")
                    if result is not None else None))
     except Snooze as exc:
@@ -67,7 +69,7 @@ def run_in_process(executor: Executor, run: Run) -> None:
     parent, child = _SPAWN.Pipe(duplex=False)
     proc = _SPAWN.Process(target=_child_main, name=f"shiftwork-job-{job.id}", daemon=True, args=(
         executor.app.import_path, job.task,
-        {"id": job.id, "queue": job.queue, "attempt": job.attempt,
+        {"id": job.id, "task": job.task, "queue": job.queue, "attempt": job.attempt,
          "max_attempts": job.max_attempts, "args": job.args, "kwargs": job.kwargs,
          "checkpoint": job.checkpoint, "meta": job.meta}, child))
     proc.start()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from ..schedule import (
@@ -322,20 +322,63 @@ def schedules_health(app: App) -> list[str]:
     return problems
 
 
-def _problems(info: ScheduleInfo, grace: timedelta) -> list[str]:
-    out: list[str] = []
+class ScheduleObserver:
+    """Schedules as ``app.observers`` shows them (metrics, ``shiftwork health``, dashboard).
+
+    Late means: the dead-man switch found an occurrence late and nothing has succeeded
+    since, or the schedule is not firing at all (its next fire is overdue).
+    """
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    def schedules_status(self) -> list[Any]:
+        from ..observe.hooks import ScheduleStatus
+
+        grace = on_time_grace(self.app)
+        out = []
+        for info in self.app.store.schedules_list():
+            why = lateness(info, grace)
+            out.append(ScheduleStatus(
+                name=info.name, next_fire_at=info.next_fire_at,
+                last_success_at=info.last_success_at, late=why is not None,
+                reason=why or "", cron=f"{info.defn.cron} ({info.defn.tz})",
+                task=info.defn.task, paused=info.paused))
+        return out
+
+    def schedule_trigger(self, name: str) -> int:
+        return trigger(self.app, name)
+
+    @staticmethod
+    def paused_on_failure(app: App) -> list[Any]:
+        """A health check: schedules that paused themselves after a failed run."""
+        from ..observe.health import Problem
+
+        return [Problem("schedule_paused", i.name, f"schedule {i.name} is {i.paused_reason}")
+                for i in app.store.schedules_list()
+                if i.paused and (i.paused_reason or "").startswith("paused on failure")]
+
+
+def lateness(info: ScheduleInfo, grace: timedelta) -> str | None:
+    """Why a schedule is late, in words, or None when it is not."""
     now = info.now
     if info.late(now):
         since = info.last_late_fire_at or info.next_fire_at
-        out.append(f"schedule {info.name} is late: no success within "
-                   f"{info.defn.expect_success_within:g}s of its fire at "
-                   f"{iso_z(since) if since else '?'}")
-    elif (not info.paused and info.next_fire_at is not None
-          and now - info.next_fire_at > 2 * grace):
-        out.append(f"schedule {info.name} is not firing: its fire at "
-                   f"{iso_z(info.next_fire_at)} is {(now - info.next_fire_at).total_seconds():.0f}"
-                   "s overdue; is any worker running?")
+        return (f"no success within {info.defn.expect_success_within:g}s of its fire at "
+                f"{iso_z(since) if since else '?'}")
+    if (not info.paused and info.removed_at is None and info.next_fire_at is not None
+            and now - info.next_fire_at > 2 * grace):
+        return (f"not firing: its fire at {iso_z(info.next_fire_at)} is "
+                f"{(now - info.next_fire_at).total_seconds():.0f}s overdue; "
+                "is any worker running?")
+    return None
+
+
+def _problems(info: ScheduleInfo, grace: timedelta) -> list[str]:
+    out: list[str] = []
+    why = lateness(info, grace)
+    if why is not None:
+        out.append(f"schedule {info.name} is late: {why}")
     if info.paused and info.paused_reason and info.paused_reason.startswith("paused on failure"):
         out.append(f"schedule {info.name} is {info.paused_reason}")
     return out
-

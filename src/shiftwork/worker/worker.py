@@ -16,6 +16,7 @@ from ..context import JobContext
 from ..errors import ConfigurationError, StorageError, UnknownTaskError
 from ..job import ClaimedJob
 from ..names import check_queue
+from ..observe.worker import worker_services
 from ..outcome import Outcome
 from ..states import JobState
 from .completer import Completer
@@ -54,7 +55,8 @@ class Worker:
 
     def __init__(self, app: App, queues: dict[str, int], *, grace: float = 30.0,
                  connect_timeout: float = 60.0, name: str | None = None,
-                 process_queues: set[str] | frozenset[str] = frozenset()) -> None:
+                 process_queues: set[str] | frozenset[str] = frozenset(),
+                 metrics_port: int | None = None, metrics_host: str = "127.0.0.1") -> None:
         if not queues:
             raise ConfigurationError("a worker needs at least one queue, e.g. --queue default=10")
         for queue, concurrency in queues.items():
@@ -73,6 +75,8 @@ class Worker:
         self.process_queues = frozenset(process_queues)
         self.grace = grace
         self.connect_timeout = connect_timeout
+        self.metrics_port = metrics_port  # serve Prometheus /metrics here (0: any free port)
+        self.metrics_host = metrics_host
         self.id = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._runs: dict[tuple[int, int], Run] = {}
         self._runs_lock = threading.Lock()
@@ -124,7 +128,7 @@ class Worker:
         leader = Leader(self.app, self.id)
         self.services = [notifier, Heartbeat(self.app, self.id, self._on_heartbeat),
                          Rescuer(self.app), Scheduler(self.app, self.id, leader),
-                         leader, Watchdog(self)]
+                         leader, Watchdog(self), *worker_services(self)]
         for service in self.services:
             service.start()
         notifier.ready.wait(5.0)

@@ -59,7 +59,10 @@ SELECT pg_advisory_xact_lock(hashtextextended('shiftwork.limit.' || %(task)s, 0)
 UPDATE {schema}.jobs j
 SET state = u.state,
     finished_at = CASE WHEN u.state IN ('succeeded', 'dead', 'cancelled') THEN {now} END,
-    run_at = coalesce(u.run_at, j.run_at),
+    -- a snooze (back to scheduled) runs at once if a wake-up came while it ran
+    run_at = CASE WHEN u.state = 'scheduled' AND j.wake_requested THEN {now}
+                  ELSE coalesce(u.run_at, j.run_at) END,
+    wake_requested = false,
     errors = CASE WHEN u.error IS NULL THEN j.errors ELSE j.errors || jsonb_build_array(u.error) END,
     result = u.result,
     lease_expires_at = NULL,
@@ -141,18 +144,26 @@ DELETE FROM {schema}.jobs WHERE id IN (
 )
 
 -- name: queues_stats
-SELECT queue,
-       count(*) FILTER (WHERE state IN ('available', 'scheduled', 'retrying')
-                          AND run_at <= {now}) AS available,
-       count(*) FILTER (WHERE state IN ('scheduled', 'retrying') AND run_at > {now}) AS scheduled,
-       count(*) FILTER (WHERE state = 'running') AS running,
-       count(*) FILTER (WHERE state = 'dead') AS dead,
-       extract(epoch FROM {now} - min(run_at) FILTER (
-           WHERE state IN ('available', 'scheduled', 'retrying') AND run_at <= {now}))::float8
-           AS oldest_waiting_age
-FROM {schema}.jobs
-WHERE state IN ('available', 'scheduled', 'retrying', 'running', 'dead')
-GROUP BY queue
+-- One statement, three arms, each matching a partial index's predicate exactly, so
+-- the retained history of finished jobs is never read.
+WITH waiting AS (
+    SELECT queue,
+           count(*) FILTER (WHERE run_at <= {now}) AS available,
+           count(*) FILTER (WHERE run_at > {now}) AS scheduled,
+           min(run_at) FILTER (WHERE run_at <= {now}) AS oldest
+    FROM {schema}.jobs WHERE state IN ('available', 'scheduled', 'retrying')
+    GROUP BY queue
+), running AS (
+    SELECT queue, count(*) AS running FROM {schema}.jobs WHERE state = 'running' GROUP BY queue
+), dead AS (
+    SELECT queue, count(*) AS dead FROM {schema}.jobs WHERE state = 'dead' GROUP BY queue
+)
+SELECT q.queue, coalesce(w.available, 0), coalesce(w.scheduled, 0), coalesce(r.running, 0),
+       coalesce(d.dead, 0), extract(epoch FROM {now} - w.oldest)::float8 AS oldest_waiting_age
+FROM (SELECT queue FROM waiting UNION SELECT queue FROM running UNION SELECT queue FROM dead) q
+LEFT JOIN waiting w USING (queue)
+LEFT JOIN running r USING (queue)
+LEFT JOIN dead d USING (queue)
 
 -- name: queues_finished_counts
 SELECT queue, count(*) FILTER (WHERE state = 'succeeded') AS succeeded,

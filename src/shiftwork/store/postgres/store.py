@@ -23,7 +23,9 @@ from ...outcome import Outcome
 from ...states import JobState
 from ..rows import aware, decoded, job_from_row, legal_pairs, log_rejected, split_args
 from ..sqlfile import load_all_queries, load_migrations
+from .observe import PostgresObserve
 from .schedules import PostgresSchedules
+from .workflows import PostgresWorkflows
 
 log = logging.getLogger("shiftwork.store.postgres")
 
@@ -40,7 +42,7 @@ def describe_dsn(dsn: str) -> str:
     return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
 
 
-class PostgresStore(PostgresSchedules):
+class PostgresStore(PostgresWorkflows, PostgresObserve, PostgresSchedules):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,
@@ -350,10 +352,11 @@ class PostgresStore(PostgresSchedules):
             return c.execute(self.q["jobs_prune"], self._p(
                 finished=finished_older_than, dead=dead_older_than, limit=limit)).rowcount
 
-    def queues_stats(self) -> list[QueueStats]:
+    def queues_stats(self, include_finished: bool = True) -> list[QueueStats]:
         with self._conn() as c:
             active = c.execute(self.q["queues_stats"], self._p()).fetchall()
-            finished = {r[0]: (r[1], r[2]) for r in c.execute(self.q["queues_finished_counts"])}
+            finished = {r[0]: (r[1], r[2]) for r in c.execute(self.q["queues_finished_counts"])
+                        } if include_finished else {}
         out = {r[0]: QueueStats(queue=r[0], available=r[1], scheduled=r[2], running=r[3],
                                 succeeded=finished.get(r[0], (0, 0))[0],
                                 dead=r[4], cancelled=finished.get(r[0], (0, 0))[1],

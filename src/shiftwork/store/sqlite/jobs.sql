@@ -38,7 +38,10 @@ SELECT count(*) FROM jobs WHERE state = 'running' AND task = :task
 UPDATE jobs
 SET state = :state,
     finished_at = CASE WHEN :state IN ('succeeded', 'dead', 'cancelled') THEN :now END,
-    run_at = coalesce(:run_at, run_at),
+    -- a snooze (back to scheduled) runs at once if a wake-up came while it ran
+    run_at = CASE WHEN :state = 'scheduled' AND wake_requested THEN :now
+                  ELSE coalesce(:run_at, run_at) END,
+    wake_requested = 0,
     errors = CASE WHEN :error IS NULL THEN errors ELSE json_insert(errors, '$[#]', json(:error)) END,
     result = :result,
     lease_expires_at = NULL,
@@ -105,16 +108,23 @@ DELETE FROM jobs WHERE id IN (
 )
 
 -- name: queues_stats
-SELECT queue,
-       sum(state IN ('available', 'scheduled', 'retrying') AND run_at <= :now) AS available,
-       sum(state IN ('scheduled', 'retrying') AND run_at > :now) AS scheduled,
-       sum(state = 'running') AS running,
-       sum(state = 'dead') AS dead,
-       :now - min(CASE WHEN state IN ('available', 'scheduled', 'retrying') AND run_at <= :now
-                       THEN run_at END) AS oldest_waiting_age
-FROM jobs
-WHERE state IN ('available', 'scheduled', 'retrying', 'running', 'dead')
-GROUP BY queue
+-- Three arms, each matching a partial index's predicate, so finished history is never read.
+WITH waiting AS (
+    SELECT queue, sum(run_at <= :now) AS available, sum(run_at > :now) AS scheduled,
+           min(CASE WHEN run_at <= :now THEN run_at END) AS oldest
+    FROM jobs WHERE state IN ('available', 'scheduled', 'retrying')
+    GROUP BY queue
+), running AS (
+    SELECT queue, count(*) AS running FROM jobs WHERE state = 'running' GROUP BY queue
+), dead AS (
+    SELECT queue, count(*) AS dead FROM jobs WHERE state = 'dead' GROUP BY queue
+)
+SELECT q.queue, coalesce(w.available, 0), coalesce(w.scheduled, 0), coalesce(r.running, 0),
+       coalesce(d.dead, 0), :now - w.oldest AS oldest_waiting_age
+FROM (SELECT queue FROM waiting UNION SELECT queue FROM running UNION SELECT queue FROM dead) q
+LEFT JOIN waiting w USING (queue)
+LEFT JOIN running r USING (queue)
+LEFT JOIN dead d USING (queue)
 
 -- name: queues_finished_counts
 SELECT queue, sum(state = 'succeeded'), sum(state = 'cancelled')

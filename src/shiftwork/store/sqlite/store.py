@@ -19,7 +19,9 @@ from ...outcome import Outcome
 from ...states import JobState
 from ..rows import job_from_row, legal_pairs, loads, log_rejected, split_args
 from ..sqlfile import load_all_queries, load_migrations
+from .observe import SQLiteObserve
 from .schedules import SQLiteSchedules
+from .workflows import SQLiteWorkflows
 
 log = logging.getLogger("shiftwork.store.sqlite")
 
@@ -32,7 +34,7 @@ def from_ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
-class SQLiteStore(SQLiteSchedules):
+class SQLiteStore(SQLiteWorkflows, SQLiteObserve, SQLiteSchedules):
     engine = "sqlite"
 
     def __init__(self, path: str, clock: Clock | None = None, busy_timeout: float = 30.0) -> None:
@@ -298,11 +300,12 @@ class SQLiteStore(SQLiteSchedules):
                 "now": self._now(), "finished": finished_older_than, "dead": dead_older_than,
                 "limit": limit}).rowcount
 
-    def queues_stats(self) -> list[QueueStats]:
+    def queues_stats(self, include_finished: bool = True) -> list[QueueStats]:
         c = self.conn
         now = self._now()
         active = c.execute(self.q["queues_stats"], {"now": now}).fetchall()
-        finished = {r[0]: (r[1], r[2]) for r in c.execute(self.q["queues_finished_counts"])}
+        finished = {r[0]: (r[1], r[2]) for r in c.execute(self.q["queues_finished_counts"])
+                    } if include_finished else {}
         out = {r[0]: QueueStats(queue=r[0], available=r[1], scheduled=r[2], running=r[3],
                                 succeeded=finished.get(r[0], (0, 0))[0], dead=r[4],
                                 cancelled=finished.get(r[0], (0, 0))[1],

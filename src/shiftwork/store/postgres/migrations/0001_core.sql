@@ -21,6 +21,7 @@ CREATE TABLE {schema}.jobs (
     progress         jsonb,
     checkpoint       jsonb,
     cancel_requested boolean     NOT NULL DEFAULT false,
+    wake_requested   boolean     NOT NULL DEFAULT false,  -- an event arrived for a running workflow
     meta             jsonb       NOT NULL DEFAULT '{}'
 ) WITH (fillfactor = 80);
 

@@ -21,6 +21,7 @@ CREATE TABLE jobs (
     progress         TEXT,
     checkpoint       TEXT,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
+    wake_requested   INTEGER NOT NULL DEFAULT 0,  -- an event arrived for a running workflow
     meta             TEXT    NOT NULL DEFAULT '{}'
 );
 

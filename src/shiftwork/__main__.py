@@ -1,0 +1,5 @@
+"""`python -m shiftwork`: the command line."""
+
+from .cli import main
+
+main()

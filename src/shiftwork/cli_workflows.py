@@ -1,0 +1,55 @@
+"""``shiftwork workflows``: a workflow's recorded steps, and sending it events."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.table import Table
+
+from .cli import _open, _when, app_option, console, dsn_option, main, schema_option
+from .errors import PayloadError
+
+
+@main.group()
+def workflows() -> None:
+    """Durable workflows: history and events."""
+
+
+@workflows.command("show")
+@click.argument("workflow_id", type=int)
+@app_option
+@dsn_option
+@schema_option
+def workflows_show(workflow_id: int, app_spec: str | None, dsn: str | None, schema: str) -> None:
+    """The workflow's job state and every recorded step."""
+    app = _open(app_spec, dsn, schema)
+    job = app.get_job(workflow_id)
+    console.print(f"[bold]workflow {job.id}[/bold]  {job.task}  state={job.state.value}  "
+                  f"next run {_when(job.run_at)}", highlight=False)
+    table = Table()
+    for col in ("step", "status", "result", "wake at (UTC)", "attempt", "recorded (UTC)"):
+        table.add_column(col)
+    for step in app.workflow_history(workflow_id):
+        table.add_row(step.name, step.status, json.dumps(step.result)[:60], _when(step.wake_at),
+                      str(step.attempt), _when(step.updated_at))
+    console.print(table)
+
+
+@workflows.command("signal")
+@click.argument("workflow_id", type=int)
+@click.argument("event")
+@click.option("--payload", default="null", help="JSON payload of the event.")
+@app_option
+@dsn_option
+@schema_option
+def workflows_signal(workflow_id: int, event: str, payload: str, app_spec: str | None,
+                     dsn: str | None, schema: str) -> None:
+    """Send EVENT to a workflow waiting for it (kept if it is not waiting yet)."""
+    app = _open(app_spec, dsn, schema)
+    try:
+        value = json.loads(payload)
+    except json.JSONDecodeError as exc:
+        raise PayloadError(f"--payload must be JSON: {exc}") from None
+    event_id = app.send_event(workflow_id, event, value)
+    console.print(f"event {event_id} sent to workflow {workflow_id}")

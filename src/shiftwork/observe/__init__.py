@@ -1,0 +1,11 @@
+"""Visibility: metrics, health, structured logs, tracing and the live views.
+
+Importing this package is cheap: Prometheus, OpenTelemetry and the web stack are
+imported only by the modules that need them.
+"""
+
+from .health import HealthReport, Problem, check_health
+from .hooks import Observers, SchedulesSource, ScheduleStatus
+
+__all__ = ["HealthReport", "Observers", "Problem", "ScheduleStatus", "SchedulesSource",
+           "check_health"]

@@ -1,0 +1,110 @@
+"""Is work flowing? Queue thresholds, live workers, late schedules, and plugged-in checks.
+
+``check_health(app)`` answers with a :class:`HealthReport`; ``shiftwork health``
+prints it and exits non-zero when it has problems, so any monitoring system can
+use it as a probe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..errors import StorageError
+from ..job import QueueStats, WorkerInfo
+from .hooks import ScheduleStatus
+
+if TYPE_CHECKING:
+    from ..app import App
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason the system is unhealthy."""
+
+    kind: str  # "queue_stalled", "schedule_late", "no_worker", "database", or a plugin's own
+    subject: str  # the queue, schedule or component concerned
+    message: str  # what is wrong and what to look at, in words
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    checked_at: datetime | None
+    problems: list[Problem] = field(default_factory=list)
+    queues: list[QueueStats] = field(default_factory=list)
+    workers_alive: int = 0
+    schedules: list[ScheduleStatus] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def worker_stale_after(app: App) -> float:
+    """A worker whose last heartbeat is older than this is not counted as alive."""
+    s = app.settings
+    return max(3 * s.heartbeat_interval, s.lease_seconds)
+
+
+def alive_workers(app: App, workers: list[WorkerInfo], now: datetime) -> list[WorkerInfo]:
+    stale = worker_stale_after(app)
+    return [w for w in workers if (now - w.heartbeat_at).total_seconds() <= stale]
+
+
+def max_wait_for(app: App, queue: str, default: float | None = None) -> float | None:
+    options = app.queue_options.get(queue)
+    if options is not None and options.max_wait is not None:
+        return options.max_wait
+    return default
+
+
+def queue_problems(app: App, stats: list[QueueStats],
+                   default_max_wait: float | None = None) -> list[Problem]:
+    problems = []
+    for s in stats:
+        limit = max_wait_for(app, s.queue, default_max_wait)
+        age = s.oldest_waiting_age
+        if limit is not None and age is not None and age > limit:
+            paused = " (the queue is paused)" if s.paused else ""
+            problems.append(Problem(
+                "queue_stalled", s.queue,
+                f"queue {s.queue}: oldest waiting job has waited {age:.0f}s, over its max_wait "
+                f"of {limit:.0f}s{paused}; {s.available} waiting, {s.running} running: are its "
+                "workers up and keeping pace?"))
+    return problems
+
+
+def check_health(app: App, *, default_max_wait: float | None = None,
+                 require_worker: bool = True) -> HealthReport:
+    """Check queues against their ``max_wait``, live workers, schedules and plugged-in checks.
+
+    ``default_max_wait`` applies to queues that declare none (``app.queue(name, max_wait=)``).
+    """
+    store = app.store
+    try:
+        now = store.db_now()
+        stats = store.queues_stats(include_finished=False)
+        workers = store.workers_list()
+    except StorageError as exc:
+        return HealthReport(None, [Problem("database", "database",
+                                           f"cannot read the job tables: {exc}")])
+    problems = queue_problems(app, stats, default_max_wait)
+    alive = alive_workers(app, workers, now)
+    if require_worker and not alive:
+        last = max((w.heartbeat_at for w in workers), default=None)
+        seen = (f"last heartbeat {(now - last).total_seconds():.0f}s ago" if last
+                else "none has ever registered")
+        problems.append(Problem("no_worker", "workers",
+                                f"no worker is alive ({seen}): start `shiftwork worker`"))
+    schedules = app.observers.schedules_status()
+    for sch in schedules:
+        if sch.late:
+            why = f": {sch.reason}" if sch.reason else ""
+            problems.append(Problem("schedule_late", sch.name, f"schedule {sch.name} is late{why}"))
+    for check in list(app.observers.health_checks):
+        problems.extend(check(app))
+    return HealthReport(now, problems, stats, len(alive), schedules)

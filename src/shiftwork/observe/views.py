@@ -1,0 +1,73 @@
+"""What `shiftwork top` and the dashboard show, computed once from a few cheap queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from ..job import QueueStats, WorkerInfo
+from .health import alive_workers, max_wait_for
+from .hooks import ScheduleStatus
+from .records import QueueMinute
+
+if TYPE_CHECKING:
+    from ..app import App
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    stats: QueueStats
+    max_wait: float | None
+    per_minute: float  # finished jobs per minute over the last five minutes
+    last_hour: list[QueueMinute]  # one entry per minute that had finished jobs
+
+    @property
+    def over(self) -> bool:
+        age = self.stats.oldest_waiting_age
+        return self.max_wait is not None and age is not None and age > self.max_wait
+
+
+@dataclass(frozen=True)
+class WorkerRow:
+    info: WorkerInfo
+    alive: bool
+    in_flight: int
+    heartbeat_age: float
+
+
+@dataclass(frozen=True)
+class Overview:
+    now: datetime
+    queues: list[QueueRow]
+    workers: list[WorkerRow]
+    schedules: list[ScheduleStatus] = field(default_factory=list)
+
+    @property
+    def workers_alive(self) -> int:
+        return sum(1 for w in self.workers if w.alive)
+
+
+def overview(app: App, window: float = 3600.0) -> Overview:
+    store = app.store
+    now = store.db_now()
+    stats = {s.queue: s for s in store.queues_stats(include_finished=False)}
+    minutes = store.queue_minutes_list(now - timedelta(seconds=window))
+    by_queue: dict[str, list[QueueMinute]] = {}
+    for m in minutes:
+        by_queue.setdefault(m.queue, []).append(m)
+    known = set(stats) | set(by_queue) | set(app.queue_options) | {
+        t.options.queue for t in app.tasks.values()}
+    recent = now - timedelta(minutes=5)
+    rows = []
+    for queue in sorted(known):
+        s = stats.get(queue) or QueueStats(queue, 0, 0, 0, 0, 0, 0, None)
+        history = by_queue.get(queue, [])
+        finished = sum(m.finished for m in history if m.minute >= recent)
+        rows.append(QueueRow(s, max_wait_for(app, queue), finished / 5.0, history))
+    workers = store.workers_list()
+    alive = {w.id for w in alive_workers(app, workers, now)}
+    running = store.workers_running()
+    wrows = [WorkerRow(w, w.id in alive, running.get(w.id, 0),
+                       (now - w.heartbeat_at).total_seconds()) for w in workers]
+    return Overview(now, rows, wrows, app.observers.schedules_status())

@@ -1,0 +1,124 @@
+"""What visibility adds to a worker: the per-minute throughput recorder and /metrics."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ..worker.service import Service
+from .records import QueueMinute
+
+if TYPE_CHECKING:
+    from ..app import App
+    from ..worker.worker import Worker
+
+log = logging.getLogger("shiftwork.observe")
+
+#: How long per-minute counts are kept.
+MINUTES_KEPT = 24 * 3600.0
+_FIELD = {"job.succeeded": 0, "job.retried": 1, "job.dead": 2, "job.cancelled": 3}
+
+
+def worker_services(worker: Worker) -> list[Any]:
+    """Services a worker starts beside its own (called once from ``Worker.start``)."""
+    services: list[Any] = [ThroughputRecorder(worker.app)]
+    port = getattr(worker, "metrics_port", None)
+    if port is not None:
+        services.append(MetricsServer(worker.app, port, getattr(worker, "metrics_host",
+                                                                "127.0.0.1"),
+                                      in_flight=lambda: {worker.id: len(worker.runs_snapshot())}))
+    return services
+
+
+def minute_of(instant: datetime) -> datetime:
+    return instant.astimezone(UTC).replace(second=0, microsecond=0)
+
+
+class ThroughputRecorder(Service):
+    """Counts finished jobs per queue and minute from events; adds them to the database.
+
+    One upsert per flush, whatever the throughput; ``queue_minutes`` then answers
+    "how many per minute, lately" without counting the jobs table.
+    """
+
+    name = "throughput"
+
+    def __init__(self, app: App, interval: float = 5.0) -> None:
+        super().__init__(interval)
+        self.app = app
+        self._counts: dict[tuple[str, datetime], list[int]] = {}
+        self._lock = threading.Lock()
+        self._unsubscribe = app.events.subscribe(self._on_event)
+        self._flushes = 0
+
+    def _on_event(self, name: str, fields: dict[str, Any]) -> None:
+        index = _FIELD.get(name)
+        queue = fields.get("queue")
+        if index is None or not queue:
+            return
+        key = (str(queue), minute_of(self.app.clock.now()))
+        with self._lock:
+            self._counts.setdefault(key, [0, 0, 0, 0])[index] += 1
+
+    def flush(self) -> None:
+        with self._lock:
+            counts, self._counts = self._counts, {}
+        if not counts:
+            return
+        rows = [QueueMinute(q, m, *c) for (q, m), c in sorted(counts.items())]
+        try:
+            self.app.store.queue_minutes_add(rows)
+        except Exception:
+            with self._lock:  # keep them for the next flush
+                for (q, m), c in counts.items():
+                    mine = self._counts.setdefault((q, m), [0, 0, 0, 0])
+                    for i, v in enumerate(c):
+                        mine[i] += v
+            raise
+
+    def tick(self) -> None:
+        self.flush()
+        self._flushes += 1
+        if self._flushes % 120 == 1:
+            self.app.store.queue_minutes_prune(MINUTES_KEPT)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        super().stop(timeout)
+        self._unsubscribe()
+        try:
+            self.flush()
+        except Exception:
+            log.warning("could not write the last throughput counts", exc_info=True)
+
+
+class MetricsServer:
+    """Serves the worker's Prometheus metrics over HTTP (``--metrics-port``)."""
+
+    name = "metrics"
+
+    def __init__(self, app: App, port: int, host: str = "127.0.0.1",
+                 in_flight: Any = None) -> None:
+        from .metrics import Metrics
+
+        self.metrics = Metrics(app, in_flight=in_flight)
+        self.port = port
+        self.host = host
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        from .http import serve_metrics
+
+        if self._server is None:
+            self._server, self._thread = serve_metrics(self.metrics, self.host, self.port)
+            self.port = self._server.server_address[1]
+            log.info("metrics on http://%s:%d/metrics", self.host, self.port)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        self.metrics.close()

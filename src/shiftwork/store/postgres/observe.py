@@ -1,0 +1,60 @@
+"""PostgreSQL queries for visibility: per-minute throughput, workers, search, discard."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from psycopg.rows import dict_row
+
+from ...job import Job
+from ...observe.records import QueueMinute, search_params
+from ...states import JobState
+from ..rows import aware, decoded, job_from_row
+
+
+class PostgresObserve:
+    q: dict[str, str]
+
+    if TYPE_CHECKING:  # provided by the store class
+        def _conn(self, conn: Any = None) -> AbstractContextManager[Any]: ...
+        def _p(self, **params: Any) -> dict[str, Any]: ...
+
+    def queue_minutes_add(self, rows: list[QueueMinute]) -> None:
+        if not rows:
+            return
+        with self._conn() as c:
+            c.execute(self.q["queue_minutes_add"], {
+                "queues": [r.queue for r in rows], "minutes": [r.minute for r in rows],
+                "succeeded": [r.succeeded for r in rows], "retried": [r.retried for r in rows],
+                "dead": [r.dead for r in rows], "cancelled": [r.cancelled for r in rows]})
+
+    def queue_minutes_list(self, since: datetime) -> list[QueueMinute]:
+        with self._conn() as c:
+            rows = c.execute(self.q["queue_minutes_list"], {"since": since}).fetchall()
+        return [QueueMinute(r[0], aware(r[1]), r[2], r[3], r[4], r[5])  # type: ignore[arg-type]
+                for r in rows]
+
+    def queue_minutes_prune(self, keep_seconds: float) -> int:
+        with self._conn() as c:
+            cur = c.execute(self.q["queue_minutes_prune"], self._p(keep=keep_seconds))
+            return int(cur.rowcount)
+
+    def workers_running(self) -> dict[str, int]:
+        with self._conn() as c:
+            return {r[0]: r[1] for r in c.execute(self.q["workers_running"])}
+
+    def jobs_search(self, text: str | None = None, state: JobState | None = None,
+                    queue: str | None = None, limit: int = 50) -> list[Job]:
+        with self._conn() as c:
+            cur = c.cursor(row_factory=dict_row)
+            rows = cur.execute(self.q["jobs_search"], search_params(text, state, queue, limit))
+            return [job_from_row(r, aware, decoded) for r in rows.fetchall()]
+
+    def jobs_discard(self, ids: list[int]) -> list[int]:
+        if not ids:
+            return []
+        with self._conn() as c:
+            return sorted(r[0] for r in c.execute(self.q["jobs_discard"], {"ids": list(ids)}))
+

@@ -1,0 +1,66 @@
+"""SQLite queries for visibility: per-minute throughput, workers, search, discard."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ...job import Job
+from ...observe.records import QueueMinute, search_params
+from ...states import JobState
+from ..rows import job_from_row, loads
+
+
+def _from_ts(value: float) -> datetime:
+    from .store import from_ts
+
+    result = from_ts(value)
+    assert result is not None
+    return result
+
+
+class SQLiteObserve:
+    q: dict[str, str]
+
+    if TYPE_CHECKING:  # provided by the store class
+        @property
+        def conn(self) -> sqlite3.Connection: ...
+        def _tx(self, conn: Any = None, immediate: bool = True) -> AbstractContextManager[Any]: ...
+        def _now(self) -> float: ...
+
+    def queue_minutes_add(self, rows: list[QueueMinute]) -> None:
+        if not rows:
+            return
+        with self._tx() as c:
+            c.executemany(self.q["queue_minutes_add"], [{
+                "queue": r.queue, "minute": r.minute.timestamp(), "succeeded": r.succeeded,
+                "retried": r.retried, "dead": r.dead, "cancelled": r.cancelled} for r in rows])
+
+    def queue_minutes_list(self, since: datetime) -> list[QueueMinute]:
+        rows = self.conn.execute(self.q["queue_minutes_list"], {"since": since.timestamp()})
+        return [QueueMinute(r[0], _from_ts(r[1]), r[2], r[3], r[4], r[5]) for r in rows]
+
+    def queue_minutes_prune(self, keep_seconds: float) -> int:
+        with self._tx() as c:
+            return int(c.execute(self.q["queue_minutes_prune"],
+                                 {"now": self._now(), "keep": keep_seconds}).rowcount)
+
+    def workers_running(self) -> dict[str, int]:
+        return {r[0]: r[1] for r in self.conn.execute(self.q["workers_running"])}
+
+    def jobs_search(self, text: str | None = None, state: JobState | None = None,
+                    queue: str | None = None, limit: int = 50) -> list[Job]:
+        from .store import from_ts
+
+        rows = self.conn.execute(self.q["jobs_search"], search_params(text, state, queue, limit))
+        return [job_from_row(dict(r), from_ts, loads) for r in rows]
+
+    def jobs_discard(self, ids: list[int]) -> list[int]:
+        done = []
+        with self._tx() as c:
+            for job_id in ids:
+                if c.execute(self.q["jobs_discard"], {"id": job_id}).rowcount:
+                    done.append(job_id)
+        return sorted(done)

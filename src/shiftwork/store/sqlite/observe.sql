@@ -1,0 +1,30 @@
+-- Named queries for visibility (see the PostgreSQL file).
+
+-- name: queue_minutes_add
+INSERT INTO queue_minutes AS m (queue, minute, succeeded, retried, dead, cancelled)
+VALUES (:queue, :minute, :succeeded, :retried, :dead, :cancelled)
+ON CONFLICT (minute, queue) DO UPDATE
+SET succeeded = m.succeeded + excluded.succeeded, retried = m.retried + excluded.retried,
+    dead = m.dead + excluded.dead, cancelled = m.cancelled + excluded.cancelled
+
+-- name: queue_minutes_list
+SELECT queue, minute, succeeded, retried, dead, cancelled FROM queue_minutes
+WHERE minute >= :since ORDER BY minute, queue
+
+-- name: queue_minutes_prune
+DELETE FROM queue_minutes WHERE minute < :now - :keep
+
+-- name: workers_running
+SELECT worker_id, count(*) FROM jobs
+WHERE state = 'running' AND worker_id IS NOT NULL GROUP BY worker_id
+
+-- name: jobs_search
+SELECT * FROM jobs
+WHERE (:state IS NULL OR state = :state)
+  AND (:queue IS NULL OR queue = :queue)
+  AND (id = :id OR task = :text OR unique_key = :text OR unique_key = task || ':' || :text
+       OR (:text IS NULL AND :id IS NULL))
+ORDER BY id DESC LIMIT :limit
+
+-- name: jobs_discard
+DELETE FROM jobs WHERE id = :id AND state = 'dead'

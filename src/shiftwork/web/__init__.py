@@ -1,0 +1,8 @@
+"""The web dashboard: ``create_dashboard(app, token=...)`` is an ASGI application.
+
+Serve it with ``shiftwork dashboard myapp:app`` or mount it in your own ASGI server.
+"""
+
+from .dashboard import create_dashboard
+
+__all__ = ["create_dashboard"]
