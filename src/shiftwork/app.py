@@ -16,6 +16,7 @@ from .observe.hooks import Observers
 from .observe.tracing import enqueue_span
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES
 from .retry import DEFAULT_BACKOFF, Backoff
+from .schedule import LateRun, ScheduleDef, declare_schedule
 from .states import JobState
 from .store import Store, open_store
 from .task import JobRequest, Task, TaskOptions
@@ -72,10 +73,18 @@ class App:
         #: Called by the leader on every leadership tick with its term (scheduler, etc.).
         self.leader_duties: list[Callable[[int], None]] = []
         self.import_path: str | None = None  # "module:attr", set by the command line
+        #: Schedules declared in code; reconciled into the database when a worker starts.
+        self.schedules: dict[str, ScheduleDef] = {}
+        #: Called once per occurrence the dead-man switch finds late (see on_schedule_late).
+        self.schedule_late_hooks: list[Callable[[LateRun], None]] = []
         self.queue_options: dict[str, QueueOptions] = {}
         #: Visibility hooks (health checks, metric collectors, the schedules view): see
         #: shiftwork.observe and docs/observability.md.
         self.observers = Observers()
+        from .worker.scheduler import ScheduleObserver
+
+        self.observers.schedules = ScheduleObserver(self)  # metrics, health, dashboard
+        self.observers.health_checks.append(ScheduleObserver.paused_on_failure)
         self._store: Store | None = None
         self._store_lock = threading.Lock()
         # Validate the DSN now, so a typo fails at start-up, not at the first enqueue.
@@ -179,6 +188,50 @@ class App:
     def concurrency_limits(self, queue: str) -> dict[str, int]:
         return {t.name: t.options.concurrency for t in self.tasks.values()
                 if t.options.queue == queue and t.options.concurrency is not None}
+
+    # -- schedules -----------------------------------------------------------------------
+
+    def schedule(self, name: str, cron: str, task: Task[Any, Any] | str,
+                 args: tuple[Any, ...] | list[Any] = (), kwargs: dict[str, Any] | None = None,
+                 **policy: Any) -> ScheduleDef:
+        """Declare a schedule that enqueues ``task(*args, **kwargs)`` at each fire.
+
+        ``policy``: ``tz``, ``catchup``, ``catchup_window``, ``catchup_cap``, ``overlap``,
+        ``starting_deadline``, ``jitter``, ``expect_success_within``, ``pause_on_failure``,
+        ``queue``, ``priority`` (see docs/scheduling-policies.md). The cron expression, the
+        zone and the arguments are checked now.
+        """
+        t = task if isinstance(task, Task) else self.get_task(task)
+        if name in self.schedules:
+            raise ConfigurationError(f"schedule {name!r} is declared twice")
+        defn = declare_schedule(t, name, cron, tuple(args), dict(kwargs or {}), **policy)
+        self.schedules[name] = defn
+        return defn
+
+    def periodic(self, cron: str, *, name: str | None = None, tz: str = "UTC",
+                 args: tuple[Any, ...] | list[Any] = (), kwargs: dict[str, Any] | None = None,
+                 catchup: str = "latest", catchup_window: Any = None, catchup_cap: int = 100,
+                 overlap: str = "skip", starting_deadline: Any = None, jitter: Any = None,
+                 expect_success_within: Any = None, pause_on_failure: bool = False,
+                 **task_options: Any) -> Callable[[F], Task[Any, Any]]:
+        """Register a function as a task and schedule it: ``@app.periodic("0 2 * * *",
+        tz="Europe/Berlin")``. ``task_options`` are :meth:`task`'s (queue, timeout...)."""
+
+        def register(fn: F) -> Task[Any, Any]:
+            t: Task[Any, Any] = self.task(name=name, **task_options)(fn)
+            self.schedule(name or t.name, cron, t, args, kwargs, tz=tz, catchup=catchup,
+                          catchup_window=catchup_window, catchup_cap=catchup_cap,
+                          overlap=overlap, starting_deadline=starting_deadline, jitter=jitter,
+                          expect_success_within=expect_success_within,
+                          pause_on_failure=pause_on_failure)
+            return t
+
+        return register
+
+    def on_schedule_late(self, fn: Callable[[LateRun], None]) -> Callable[[LateRun], None]:
+        """Register an alert hook, called by the leader once per late occurrence."""
+        self.schedule_late_hooks.append(fn)
+        return fn
 
     # -- enqueue ----------------------------------------------------------------------
 

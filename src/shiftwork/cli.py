@@ -317,6 +317,9 @@ from . import cli_longjobs, cli_workflows  # noqa: E402, F401
 from .cli_observe import register as _register_observe  # noqa: E402
 
 _register_observe(main)  # health, top, metrics, dashboard
+from .cli_schedules import register as _register_schedules  # noqa: E402
+
+_register_schedules(main)  # schedules, cron
 
 if __name__ == "__main__":
     # Run the importable module's group, where the sub-command modules registered.

@@ -31,6 +31,14 @@ LEVELS = {
     "worker.stopped": logging.INFO,
     "leader.elected": logging.INFO,
     "leader.lost": logging.WARNING,
+    "schedule.fired": logging.DEBUG,
+    "schedule.skipped": logging.INFO,
+    "schedule.missed": logging.WARNING,
+    "schedule.late": logging.ERROR,
+    "schedule.run_failed": logging.WARNING,
+    "schedule.cancel_other": logging.INFO,
+    "schedule.paused": logging.INFO,
+    "schedule.resumed": logging.INFO,
 }
 
 

@@ -8,6 +8,7 @@ expects and, where a worker writes, by the attempt number (the fencing token).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
@@ -16,6 +17,7 @@ from ..checkpoint import Touch
 from ..job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
 from ..observe.records import QueueMinute
 from ..outcome import Outcome
+from ..schedule import Applied, LateRun, Plan, RunStatus, ScheduleDef, ScheduleInfo, ScheduleRun
 from ..states import JobState
 from .records import EffectRecord
 from .rows import StepRecord
@@ -150,6 +152,51 @@ class Store(Protocol):
     def effect_keys_prune(self, limit: int = 10_000) -> int:
         """Delete effect keys past their retention; returns how many."""
 
+
+    # -- schedules (shared logic in store/schedules.py, SQL in each engine's schedules.sql) --
+    def schedules_reconcile(self, defs: list[ScheduleDef],
+                            first_fire: Callable[[ScheduleDef, datetime], datetime]
+                            ) -> dict[str, str]:
+        """Make stored schedules match the declared ones, keeping unchanged cursors."""
+
+    def schedules_exist(self) -> bool:
+        """Whether any schedule was ever stored."""
+
+    def schedules_due(self) -> list[str]:
+        """Names of schedules with a cursor due or buffered runs to release."""
+
+    def schedules_apply(self, name: str,
+                        planner: Callable[[ScheduleDef, Any, datetime], Plan],
+                        owner: str | None = None, term: int | None = None) -> Applied:
+        """One transaction: snapshot, plan, write (jobs, occurrences, cursor).
+
+        With ``term``, raises NotLeader unless that leadership still holds.
+        """
+
+    def schedule_runs_sync(self, owner: str, term: int
+                           ) -> list[tuple[str, datetime, RunStatus, int | None]]:
+        """Copy finished jobs' outcomes onto their occurrences."""
+
+    def schedule_runs_expire(self, owner: str, term: int) -> list[tuple[str, datetime, int]]:
+        """Cancel as missed the jobs not started by fire instant + starting deadline."""
+
+    def schedule_runs_check_late(self, owner: str, term: int) -> list[LateRun]:
+        """Dead-man switch: returns each newly late occurrence once."""
+
+    def schedule_runs_prune(self, older_than: float) -> int: ...
+
+    def schedules_list(self, include_removed: bool = False) -> list[ScheduleInfo]: ...
+
+    def schedules_get(self, name: str) -> ScheduleInfo: ...
+
+    def schedule_runs_list(self, name: str, limit: int = 50) -> list[ScheduleRun]: ...
+
+    def schedules_set_paused(self, name: str, paused: bool, reason: str | None = None
+                             ) -> None: ...
+
+    def schedules_resume(self, name: str,
+                         resume: Callable[[ScheduleDef, datetime | None, datetime],
+                                          tuple[Plan, str | None]]) -> Plan | None: ...
     # -- durable workflows ------------------------------------------------------------
     def workflow_steps_get(self, job_id: int) -> dict[str, StepRecord]: ...
 

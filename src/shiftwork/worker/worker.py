@@ -25,6 +25,7 @@ from .maintenance import Heartbeat, Leader, Rescuer
 from .notifier import Notifier
 from .pool import ThreadPool
 from .producer import Producer
+from .scheduler import Scheduler
 from .service import Service
 
 if TYPE_CHECKING:
@@ -124,9 +125,10 @@ class Worker:
             self.pools[queue] = ThreadPool(concurrency, queue)
             self.producers[queue] = Producer(self.app, queue, concurrency, self.id, self._dispatch)
         notifier = Notifier(self.app.store, self._wake)
+        leader = Leader(self.app, self.id)
         self.services = [notifier, Heartbeat(self.app, self.id, self._on_heartbeat),
-                         Rescuer(self.app), Leader(self.app, self.id), Watchdog(self),
-                         *worker_services(self)]
+                         Rescuer(self.app), Scheduler(self.app, self.id, leader),
+                         leader, Watchdog(self), *worker_services(self)]
         for service in self.services:
             service.start()
         notifier.ready.wait(5.0)

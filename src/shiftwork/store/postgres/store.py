@@ -25,6 +25,7 @@ from ..rows import aware, decoded, job_from_row, legal_pairs, log_rejected, spli
 from ..sqlfile import load_all_queries, load_migrations
 from .long_jobs import PostgresLongJobs
 from .observe import PostgresObserve
+from .schedules import PostgresSchedules
 from .workflows import PostgresWorkflows
 
 log = logging.getLogger("shiftwork.store.postgres")
@@ -42,7 +43,8 @@ def describe_dsn(dsn: str) -> str:
     return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
 
 
-class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve):
+class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
+                    PostgresSchedules):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,

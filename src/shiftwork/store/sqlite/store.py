@@ -21,6 +21,7 @@ from ..rows import job_from_row, legal_pairs, loads, log_rejected, split_args
 from ..sqlfile import load_all_queries, load_migrations
 from .long_jobs import SQLiteLongJobs
 from .observe import SQLiteObserve
+from .schedules import SQLiteSchedules
 from .workflows import SQLiteWorkflows
 
 log = logging.getLogger("shiftwork.store.sqlite")
@@ -34,7 +35,7 @@ def from_ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
-class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve):
+class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedules):
     engine = "sqlite"
 
     def __init__(self, path: str, clock: Clock | None = None, busy_timeout: float = 30.0) -> None:

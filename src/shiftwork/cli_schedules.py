@@ -1,0 +1,229 @@
+"""``shiftwork schedules ...`` and ``shiftwork cron``: inspect and steer schedules."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from .cron import CronSchedule
+from .schedule import Catchup, Overlap, ScheduleInfo, iso_z
+
+console = Console()
+
+# The same options as the rest of the command (defined here so that this module does not
+# import shiftwork.cli, which imports it: see register()).
+app_option = click.option("--app", "app_spec", metavar="MODULE:ATTR",
+                          help="Your App, e.g. myproject.jobs:app (or SHIFTWORK_APP).")
+dsn_option = click.option("--dsn", help="Database DSN instead of --app (or SHIFTWORK_DSN).")
+schema_option = click.option("--schema", default="shiftwork", show_default=True,
+                             help="PostgreSQL schema, with --dsn.")
+
+
+def register(group: click.Group) -> None:
+    """Attach ``schedules`` and ``cron`` to the ``shiftwork`` command group."""
+    group.add_command(schedules)
+    group.add_command(cron_command)
+
+
+def _open(app_spec: str | None, dsn: str | None, schema: str) -> Any:
+    from .cli import _open as open_app
+
+    return open_app(app_spec, dsn, schema)
+
+
+def parse_instant(text: str, what: str) -> datetime:
+    """ISO 8601 with an offset or ``Z``; a bare date or time without a zone is refused."""
+    try:
+        t = datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not an ISO 8601 instant, e.g. "
+                                 "2025-03-08T12:00:00Z", param_hint=what) from None
+    if t.tzinfo is None:
+        raise click.BadParameter(f"{text!r} has no time zone; add Z or an offset such as "
+                                 "+01:00", param_hint=what)
+    return t.astimezone(UTC)
+
+
+def _local(info_tz: str, t: datetime | None) -> str:
+    if t is None:
+        return "-"
+    return CronSchedule("* * * * *", info_tz).local(t).strftime("%Y-%m-%d %H:%M:%S%z")
+
+
+def _utc(t: datetime | None) -> str:
+    return iso_z(t.replace(microsecond=0)) if t else "-"
+
+
+def info_dict(info: ScheduleInfo) -> dict[str, Any]:
+    d = info.defn
+    return {
+        "name": d.name, "cron": d.cron, "tz": d.tz, "task": d.task, "queue": d.queue,
+        "next_fire_utc": iso_z(info.next_fire_at) if info.next_fire_at else None,
+        "next_fire_local": (d.cron_schedule().local(info.next_fire_at).isoformat()
+                            if info.next_fire_at else None),
+        "last_fire_utc": iso_z(info.last_fire_at) if info.last_fire_at else None,
+        "last_success_utc": iso_z(info.last_success_at) if info.last_success_at else None,
+        "late": info.late(), "paused": info.paused, "paused_reason": info.paused_reason,
+        "catchup": d.catchup.value, "overlap": d.overlap.value, "not_run": info.not_run,
+        "pending": info.pending, "removed": info.removed_at is not None,
+    }
+
+
+@click.group(invoke_without_command=True)
+@app_option
+@dsn_option
+@schema_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def schedules(ctx: click.Context, app_spec: str | None, dsn: str | None, schema: str,
+              as_json: bool) -> None:
+    """List schedules: next fire (UTC and local), last fire, last success, late, paused."""
+    ctx.obj = {"app_spec": app_spec, "dsn": dsn, "schema": schema}
+    if ctx.invoked_subcommand is not None:
+        return
+    app = _open(app_spec, dsn, schema)
+    infos = app.store.schedules_list()
+    if as_json:
+        click.echo(json.dumps([info_dict(i) for i in infos], indent=2))
+        return
+    table = Table(title="schedules")
+    for col in ("name", "cron", "tz", "next fire (UTC)", "next fire (local)", "last fire",
+                "last success", "late", "paused", "not run"):
+        table.add_column(col)
+    for i in infos:
+        table.add_row(i.name, i.defn.cron, i.defn.tz, _utc(i.next_fire_at),
+                      _local(i.defn.tz, i.next_fire_at), _utc(i.last_fire_at),
+                      _utc(i.last_success_at), "[red]LATE[/red]" if i.late() else "",
+                      "paused" if i.paused else "", str(i.not_run))
+    console.print(table)
+
+
+def _app(ctx: click.Context) -> Any:
+    o = ctx.obj or {}
+    return _open(o.get("app_spec"), o.get("dsn"), o.get("schema", "shiftwork"))
+
+
+@schedules.command("next")
+@click.argument("name")
+@click.option("-n", "count", default=10, show_default=True, help="How many fire times.")
+@click.option("--after", help="Start after this instant (ISO 8601 with Z or an offset).")
+@click.pass_context
+def schedules_next(ctx: click.Context, name: str, count: int, after: str | None) -> None:
+    """Preview NAME's next fire times in UTC and local time (check DST before deploying)."""
+    from .worker.scheduler import preview
+
+    app = _app(ctx)
+    start = parse_instant(after, "--after") if after else None
+    defn = app.schedules.get(name) or app.store.schedules_get(name).defn
+    cron = defn.cron_schedule()
+    for f in preview(app, name, count, start):
+        console.print(f"{iso_z(f)}  {cron.local(f).isoformat()}", highlight=False)
+
+
+@schedules.command("pause")
+@click.argument("name")
+@click.pass_context
+def schedules_pause(ctx: click.Context, name: str) -> None:
+    """Stop firing NAME until resumed."""
+    from .worker.scheduler import pause
+
+    pause(_app(ctx), name)
+    console.print(f"paused {name}")
+
+
+@schedules.command("resume")
+@click.argument("name")
+@click.option("--catchup", type=click.Choice([c.value for c in Catchup]),
+              help="Apply this catch-up policy to what came due while paused "
+                   "(default: record it as skipped and carry on from now).")
+@click.pass_context
+def schedules_resume(ctx: click.Context, name: str, catchup: str | None) -> None:
+    """Resume NAME."""
+    from .worker.scheduler import resume
+
+    plan = resume(_app(ctx), name, catchup)
+    if plan is None:
+        console.print(f"{name} was not paused")
+    elif catchup:
+        console.print(f"resumed {name}; the leader catches up with catchup={catchup}")
+    else:
+        console.print(f"resumed {name}; {len(plan.new) + plan.missed_unrecorded} occurrences "
+                      "that came due while paused were recorded as skipped")
+
+
+@schedules.command("trigger")
+@click.argument("name")
+@click.pass_context
+def schedules_trigger(ctx: click.Context, name: str) -> None:
+    """Run NAME now (one extra occurrence, keyed on the current instant)."""
+    from .worker.scheduler import trigger
+
+    job_id = trigger(_app(ctx), name)
+    console.print(f"enqueued job {job_id} for {name}")
+
+
+@schedules.command("backfill")
+@click.argument("name")
+@click.option("--from", "start", required=True, help="First instant (ISO 8601, inclusive).")
+@click.option("--to", "end", required=True, help="Last instant (ISO 8601, inclusive).")
+@click.option("--overlap", type=click.Choice([Overlap.BUFFER_ALL.value,
+                                              Overlap.ALLOW_ALL.value]),
+              default=Overlap.BUFFER_ALL.value, show_default=True,
+              help="buffer_all: one at a time, oldest first; allow_all: all at once.")
+@click.pass_context
+def schedules_backfill(ctx: click.Context, name: str, start: str, end: str,
+                       overlap: str) -> None:
+    """Run NAME's occurrences in a window that never ran (never duplicates one that did)."""
+    from .worker.scheduler import backfill
+
+    counts = backfill(_app(ctx), name, parse_instant(start, "--from"),
+                      parse_instant(end, "--to"), overlap)
+    console.print(f"backfill {name}: {counts['new']} new, {counts['rerun']} missed/skipped "
+                  f"ones re-run, {counts['already']} already ran (left alone)")
+
+
+@schedules.command("runs")
+@click.argument("name")
+@click.option("--limit", default=20, show_default=True)
+@click.pass_context
+def schedules_runs(ctx: click.Context, name: str, limit: int) -> None:
+    """Recent occurrences of NAME, including missed and skipped ones and why."""
+    app = _app(ctx)
+    table = Table(title=f"{name}: recent occurrences")
+    for col in ("fire (UTC)", "kind", "status", "job", "late", "reason"):
+        table.add_column(col)
+    for r in app.store.schedule_runs_list(name, limit):
+        table.add_row(iso_z(r.fire_at), r.kind.value, r.status.value,
+                      str(r.job_id or "-"), "LATE" if r.dms == "late" else "", r.reason or "")
+    console.print(table)
+
+
+@click.command("cron")
+@click.argument("expr")
+@click.option("--tz", default="UTC", show_default=True, help="IANA time zone.")
+@click.option("--after", help="Start after this instant (ISO 8601 with Z or an offset; "
+                              "default: now).")
+@click.option("-n", "count", default=5, show_default=True, help="How many fire instants.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON list of UTC instants (ISO 8601 with Z).")
+def cron_command(expr: str, tz: str, after: str | None, count: int, as_json: bool) -> None:
+    """Check a cron expression: print its next fire instants in UTC and local time."""
+    if count < 1:
+        raise click.BadParameter("must be at least 1", param_hint="-n")
+    sched = CronSchedule(expr, tz)  # a CronError names the bad field; main prints it
+    start = parse_instant(after, "--after") if after else datetime.now(UTC)
+    fires = []
+    for f in sched.iter_after(start):
+        fires.append(f)
+        if len(fires) >= count:
+            break
+    if as_json:
+        click.echo(json.dumps([iso_z(f) for f in fires]))
+        return
+    for f in fires:
+        console.print(f"{iso_z(f)}  {sched.local(f).isoformat()}", highlight=False)

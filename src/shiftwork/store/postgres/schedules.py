@@ -1,0 +1,43 @@
+"""PostgreSQL primitives for the schedule store (the transactions live in ../schedules.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC
+from typing import Any
+
+from psycopg.rows import dict_row
+
+from ..rows import aware
+from ..schedules import TIME_COLUMNS, ScheduleStoreLogic
+
+
+class PostgresSchedules(ScheduleStoreLogic):
+    """Mixed into :class:`PostgresStore`; uses its ``_conn``, ``_p`` and ``q``."""
+
+    _conn: Any
+    _p: Any
+    q: dict[str, str]
+
+    @contextmanager
+    def _s_tx(self) -> Iterator[Any]:
+        with self._conn() as c, c.transaction():
+            yield c
+
+    @contextmanager
+    def _s_read(self) -> Iterator[Any]:
+        with self._conn() as c:
+            yield c
+
+    def _s_rows(self, c: Any, query: str, **params: Any) -> list[dict[str, Any]]:
+        cur = c.cursor(row_factory=dict_row)
+        cur.execute(self.q[query], self._p(**params))
+        if cur.description is None:
+            return []
+        rows = cur.fetchall()
+        for r in rows:
+            for k in TIME_COLUMNS.intersection(r):
+                t = aware(r[k])
+                r[k] = None if t is None else t.astimezone(UTC)
+        return rows  # type: ignore[no-any-return]

@@ -1,0 +1,236 @@
+-- Named queries for schedules (PostgreSQL). Every write the leader makes runs in a
+-- transaction that first passes schedule_leader_check.
+
+-- name: schedule_leader_check
+-- No row lock: a leader paused inside its transaction must not block an election.
+SELECT {now} AS now FROM {schema}.leaders
+WHERE name = %(leader)s AND owner = %(owner)s AND term = %(term)s AND expires_at > {now}
+
+-- name: schedule_leader_recheck
+-- Just before commit, on the wall clock (now() is the transaction's start): a leader
+-- that was paused or cut off mid-transaction finds its lease gone and rolls back.
+SELECT 1 AS held FROM {schema}.leaders
+WHERE name = %(leader)s AND owner = %(owner)s AND term = %(term)s
+  AND expires_at > coalesce(%(now)s::timestamptz, clock_timestamp())
+
+-- name: schedule_now
+SELECT {now} AS now
+
+-- name: schedules_lock_all
+SELECT pg_advisory_xact_lock(hashtextextended('shiftwork.schedules', 0))
+
+-- name: schedules_exist
+SELECT EXISTS (SELECT 1 FROM {schema}.schedules) AS any
+
+-- name: schedules_all
+SELECT * FROM {schema}.schedules ORDER BY name
+
+-- name: schedules_insert
+INSERT INTO {schema}.schedules (name, cron, tz, task, args, queue, priority, max_attempts,
+    timeout, catchup, catchup_window, catchup_cap, overlap, starting_deadline, jitter,
+    expect_success_within, pause_on_failure, definition_hash, next_fire_at, created_at,
+    updated_at)
+VALUES (%(name)s, %(cron)s, %(tz)s, %(task)s, %(args)s::jsonb, %(queue)s, %(priority)s,
+    %(max_attempts)s, %(timeout)s, %(catchup)s, %(catchup_window)s, %(catchup_cap)s,
+    %(overlap)s, %(starting_deadline)s, %(jitter)s, %(expect_success_within)s,
+    %(pause_on_failure)s, %(definition_hash)s, %(next_fire_at)s, {now}, {now})
+
+-- name: schedules_update_definition
+UPDATE {schema}.schedules
+SET cron = %(cron)s, tz = %(tz)s, task = %(task)s, args = %(args)s::jsonb, queue = %(queue)s,
+    priority = %(priority)s, max_attempts = %(max_attempts)s, timeout = %(timeout)s,
+    catchup = %(catchup)s, catchup_window = %(catchup_window)s, catchup_cap = %(catchup_cap)s,
+    overlap = %(overlap)s, starting_deadline = %(starting_deadline)s, jitter = %(jitter)s,
+    expect_success_within = %(expect_success_within)s, pause_on_failure = %(pause_on_failure)s,
+    definition_hash = %(definition_hash)s, updated_at = {now}, removed_at = NULL,
+    next_fire_at = CASE WHEN %(reset_cursor)s THEN %(next_fire_at)s::timestamptz
+                        ELSE next_fire_at END
+WHERE name = %(name)s
+
+-- name: schedules_mark_removed
+UPDATE {schema}.schedules SET removed_at = {now}, updated_at = {now}
+WHERE name = %(name)s AND removed_at IS NULL
+
+-- name: schedules_get
+SELECT * FROM {schema}.schedules WHERE name = %(name)s
+
+-- name: schedules_lock_one
+SELECT * FROM {schema}.schedules WHERE name = %(name)s FOR UPDATE
+
+-- name: schedules_try_lock_one
+-- The leader skips a schedule another transaction is deciding (e.g. a paused ex-leader).
+SELECT * FROM {schema}.schedules WHERE name = %(name)s FOR UPDATE SKIP LOCKED
+
+-- name: schedules_due
+SELECT s.name FROM {schema}.schedules s
+WHERE s.removed_at IS NULL AND NOT s.paused
+  AND (s.next_fire_at IS NULL OR s.next_fire_at <= {now} OR s.catchup_override IS NOT NULL
+       OR (EXISTS (SELECT 1 FROM {schema}.schedule_runs p
+                   WHERE p.schedule = s.name AND p.status = 'pending')
+           AND (NOT EXISTS (SELECT 1 FROM {schema}.schedule_runs r
+                            JOIN {schema}.jobs j ON j.id = r.job_id
+                            WHERE r.schedule = s.name AND r.status = 'enqueued'
+                              AND j.state IN ('scheduled', 'available', 'running', 'retrying'))
+                OR (s.overlap IN ('cancel_other', 'terminate_other')
+                    AND EXISTS (SELECT 1 FROM {schema}.schedule_runs r
+                                JOIN {schema}.jobs j ON j.id = r.job_id
+                                WHERE r.schedule = s.name AND r.status = 'enqueued'
+                                  AND j.state IN ('scheduled', 'available', 'running',
+                                                  'retrying')
+                                  AND NOT j.cancel_requested)))))
+ORDER BY s.name
+
+-- name: schedule_runs_open
+SELECT r.fire_at, r.kind, r.status, r.job_id, j.state AS job_state,
+       coalesce(j.cancel_requested, false) AS cancel_requested
+FROM {schema}.schedule_runs r LEFT JOIN {schema}.jobs j ON j.id = r.job_id
+WHERE r.schedule = %(name)s AND r.status IN ('pending', 'enqueued')
+ORDER BY r.fire_at
+
+-- name: schedule_runs_insert
+INSERT INTO {schema}.schedule_runs (schedule, fire_at, kind, status, reason, run_at,
+                                    recorded_at, term, dms)
+VALUES (%(name)s, %(fire_at)s, %(kind)s, %(status)s, %(reason)s, %(run_at)s, {now},
+        %(term)s, %(dms)s)
+ON CONFLICT (schedule, fire_at) DO NOTHING
+RETURNING fire_at
+
+-- name: schedule_runs_set_job
+UPDATE {schema}.schedule_runs SET job_id = %(job_id)s
+WHERE schedule = %(name)s AND fire_at = %(fire_at)s
+
+-- name: schedule_runs_release
+UPDATE {schema}.schedule_runs
+SET status = %(status)s, reason = %(reason)s, run_at = %(run_at)s, term = %(term)s,
+    finished_at = %(finished_at)s
+WHERE schedule = %(name)s AND fire_at = %(fire_at)s AND status = 'pending'
+RETURNING fire_at
+
+-- name: schedule_runs_revive
+UPDATE {schema}.schedule_runs
+SET status = %(status)s, kind = 'backfill', reason = %(reason)s, run_at = %(run_at)s,
+    finished_at = NULL, dms = %(dms)s, dms_at = NULL
+WHERE schedule = %(name)s AND fire_at = %(fire_at)s AND status IN ('missed', 'skipped')
+RETURNING fire_at
+
+-- name: schedules_advance
+UPDATE {schema}.schedules
+SET next_fire_at = %(cursor)s,
+    catchup_override = CASE WHEN %(clear_override)s THEN NULL ELSE catchup_override END,
+    missed_unrecorded = missed_unrecorded + %(missed_unrecorded)s
+WHERE name = %(name)s AND next_fire_at IS NOT DISTINCT FROM %(old_cursor)s::timestamptz
+RETURNING name
+
+-- name: schedule_runs_sync
+UPDATE {schema}.schedule_runs r
+SET status = CASE j.state WHEN 'succeeded' THEN 'succeeded' WHEN 'dead' THEN 'failed'
+                          ELSE 'cancelled' END,
+    finished_at = j.finished_at
+FROM {schema}.jobs j
+WHERE r.status = 'enqueued' AND j.id = r.job_id AND j.state IN ('succeeded', 'dead', 'cancelled')
+RETURNING r.schedule, r.fire_at, r.status, r.job_id
+
+-- name: schedule_runs_sync_pruned
+UPDATE {schema}.schedule_runs r
+SET status = 'cancelled', reason = 'its job was deleted before its outcome was recorded',
+    finished_at = {now}
+WHERE r.status = 'enqueued' AND r.job_id IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.id = r.job_id)
+RETURNING r.schedule, r.fire_at, r.status, r.job_id
+
+-- name: schedule_runs_sync_reopened
+UPDATE {schema}.schedule_runs r
+SET status = 'enqueued', finished_at = NULL
+FROM {schema}.jobs j
+WHERE r.status IN ('failed', 'cancelled') AND j.id = r.job_id
+  AND j.state IN ('scheduled', 'available', 'running', 'retrying')
+RETURNING r.schedule, r.fire_at, r.status, r.job_id
+
+-- name: schedules_pause_on_failure
+UPDATE {schema}.schedules
+SET paused = true, paused_reason = %(reason)s, updated_at = {now}
+WHERE name = %(name)s AND pause_on_failure AND NOT paused
+RETURNING name
+
+-- name: schedule_runs_past_deadline
+SELECT r.schedule, r.fire_at, r.job_id, s.starting_deadline
+FROM {schema}.schedule_runs r
+JOIN {schema}.schedules s ON s.name = r.schedule
+JOIN {schema}.jobs j ON j.id = r.job_id
+WHERE r.status = 'enqueued' AND s.starting_deadline IS NOT NULL
+  AND r.fire_at + make_interval(secs => s.starting_deadline) < {now}
+  AND j.state IN ('scheduled', 'available') AND j.attempt = 0
+ORDER BY r.fire_at
+LIMIT 1000
+
+-- name: schedule_job_cancel_unstarted
+UPDATE {schema}.jobs
+SET state = 'cancelled', finished_at = {now},
+    errors = errors || jsonb_build_array(jsonb_build_object(
+        'attempt', 0, 'kind', 'starting_deadline', 'type', 'StartingDeadline',
+        'message', %(message)s::text, 'at', {now}))
+WHERE id = %(job_id)s AND state IN ('scheduled', 'available') AND attempt = 0
+RETURNING id
+
+-- name: schedule_runs_mark_missed
+UPDATE {schema}.schedule_runs
+SET status = 'missed', reason = %(reason)s, finished_at = {now}
+WHERE schedule = %(name)s AND fire_at = %(fire_at)s AND status = 'enqueued'
+
+-- name: schedule_runs_dms_due
+SELECT r.schedule, r.fire_at, r.status, r.job_id, r.reason, s.expect_success_within,
+       EXISTS (SELECT 1 FROM {schema}.schedule_runs ok
+               WHERE ok.schedule = r.schedule AND ok.status = 'succeeded'
+                 AND ok.finished_at >= r.fire_at
+                 AND ok.finished_at <= r.fire_at
+                     + make_interval(secs => s.expect_success_within)) AS ok
+FROM {schema}.schedule_runs r JOIN {schema}.schedules s ON s.name = r.schedule
+WHERE r.dms IS NULL AND s.expect_success_within IS NOT NULL
+  AND r.fire_at + make_interval(secs => s.expect_success_within) <= {now}
+ORDER BY r.fire_at
+LIMIT 1000
+
+-- name: schedule_runs_dms_set
+UPDATE {schema}.schedule_runs SET dms = %(dms)s, dms_at = {now}
+WHERE schedule = %(name)s AND fire_at = %(fire_at)s AND dms IS NULL
+RETURNING fire_at
+
+-- name: schedules_overview
+SELECT s.*,
+    (SELECT max(r.fire_at) FROM {schema}.schedule_runs r
+     WHERE r.schedule = s.name AND r.job_id IS NOT NULL) AS last_fire_at,
+    (SELECT max(r.finished_at) FROM {schema}.schedule_runs r
+     WHERE r.schedule = s.name AND r.status = 'succeeded') AS last_success_at,
+    (SELECT max(r.fire_at) FROM {schema}.schedule_runs r
+     WHERE r.schedule = s.name AND r.dms = 'late') AS last_late_fire_at,
+    (SELECT count(*) FROM {schema}.schedule_runs r
+     WHERE r.schedule = s.name AND r.status IN ('missed', 'skipped')) AS not_run,
+    (SELECT count(*) FROM {schema}.schedule_runs r
+     WHERE r.schedule = s.name AND r.status = 'pending') AS pending,
+    {now} AS now
+FROM {schema}.schedules s
+ORDER BY s.name
+
+-- name: schedule_runs_recent
+SELECT * FROM {schema}.schedule_runs
+WHERE schedule = %(name)s
+ORDER BY fire_at DESC
+LIMIT %(limit)s
+
+-- name: schedules_set_paused
+UPDATE {schema}.schedules
+SET paused = %(paused)s, paused_reason = %(reason)s, updated_at = {now}
+WHERE name = %(name)s AND removed_at IS NULL
+RETURNING name
+
+-- name: schedules_resume
+UPDATE {schema}.schedules
+SET paused = false, paused_reason = NULL, next_fire_at = %(cursor)s,
+    catchup_override = %(catchup_override)s, updated_at = {now}
+WHERE name = %(name)s AND paused
+RETURNING name
+
+-- name: schedule_runs_prune
+DELETE FROM {schema}.schedule_runs
+WHERE status NOT IN ('pending', 'enqueued')
+  AND recorded_at < {now} - make_interval(secs => %(older_than)s)

@@ -1,0 +1,394 @@
+"""Schedule storage shared by both engines: the transactions, written once.
+
+Each engine's mixin (``postgres/schedules.py``, ``sqlite/schedules.py``) supplies four
+primitives (a write transaction, a read connection, and running a named query from its
+own ``schedules.sql``, converting instants both ways); the SQL stays per engine.
+
+Exactly-once rests on two keys, not on leadership: ``schedule_runs``' primary key
+(schedule, fire instant), inserted in the same transaction as the job and the cursor
+advance, and the job's unique key. Leadership is checked on every leader write anyway
+(the leader row must still name this owner and term and be unexpired), so a paused or
+cut-off ex-leader writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+from ..errors import ShiftworkError
+from ..job import NewJob
+from ..schedule import (
+    ActiveRun,
+    Applied,
+    Catchup,
+    Decision,
+    LateRun,
+    PendingRun,
+    Plan,
+    RunKind,
+    RunStatus,
+    ScheduleDef,
+    ScheduleInfo,
+    ScheduleRun,
+    Snapshot,
+    job_key,
+    job_meta,
+)
+from ..states import ACTIVE, JobState
+
+LEADER_NAME = "shiftwork.leader"
+
+#: Columns that hold instants, converted from each engine's representation on read.
+TIME_COLUMNS = frozenset({
+    "now", "fire_at", "run_at", "recorded_at", "finished_at", "dms_at", "next_fire_at",
+    "created_at", "updated_at", "removed_at", "last_fire_at", "last_success_at",
+    "last_late_fire_at",
+})
+
+Planner = Callable[[ScheduleDef, Snapshot, datetime], Plan]
+
+
+class NotLeader(ShiftworkError):
+    """This scheduler's term is over: the write was not made."""
+
+
+class UnknownScheduleError(ShiftworkError, LookupError):
+    """No schedule with that name."""
+
+
+def def_from_row(row: dict[str, Any]) -> ScheduleDef:
+    args = row["args"]
+    return ScheduleDef(
+        name=row["name"], cron=row["cron"], tz=row["tz"], task=row["task"],
+        args_json=args if isinstance(args, str) else json.dumps(args, separators=(",", ":")),
+        queue=row["queue"], priority=row["priority"], max_attempts=row["max_attempts"],
+        timeout=row["timeout"], catchup=row["catchup"], catchup_window=row["catchup_window"],
+        catchup_cap=row["catchup_cap"], overlap=row["overlap"],
+        starting_deadline=row["starting_deadline"], jitter=row["jitter"],
+        expect_success_within=row["expect_success_within"],
+        pause_on_failure=bool(row["pause_on_failure"]),
+    )
+
+
+def def_params(d: ScheduleDef) -> dict[str, Any]:
+    return {
+        "name": d.name, "cron": d.cron, "tz": d.tz, "task": d.task, "args": d.args_json,
+        "queue": d.queue, "priority": d.priority, "max_attempts": d.max_attempts,
+        "timeout": d.timeout, "catchup": d.catchup.value, "catchup_window": d.catchup_window,
+        "catchup_cap": d.catchup_cap, "overlap": d.overlap.value,
+        "starting_deadline": d.starting_deadline, "jitter": d.jitter,
+        "expect_success_within": d.expect_success_within,
+        "pause_on_failure": d.pause_on_failure, "definition_hash": d.definition_hash(),
+    }
+
+
+def run_from_row(r: dict[str, Any]) -> ScheduleRun:
+    return ScheduleRun(schedule=r["schedule"], fire_at=r["fire_at"], kind=RunKind(r["kind"]),
+                       status=RunStatus(r["status"]), reason=r["reason"], job_id=r["job_id"],
+                       run_at=r["run_at"], recorded_at=r["recorded_at"],
+                       finished_at=r["finished_at"], dms=r["dms"])
+
+
+class ScheduleStoreLogic:
+    """The schedule half of the storage interface; engines provide the primitives."""
+
+    # -- primitives (per engine) ----------------------------------------------------
+
+    def _s_tx(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _s_read(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _s_rows(self, c: Any, query: str, **params: Any) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def jobs_insert(self, jobs: list[NewJob], conn: Any = None) -> Any:
+        raise NotImplementedError
+
+    def _s_one(self, c: Any, query: str, **params: Any) -> dict[str, Any] | None:
+        rows = self._s_rows(c, query, **params)
+        return rows[0] if rows else None
+
+    def _s_now(self, c: Any, owner: str | None, term: int | None) -> datetime:
+        """The transaction's instant; with a term, only while that leadership holds."""
+        if term is None:
+            row = self._s_one(c, "schedule_now")
+        else:
+            row = self._s_one(c, "schedule_leader_check", leader=LEADER_NAME, owner=owner,
+                              term=term)
+            if row is None:
+                raise NotLeader(f"term {term} of {owner} is over; nothing written")
+        assert row is not None
+        return row["now"]  # type: ignore[no-any-return]
+
+    def _s_recheck(self, c: Any, owner: str | None, term: int | None) -> None:
+        """Before commit: is the lease still ours? (A paused leader rolls back here.)"""
+        if term is not None and self._s_one(c, "schedule_leader_recheck", leader=LEADER_NAME,
+                                            owner=owner, term=term) is None:
+            raise NotLeader(f"term {term} of {owner} ended during the transaction; "
+                            "rolled back")
+
+    # -- declarations -------------------------------------------------------------------
+
+    def schedules_reconcile(self, defs: list[ScheduleDef],
+                            first_fire: Callable[[ScheduleDef, datetime], datetime]
+                            ) -> dict[str, str]:
+        """Make the stored schedules match the declared ones.
+
+        New ones are inserted with their first fire after now; changed ones are
+        updated, keeping their cursor unless the cron or the zone changed; unchanged
+        ones are left alone (cursor intact); stored ones no longer declared are marked
+        removed (kept, with their history; declaring them again revives them).
+        Returns ``{name: created | changed | unchanged | revived | removed}``.
+        """
+        report: dict[str, str] = {}
+        with self._s_tx() as c:
+            self._s_rows(c, "schedules_lock_all")
+            now = self._s_now(c, None, None)
+            stored = {r["name"]: r for r in self._s_rows(c, "schedules_all")}
+            for d in defs:
+                row = stored.get(d.name)
+                params = def_params(d)
+                if row is None:
+                    self._s_rows(c, "schedules_insert", **params,
+                                 next_fire_at=first_fire(d, now))
+                    report[d.name] = "created"
+                    continue
+                revived = row["removed_at"] is not None
+                if row["definition_hash"] == params["definition_hash"] and not revived:
+                    report[d.name] = "unchanged"
+                    continue
+                reset = revived or (row["cron"], row["tz"]) != (d.cron, d.tz)
+                self._s_rows(c, "schedules_update_definition", **params, reset_cursor=reset,
+                             next_fire_at=first_fire(d, now) if reset else None)
+                report[d.name] = "revived" if revived else "changed"
+            declared = {d.name for d in defs}
+            for name, row in stored.items():
+                if name not in declared and row["removed_at"] is None:
+                    self._s_rows(c, "schedules_mark_removed", name=name)
+                    report[name] = "removed"
+        return report
+
+    # -- the leader's pass ----------------------------------------------------------------
+
+    def schedules_exist(self) -> bool:
+        """Whether any schedule was ever stored (an app without any skips the passes)."""
+        with self._s_read() as c:
+            row = self._s_one(c, "schedules_exist")
+        return bool(row and row["any"])
+
+    def schedules_due(self) -> list[str]:
+        """Schedules with something to decide: a cursor due, buffered runs to release."""
+        with self._s_read() as c:
+            return [r["name"] for r in self._s_rows(c, "schedules_due")]
+
+    def schedules_apply(self, name: str, planner: Planner, owner: str | None = None,
+                        term: int | None = None) -> Applied:
+        """Read a schedule's snapshot, ask ``planner``, write the plan: one transaction.
+
+        With ``term`` the transaction first checks that this owner still holds that
+        leadership (raising :class:`NotLeader` otherwise); without, it is a person's
+        action (trigger, backfill) and relies on the keys alone.
+        """
+        with self._s_tx() as c:
+            now = self._s_now(c, owner, term)
+            row = self._s_one(c, "schedules_lock_one" if term is None
+                              else "schedules_try_lock_one", name=name)
+            if row is None:
+                if term is not None and self._s_one(c, "schedules_get", name=name):
+                    return Applied(Plan(), [], now)  # another transaction is deciding it
+                raise UnknownScheduleError(f"no schedule named {name!r}")
+            defn = def_from_row(row)
+            active, pending = [], []
+            for r in self._s_rows(c, "schedule_runs_open", name=name):
+                if r["status"] == RunStatus.PENDING:
+                    pending.append(PendingRun(r["fire_at"], RunKind(r["kind"])))
+                elif r["job_state"] is not None and JobState(r["job_state"]) in ACTIVE:
+                    active.append(ActiveRun(r["fire_at"], r["job_id"],
+                                            bool(r["cancel_requested"])))
+            override = row["catchup_override"]
+            snap = Snapshot(cursor=row["next_fire_at"], paused=bool(row["paused"]),
+                            catchup_override=Catchup(override) if override else None,
+                            active=tuple(active), pending=tuple(pending))
+            plan = planner(defn, snap, now)
+            written: list[tuple[str, Decision]] = []
+            enqueued = self._write_plan(c, defn, plan, term, now, written)
+            if plan.cursor is not None or plan.clear_override or plan.missed_unrecorded:
+                moved = self._s_one(c, "schedules_advance", name=name,
+                                    cursor=plan.cursor or snap.cursor,
+                                    old_cursor=snap.cursor, clear_override=plan.clear_override,
+                                    missed_unrecorded=plan.missed_unrecorded)
+                if moved is None:  # cannot happen under the row lock; never write half a plan
+                    raise ShiftworkError(f"schedule {name}: cursor moved under us; retrying")
+            self._s_recheck(c, owner, term)
+        return Applied(plan, enqueued, now, written)
+
+    def _write_plan(self, c: Any, defn: ScheduleDef, plan: Plan, term: int | None,
+                    now: datetime, written: list[tuple[str, Decision]] | None = None
+                    ) -> list[tuple[datetime, int]]:
+        enqueued: list[tuple[datetime, int]] = []
+        written = [] if written is None else written
+        for d in plan.new:
+            dms = None
+            if defn.expect_success_within is None or d.reason == "paused":
+                dms = "none"
+            inserted = self._s_one(c, "schedule_runs_insert", name=defn.name, fire_at=d.fire_at,
+                                   kind=d.kind.value, status=d.status.value, reason=d.reason,
+                                   run_at=d.run_at, term=term, dms=dms)
+            if inserted is not None:
+                written.append(("new", d))
+            if inserted is not None and d.status is RunStatus.ENQUEUED:
+                enqueued.append((d.fire_at, self._enqueue(c, defn, d)))
+        for d in plan.released:
+            done = self._s_one(c, "schedule_runs_release", name=defn.name, fire_at=d.fire_at,
+                               status=d.status.value, reason=d.reason, run_at=d.run_at,
+                               term=term,
+                               finished_at=now if d.status is RunStatus.MISSED else None)
+            if done is not None:
+                written.append(("released", d))
+            if done is not None and d.status is RunStatus.ENQUEUED:
+                enqueued.append((d.fire_at, self._enqueue(c, defn, d)))
+        for d in plan.revive:
+            dms = "none" if defn.expect_success_within is None else None
+            done = self._s_one(c, "schedule_runs_revive", name=defn.name, fire_at=d.fire_at,
+                               status=d.status.value, reason=d.reason, run_at=d.run_at, dms=dms)
+            if done is not None:
+                written.append(("revived", d))
+            if done is not None and d.status is RunStatus.ENQUEUED:
+                enqueued.append((d.fire_at, self._enqueue(c, defn, d)))
+        return enqueued
+
+    def _enqueue(self, c: Any, defn: ScheduleDef, d: Decision) -> int:
+        meta = job_meta(defn, defn.cron_schedule(), d.fire_at, d.kind)
+        job = NewJob(task=defn.task, queue=defn.queue, args_json=defn.args_json,
+                     priority=defn.priority, max_attempts=defn.max_attempts, run_at=d.run_at,
+                     unique_key=job_key(defn.name, d.fire_at), timeout=defn.timeout,
+                     meta_json=json.dumps(meta, separators=(",", ":")))
+        job_id = int(self.jobs_insert([job], conn=c)[0].id)
+        self._s_rows(c, "schedule_runs_set_job", name=defn.name, fire_at=d.fire_at,
+                     job_id=job_id)
+        return job_id
+
+    def schedule_runs_sync(self, owner: str, term: int
+                           ) -> list[tuple[str, datetime, RunStatus, int | None]]:
+        """Copy finished jobs' outcomes onto their occurrences; pause-on-failure.
+
+        Returns the occurrences whose status changed.
+        """
+        out: list[tuple[str, datetime, RunStatus, int | None]] = []
+        with self._s_tx() as c:
+            self._s_now(c, owner, term)
+            for query in ("schedule_runs_sync", "schedule_runs_sync_pruned",
+                          "schedule_runs_sync_reopened"):
+                for r in self._s_rows(c, query):
+                    out.append((r["schedule"], r["fire_at"], RunStatus(r["status"]),
+                                r["job_id"]))
+            for schedule, fire_at, status, job_id in out:
+                if status is RunStatus.FAILED:
+                    self._s_rows(c, "schedules_pause_on_failure", name=schedule,
+                                 reason=f"paused on failure: the run of {fire_at.isoformat()} "
+                                        f"(job {job_id}) failed")
+            self._s_recheck(c, owner, term)
+        return out
+
+    def schedule_runs_expire(self, owner: str, term: int) -> list[tuple[str, datetime, int]]:
+        """Cancel, as missed, jobs not started by fire instant + starting deadline."""
+        out: list[tuple[str, datetime, int]] = []
+        with self._s_tx() as c:
+            self._s_now(c, owner, term)
+            for r in self._s_rows(c, "schedule_runs_past_deadline"):
+                reason = (f"not started within the starting deadline of "
+                          f"{r['starting_deadline']:g}s after its fire instant")
+                if self._s_one(c, "schedule_job_cancel_unstarted", job_id=r["job_id"],
+                               message=reason) is None:
+                    continue  # a worker claimed it meanwhile
+                self._s_rows(c, "schedule_runs_mark_missed", name=r["schedule"],
+                             fire_at=r["fire_at"], reason=reason)
+                out.append((r["schedule"], r["fire_at"], r["job_id"]))
+            self._s_recheck(c, owner, term)
+        return out
+
+    def schedule_runs_check_late(self, owner: str, term: int) -> list[LateRun]:
+        """The dead-man switch: mark each occurrence whose window has passed ok or late.
+
+        Returns the ones found late now: each is returned once, ever (the mark is
+        written in this transaction, under the leader check).
+        """
+        late: list[LateRun] = []
+        with self._s_tx() as c:
+            self._s_now(c, owner, term)
+            for r in self._s_rows(c, "schedule_runs_dms_due"):
+                verdict = "ok" if r["ok"] else "late"
+                if self._s_one(c, "schedule_runs_dms_set", name=r["schedule"],
+                               fire_at=r["fire_at"], dms=verdict) is None:
+                    continue
+                if verdict == "late":
+                    late.append(LateRun(r["schedule"], r["fire_at"], RunStatus(r["status"]),
+                                        r["job_id"], r["expect_success_within"]))
+            self._s_recheck(c, owner, term)
+        return late
+
+    def schedule_runs_prune(self, older_than: float) -> int:
+        with self._s_tx() as c:
+            return len(self._s_rows(c, "schedule_runs_prune", older_than=older_than))
+
+    # -- people and tools -----------------------------------------------------------------
+
+    def schedules_list(self, include_removed: bool = False) -> list[ScheduleInfo]:
+        with self._s_read() as c:
+            rows = self._s_rows(c, "schedules_overview")
+        out = []
+        for r in rows:
+            if r["removed_at"] is not None and not include_removed:
+                continue
+            out.append(ScheduleInfo(
+                defn=def_from_row(r), next_fire_at=r["next_fire_at"], paused=bool(r["paused"]),
+                paused_reason=r["paused_reason"], removed_at=r["removed_at"],
+                created_at=r["created_at"], updated_at=r["updated_at"],
+                last_fire_at=r["last_fire_at"], last_success_at=r["last_success_at"],
+                last_late_fire_at=r["last_late_fire_at"], not_run=int(r["not_run"]),
+                pending=int(r["pending"]), missed_unrecorded=int(r["missed_unrecorded"]),
+                now=r["now"]))
+        return out
+
+    def schedules_get(self, name: str) -> ScheduleInfo:
+        for info in self.schedules_list(include_removed=True):
+            if info.name == name:
+                return info
+        raise UnknownScheduleError(f"no schedule named {name!r}")
+
+    def schedule_runs_list(self, name: str, limit: int = 50) -> list[ScheduleRun]:
+        with self._s_read() as c:
+            return [run_from_row(r) for r in self._s_rows(c, "schedule_runs_recent", name=name,
+                                                          limit=limit)]
+
+    def schedules_set_paused(self, name: str, paused: bool, reason: str | None = None) -> None:
+        with self._s_tx() as c:
+            if self._s_one(c, "schedules_set_paused", name=name, paused=paused,
+                           reason=reason) is None:
+                raise UnknownScheduleError(f"no schedule named {name!r}")
+
+    def schedules_resume(self, name: str, resume: Callable[[ScheduleDef, datetime | None,
+                                                             datetime], tuple[Plan, str | None]],
+                         ) -> Plan | None:
+        """Un-pause. ``resume`` returns the plan for the paused stretch (skipped rows and
+        the new cursor) and the catch-up override; returns None if it was not paused."""
+        with self._s_tx() as c:
+            now = self._s_now(c, None, None)
+            row = self._s_one(c, "schedules_lock_one", name=name)
+            if row is None:
+                raise UnknownScheduleError(f"no schedule named {name!r}")
+            if not row["paused"]:
+                return None
+            defn = def_from_row(row)
+            plan, override = resume(defn, row["next_fire_at"], now)
+            self._write_plan(c, defn, plan, None, now)
+            self._s_rows(c, "schedules_resume", name=name,
+                         cursor=plan.cursor or row["next_fire_at"], catchup_override=override)
+            return plan
+

@@ -1,0 +1,234 @@
+-- Named queries for schedules (SQLite; times are Unix seconds). Every write the leader makes runs in a
+-- transaction that first passes schedule_leader_check.
+
+-- name: schedule_leader_check
+SELECT :now AS now FROM leaders
+WHERE name = :leader AND owner = :owner AND term = :term AND expires_at > :now
+
+-- name: schedule_leader_recheck
+-- Just before commit (:now is read afresh for each statement).
+SELECT 1 AS held FROM leaders
+WHERE name = :leader AND owner = :owner AND term = :term AND expires_at > :now
+
+
+-- name: schedule_now
+SELECT :now AS now
+
+-- name: schedules_lock_all
+SELECT 1  -- BEGIN IMMEDIATE already serializes writers
+
+-- name: schedules_exist
+SELECT EXISTS (SELECT 1 FROM schedules) AS any
+
+-- name: schedules_all
+SELECT * FROM schedules ORDER BY name
+
+-- name: schedules_insert
+INSERT INTO schedules (name, cron, tz, task, args, queue, priority, max_attempts,
+    timeout, catchup, catchup_window, catchup_cap, overlap, starting_deadline, jitter,
+    expect_success_within, pause_on_failure, definition_hash, next_fire_at, created_at,
+    updated_at)
+VALUES (:name, :cron, :tz, :task, :args, :queue, :priority,
+    :max_attempts, :timeout, :catchup, :catchup_window, :catchup_cap,
+    :overlap, :starting_deadline, :jitter, :expect_success_within,
+    :pause_on_failure, :definition_hash, :next_fire_at, :now, :now)
+
+-- name: schedules_update_definition
+UPDATE schedules
+SET cron = :cron, tz = :tz, task = :task, args = :args, queue = :queue,
+    priority = :priority, max_attempts = :max_attempts, timeout = :timeout,
+    catchup = :catchup, catchup_window = :catchup_window, catchup_cap = :catchup_cap,
+    overlap = :overlap, starting_deadline = :starting_deadline, jitter = :jitter,
+    expect_success_within = :expect_success_within, pause_on_failure = :pause_on_failure,
+    definition_hash = :definition_hash, updated_at = :now, removed_at = NULL,
+    next_fire_at = CASE WHEN :reset_cursor THEN :next_fire_at
+                        ELSE next_fire_at END
+WHERE name = :name
+
+-- name: schedules_mark_removed
+UPDATE schedules SET removed_at = :now, updated_at = :now
+WHERE name = :name AND removed_at IS NULL
+
+-- name: schedules_get
+SELECT * FROM schedules WHERE name = :name
+
+-- name: schedules_lock_one
+SELECT * FROM schedules WHERE name = :name
+
+-- name: schedules_try_lock_one
+-- BEGIN IMMEDIATE already holds the database's write lock.
+SELECT * FROM schedules WHERE name = :name
+
+-- name: schedules_due
+SELECT s.name FROM schedules s
+WHERE s.removed_at IS NULL AND NOT s.paused
+  AND (s.next_fire_at IS NULL OR s.next_fire_at <= :now OR s.catchup_override IS NOT NULL
+       OR (EXISTS (SELECT 1 FROM schedule_runs p
+                   WHERE p.schedule = s.name AND p.status = 'pending')
+           AND (NOT EXISTS (SELECT 1 FROM schedule_runs r
+                            JOIN jobs j ON j.id = r.job_id
+                            WHERE r.schedule = s.name AND r.status = 'enqueued'
+                              AND j.state IN ('scheduled', 'available', 'running', 'retrying'))
+                OR (s.overlap IN ('cancel_other', 'terminate_other')
+                    AND EXISTS (SELECT 1 FROM schedule_runs r
+                                JOIN jobs j ON j.id = r.job_id
+                                WHERE r.schedule = s.name AND r.status = 'enqueued'
+                                  AND j.state IN ('scheduled', 'available', 'running',
+                                                  'retrying')
+                                  AND NOT j.cancel_requested)))))
+ORDER BY s.name
+
+-- name: schedule_runs_open
+SELECT r.fire_at, r.kind, r.status, r.job_id, j.state AS job_state,
+       coalesce(j.cancel_requested, 0) AS cancel_requested
+FROM schedule_runs r LEFT JOIN jobs j ON j.id = r.job_id
+WHERE r.schedule = :name AND r.status IN ('pending', 'enqueued')
+ORDER BY r.fire_at
+
+-- name: schedule_runs_insert
+INSERT INTO schedule_runs (schedule, fire_at, kind, status, reason, run_at,
+                                    recorded_at, term, dms)
+VALUES (:name, :fire_at, :kind, :status, :reason, :run_at, :now,
+        :term, :dms)
+ON CONFLICT (schedule, fire_at) DO NOTHING
+RETURNING fire_at
+
+-- name: schedule_runs_set_job
+UPDATE schedule_runs SET job_id = :job_id
+WHERE schedule = :name AND fire_at = :fire_at
+
+-- name: schedule_runs_release
+UPDATE schedule_runs
+SET status = :status, reason = :reason, run_at = :run_at, term = :term,
+    finished_at = :finished_at
+WHERE schedule = :name AND fire_at = :fire_at AND status = 'pending'
+RETURNING fire_at
+
+-- name: schedule_runs_revive
+UPDATE schedule_runs
+SET status = :status, kind = 'backfill', reason = :reason, run_at = :run_at,
+    finished_at = NULL, dms = :dms, dms_at = NULL
+WHERE schedule = :name AND fire_at = :fire_at AND status IN ('missed', 'skipped')
+RETURNING fire_at
+
+-- name: schedules_advance
+UPDATE schedules
+SET next_fire_at = :cursor,
+    catchup_override = CASE WHEN :clear_override THEN NULL ELSE catchup_override END,
+    missed_unrecorded = missed_unrecorded + :missed_unrecorded
+WHERE name = :name AND next_fire_at IS :old_cursor
+RETURNING name
+
+-- name: schedule_runs_sync
+UPDATE schedule_runs AS r
+SET status = CASE j.state WHEN 'succeeded' THEN 'succeeded' WHEN 'dead' THEN 'failed'
+                          ELSE 'cancelled' END,
+    finished_at = j.finished_at
+FROM jobs j
+WHERE r.status = 'enqueued' AND j.id = r.job_id AND j.state IN ('succeeded', 'dead', 'cancelled')
+RETURNING schedule, fire_at, status, job_id
+
+-- name: schedule_runs_sync_pruned
+UPDATE schedule_runs AS r
+SET status = 'cancelled', reason = 'its job was deleted before its outcome was recorded',
+    finished_at = :now
+WHERE r.status = 'enqueued' AND r.job_id IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id)
+RETURNING schedule, fire_at, status, job_id
+
+-- name: schedule_runs_sync_reopened
+UPDATE schedule_runs AS r
+SET status = 'enqueued', finished_at = NULL
+FROM jobs j
+WHERE r.status IN ('failed', 'cancelled') AND j.id = r.job_id
+  AND j.state IN ('scheduled', 'available', 'running', 'retrying')
+RETURNING schedule, fire_at, status, job_id
+
+-- name: schedules_pause_on_failure
+UPDATE schedules
+SET paused = 1, paused_reason = :reason, updated_at = :now
+WHERE name = :name AND pause_on_failure AND NOT paused
+RETURNING name
+
+-- name: schedule_runs_past_deadline
+SELECT r.schedule, r.fire_at, r.job_id, s.starting_deadline
+FROM schedule_runs r
+JOIN schedules s ON s.name = r.schedule
+JOIN jobs j ON j.id = r.job_id
+WHERE r.status = 'enqueued' AND s.starting_deadline IS NOT NULL
+  AND r.fire_at + s.starting_deadline < :now
+  AND j.state IN ('scheduled', 'available') AND j.attempt = 0
+ORDER BY r.fire_at
+LIMIT 1000
+
+-- name: schedule_job_cancel_unstarted
+UPDATE jobs
+SET state = 'cancelled', finished_at = :now,
+    errors = json_insert(errors, '$[#]', json_object(
+        'attempt', 0, 'kind', 'starting_deadline', 'type', 'StartingDeadline',
+        'message', :message, 'at', :now))
+WHERE id = :job_id AND state IN ('scheduled', 'available') AND attempt = 0
+RETURNING id
+
+-- name: schedule_runs_mark_missed
+UPDATE schedule_runs
+SET status = 'missed', reason = :reason, finished_at = :now
+WHERE schedule = :name AND fire_at = :fire_at AND status = 'enqueued'
+
+-- name: schedule_runs_dms_due
+SELECT r.schedule, r.fire_at, r.status, r.job_id, r.reason, s.expect_success_within,
+       EXISTS (SELECT 1 FROM schedule_runs ok
+               WHERE ok.schedule = r.schedule AND ok.status = 'succeeded'
+                 AND ok.finished_at >= r.fire_at
+                 AND ok.finished_at <= r.fire_at
+                     + s.expect_success_within) AS ok
+FROM schedule_runs r JOIN schedules s ON s.name = r.schedule
+WHERE r.dms IS NULL AND s.expect_success_within IS NOT NULL
+  AND r.fire_at + s.expect_success_within <= :now
+ORDER BY r.fire_at
+LIMIT 1000
+
+-- name: schedule_runs_dms_set
+UPDATE schedule_runs SET dms = :dms, dms_at = :now
+WHERE schedule = :name AND fire_at = :fire_at AND dms IS NULL
+RETURNING fire_at
+
+-- name: schedules_overview
+SELECT s.*,
+    (SELECT max(r.fire_at) FROM schedule_runs r
+     WHERE r.schedule = s.name AND r.job_id IS NOT NULL) AS last_fire_at,
+    (SELECT max(r.finished_at) FROM schedule_runs r
+     WHERE r.schedule = s.name AND r.status = 'succeeded') AS last_success_at,
+    (SELECT max(r.fire_at) FROM schedule_runs r
+     WHERE r.schedule = s.name AND r.dms = 'late') AS last_late_fire_at,
+    (SELECT count(*) FROM schedule_runs r
+     WHERE r.schedule = s.name AND r.status IN ('missed', 'skipped')) AS not_run,
+    (SELECT count(*) FROM schedule_runs r
+     WHERE r.schedule = s.name AND r.status = 'pending') AS pending,
+    :now AS now
+FROM schedules s
+ORDER BY s.name
+
+-- name: schedule_runs_recent
+SELECT * FROM schedule_runs
+WHERE schedule = :name
+ORDER BY fire_at DESC
+LIMIT :limit
+
+-- name: schedules_set_paused
+UPDATE schedules
+SET paused = :paused, paused_reason = :reason, updated_at = :now
+WHERE name = :name AND removed_at IS NULL
+RETURNING name
+
+-- name: schedules_resume
+UPDATE schedules
+SET paused = 0, paused_reason = NULL, next_fire_at = :cursor,
+    catchup_override = :catchup_override, updated_at = :now
+WHERE name = :name AND paused
+RETURNING name
+
+-- name: schedule_runs_prune
+DELETE FROM schedule_runs
+WHERE status NOT IN ('pending', 'enqueued')
+  AND recorded_at < :now - :older_than

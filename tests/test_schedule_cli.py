@@ -1,0 +1,83 @@
+"""`shiftwork cron` and `shiftwork schedules ...` through the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from shiftwork import App
+from shiftwork.cli import main
+from shiftwork.worker.scheduler import reconcile
+
+# Worked cases from SCHEDULING.md's schedule_examples.json (the cron module's own tests
+# run all of them; these check the command's plumbing and JSON format).
+EXAMPLES = [
+    ("30 2 * * *", "America/New_York", "2025-03-08T12:00:00Z",
+     ["2025-03-09T07:30:00Z", "2025-03-10T06:30:00Z", "2025-03-11T06:30:00Z"]),
+    ("@hourly", "America/New_York", "2025-11-02T05:30:00Z",
+     ["2025-11-02T06:00:00Z", "2025-11-02T07:00:00Z", "2025-11-02T08:00:00Z"]),
+    ("45 1 * * *", "Australia/Lord_Howe", "2025-04-05T00:00:00Z",
+     ["2025-04-05T14:45:00Z", "2025-04-06T15:15:00Z", "2025-04-07T15:15:00Z"]),
+]
+
+
+@pytest.mark.parametrize(("cron", "tz", "after", "expected"), EXAMPLES)
+def test_cron_command_json(cron: str, tz: str, after: str, expected: list[str]) -> None:
+    out = CliRunner().invoke(main, ["cron", cron, "--tz", tz, "--after", after, "-n", "3",
+                                    "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output) == expected
+
+
+def test_cron_command_prints_utc_and_local() -> None:
+    out = CliRunner().invoke(main, ["cron", "30 2 * * *", "--tz", "America/New_York",
+                                    "--after", "2025-03-08T12:00:00Z", "-n", "1"])
+    assert out.exit_code == 0
+    assert "2025-03-09T07:30:00Z  2025-03-09T03:30:00-04:00" in out.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["61 * * * *"], "minute field"),
+    (["0 0 * 13 *"], "month field"),
+    (["@reboot"], "@reboot"),
+    (["0 0 * * *", "--tz", "EST"], "abbreviation"),
+    (["0 0 * * *", "--after", "2025-01-01T00:00:00"], "no time zone"),
+])
+def test_cron_command_names_the_problem(args: list[str], message: str) -> None:
+    out = CliRunner().invoke(main, ["cron", *args])
+    assert out.exit_code == 2
+    assert message in out.output
+
+
+def test_schedules_commands(tmp_path: Path) -> None:
+    dsn = f"sqlite:///{tmp_path / 'jobs.db'}"
+    app = App(dsn)
+
+    @app.periodic("0 2 * * *", tz="Europe/Berlin", name="nightly", expect_success_within=3600)
+    def nightly() -> None: ...
+
+    reconcile(app)
+    run = CliRunner().invoke
+    out = run(main, ["schedules", "--dsn", dsn, "--json"])
+    assert out.exit_code == 0, out.output
+    (row,) = json.loads(out.output)
+    assert row["name"] == "nightly" and row["next_fire_local"][11:19] == "02:00:00"
+    assert row["late"] is False and row["paused"] is False
+    out = run(main, ["schedules", "--dsn", dsn, "next", "nightly", "-n", "2",
+                     "--after", "2025-03-29T00:00:00Z"])
+    assert out.output.split() == ["2025-03-29T01:00:00Z", "2025-03-29T02:00:00+01:00",
+                                  "2025-03-30T01:00:00Z", "2025-03-30T03:00:00+02:00"]
+    assert run(main, ["schedules", "--dsn", dsn, "pause", "nightly"]).exit_code == 0
+    assert json.loads(run(main, ["schedules", "--dsn", dsn, "--json"]).output)[0]["paused"]
+    assert "resumed" in run(main, ["schedules", "--dsn", dsn, "resume", "nightly"]).output
+    out = run(main, ["schedules", "--dsn", dsn, "trigger", "nightly"])
+    assert "enqueued job" in out.output
+    out = run(main, ["schedules", "--dsn", dsn, "backfill", "nightly",
+                     "--from", "2025-01-01T00:00:00Z", "--to", "2025-01-02T23:59:59Z"])
+    assert "2 new" in out.output, out.output
+    out = run(main, ["schedules", "--dsn", dsn, "trigger", "nope"])
+    assert out.exit_code == 2 and "no schedule named 'nope'" in out.output
+    app.close()
