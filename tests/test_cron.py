@@ -573,6 +573,14 @@ def test_period_hint() -> None:
     assert hint("0 0 29 2 *") == timedelta(days=4 * 365 + 1)
 
 
+def test_matches_reads_a_wall_clock() -> None:
+    expr = CronExpression.parse("30 9 * * 1#2")
+    assert expr.matches(datetime(2025, 6, 9, 9, 30))  # second Monday of June 2025
+    assert not expr.matches(datetime(2025, 6, 2, 9, 30))  # first Monday
+    assert not expr.matches(datetime(2025, 6, 9, 9, 30, 1))
+    assert not expr.matches(datetime(2025, 6, 9, 9, 31))
+
+
 def test_expression_attributes_and_equality() -> None:
     expr = CronExpression.parse("  0 9 * * MON-FRI  ")
     assert expr.text == "0 9 * * MON-FRI"
@@ -694,6 +702,8 @@ def test_every_zone_except_abbreviations_is_accepted() -> None:
         ("0 0 * * 8L", ["day-of-week field", "8 is out of range 0-7"]),
         ("5L * * * *", ["minute field", "only allowed in the day fields"]),
         ("0 0 1#2 * *", ["day-of-month field", "1#2"]),
+        ("0 0 * * 5L/2", ["day-of-week field", '"5L" is not a number or day-of-week name']),
+        ("0 0 * 5L *", ["month field", "only allowed in the day fields"]),
         ("0 0 30 2 *", ["never fires", "FEB"]),
     ],
 )

@@ -36,8 +36,9 @@ local wall time and real time move together, so the next matching wall reading g
 the next fire directly. The search walks the segments from the instant asked about and,
 inside each, jumps from matching date to matching date (months that cannot match are
 skipped whole) and then to the first matching time of day. It never steps minute by
-minute. Offset changes are located by sampling each year every few hours and bisecting
-to the second; the result is cached per zone and year.
+minute. Offset changes are located by sampling each month every few hours and bisecting
+to the second; the result is cached per zone and month, and only looked up near
+candidate fires. Away from offset changes a short fast path gives the same answer.
 """
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ class _FieldParser:
             number = spec.names.index(upper) + spec.name_base
         elif token == "":
             raise self.fail(f'missing value in "{self.raw}"')
-        elif _DAY_EXTENSION.fullmatch(token):
+        elif spec not in (_DOM, _DOW) and _DAY_EXTENSION.fullmatch(token):
             raise self.fail(f'"{token}": L, W and # are only allowed in the day fields')
         else:
             kind = f"number or {spec.name} name" if spec.names else "number"
