@@ -120,11 +120,11 @@ def test_leader_killed_and_paused_every_second_fires_once(
           "(the max spans the two leader handovers)")
 
 
+# Real-process downtime runs on PostgreSQL; SQLite's policies are covered by
+# test_schedule_policies (keeps the suite under a minute).
+@pytest.mark.parametrize("engine", ["postgres"], indirect=True)
 def test_downtime_then_each_catchup_policy(make_app: Callable[..., App], engine: str,
                                             db: dict[str, str], tmp_path: Path) -> None:
-    if engine == "sqlite":
-        pytest.skip("real-process downtime runs on PostgreSQL; SQLite's policies are "
-                    "covered by test_schedule_policies (keeps the suite under a minute)")
     app = make_app()
     env = {"SHIFTWORK_TEST_SCHEDULES": "downtime"}
     log = tmp_path / "workers.log"
