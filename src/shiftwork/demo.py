@@ -106,11 +106,20 @@ def run_demo(db: str | None, n_jobs: int) -> None:
     stats = app.queue_stats()
     console.print(queue_table(stats, title=f"done in {time.monotonic() - started:.1f}s"))
     dead = app.list_jobs(state="dead", limit=3)
-    console.print("\n[bold]Where to look next[/bold]")
-    console.print(f"  shiftwork queues --dsn sqlite:///{path}")
-    console.print(f"  shiftwork jobs list --state dead --dsn sqlite:///{path}")
     if dead:
-        console.print(f"  shiftwork jobs show {dead[0].id} --dsn sqlite:///{path}"
-                      "   # the error history of a dead job")
-        console.print(f"  shiftwork jobs retry {dead[0].id} --dsn sqlite:///{path}")
-    console.print("  docs/architecture.md and README.md for the design and the API")
+        last = dead[0].errors[-1]
+        console.print(f"\n{len(dead)} sync_to_crm jobs are [bold red]dead[/bold red] after "
+                      f"{dead[0].attempt} attempts with backoff; the last error of job "
+                      f"{dead[0].id}: {last['type']}: {last['message']}", highlight=False)
+    dsn = f"sqlite:///{path}"
+    console.print("\n[bold]Where to look next[/bold] (after `source .venv/bin/activate`)",
+                  soft_wrap=True)
+    lines = [f"shiftwork queues --dsn {dsn}",
+             f"shiftwork jobs list --state dead --dsn {dsn}"]
+    if dead:
+        lines += [f"shiftwork jobs show {dead[0].id} --dsn {dsn}     # its error history",
+                  f"shiftwork jobs retry {dead[0].id} --dsn {dsn}"]
+    lines += [f"SHIFTWORK_DEMO_DB={path} shiftwork dashboard shiftwork.demo:app --token demo",
+              "README.md and docs/architecture.md for the API and the design"]
+    for line in lines:
+        console.print(f"  {line}", soft_wrap=True, highlight=False, markup=False)
