@@ -119,7 +119,7 @@ def run_demo(db: str | None, n_jobs: int) -> None:
     if dead:
         lines += [f"shiftwork jobs show {dead[0].id} --dsn {dsn}     # its error history",
                   f"shiftwork jobs retry {dead[0].id} --dsn {dsn}"]
-    lines += [f"SHIFTWORK_DEMO_DB={path} shiftwork dashboard shiftwork.demo:app --token demo",
+    lines += [f"SHIFTWORK_DEMO_DB={path} shiftwork dashboard shiftwork.demo:app --token demo-token",
               "README.md and docs/architecture.md for the API and the design"]
     for line in lines:
         console.print(f"  {line}", soft_wrap=True, highlight=False, markup=False)
