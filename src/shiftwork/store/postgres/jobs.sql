@@ -119,6 +119,16 @@ WHERE j.id = u.id AND j.attempt = u.attempt AND j.state = 'running' AND j.worker
 -- name: jobs_get
 SELECT * FROM {schema}.jobs WHERE id = %(id)s
 
+-- name: jobs_list
+-- Newest first, each filter optional (NULL: any).
+SELECT * FROM {schema}.jobs
+WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(task)s::text IS NULL OR task = %(task)s::text)
+  AND (%(before)s::bigint IS NULL OR id < %(before)s::bigint)
+ORDER BY id DESC
+LIMIT %(limit)s
+
 -- name: jobs_retry
 UPDATE {schema}.jobs
 SET state = 'available', run_at = {now}, finished_at = NULL,

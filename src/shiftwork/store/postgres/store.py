@@ -306,24 +306,11 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
     def jobs_list(self, state: JobState | None = None, queue: str | None = None,
                   task: str | None = None, limit: int = 50,
                   before_id: int | None = None) -> list[Job]:
-        where: list[str] = []
-        params: dict[str, Any] = {}
-        for column, value in (("state", state.value if state else None), ("queue", queue),
-                              ("task", task)):
-            if value is not None:
-                where.append(f"{column} = %({column})s")
-                params[column] = value
-        if before_id is not None:
-            where.append("id < %(before)s")
-            params["before"] = before_id
-        text = f'SELECT * FROM "{self.schema}".jobs'
-        if where:
-            text += " WHERE " + " AND ".join(where)
-        text += " ORDER BY id DESC LIMIT %(limit)s"
-        params["limit"] = limit
+        params = {"state": state.value if state else None, "queue": queue, "task": task,
+                  "before": before_id, "limit": limit}
         with self._conn() as c:
             cur = c.cursor(row_factory=dict_row)
-            rows = cur.execute(text.encode(), params).fetchall()
+            rows = cur.execute(self.q["jobs_list"], params).fetchall()
         return [job_from_row(r, aware, decoded) for r in rows]
 
     def jobs_retry(self, job_id: int) -> Job:

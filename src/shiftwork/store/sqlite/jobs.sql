@@ -86,6 +86,16 @@ WHERE id = :id AND attempt = :attempt AND state = 'running' AND worker_id = :wor
 -- name: jobs_get
 SELECT * FROM jobs WHERE id = :id
 
+-- name: jobs_list
+-- Newest first, each filter optional (NULL: any).
+SELECT * FROM jobs
+WHERE (:state IS NULL OR state = :state)
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:task IS NULL OR task = :task)
+  AND (:before IS NULL OR id < :before)
+ORDER BY id DESC
+LIMIT :limit
+
 -- name: jobs_retry
 UPDATE jobs
 SET state = 'available', run_at = :now, finished_at = NULL,

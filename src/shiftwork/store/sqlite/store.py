@@ -256,22 +256,10 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
     def jobs_list(self, state: JobState | None = None, queue: str | None = None,
                   task: str | None = None, limit: int = 50,
                   before_id: int | None = None) -> list[Job]:
-        where: list[str] = []
-        params: dict[str, Any] = {}
-        for column, value in (("state", state.value if state else None), ("queue", queue),
-                              ("task", task)):
-            if value is not None:
-                where.append(f"{column} = :{column}")
-                params[column] = value
-        if before_id is not None:
-            where.append("id < :before")
-            params["before"] = before_id
-        text = "SELECT * FROM jobs"
-        if where:
-            text += " WHERE " + " AND ".join(where)
-        text += " ORDER BY id DESC LIMIT :limit"
-        params["limit"] = limit
-        return [job_from_row(dict(r), from_ts, loads) for r in self.conn.execute(text, params)]
+        params = {"state": state.value if state else None, "queue": queue, "task": task,
+                  "before": before_id, "limit": limit}
+        rows = self.conn.execute(self.q["jobs_list"], params)
+        return [job_from_row(dict(r), from_ts, loads) for r in rows]
 
     def jobs_retry(self, job_id: int) -> Job:
         try:
