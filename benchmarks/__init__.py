@@ -1,0 +1,1 @@
+"""Benchmarks for shiftwork and its Python peers: ``python -m benchmarks run --help``."""

@@ -1,0 +1,358 @@
+"""The workloads, run against shiftwork on one engine."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+from shiftwork import App
+
+from .app import make_app
+from .common import (Place, load, percentiles, place, rss_kib, shiftwork_worker, stop,
+                     wait_until)
+from .recorder import read_all
+
+Progress = Callable[[float, str], None]  # fraction done, what is happening
+
+
+class Probe:
+    """Benchmark-side reads of the jobs table (not the library's API: the harness's own)."""
+
+    def __init__(self, pl: Place) -> None:
+        self.pl = pl
+        if pl.engine == "sqlite":
+            self.c: Any = sqlite3.connect(pl.dsn.split(":///", 1)[1], isolation_level=None,
+                                          timeout=30)
+            self.t = "jobs"
+            self.w = "workers"
+        else:
+            self.c = psycopg.connect(pl.dsn, autocommit=True)
+            self.t = f'"{pl.schema}".jobs'
+            self.w = f'"{pl.schema}".workers'
+
+    def one(self, text: str, *args: Any) -> Any:
+        if self.pl.engine == "sqlite":
+            text = text.replace("%s", "?")
+        return self.c.execute(text, args).fetchone()
+
+    def remaining(self, queue: str) -> int:
+        return int(self.one(f"SELECT count(*) FROM {self.t} WHERE queue = %s AND state IN "
+                            "('available', 'scheduled', 'retrying', 'running')", queue)[0])
+
+    def workers(self) -> int:
+        return int(self.one(f"SELECT count(*) FROM {self.w}")[0])
+
+    def summary(self, queue: str) -> tuple[int, int, int, float]:
+        if self.pl.engine == "sqlite":
+            span = "max(finished_at) - min(attempted_at)"
+            ok = "sum(state = 'succeeded')"
+            once = "sum(state = 'succeeded' AND attempt = 1)"
+        else:
+            span = "extract(epoch FROM max(finished_at) - min(attempted_at))::float8"
+            ok = "count(*) FILTER (WHERE state = 'succeeded')"
+            once = "count(*) FILTER (WHERE state = 'succeeded' AND attempt = 1)"
+        row = self.one(f"SELECT count(*), {ok}, {once}, {span} FROM {self.t} WHERE queue = %s",
+                       queue)
+        return int(row[0]), int(row[1] or 0), int(row[2] or 0), float(row[3] or 0.0)
+
+    def ids(self, queue: str) -> list[int]:
+        q = f"SELECT id FROM {self.t} WHERE queue = %s"
+        if self.pl.engine == "sqlite":
+            q = q.replace("%s", "?")
+        return [r[0] for r in self.c.execute(q, (queue,)).fetchall()]
+
+    def close(self) -> None:
+        self.c.close()
+
+
+def _app(pl: Place) -> App:
+    app = make_app(pl.dsn, pl.schema)
+    app.migrate()
+    return app
+
+
+def _enqueue_noops(app: App, n: int, progress: Progress | None = None, chunk: int = 50_000
+                   ) -> float:
+    task = app.tasks["bench.noop"]
+    started = time.perf_counter()
+    done = 0
+    while done < n:
+        k = min(chunk, n - done)
+        task.enqueue_many([()] * k)
+        done += k
+        if progress:
+            progress(done / n, f"enqueued {done:,}/{n:,}")
+    return time.perf_counter() - started
+
+
+def _wait_ready(probe: Probe, count: int) -> None:
+    wait_until(lambda: probe.workers() >= count, 60, f"{count} worker(s) to register")
+    time.sleep(0.5)  # LISTEN set up, producers polling
+
+
+def _drain_wait(probe: Probe, queue: str, n: int, progress: Progress, procs: list[Any],
+                interval: float = 0.05) -> None:
+    def check() -> bool:
+        for p in procs:
+            if p.poll() is not None:
+                raise RuntimeError(f"worker exited early with code {p.returncode}")
+        left = probe.remaining(queue)
+        progress(1 - left / n, f"{n - left:,}/{n:,} done")
+        return left == 0
+
+    wait_until(check, 600, "the queue to drain", interval)
+
+
+def drain(engine: str, n: int, workers: int, concurrency: int, progress: Progress
+          ) -> dict[str, Any]:
+    with place(engine) as pl:
+        app = _app(pl)
+        _enqueue_noops(app, n)
+        app.close()
+        probe = Probe(pl)
+        progress(0, f"starting {workers} worker process(es)")
+        before = load()
+        procs = [shiftwork_worker(pl, {"bench": concurrency}, f"w{i}") for i in range(workers)]
+        try:
+            _drain_wait(probe, "bench", n, progress, procs)
+        finally:
+            stop(procs)
+        total, ok, once, span = probe.summary("bench")
+        ids = probe.ids("bench")
+        probe.close()
+        seen = Counter(int(r[1]) for r in read_all(pl.record_dir) if r[0] == "d")
+        lost = sum(1 for i in ids if i not in seen)
+        repeated = sum(1 for c in seen.values() if c > 1)
+        verified = total == n and ok == n and once == n and lost == 0 and repeated == 0 \
+            and len(seen) == n
+        return {"jobs_per_s": n / span if span else 0.0, "seconds": span, "n": n,
+                "workers": workers, "concurrency": concurrency, "verified": verified,
+                "lost": lost, "repeated": repeated, "succeeded_first_attempt": once,
+                "load": before}
+
+
+def enqueue(engine: str, calls: int, bulk: int, progress: Progress) -> dict[str, Any]:
+    with place(engine) as pl:
+        app = _app(pl)
+        task = app.tasks["bench.noop"]
+        task.enqueue()  # warm the connection
+        before = load()
+        started = time.perf_counter()
+        for i in range(calls):
+            task.enqueue()
+            if i % 200 == 0:
+                progress(i / calls / 2, f"one-by-one {i:,}/{calls:,}")
+        one = calls / (time.perf_counter() - started)
+        seconds = _enqueue_noops(app, bulk, lambda f, s: progress(0.5 + f / 2, "bulk " + s),
+                                 chunk=bulk)
+        app.close()
+        return {"one_by_one_per_s": one, "bulk_jobs_per_s": bulk / seconds, "calls": calls,
+                "bulk": bulk, "load": before}
+
+
+def _sender(app: App, interval: float, stop_when: Callable[[], bool], count: int | None = None
+            ) -> int:
+    """Enqueue one stamp job every ``interval`` seconds; each carries its send time."""
+    task = app.tasks["bench.stamp"]
+    sent = 0
+    nxt = time.perf_counter()
+    while (count is None or sent < count) and not stop_when():
+        task.enqueue(time.time())
+        sent += 1
+        nxt += interval
+        delay = nxt - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+    return sent
+
+
+def _latencies(pl: Place) -> list[float]:
+    return [float(r[2]) for r in read_all(pl.record_dir) if r[0] == "l"]
+
+
+def latency(engine: str, count: int, progress: Progress) -> dict[str, Any]:
+    with place(engine) as pl:
+        app = _app(pl)
+        probe = Probe(pl)
+        procs = [shiftwork_worker(pl, {"urgent": 10})]
+        try:
+            _wait_ready(probe, 1)
+            before = load()
+            state = {"i": 0}
+
+            def tick() -> bool:
+                state["i"] += 1
+                if state["i"] % 25 == 0:
+                    progress(state["i"] / count, f"{state['i']}/{count} sent")
+                return False
+
+            sent = _sender(app, 0.020, tick, count)
+            wait_until(lambda: len(_latencies(pl)) >= sent, 60, "latency jobs to run", 0.05)
+        finally:
+            stop(procs)
+        app.close()
+        probe.close()
+        return {**percentiles(_latencies(pl)), "load": before}
+
+
+def mixed(engine: str, flood: int, concurrency: int, progress: Progress) -> dict[str, Any]:
+    with place(engine) as pl:
+        app = _app(pl)
+        probe = Probe(pl)
+        procs = [shiftwork_worker(pl, {"bench": concurrency, "urgent": 10})]
+        try:
+            _wait_ready(probe, 1)
+            before = load()
+            done = threading.Event()
+            counter: dict[str, int] = {}
+            sender_app = make_app(pl.dsn, pl.schema)
+            thread = threading.Thread(target=lambda: counter.update(
+                sent=_sender(sender_app, 0.050, done.is_set)), daemon=True)
+            thread.start()
+            started = time.perf_counter()
+            _enqueue_noops(app, flood, chunk=5000)
+            enq = time.perf_counter() - started
+            _drain_wait(probe, "bench", flood, progress, procs, 0.1)
+            flood_s = time.perf_counter() - started
+            done.set()
+            thread.join()
+            sent = counter.get("sent", 0)
+            wait_until(lambda: len(_latencies(pl)) >= sent, 60, "urgent jobs to run", 0.05)
+            sender_app.close()
+        finally:
+            stop(procs)
+        app.close()
+        probe.close()
+        return {**percentiles(_latencies(pl)), "flood": flood, "flood_seconds": flood_s,
+                "flood_enqueue_seconds": enq, "load": before}
+
+
+HISTORY_SQL = {
+    "postgres": """
+        INSERT INTO {t} (queue, task, args, state, priority, attempt, max_attempts, run_at,
+                         created_at, attempted_at, finished_at, worker_id)
+        SELECT 'bench', 'bench.noop', '{{"args":[],"kwargs":{{}}}}', 'succeeded', 0, 1, 1,
+               now() - interval '2 hours', now() - interval '2 hours',
+               now() - interval '2 hours', now() - interval '1 hour', 'old-worker'
+        FROM generate_series(1, %s)
+    """,
+    "sqlite": """
+        INSERT INTO jobs (queue, task, args, state, priority, attempt, max_attempts, run_at,
+                          created_at, attempted_at, finished_at, worker_id)
+        WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < ?)
+        SELECT 'bench', 'bench.noop', '{{"args":[],"kwargs":{{}}}}', 'succeeded', 0, 1, 1,
+               unixepoch() - 7200, unixepoch() - 7200, unixepoch() - 7200,
+               unixepoch() - 3600, 'old-worker'
+        FROM g
+    """,
+}
+
+
+def _history_fill(pl: Place, probe: Probe, rows: int, progress: Progress) -> None:
+    chunk = 500_000
+    done = 0
+    text = HISTORY_SQL[pl.engine].format(t=probe.t)
+    while done < rows:
+        k = min(chunk, rows - done)
+        if pl.engine == "sqlite":
+            probe.c.execute("BEGIN IMMEDIATE")
+            probe.c.execute(text, (k,))
+            probe.c.execute("COMMIT")
+        else:
+            probe.c.execute(text, (k,))
+        done += k
+        progress(done / rows * 0.8, f"history {done:,}/{rows:,} rows")
+    if pl.engine == "sqlite":
+        probe.c.execute("ANALYZE")
+    else:
+        probe.c.execute(f"VACUUM ANALYZE {probe.t}")
+
+
+def _claim_cost(app: App, jobs: int, batch: int) -> dict[str, float]:
+    _enqueue_noops(app, jobs)
+    store = app.store
+    claims: list[float] = []
+    completes: list[float] = []
+    from shiftwork.outcome import Outcome
+    from shiftwork.states import JobState
+
+    while True:
+        t0 = time.perf_counter()
+        got = store.jobs_claim("bench", batch, "bench-history", 60.0)
+        t1 = time.perf_counter()
+        if not got:
+            break
+        claims.append((t1 - t0) * 1000)
+        outcomes = [Outcome(j.id, j.attempt, JobState.SUCCEEDED, task=j.task, queue=j.queue)
+                    for j in got]
+        t2 = time.perf_counter()
+        store.jobs_complete_many(outcomes)
+        completes.append((time.perf_counter() - t2) * 1000)
+    claims.sort()
+    return {"claim_ms_mean": sum(claims) / len(claims), "claim_ms_p50": claims[len(claims) // 2],
+            "complete_ms_mean": sum(completes) / len(completes)}
+
+
+def history(engine: str, retained: int, progress: Progress, jobs: int = 5000,
+            batch: int = 10) -> dict[str, Any]:
+    out: dict[str, Any] = {"retained": retained, "claim_batch": batch, "jobs": jobs}
+    for label, rows in (("empty", 0), ("retained", retained)):
+        with place(engine) as pl:
+            app = _app(pl)
+            probe = Probe(pl)
+            if rows:
+                _history_fill(pl, probe, rows, progress)
+            out["load_" + label] = load()
+            out[label] = _claim_cost(app, jobs, batch)
+            app.close()
+            probe.close()
+        progress(0.4 if not rows else 1.0, f"{label} measured")
+    out["ratio"] = out["retained"]["claim_ms_mean"] / out["empty"]["claim_ms_mean"]
+    return out
+
+
+def memory(engine: str, n: int, concurrency: int, progress: Progress) -> dict[str, Any]:
+    with place(engine) as pl:
+        app = _app(pl)
+        _enqueue_noops(app, n, lambda f, s: progress(f * 0.2, s))
+        app.close()
+        probe = Probe(pl)
+        before = load()
+        proc = shiftwork_worker(pl, {"bench": concurrency})
+        samples: list[tuple[float, int]] = []
+        try:
+            started = time.perf_counter()
+
+            def check() -> bool:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"worker exited early with code {proc.returncode}")
+                left = probe.remaining("bench")
+                rss = rss_kib(proc.pid, "VmRSS")
+                if rss:
+                    samples.append((1 - left / n, rss))
+                progress(0.2 + 0.8 * (1 - left / n), f"{n - left:,}/{n:,} done, "
+                         f"RSS {rss / 1024 if rss else 0:.0f} MB")
+                return left == 0
+
+            wait_until(check, 3600, "the queue to drain", 0.5)
+            seconds = time.perf_counter() - started
+            peak = rss_kib(proc.pid, "VmHWM") or 0
+        finally:
+            stop([proc])
+        probe.close()
+
+        def at(frac: float) -> float:
+            for f, rss in samples:
+                if f >= frac:
+                    return rss / 1024
+            return samples[-1][1] / 1024 if samples else 0.0
+
+        return {"n": n, "peak_rss_mb": peak / 1024, "rss_mb_at_10pct": at(0.1),
+                "rss_mb_at_50pct": at(0.5), "rss_mb_at_90pct": at(0.9),
+                "drain_seconds": seconds, "load": before}

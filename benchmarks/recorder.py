@@ -1,0 +1,56 @@
+"""What a benchmark job writes down: one line per event, in a file per process.
+
+Standard library only: the peers' apps import it too, from their own virtualenv.
+Lines are buffered and flushed every ``BATCH`` lines and at exit, so recording
+costs a list append, not a write per job.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+
+DIR = os.environ.get("BENCH_RECORD_DIR", "")
+BATCH = 1000
+
+_lock = threading.Lock()
+_buf: list[str] = []
+
+
+def _path() -> str:
+    return os.path.join(DIR, f"{os.getpid()}.rec")
+
+
+def _flush_locked() -> None:
+    if _buf and DIR:
+        with open(_path(), "a") as f:
+            f.write("\n".join(_buf) + "\n")
+    _buf.clear()
+
+
+def record(kind: str, *values: object, now: bool = False) -> None:
+    """Note an event; ``now`` writes it through at once (latency runs)."""
+    line = kind + " " + " ".join(str(v) for v in values)
+    with _lock:
+        _buf.append(line)
+        if now or len(_buf) >= BATCH:
+            _flush_locked()
+
+
+def flush() -> None:
+    with _lock:
+        _flush_locked()
+
+
+atexit.register(flush)
+
+
+def read_all(directory: str) -> list[list[str]]:
+    """Every recorded line, split into fields, from every process."""
+    out: list[list[str]] = []
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".rec"):
+            with open(os.path.join(directory, name)) as f:
+                out += [line.split() for line in f if line.strip()]
+    return out
