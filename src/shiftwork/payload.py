@@ -12,6 +12,9 @@ from .errors import PayloadError
 #: Default limit on a job's serialized arguments, in bytes (documented in the README).
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
 
+# One encoder for every job: json.dumps with options builds a new one per call.
+_compact = json.JSONEncoder(separators=(",", ":")).encode
+
 
 def _check_json(value: Any, where: str) -> None:
     """Reject anything that would not round-trip through JSON unchanged."""
@@ -49,8 +52,8 @@ def encode_args(
         _check_json(value, f"{task}: argument {label}")
     for key, value in kwargs.items():
         _check_json(value, f"{task}: argument {key!r}")
-    text = json.dumps({"args": list(args), "kwargs": kwargs}, separators=(",", ":"))
-    size = len(text.encode())
+    text = _compact({"args": list(args), "kwargs": kwargs})
+    size = len(text)  # ensure_ascii: one byte per character
     if size > max_bytes:
         raise PayloadError(
             f"{task}: arguments are {size} bytes, over the {max_bytes}-byte limit; "
@@ -61,7 +64,7 @@ def encode_args(
 
 def encode_json(value: Any, what: str) -> str:
     _check_json(value, what)
-    return json.dumps(value, separators=(",", ":"))
+    return _compact(value)
 
 
 def unique_digest(task: str, parts: dict[str, Any]) -> str:

@@ -47,6 +47,9 @@ class EnqueueOptions:
     meta: dict[str, Any] | None = None
 
 
+_NO_OPTIONS = EnqueueOptions()  # frozen: one shared instance for calls without overrides
+
+
 def _check_priority(priority: int) -> int:
     if not isinstance(priority, int) or not PRIORITY_MIN <= priority <= PRIORITY_MAX:
         raise ConfigurationError(
@@ -82,6 +85,10 @@ class Task(Generic[P, R]):
             params = params[1:]
         self._signature = sig.replace(parameters=params)
         self._param_names = [p.name for p in params]
+        # Plain parameters only (no *args, **kwargs, positional-only or keyword-only): then
+        # a call's arguments can be checked without inspect's binder, which is slow.
+        self._plain_params = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
+        self._required = [p.name for p in params if p.default is p.empty]
         if isinstance(options.unique, tuple):
             unknown = [a for a in options.unique if a not in self._param_names]
             if unknown:
@@ -127,9 +134,9 @@ class Task(Generic[P, R]):
     ) -> list[EnqueueResult]:
         """Enqueue many jobs in one round trip per batch: each item a tuple or a dict."""
         requests = [
-            JobRequest(self, (), dict(c), EnqueueOptions())
+            JobRequest(self, (), dict(c), _NO_OPTIONS)
             if isinstance(c, dict)
-            else JobRequest(self, tuple(c), {}, EnqueueOptions())
+            else JobRequest(self, tuple(c), {}, _NO_OPTIONS)
             for c in calls
         ]
         return self.app.enqueue_many(requests, conn=conn)
@@ -138,16 +145,17 @@ class Task(Generic[P, R]):
 
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
               now: datetime | None) -> NewJob:
-        try:
-            bound = self._signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise PayloadError(f"{self.name}: arguments do not match {self._signature}: {exc}") \
-                from None
+        if not self._arguments_fit(args, kwargs) or self.options.unique is not False:
+            try:
+                bound = self._signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise PayloadError(
+                    f"{self.name}: arguments do not match {self._signature}: {exc}") from None
         args_json = encode_args(self.name, args, kwargs, self.app.max_payload_bytes,
                                 self._param_names)
         queue = check_queue(opts.queue) if opts.queue is not None else self.options.queue
-        priority = _check_priority(opts.priority if opts.priority is not None
-                                   else self.options.priority)
+        priority = _check_priority(opts.priority) if opts.priority is not None \
+            else self.options.priority
         run_at = opts.run_at
         if run_at is not None and run_at.tzinfo is None:
             raise ConfigurationError("run_at must be timezone-aware (e.g. datetime.now(UTC))")
@@ -170,8 +178,21 @@ class Task(Generic[P, R]):
             task=self.name, queue=queue, args_json=args_json, priority=priority,
             max_attempts=max_attempts, run_at=run_at, unique_key=unique_key,
             timeout=self.options.timeout,
-            meta_json=encode_json(opts.meta or {}, f"{self.name}: meta"),
+            meta_json=encode_json(opts.meta, f"{self.name}: meta") if opts.meta else "{}",
         )
+
+    def _arguments_fit(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """The fast check: True when ``inspect`` would bind these arguments (False: ask it)."""
+        if not self._plain_params:
+            return False
+        names = self._param_names
+        if len(args) > len(names):
+            return False
+        if kwargs:
+            positional = names[:len(args)]
+            if any(k not in names or k in positional for k in kwargs):
+                return False
+        return all(n in kwargs for n in self._required[len(args):])
 
 
 class BoundTask(Generic[P, R]):
