@@ -21,6 +21,35 @@ ON CONFLICT (unique_key)
     DO NOTHING
 RETURNING id, unique_key
 
+-- name: jobs_insert_plain
+-- Jobs without unique keys, and their wake-up, in one statement: one round trip.
+WITH input AS (
+    SELECT * FROM unnest(
+        %(tasks)s::text[], %(queues)s::text[], %(args)s::jsonb[], %(priorities)s::smallint[],
+        %(max_attempts)s::int[], %(run_ats)s::timestamptz[], %(timeouts)s::float8[],
+        %(metas)s::jsonb[]
+    ) WITH ORDINALITY AS t(task, queue, args, priority, max_attempts, run_at, timeout, meta, ord)
+), inserted AS (
+    INSERT INTO {schema}.jobs (queue, task, args, state, priority, max_attempts, run_at,
+                               created_at, timeout, meta)
+    SELECT queue, task, args,
+           CASE WHEN run_at IS NULL OR run_at <= {now} THEN 'available' ELSE 'scheduled' END,
+           priority, max_attempts, coalesce(run_at, {now}), {now}, timeout, meta
+    FROM input ORDER BY ord
+    RETURNING id
+)
+SELECT (SELECT array_agg(id ORDER BY id) FROM inserted),
+       (SELECT count(pg_notify(%(channel)s, q)) FROM unnest(%(notify)s::text[]) AS q)
+
+-- name: jobs_reserve_ids
+-- Ids for a COPY, in order, and the instant the rows are created at.
+SELECT {now}, array(SELECT nextval(pg_get_serial_sequence('{schema}.jobs', 'id'))
+                    FROM generate_series(1, %(n)s))
+
+-- name: jobs_copy
+COPY {schema}.jobs (id, queue, task, args, state, priority, max_attempts, run_at, created_at,
+                    timeout, meta) FROM STDIN
+
 -- name: jobs_find_active_by_keys
 SELECT id, unique_key FROM {schema}.jobs
 WHERE unique_key = ANY(%(keys)s::text[])

@@ -32,6 +32,8 @@ log = logging.getLogger("shiftwork.store.postgres")
 
 NOTIFY_CHANNEL_PREFIX = "shiftwork_jobs_"
 _UNIQUE = "jobs_unique_key_idx"
+_NULL = "\\N"
+COPY_MIN_ROWS = 200  # from this many jobs without unique keys, COPY beats one INSERT
 
 
 def describe_dsn(dsn: str) -> str:
@@ -174,6 +176,10 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
     def jobs_insert(self, jobs: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
         if not jobs:
             return []
+        if not any(j.unique_key for j in jobs):
+            if len(jobs) >= COPY_MIN_ROWS:
+                return self._insert_copy(jobs, conn)
+            return self._insert_plain(jobs, conn)
         params = self._p(
             tasks=[j.task for j in jobs], queues=[j.queue for j in jobs],
             args=[j.args_json for j in jobs], priorities=[j.priority for j in jobs],
@@ -195,6 +201,48 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
                               {"channel": self.channel, "queues": due_queues})
                 return results
         raise StorageError("could not settle unique keys after 5 tries; the key is contended")
+
+    def _insert_plain(self, jobs: list[NewJob], conn: Any) -> list[EnqueueResult]:
+        """Few jobs without unique keys: insert and notify in one statement."""
+        params = self._p(
+            tasks=[j.task for j in jobs], queues=[j.queue for j in jobs],
+            args=[j.args_json for j in jobs], priorities=[j.priority for j in jobs],
+            max_attempts=[j.max_attempts for j in jobs], run_ats=[j.run_at for j in jobs],
+            timeouts=[j.timeout for j in jobs], metas=[j.meta_json for j in jobs],
+            channel=self.channel, notify=sorted({j.queue for j in jobs if j.run_at is None}),
+        )
+        with self._conn(conn) as c:
+            row = c.execute(self.q["jobs_insert_plain"], params).fetchone()
+        assert row is not None
+        return [EnqueueResult(job_id, True) for job_id in row[0]]
+
+    def _insert_copy(self, jobs: list[NewJob], conn: Any) -> list[EnqueueResult]:
+        """Many jobs without unique keys: reserve their ids, then COPY them in."""
+        due_queues = sorted({j.queue for j in jobs if j.run_at is None})
+        with self._conn(conn) as c, c.transaction():
+            row = c.execute(self.q["jobs_reserve_ids"], self._p(n=len(jobs))).fetchone()
+            assert row is not None
+            now, ids = row[0], row[1]
+            stamp = now.isoformat()
+            lines: list[str] = []
+            with c.cursor().copy(self.q["jobs_copy"]) as copy:
+                for job_id, j in zip(ids, jobs, strict=True):
+                    # COPY text format: tab-separated, _NULL for NULL, backslashes doubled. JSON
+                    # has no raw tabs or newlines and names are checked, so that is all.
+                    state = "available" if j.run_at is None or j.run_at <= now else "scheduled"
+                    run_at = stamp if j.run_at is None else j.run_at.isoformat()
+                    timeout = _NULL if j.timeout is None else repr(float(j.timeout))
+                    lines.append("\t".join((
+                        str(job_id), j.queue, j.task, j.args_json.replace("\\", "\\\\"), state,
+                        str(j.priority), str(j.max_attempts), run_at, stamp, timeout,
+                        j.meta_json.replace("\\", "\\\\"))) + "\n")
+                    if len(lines) == 500:  # stream: the server parses while we format
+                        copy.write("".join(lines))
+                        lines.clear()
+                copy.write("".join(lines))
+            if due_queues:
+                c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": due_queues})
+        return [EnqueueResult(job_id, True) for job_id in ids]
 
     def _match_inserted(self, c: psycopg.Connection[Any], jobs: list[NewJob],
                         rows: list[Any]) -> list[EnqueueResult] | None:
