@@ -11,6 +11,14 @@ ON CONFLICT (unique_key)
     DO NOTHING
 RETURNING id
 
+-- name: jobs_insert_plain
+-- Jobs without a unique key, many per call (executemany); ids follow from last_insert_rowid.
+INSERT INTO jobs (queue, task, args, state, priority, max_attempts, run_at, created_at,
+                  timeout, meta)
+VALUES (:queue, :task, :args, CASE WHEN :run_at IS NULL OR :run_at <= :now
+                                   THEN 'available' ELSE 'scheduled' END,
+        :priority, :max_attempts, coalesce(:run_at, :now), :now, :timeout, :meta)
+
 -- name: jobs_find_active_by_key
 SELECT id FROM jobs
 WHERE unique_key = :key AND state IN ('scheduled', 'available', 'running', 'retrying')

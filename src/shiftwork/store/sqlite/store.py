@@ -149,6 +149,8 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
 
     def jobs_insert(self, jobs: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
         now = self._now()
+        if len(jobs) > 1 and not any(j.unique_key for j in jobs):
+            return self._insert_plain(jobs, now, conn)
         results: list[EnqueueResult] = []
         insert = self.q["jobs_insert"]
         with self._tx(conn) as c:
@@ -166,6 +168,21 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                                       {"key": j.unique_key}).fetchone()
                     results.append(EnqueueResult(found[0], False))
         return results
+
+    def _insert_plain(self, jobs: list[NewJob], now: float, conn: Any) -> list[EnqueueResult]:
+        """Jobs without unique keys: one executemany. The write lock is held throughout and
+        ids are AUTOINCREMENT, so the new ids are the ``len(jobs)`` up to the last one."""
+        with self._tx(conn) as c:
+            cur = c.executemany(self.q["jobs_insert_plain"], [{
+                "queue": j.queue, "task": j.task, "args": j.args_json, "now": now,
+                "run_at": to_ts(j.run_at), "priority": j.priority,
+                "max_attempts": j.max_attempts, "timeout": j.timeout, "meta": j.meta_json,
+            } for j in jobs])
+            last = c.execute("SELECT last_insert_rowid()").fetchone()[0]
+            if cur.rowcount != len(jobs):
+                raise StorageError(f"inserted {cur.rowcount} of {len(jobs)} jobs")
+        first = last - len(jobs) + 1
+        return [EnqueueResult(job_id, True) for job_id in range(first, last + 1)]
 
     # -- claim / complete -----------------------------------------------------------------
 
