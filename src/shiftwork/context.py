@@ -8,7 +8,6 @@ fenced by attempt: an attempt whose lease was lost (rescued, re-claimed) gets
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -43,7 +42,9 @@ class JobContext:
     max_attempts: int
     last_checkpoint: Any = None
     meta: dict[str, Any] = field(default_factory=dict)
-    _cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+    # A plain flag, not a threading.Event: one is made per job, and an Event (with its
+    # Condition and lock) costs more to build than a no-op job takes to run.
+    _cancelled: bool = field(default=False, repr=False)
     _pending_progress: str | None = field(default=None, repr=False)
     _progress_written: float = field(default=0.0, repr=False)
     _lost: bool = field(default=False, repr=False)
@@ -51,14 +52,14 @@ class JobContext:
     @property
     def cancelled(self) -> bool:
         """True once someone asked for this job to stop."""
-        return self._cancelled.is_set()
+        return self._cancelled
 
     def raise_if_cancelled(self) -> None:
-        if self._cancelled.is_set():
+        if self._cancelled:
             raise JobCancelled(f"job {self.job_id} was cancelled")
 
     def _request_cancel(self) -> None:
-        self._cancelled.set()
+        self._cancelled = True
 
     # -- fenced writes to the job's row -----------------------------------------------
 

@@ -51,10 +51,11 @@ class ThreadPool:
                 item()  # type: ignore[operator]
             except BaseException:  # an exception injected late must not kill the pool
                 log.debug("pool %s: exception escaped a job wrapper", self.name, exc_info=True)
-            with self._lock:
-                if self._excess > 0:
-                    self._excess -= 1
-                    return
+            if self._excess:  # read without the lock first: this runs once per job
+                with self._lock:
+                    if self._excess > 0:
+                        self._excess -= 1
+                        return
 
     def shutdown(self) -> None:
         for _ in self._threads:

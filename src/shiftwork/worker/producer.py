@@ -27,6 +27,7 @@ class Producer:
         self.dispatch = dispatch
         self.limits = app.concurrency_limits(queue)
         self.in_flight = 0
+        self._half = self.concurrency - max(1, concurrency // 2)  # in flight at half free
         self._cond = threading.Condition()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -52,7 +53,11 @@ class Producer:
     def slot_freed(self) -> None:
         with self._cond:
             self.in_flight -= 1
-            self._cond.notify_all()
+            # Wake the producer only when it has a reason to claim: the pool was full and
+            # now has room, or half the slots are free (a claim worth its round trip), or
+            # all are (idle() waits for that). A notify per job costs more than the job.
+            if self.in_flight in (self.concurrency - 1, self._half, 0):
+                self._cond.notify_all()
         if self.limits:  # room under a task's fleet-wide limit may have opened
             self._wake.set()
 
@@ -70,10 +75,10 @@ class Producer:
             if self._stop.is_set():
                 return
             self._wake.clear()
+            want = min(free, settings.claim_batch)
             try:
                 jobs = self.app.store.jobs_claim(
-                    self.queue, min(free, settings.claim_batch), self.worker_id,
-                    settings.lease_seconds, self.limits)
+                    self.queue, want, self.worker_id, settings.lease_seconds, self.limits)
                 errors = 0
             except StorageError as exc:
                 errors += 1
@@ -87,7 +92,7 @@ class Producer:
                     self.in_flight += len(jobs)
                 for job in jobs:
                     self.dispatch(job)
-            if len(jobs) < free or not jobs:
+            if len(jobs) < want:
                 # Queue drained (or limited): sleep until a wake-up or the poll interval.
                 self._wake.wait(settings.poll_interval)
 
