@@ -29,3 +29,47 @@ def make_app(dsn: str, schema: str) -> App:
 
 app = make_app(os.environ.get("BENCH_DSN", "sqlite:///bench.db"),
                os.environ.get("BENCH_SCHEMA", "shiftwork"))
+
+
+def _trace_store(a: App) -> None:
+    """BENCH_TRACE=1: count and time every claim and completion (written at exit)."""
+    import atexit
+    import threading
+
+    from .recorder import DIR
+
+    store = a.store
+    stats: dict[str, list[float]] = {}
+    lock = threading.Lock()
+
+    def wrap(name: str) -> None:
+        inner = getattr(store, name)
+
+        def timed(*args: object, **kwargs: object) -> object:
+            t0 = time.perf_counter()
+            out = inner(*args, **kwargs)
+            dt = time.perf_counter() - t0
+            rows = len(args[0]) if name == "jobs_complete_many" else len(out)  # type: ignore[arg-type]
+            with lock:
+                s = stats.setdefault(name, [0, 0, 0.0])
+                s[0] += 1
+                s[1] += rows
+                s[2] += dt
+            return out
+
+        setattr(store, name, timed)
+
+    for n in ("jobs_claim", "jobs_complete_many"):
+        wrap(n)
+
+    def dump() -> None:
+        with open(os.path.join(DIR, f"trace-{os.getpid()}.txt"), "w") as f:
+            for n, (calls, rows, secs) in stats.items():
+                f.write(f"{n}: {calls} calls, {rows} rows, {rows / max(calls, 1):.1f} rows/call, "
+                        f"{secs / max(calls, 1) * 1000:.2f} ms/call, {secs:.2f}s total\n")
+
+    atexit.register(dump)
+
+
+if os.environ.get("BENCH_TRACE") and os.environ.get("BENCH_RECORD_DIR"):
+    _trace_store(app)
