@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import time
 
 DIR = os.environ.get("BENCH_RECORD_DIR", "")
 BATCH = 1000
@@ -29,13 +30,26 @@ def _flush_locked() -> None:
     _buf.clear()
 
 
+_flusher: threading.Thread | None = None
+
+
+def _flush_often() -> None:
+    while True:  # so a reader sees the last few lines before the process exits
+        time.sleep(0.2)
+        flush()
+
+
 def record(kind: str, *values: object, now: bool = False) -> None:
     """Note an event; ``now`` writes it through at once (latency runs)."""
+    global _flusher
     line = kind + " " + " ".join(str(v) for v in values)
     with _lock:
         _buf.append(line)
         if now or len(_buf) >= BATCH:
             _flush_locked()
+        if _flusher is None:
+            _flusher = threading.Thread(target=_flush_often, daemon=True)
+            _flusher.start()
 
 
 def flush() -> None:
