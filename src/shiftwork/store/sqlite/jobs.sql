@@ -59,6 +59,10 @@ SET state = :state,
     max_attempts = max_attempts + CASE WHEN :state = 'scheduled' THEN 1 ELSE 0 END
 WHERE id = :id AND attempt = :attempt AND state = 'running'
 
+-- name: jobs_running_attempts
+SELECT id, attempt FROM jobs
+WHERE state = 'running' AND id IN (SELECT value FROM json_each(:ids))
+
 -- name: jobs_heartbeat_worker
 UPDATE workers SET heartbeat_at = :now WHERE id = :worker
 

@@ -222,16 +222,18 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         if not outcomes:
             return set()
         now = self._now()
-        done: set[int] = set()
         with self._tx() as c:
-            for o in outcomes:
-                cur = c.execute(self.q["jobs_complete_one"], {
-                    "id": o.job_id, "attempt": o.attempt, "state": o.state.value, "now": now,
-                    "run_at": to_ts(o.run_at),
-                    "error": json.dumps(o.error) if o.error is not None else None,
-                    "result": o.result_json})
-                if cur.rowcount:
-                    done.add(o.job_id)
+            # The write lock is held: read which attempts still hold their jobs, then
+            # update exactly those in one executemany (the UPDATE keeps its own fence too).
+            held = {(r[0], r[1]) for r in c.execute(self.q["jobs_running_attempts"], {
+                "ids": json.dumps([o.job_id for o in outcomes])})}
+            fenced = [o for o in outcomes if (o.job_id, o.attempt) in held]
+            c.executemany(self.q["jobs_complete_one"], [{
+                "id": o.job_id, "attempt": o.attempt, "state": o.state.value, "now": now,
+                "run_at": to_ts(o.run_at),
+                "error": json.dumps(o.error) if o.error is not None else None,
+                "result": o.result_json} for o in fenced])
+        done = {o.job_id for o in fenced}
         stale = [(o.job_id, o.attempt) for o in outcomes if o.job_id not in done]
         if stale:
             log_rejected("completion", stale)
