@@ -1,0 +1,64 @@
+"""The fast paths: COPY / executemany enqueue and batched completion keep every guarantee."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from shiftwork import App, FakeClock, JobState
+from shiftwork.outcome import Outcome
+
+TRICKY = ["plain", "back\\slash", 'quote"d', "tab\there", "new\nline", "ünïcødé ✓", "\\N",
+          "", "\\\\double"]
+
+
+def test_bulk_enqueue_round_trips_arguments_and_ids_in_order(app: App) -> None:
+    @app.task
+    def echo(text: str, n: int, extra: dict | None = None) -> None: ...  # type: ignore[type-arg]
+
+    calls = [(TRICKY[i % len(TRICKY)], i, {"k": TRICKY[-i % len(TRICKY)]}) for i in range(450)]
+    results = echo.enqueue_many(calls)
+    assert len(results) == 450 and all(r.created for r in results)
+    assert [r.id for r in results] == sorted(r.id for r in results)
+    assert len({r.id for r in results}) == 450
+    for r, call in zip(results[:: 37], calls[:: 37], strict=True):
+        job = app.get_job(r.id)
+        assert (job.args, job.state, job.attempt) == (list(call), JobState.AVAILABLE, 0)
+
+
+def test_bulk_enqueue_with_delays_and_options(make_app) -> None:  # type: ignore[no-untyped-def]
+    clock = FakeClock(datetime.now(UTC))
+    app = make_app(clock=clock)
+
+    @app.task(queue="q1", max_attempts=3, timeout=2.5)
+    def work(n: int) -> None: ...
+
+    now_jobs = [work.call(i) for i in range(300)]
+    later_jobs = [work.using(delay=60, priority=7, meta={"who": "me"}).call(i) for i in range(300)]
+    results = app.enqueue_many(now_jobs + later_jobs)
+    first, last = app.get_job(results[0].id), app.get_job(results[-1].id)
+    assert (first.state, first.max_attempts, first.timeout, first.priority) == (
+        JobState.AVAILABLE, 3, 2.5, 0)
+    assert (last.state, last.priority, last.meta) == (JobState.SCHEDULED, 7, {"who": "me"})
+    assert last.run_at == clock.now() + timedelta(seconds=60)
+    assert first.created_at == clock.now()
+    claimed = app.store.jobs_claim("q1", 1000, "w", 30)
+    assert len(claimed) == 300
+    clock.advance(61)
+    assert len(app.store.jobs_claim("q1", 1000, "w", 30)) == 300
+
+
+def test_batched_completion_is_fenced_per_attempt(app: App) -> None:
+    @app.task
+    def noop(n: int) -> None: ...
+
+    noop.enqueue_many([(i,) for i in range(5)])
+    claimed = app.store.jobs_claim("default", 10, "w", 30)
+    assert len(claimed) == 5
+    good = [Outcome(c.id, c.attempt, JobState.SUCCEEDED) for c in claimed[:3]]
+    stale = [Outcome(c.id, c.attempt + 1, JobState.SUCCEEDED) for c in claimed[3:]]
+    done = app.store.jobs_complete_many(good + stale + [Outcome(10**9, 1, JobState.SUCCEEDED)])
+    assert done == {c.id for c in claimed[:3]}
+    assert [app.get_job(c.id).state for c in claimed] == [JobState.SUCCEEDED] * 3 + [
+        JobState.RUNNING] * 2
+    # completing again is rejected: the job is no longer running
+    assert app.store.jobs_complete_many(good) == set()
