@@ -28,7 +28,9 @@ UPDATE jobs
 SET state = 'running', attempt = attempt + 1, worker_id = :worker, attempted_at = :now,
     lease_expires_at = :now + :lease
 WHERE id IN (
-    SELECT id FROM jobs
+    -- INDEXED BY: walk the claim index in claim order and stop at LIMIT. Left alone, the
+    -- planner prefers jobs_waiting_age_idx and sorts every waiting job on each claim.
+    SELECT id FROM jobs INDEXED BY jobs_claim_idx
     WHERE queue = :queue
       AND state IN ('available', 'scheduled', 'retrying')
       AND run_at <= :now
