@@ -78,8 +78,9 @@ SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
     attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
 FROM next
 WHERE j.id = next.id
-RETURNING j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.timeout, j.checkpoint,
-          j.meta, j.priority, j.run_at
+-- JSON as text: parsed once in Python, and an empty meta not at all (the claim is hot).
+RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
+          j.checkpoint::text, j.meta::text, j.priority, j.run_at
 
 -- name: jobs_count_running_task
 SELECT count(*) FROM {schema}.jobs WHERE state = 'running' AND task = %(task)s

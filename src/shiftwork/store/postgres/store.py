@@ -302,7 +302,8 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             args, kwargs = split_args(r[3])
             claimed.append(ClaimedJob(id=r[0], task=r[1], queue=r[2], args=args, kwargs=kwargs,
                                       attempt=r[4], max_attempts=r[5], timeout=r[6],
-                                      checkpoint=r[7], meta=r[8] or {}))
+                                      checkpoint=None if r[7] is None else json.loads(r[7]),
+                                      meta={} if r[8] == "{}" else json.loads(r[8])))
         return claimed
 
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
