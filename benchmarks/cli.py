@@ -81,6 +81,8 @@ def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: 
                 plan.append((eng, "latency", lambda e, p: ours.latency(e, lat_count, p)))
             elif w == "mixed":
                 plan.append((eng, "mixed", lambda e, p: ours.mixed(e, flood, concurrency, p)))
+                plan.append((eng, "mixed-split", lambda e, p: ours.mixed(
+                    e, flood, concurrency, p, split=True)))
             elif w == "history":
                 plan.append((eng, "history", lambda e, p: ours.history(e, history_rows, p)))
             elif w == "memory":
@@ -106,7 +108,7 @@ def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: 
 
             try:
                 value = fn(eng, progress)
-            except Exception as exc:  # noqa: BLE001 - one failed workload must not lose the rest
+            except Exception as exc:
                 value = {"error": f"{type(exc).__name__}: {exc}"}
                 bar.update(tid, description=f"[red]failed: {exc}")
             else:
@@ -124,7 +126,7 @@ def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: 
 
 def _print(results: dict[str, Any]) -> None:
     m = results["machine"]
-    console.print(f"[bold]machine[/bold]: {m['cpus']} × {m['cpu']}, {m['memory_mb']} MB, "
+    console.print(f"[bold]machine[/bold]: {m['cpus']} x {m['cpu']}, {m['memory_mb']} MB, "
                   f"Python {m['python']}, {m['postgres']}, SQLite {m['sqlite']} "
                   f"({m['sqlite_sync']}); load {results['load_at_start']} → "
                   f"{results['load_at_end']}")

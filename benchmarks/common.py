@@ -152,7 +152,7 @@ def machine() -> dict[str, Any]:
                             ).fetchone()
             if row:
                 pg = f"PostgreSQL {row[0]} (fsync={row[1]}, synchronous_commit={row[2]})"
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         pg = f"unreachable: {exc}"
     import sqlite3
 

@@ -14,8 +14,7 @@ import psycopg
 from shiftwork import App
 
 from .app import make_app
-from .common import (Place, load, percentiles, place, rss_kib, shiftwork_worker, stop,
-                     wait_until)
+from .common import Place, load, percentiles, place, rss_kib, shiftwork_worker, stop, wait_until
 from .recorder import read_all
 
 Progress = Callable[[float, str], None]  # fraction done, what is happening
@@ -201,13 +200,19 @@ def latency(engine: str, count: int, progress: Progress) -> dict[str, Any]:
         return {**percentiles(_latencies(pl)), "load": before}
 
 
-def mixed(engine: str, flood: int, concurrency: int, progress: Progress) -> dict[str, Any]:
+def mixed(engine: str, flood: int, concurrency: int, progress: Progress, split: bool = False
+          ) -> dict[str, Any]:
+    """``split``: the urgent queue in its own worker process (else one process serves both)."""
     with place(engine) as pl:
         app = _app(pl)
         probe = Probe(pl)
-        procs = [shiftwork_worker(pl, {"bench": concurrency, "urgent": 10})]
+        if split:
+            procs = [shiftwork_worker(pl, {"bench": concurrency}, "bulk"),
+                     shiftwork_worker(pl, {"urgent": 10}, "urgent")]
+        else:
+            procs = [shiftwork_worker(pl, {"bench": concurrency, "urgent": 10})]
         try:
-            _wait_ready(probe, 1)
+            _wait_ready(probe, len(procs))
             before = load()
             done = threading.Event()
             counter: dict[str, int] = {}
@@ -230,7 +235,8 @@ def mixed(engine: str, flood: int, concurrency: int, progress: Progress) -> dict
         app.close()
         probe.close()
         return {**percentiles(_latencies(pl)), "flood": flood, "flood_seconds": flood_s,
-                "flood_enqueue_seconds": enq, "load": before}
+                "flood_enqueue_seconds": enq, "load": before,
+                "topology": "urgent in its own process" if split else "one process, both queues"}
 
 
 HISTORY_SQL = {
@@ -301,8 +307,8 @@ def _claim_cost(app: App, jobs: int, batch: int) -> dict[str, float]:
 
 def history(engine: str, retained: int, progress: Progress, jobs: int = 5000,
             batch: int = 10) -> dict[str, Any]:
-    out: dict[str, Any] = {"retained": retained, "claim_batch": batch, "jobs": jobs}
-    for label, rows in (("empty", 0), ("retained", retained)):
+    out: dict[str, Any] = {"retained_rows": retained, "claim_batch": batch, "jobs": jobs}
+    for label, rows in (("empty", 0), ("with_history", retained)):
         with place(engine) as pl:
             app = _app(pl)
             probe = Probe(pl)
@@ -313,7 +319,8 @@ def history(engine: str, retained: int, progress: Progress, jobs: int = 5000,
             app.close()
             probe.close()
         progress(0.4 if not rows else 1.0, f"{label} measured")
-    out["ratio"] = out["retained"]["claim_ms_mean"] / out["empty"]["claim_ms_mean"]
+    out["ratio"] = out["with_history"]["claim_ms_mean"] / out["empty"]["claim_ms_mean"]
+    out["load"] = out["load_with_history"]
     return out
 
 

@@ -278,6 +278,8 @@ def enqueue(peer: Peer, calls: int, bulk: int) -> dict[str, Any]:
             say(0.3 + 0.2 * i / calls, f"one-by-one {i:,}/{calls:,}")
     one = calls / (time.perf_counter() - t0)
     say(0.5, "bulk")
+    if isinstance(peer, CeleryPeer):
+        bulk = min(bulk, 20_000)  # no bulk call: a publish per job, so fewer of them
     t0 = time.perf_counter()
     peer.enqueue_bulk(bulk)
     bulk_rate = bulk / (time.perf_counter() - t0)
@@ -329,13 +331,13 @@ def main() -> None:
         for k, base in ((1, 0.0), (2, 0.15)):
             try:
                 out[f"drain-{k}w"] = drain(peer, a.drain_jobs, k, a.concurrency, base)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 out[f"drain-{k}w"] = {"error": f"{type(exc).__name__}: {exc}"}
         for name, fn in (("enqueue", lambda: enqueue(peer, a.calls, a.bulk)),
                          ("latency", lambda: latency(peer, a.latency_count))):
             try:
                 out[name] = fn()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 out[name] = {"error": f"{type(exc).__name__}: {exc}"}
     finally:
         peer.teardown()
