@@ -119,7 +119,7 @@ def drain(engine: str, n: int, workers: int, concurrency: int, progress: Progres
         before = load()
         procs = [shiftwork_worker(pl, {"bench": concurrency}, f"w{i}") for i in range(workers)]
         try:
-            _drain_wait(probe, "bench", n, progress, procs)
+            _drain_wait(probe, "bench", n, progress, procs, 0.1)
         finally:
             stop(procs)
         total, ok, once, span = probe.summary("bench")
@@ -347,7 +347,7 @@ def memory(engine: str, n: int, concurrency: int, progress: Progress) -> dict[st
                          f"RSS {rss / 1024 if rss else 0:.0f} MB")
                 return left == 0
 
-            wait_until(check, 3600, "the queue to drain", 0.5)
+            wait_until(check, 3600, "the queue to drain", 2.0)
             seconds = time.perf_counter() - started
             peak = rss_kib(proc.pid, "VmHWM") or 0
         finally:
