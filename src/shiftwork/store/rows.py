@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ..errors import ShiftworkError
 from ..job import Job
 from ..states import TRANSITIONS, JobState
 
@@ -73,3 +74,13 @@ class StepRecord:
     wake_at: datetime | None
     attempt: int
     updated_at: datetime | None
+
+
+def retry_blocked_by_key(job_id: int) -> ShiftworkError:
+    return ShiftworkError(f"job {job_id} cannot be retried: another active job holds its "
+                          "unique key")
+
+
+def not_retryable(job: Job) -> ShiftworkError:
+    return ShiftworkError(f"job {job.id} is {job.state}; only dead, cancelled or waiting jobs "
+                          "can be retried")

@@ -16,12 +16,21 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from ...clock import Clock, SystemClock
-from ...errors import ConfigurationError, JobNotFoundError, ShiftworkError, StorageError
+from ...errors import ConfigurationError, JobNotFoundError, StorageError
 from ...job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
 from ...names import check_schema
 from ...outcome import Outcome
 from ...states import JobState
-from ..rows import aware, decoded, job_from_row, legal_pairs, log_rejected, split_args
+from ..rows import (
+    aware,
+    decoded,
+    job_from_row,
+    legal_pairs,
+    log_rejected,
+    not_retryable,
+    retry_blocked_by_key,
+    split_args,
+)
 from ..sqlfile import load_all_queries, load_migrations
 from .long_jobs import PostgresLongJobs
 from .observe import PostgresObserve
@@ -374,13 +383,10 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
                 if row is not None:
                     c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": ["*"]})
         except psycopg.errors.UniqueViolation as exc:
-            raise ShiftworkError(
-                f"job {job_id} cannot be retried: another active job holds its unique key"
-            ) from exc
+            raise retry_blocked_by_key(job_id) from exc
         job = self.jobs_get(job_id)
         if row is None:
-            raise ShiftworkError(f"job {job_id} is {job.state}; only dead, cancelled or waiting "
-                                 "jobs can be retried")
+            raise not_retryable(job)
         return job
 
     def jobs_cancel(self, job_id: int) -> Job:

@@ -13,11 +13,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ...clock import Clock, SystemClock
-from ...errors import ConfigurationError, JobNotFoundError, ShiftworkError, StorageError
+from ...errors import ConfigurationError, JobNotFoundError, StorageError
 from ...job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
 from ...outcome import Outcome
 from ...states import JobState
-from ..rows import job_from_row, legal_pairs, loads, log_rejected, split_args
+from ..rows import (
+    job_from_row,
+    legal_pairs,
+    loads,
+    log_rejected,
+    not_retryable,
+    retry_blocked_by_key,
+    split_args,
+)
 from ..sqlfile import load_all_queries, load_migrations
 from .long_jobs import SQLiteLongJobs
 from .observe import SQLiteObserve
@@ -285,13 +293,10 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
             with self._tx() as c:
                 row = c.execute(self.q["jobs_retry"], {"id": job_id, "now": self._now()}).fetchone()
         except sqlite3.IntegrityError as exc:
-            raise ShiftworkError(
-                f"job {job_id} cannot be retried: another active job holds its unique key"
-            ) from exc
+            raise retry_blocked_by_key(job_id) from exc
         job = self.jobs_get(job_id)
         if row is None:
-            raise ShiftworkError(f"job {job_id} is {job.state}; only dead, cancelled or waiting "
-                                 "jobs can be retried")
+            raise not_retryable(job)
         return job
 
     def jobs_cancel(self, job_id: int) -> Job:
