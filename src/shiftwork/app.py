@@ -29,8 +29,10 @@ class Settings:
     """Timings of the worker machinery, in seconds."""
 
     heartbeat_interval: float = 5.0  # one statement renews every lease a worker holds
-    lease_seconds: float = 15.0  # a job whose lease lapses this long is rescued
-    rescue_interval: float = 2.5
+    # A dead worker's jobs are rescued within about two heartbeat intervals: the lease
+    # outlives one missed heartbeat, and every worker looks for expired leases often.
+    lease_seconds: float = 10.0
+    rescue_interval: float = 1.25
     poll_interval: float = 1.0  # fallback when no wake-up arrives
     leader_ttl: float = 15.0
     retention_finished: float = 24 * 3600.0  # succeeded / cancelled jobs kept this long
