@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import ShiftworkError
-from ..job import Job
+from ..job import Job, QueueStats
 from ..states import TRANSITIONS, JobState
 
 log = logging.getLogger("shiftwork.store")
@@ -84,3 +84,18 @@ def retry_blocked_by_key(job_id: int) -> ShiftworkError:
 def not_retryable(job: Job) -> ShiftworkError:
     return ShiftworkError(f"job {job.id} is {job.state}; only dead, cancelled or waiting jobs "
                           "can be retried")
+
+
+def queue_stats_from_rows(active: list[Any],
+                          finished: dict[str, tuple[int, int]]) -> list[QueueStats]:
+    """Join the active-state counts with (succeeded, cancelled) counts, per queue, sorted.
+
+    ``active`` rows are (queue, available, scheduled, running, dead, oldest_waiting_age).
+    """
+    out = {r[0]: QueueStats(queue=r[0], available=r[1], scheduled=r[2], running=r[3],
+                            succeeded=finished.get(r[0], (0, 0))[0], dead=r[4],
+                            cancelled=finished.get(r[0], (0, 0))[1],
+                            oldest_waiting_age=r[5]) for r in active}
+    for queue, (succeeded, cancelled) in finished.items():
+        out.setdefault(queue, QueueStats(queue, 0, 0, 0, succeeded, 0, cancelled, None))
+    return [out[k] for k in sorted(out)]

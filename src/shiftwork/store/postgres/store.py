@@ -28,6 +28,7 @@ from ..rows import (
     legal_pairs,
     log_rejected,
     not_retryable,
+    queue_stats_from_rows,
     retry_blocked_by_key,
     split_args,
 )
@@ -406,13 +407,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             active = c.execute(self.q["queues_stats"], self._p()).fetchall()
             finished = {r[0]: (r[1], r[2]) for r in c.execute(self.q["queues_finished_counts"])
                         } if include_finished else {}
-        out = {r[0]: QueueStats(queue=r[0], available=r[1], scheduled=r[2], running=r[3],
-                                succeeded=finished.get(r[0], (0, 0))[0],
-                                dead=r[4], cancelled=finished.get(r[0], (0, 0))[1],
-                                oldest_waiting_age=r[5]) for r in active}
-        for queue, (succeeded, cancelled) in finished.items():
-            out.setdefault(queue, QueueStats(queue, 0, 0, 0, succeeded, 0, cancelled, None))
-        return [out[k] for k in sorted(out)]
+        return queue_stats_from_rows(active, finished)
 
     # -- workers and leadership ---------------------------------------------------------
 
