@@ -59,7 +59,8 @@ def drain(app: App, queues: list[str] | None = None, max_jobs: int = 10_000) -> 
             task = app.get_task(job.task)
             ctx = JobContext(app, job.id, job.task, job.queue, job.attempt, job.max_attempts,
                              last_checkpoint=job.checkpoint, meta=job.meta)
-            run = Run(job=job, task=task, ctx=ctx, started=time.monotonic(), deadline=None,
+            run = Run(job=job, task=task, ctx=ctx, started=time.monotonic(),
+                      timeout=task.options.timeout if job.timeout is None else job.timeout,
                       on_done=_collect(done))
             if task.is_async:
                 asyncio.run(executor.run_async(run))

@@ -31,10 +31,19 @@ def enabled() -> bool:
     return trace is not None
 
 
+def recording() -> bool:
+    """False until an SDK tracer provider is installed: the API's default provider only
+    hands out no-op spans, and building one per job costs more than a no-op job."""
+    if trace is None:
+        return False
+    provider = trace.get_tracer_provider()
+    return not isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
+
+
 @contextmanager
 def enqueue_span(rows: list[NewJob]) -> Iterator[list[NewJob]]:
     """A PRODUCER span around inserting ``rows``; yields the rows carrying its context."""
-    if trace is None or not rows:
+    if not rows or not recording():
         yield rows
         return
     tasks = sorted({r.task for r in rows})
@@ -67,7 +76,7 @@ def execution_span(job: ClaimedJob | dict[str, Any]) -> Iterator[Any]:
 
     ``job`` is a claimed job, or its dict form in a process-executor child.
     """
-    if trace is None:
+    if not recording():
         yield None
         return
     get = job.get if isinstance(job, dict) else lambda k: getattr(job, k)

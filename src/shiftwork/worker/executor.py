@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..context import JobContext
 from ..errors import JobCancelled, JobPaused, LeaseLost, RetryIn, Snooze
 from ..job import ClaimedJob
-from ..observe.tracing import execution_span
+from ..observe.tracing import execution_span, recording
 from ..outcome import Outcome
 from ..payload import encode_json
 from ..states import JobState
@@ -46,15 +46,31 @@ class Run:
     job: ClaimedJob
     task: Task[Any, Any]
     ctx: JobContext
-    started: float
-    deadline: float | None
+    started: float  # claimed at; reset when the attempt begins to run
+    timeout: float | None
     on_done: Callable[[Run, Outcome], None]
+    on_begin: Callable[[Run], None] | None = None
+    deadline: float | None = None  # set when it begins: a job claimed ahead is not timed yet
+    begun: bool = False
     thread_id: int | None = None
     atask: asyncio.Task[Any] | None = None
     finished: bool = False
     in_user_code: bool = False  # a sync job's thread is inside the task function
     process: Any = None  # the child process, for queues run with the process executor
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def begin(self) -> bool:
+        """The attempt starts running now; False if it was finalized while it waited."""
+        with self.lock:
+            if self.finished:
+                return False
+            self.begun = True
+            self.started = time.monotonic()
+            if self.timeout:
+                self.deadline = self.started + self.timeout
+        if self.on_begin is not None:
+            self.on_begin(self)
+        return True
 
     def finalize(self, outcome: Outcome) -> bool:
         """Deliver the outcome once; False if another path got there first."""
@@ -87,9 +103,13 @@ def flush_progress(run: Run) -> None:
 
 
 class Executor:
-    def __init__(self, app: App, loop: asyncio.AbstractEventLoop | None) -> None:
+    def __init__(self, app: App, loop: asyncio.AbstractEventLoop | None,
+                 concurrency: dict[str, int] | None = None) -> None:
         self.app = app
         self.loop = loop
+        # Async jobs run on one loop, not a pool of threads: a semaphore per queue keeps
+        # them to the queue's concurrency when the producer claims ahead.
+        self.slots = {q: asyncio.Semaphore(n) for q, n in (concurrency or {}).items()}
 
     # -- deciding -----------------------------------------------------------------
 
@@ -144,6 +164,8 @@ class Executor:
     def run_sync(self, run: Run) -> None:
         """Body of a pool thread for one job."""
         run.thread_id = threading.get_ident()
+        if not run.begin():
+            return  # handed back or timed out before it started
         try:
             args, kwargs = self.call_args(run)
             try:
@@ -152,7 +174,12 @@ class Executor:
                 if not run.in_user_code:
                     return  # timed out or shut down before it started
                 try:
-                    with execution_span(run.job):
+                    if run.ctx.cancelled:  # cancelled while it waited for a thread
+                        raise JobCancelled(f"job {run.job.id} was cancelled before it started")
+                    if recording():
+                        with execution_span(run.job):
+                            result = run.task.fn(*args, **kwargs)
+                    else:  # no span: the context manager alone costs more than a no-op job
                         result = run.task.fn(*args, **kwargs)
                 finally:
                     with run.lock:
@@ -171,15 +198,27 @@ class Executor:
         except BaseException:  # an exception injected after the job returned
             pass
 
-    async def run_async(self, run: Run) -> None:
+    async def run_async(self, run: Run, slots: asyncio.Semaphore | None = None) -> None:
+        if slots is not None:  # the queue's concurrency: jobs claimed ahead wait here
+            async with slots:
+                await self._run_async(run)
+        else:
+            await self._run_async(run)
+
+    async def _run_async(self, run: Run) -> None:
         run.atask = asyncio.current_task()
-        if run.finished:  # cancelled before it started
+        if not run.begin():  # handed back or cancelled before it started
             return
         args, kwargs = self.call_args(run)
-        timeout = run.task.options.timeout
+        timeout = run.timeout
         try:
             try:
-                with execution_span(run.job):
+                if run.ctx.cancelled:
+                    raise JobCancelled(f"job {run.job.id} was cancelled before it started")
+                if recording():
+                    with execution_span(run.job):
+                        result = await asyncio.wait_for(run.task.fn(*args, **kwargs), timeout)
+                else:
                     result = await asyncio.wait_for(run.task.fn(*args, **kwargs), timeout)
             finally:
                 if run.ctx._pending_progress is not None:
@@ -206,7 +245,8 @@ class Executor:
             pool.submit(lambda: run_in_process(self, run))
         elif run.task.is_async:
             assert self.loop is not None, "async task without an event loop"
-            asyncio.run_coroutine_threadsafe(self.run_async(run), self.loop)
+            asyncio.run_coroutine_threadsafe(
+                self.run_async(run, self.slots.get(run.job.queue)), self.loop)
         else:
             pool.submit(lambda: self.run_sync(run))
 

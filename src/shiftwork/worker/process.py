@@ -74,6 +74,12 @@ def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Con
 def run_in_process(executor: Executor, run: Run) -> None:
     """Body of a pool thread supervising one child process."""
     job = run.job
+    if not run.begin():
+        return  # handed back or cancelled before it started
+    if run.ctx.cancelled:
+        run.finalize(executor.outcome_for_error(
+            run, JobCancelled(f"job {job.id} was cancelled before it started")))
+        return
     parent, child = _SPAWN.Pipe(duplex=False)
     proc = _SPAWN.Process(target=_child_main, name=f"shiftwork-job-{job.id}", daemon=True, args=(
         executor.app.import_path, job.task,

@@ -1,4 +1,13 @@
-"""One per queue: claims due jobs in batches for the queue's free slots."""
+"""One per queue: claims due jobs in batches for the queue's free slots.
+
+Claiming ahead: a claim is a round trip and a durable commit, and while it is in
+flight the pool keeps finishing jobs. When jobs are short, slots would sit empty
+for the length of each claim, so the producer also claims the jobs the pool is
+expected to finish during one claim (``concurrency x claim time / job time``, at
+most ``concurrency`` more). Those wait in the process, counted as in flight, and
+begin as slots free; for jobs longer than a claim this comes to nothing, so a worker
+busy with slow jobs does not hold work another worker could start.
+"""
 
 from __future__ import annotations
 
@@ -26,8 +35,11 @@ class Producer:
         self.worker_id = worker_id
         self.dispatch = dispatch
         self.limits = app.concurrency_limits(queue)
-        self.in_flight = 0
-        self._half = self.concurrency - max(1, concurrency // 2)  # in flight at half free
+        self.in_flight = 0  # claimed and not finished: running, or waiting to begin
+        self.capacity = concurrency  # slots plus what is worth claiming ahead
+        self._half = self.capacity - max(1, self.capacity // 2)  # in flight at half free
+        self._job_seconds: float | None = None  # moving averages, for claiming ahead
+        self._claim_seconds: float | None = None
         self._cond = threading.Condition()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -50,35 +62,51 @@ class Producer:
     def wake(self) -> None:
         self._wake.set()
 
-    def slot_freed(self) -> None:
+    def slot_freed(self, duration: float | None = None) -> None:
         with self._cond:
             self.in_flight -= 1
+            if duration is not None:
+                self._job_seconds = _average(self._job_seconds, duration)
             # Wake the producer only when it has a reason to claim: the pool was full and
             # now has room, or half the slots are free (a claim worth its round trip), or
             # all are (idle() waits for that). A notify per job costs more than the job.
-            if self.in_flight in (self.concurrency - 1, self._half, 0):
+            if self.in_flight in (self.capacity - 1, self._half, 0):
                 self._cond.notify_all()
         if self.limits:  # room under a task's fleet-wide limit may have opened
             self._wake.set()
+
+    def _plan_capacity(self) -> None:
+        """Slots plus the jobs the pool should finish while one claim is in flight."""
+        ahead = 0
+        job, claim = self._job_seconds, self._claim_seconds
+        if job is not None and claim is not None:
+            ahead = min(self.concurrency, int(self.concurrency * claim / max(job, 1e-6)))
+        self.capacity = self.concurrency + ahead
+        self._half = self.capacity - max(1, self.capacity // 2)
 
     def _loop(self) -> None:
         settings = self.app.settings
         errors = 0
         while not self._stop.is_set():
             with self._cond:
-                while self.in_flight >= self.concurrency and not self._stop.is_set():
+                self._plan_capacity()
+                while self.in_flight >= self.capacity and not self._stop.is_set():
                     self._cond.wait(settings.poll_interval)
-                if self.concurrency - self.in_flight < max(1, self.concurrency // 2):
+                if self.capacity - self.in_flight < max(1, self.capacity // 2):
                     # Few slots free: give running jobs a moment so one claim fills more.
                     self._cond.wait(0.002)
-                free = self.concurrency - self.in_flight
+                free = self.capacity - self.in_flight
             if self._stop.is_set():
                 return
             self._wake.clear()
             want = min(free, settings.claim_batch)
             try:
+                started = time.monotonic()
                 jobs = self.app.store.jobs_claim(
                     self.queue, want, self.worker_id, settings.lease_seconds, self.limits)
+                if jobs:
+                    self._claim_seconds = _average(self._claim_seconds,
+                                                   time.monotonic() - started)
                 errors = 0
             except StorageError as exc:
                 errors += 1
@@ -106,3 +134,8 @@ class Producer:
                     return False
                 self._cond.wait(min(left, 0.1))
         return True
+
+
+def _average(old: float | None, new: float, weight: float = 0.1) -> float:
+    """An exponentially weighted moving average (the first value starts it)."""
+    return new if old is None else old + weight * (new - old)

@@ -118,7 +118,7 @@ class Worker:
             self._loop_thread = threading.Thread(target=self.loop.run_forever,
                                                  name="shiftwork-asyncio", daemon=True)
             self._loop_thread.start()
-        self.executor = Executor(self.app, self.loop)
+        self.executor = Executor(self.app, self.loop, self.queues)
         self.app.store.workers_upsert(self.id, socket.gethostname(), os.getpid(), self.queues)
         self.completer.start()
         for queue, concurrency in self.queues.items():
@@ -160,24 +160,26 @@ class Worker:
             del ctx
             self.producers[job.queue].slot_freed()
             return
-        timeout = task.options.timeout if job.timeout is None else job.timeout
-        now = time.monotonic()
         ctx = JobContext(self.app, job.id, job.task, job.queue, job.attempt, job.max_attempts,
                          last_checkpoint=job.checkpoint, meta=job.meta)
-        run = Run(job=job, task=task, ctx=ctx, started=now,
-                  deadline=now + timeout if timeout else None, on_done=self._on_done)
+        run = Run(job=job, task=task, ctx=ctx, started=time.monotonic(),
+                  timeout=task.options.timeout if job.timeout is None else job.timeout,
+                  on_done=self._on_done, on_begin=self._on_begin)
         with self._runs_lock:
             self._runs[(job.id, job.attempt)] = run
+        self.executor.start(run, self.pools[job.queue], job.queue in self.process_queues)
+
+    def _on_begin(self, run: Run) -> None:
+        job = run.job
         self.app.events.emit("job.started", job_id=job.id, task=job.task, queue=job.queue,
                              attempt=job.attempt)
-        self.executor.start(run, self.pools[job.queue], job.queue in self.process_queues)
 
     def _on_done(self, run: Run, outcome: Outcome) -> None:
         with self._runs_lock:
             self._runs.pop((run.job.id, run.job.attempt), None)
         if outcome.state is not JobState.AVAILABLE:  # AVAILABLE: it yielded to a paused queue
             self.completer.submit(outcome)
-        self.producers[run.job.queue].slot_freed()
+        self.producers[run.job.queue].slot_freed(outcome.duration)
 
     def runs_snapshot(self) -> list[Run]:
         with self._runs_lock:
@@ -229,6 +231,32 @@ class Worker:
         finally:
             self.shutdown()
 
+    def _hand_back_waiting(self) -> None:
+        """Jobs claimed ahead that have not begun go back to the queue at once."""
+        waiting: list[Run] = []
+        for run in self.runs_snapshot():
+            with run.lock:
+                if run.begun or run.finished:
+                    continue
+                run.finished = True
+            waiting.append(run)
+        if not waiting:
+            return
+        with self._runs_lock:
+            for run in waiting:
+                self._runs.pop((run.job.id, run.job.attempt), None)
+        try:
+            count = self.app.store.jobs_hand_back(
+                self.id, [(r.job.id, r.job.attempt) for r in waiting])
+        except StorageError:
+            log.warning("could not hand back %d waiting jobs; their leases will expire",
+                        len(waiting), exc_info=True)
+            count = 0
+        for run in waiting:
+            self.app.events.emit("job.handed_back", job_id=run.job.id, attempt=run.job.attempt)
+            self.producers[run.job.queue].slot_freed()
+        log.info("handed back %d jobs that had not started", count)
+
     def shutdown(self) -> None:
         if self._stopped.is_set():
             return
@@ -239,6 +267,7 @@ class Worker:
             producer.stop()
         for producer in self.producers.values():
             producer.join(5.0)
+        self._hand_back_waiting()
         deadline = time.monotonic() + self.grace
         for producer in self.producers.values():
             producer.idle(max(deadline - time.monotonic(), 0))
