@@ -41,6 +41,23 @@ WITH input AS (
 SELECT (SELECT array_agg(id ORDER BY id) FROM inserted),
        (SELECT count(pg_notify(%(channel)s, q)) FROM unnest(%(notify)s::text[]) AS q)
 
+-- name: jobs_insert_one
+-- One job without a unique key (the common enqueue): scalar parameters, no arrays to
+-- build and unnest; the wake-up in the same statement. %(notify)s is NULL for a job
+-- that is not due yet.
+WITH inserted AS (
+    INSERT INTO {schema}.jobs (queue, task, args, state, priority, max_attempts, run_at,
+                               created_at, timeout, meta)
+    VALUES (%(queue)s, %(task)s, %(args)s::jsonb,
+            CASE WHEN %(run_at)s::timestamptz IS NULL OR %(run_at)s::timestamptz <= {now}
+                 THEN 'available' ELSE 'scheduled' END,
+            %(priority)s, %(max_attempts)s, coalesce(%(run_at)s::timestamptz, {now}), {now},
+            %(timeout)s::float8, %(meta)s::jsonb)
+    RETURNING id
+)
+SELECT id, CASE WHEN %(notify)s::text IS NOT NULL THEN pg_notify(%(channel)s, %(notify)s::text) END
+FROM inserted
+
 -- name: jobs_reserve_ids
 -- Ids for a COPY, in order, and the instant the rows are created at.
 SELECT {now}, array(SELECT nextval(pg_get_serial_sequence('{schema}.jobs', 'id'))

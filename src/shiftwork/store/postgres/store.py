@@ -214,6 +214,16 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
 
     def _insert_plain(self, jobs: list[NewJob], conn: Any) -> list[EnqueueResult]:
         """Few jobs without unique keys: insert and notify in one statement."""
+        if len(jobs) == 1:
+            j = jobs[0]
+            with self._conn(conn) as c:
+                one = c.execute(self.q["jobs_insert_one"], self._p(
+                    queue=j.queue, task=j.task, args=j.args_json, priority=j.priority,
+                    max_attempts=j.max_attempts, run_at=j.run_at, timeout=j.timeout,
+                    meta=j.meta_json, channel=self.channel,
+                    notify=j.queue if j.run_at is None else None)).fetchone()
+            assert one is not None
+            return [EnqueueResult(one[0], True)]
         params = self._p(
             tasks=[j.task for j in jobs], queues=[j.queue for j in jobs],
             args=[j.args_json for j in jobs], priorities=[j.priority for j in jobs],
