@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
-import threading
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -14,7 +15,17 @@ import psycopg
 from shiftwork import App
 
 from .app import make_app
-from .common import Place, load, percentiles, place, rss_kib, shiftwork_worker, stop, wait_until
+from .common import (
+    Place,
+    load,
+    percentiles,
+    place,
+    rss_kib,
+    shiftwork_worker,
+    spawn,
+    stop,
+    wait_until,
+)
 from .recorder import read_all
 
 Progress = Callable[[float, str], None]  # fraction done, what is happening
@@ -214,22 +225,21 @@ def mixed(engine: str, flood: int, concurrency: int, progress: Progress, split: 
         try:
             _wait_ready(probe, len(procs))
             before = load()
-            done = threading.Event()
-            counter: dict[str, int] = {}
-            sender_app = make_app(pl.dsn, pl.schema)
-            thread = threading.Thread(target=lambda: counter.update(
-                sent=_sender(sender_app, 0.050, done.is_set)), daemon=True)
-            thread.start()
+            stop_file = os.path.join(pl.tmp, "sender.stop")
+            sender = spawn([sys.executable, "-m", "benchmarks.sender", "0.050", stop_file],
+                           pl.env(), os.path.join(pl.tmp, "sender.log"))
+            wait_until(lambda: _latencies(pl), 30, "the sender's first urgent job", 0.01)
             started = time.perf_counter()
             _enqueue_noops(app, flood, chunk=5000)
             enq = time.perf_counter() - started
             _drain_wait(probe, "bench", flood, progress, procs, 0.1)
             flood_s = time.perf_counter() - started
-            done.set()
-            thread.join()
-            sent = counter.get("sent", 0)
+            with open(stop_file, "w"):
+                pass
+            sender.wait(30)
+            with open(os.path.join(pl.tmp, "sender.log")) as f:
+                sent = int(f.read().split()[-1])
             wait_until(lambda: len(_latencies(pl)) >= sent, 60, "urgent jobs to run", 0.05)
-            sender_app.close()
         finally:
             stop(procs)
         app.close()

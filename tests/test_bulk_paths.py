@@ -62,3 +62,36 @@ def test_batched_completion_is_fenced_per_attempt(app: App) -> None:
         JobState.RUNNING] * 2
     # completing again is rejected: the job is no longer running
     assert app.store.jobs_complete_many(good) == set()
+
+
+def test_a_bad_job_in_a_streamed_bulk_enqueue_inserts_nothing(app: App) -> None:
+    """The bulk path validates each job as it streams it; one bad job aborts them all."""
+    import pytest
+
+    from shiftwork.errors import PayloadError
+
+    @app.task
+    def measure(value: float) -> None: ...
+
+    calls: list[tuple[float]] = [(float(i),) for i in range(1000)]
+    calls[700] = (float("nan"),)
+    with pytest.raises(PayloadError, match=r"argument 'value'.*NaN"):
+        measure.enqueue_many(calls)
+    calls[700] = (1.0,)
+    calls[900] = ("extra", 2)  # type: ignore[assignment]
+    with pytest.raises(PayloadError, match="arguments do not match"):
+        measure.enqueue_many(calls)
+    assert app.list_jobs(limit=10) == []
+
+
+def test_bulk_enqueue_of_keyword_calls_and_a_generator(app: App) -> None:
+    @app.task
+    def greet(name: str, times: int = 1) -> None: ...
+
+    by_keyword = greet.enqueue_many([{"name": f"n{i}", "times": i} for i in range(250)])
+    from_generator = greet.enqueue_many((f"g{i}",) for i in range(250))
+    assert len(by_keyword) == len(from_generator) == 250
+    assert app.get_job(by_keyword[249].id).kwargs == {"name": "n249", "times": 249}
+    assert app.get_job(from_generator[0].id).args == ["g0"]
+    result = from_generator[0]
+    assert (result.id, result.created) == tuple(result)

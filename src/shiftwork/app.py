@@ -10,10 +10,10 @@ from typing import Any, TypeVar, overload
 from .clock import Clock, SystemClock
 from .errors import ConfigurationError, UnknownTaskError
 from .events import EventBus
-from .job import EnqueueResult, Job, QueueStats
+from .job import EnqueueResult, Job, NewJob, QueueStats
 from .names import check_queue
 from .observe.hooks import Observers
-from .observe.tracing import enqueue_span
+from .observe.tracing import enqueue_span, recording
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES
 from .retry import DEFAULT_BACKOFF, Backoff
 from .schedule import LateRun, ScheduleDef, declare_schedule
@@ -241,20 +241,32 @@ class App:
         """Enqueue a task by name (e.g. from another service or the command line)."""
         return self.get_task(task).call(*args, **kwargs).enqueue()
 
-    def enqueue_many(self, requests: Iterable[JobRequest], conn: Any = None,
-                     batch_size: int = 5000) -> list[EnqueueResult]:
+    def enqueue_many(self, requests: Iterable[JobRequest], conn: Any = None
+                     ) -> list[EnqueueResult]:
         """Validate every request first, then insert in one round trip per batch.
 
         With ``conn`` (a psycopg or sqlite3 connection) the jobs join that
         connection's transaction: they exist if and only if it commits.
         """
         now = self.clock.now()
-        rows = [r.task.build(r.args, r.kwargs, r.options, now) for r in requests]
-        out: list[EnqueueResult] = []
+        return self.insert_rows([r.task.build(r.args, r.kwargs, r.options, now)
+                                 for r in requests], conn)
+
+    def insert_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
+                      ) -> list[EnqueueResult]:
+        """Insert ``count`` jobs without unique keys, built as the store reads them."""
+        if recording():  # the enqueue span needs every row up front
+            return self.insert_rows(list(rows), conn)
+        return self.store.jobs_insert_stream(count, rows, conn=conn)
+
+    def insert_rows(self, rows: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
+        """Insert validated jobs (built by a task): the end of every enqueue path.
+
+        The store batches as suits its engine (Postgres streams one COPY; SQLite
+        commits every few thousand rows so workers can claim in between).
+        """
         with enqueue_span(rows) as rows:  # OpenTelemetry, when installed: context into meta
-            for start in range(0, len(rows), batch_size):
-                out += self.store.jobs_insert(rows[start:start + batch_size], conn=conn)
-        return out
+            return self.store.jobs_insert(rows, conn=conn)
 
     # -- people and tools --------------------------------------------------------------
 

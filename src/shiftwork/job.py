@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from .states import JobState
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass costs 5x as much to build (bulk enqueue)
 class NewJob:
     """A job about to be inserted: arguments already validated and encoded."""
 
@@ -24,8 +24,9 @@ class NewJob:
     meta_json: str = "{}"
 
 
-@dataclass(frozen=True)
-class EnqueueResult:
+class EnqueueResult(NamedTuple):  # a NamedTuple: 100,000 of these for one bulk enqueue
+    """What enqueue returns for each job."""
+
     id: int
     created: bool  # False: a job with the same unique key was already active
 

@@ -52,7 +52,10 @@ def encode_args(
         _check_json(value, f"{task}: argument {label}")
     for key, value in kwargs.items():
         _check_json(value, f"{task}: argument {key!r}")
-    text = _compact({"args": list(args), "kwargs": kwargs})
+    # Spelled out rather than one dict encoded: bulk enqueue builds 100,000 of these, and
+    # the empty parts then cost no encoder call (same text as encoding the dict).
+    text = ('{"args":' + (_compact(list(args)) if args else "[]") + ',"kwargs":'
+            + (_compact(kwargs) if kwargs else "{}") + "}")
     size = len(text)  # ensure_ascii: one byte per character
     if size > max_bytes:
         raise PayloadError(

@@ -88,6 +88,7 @@ class Task(Generic[P, R]):
         # Plain parameters only (no *args, **kwargs, positional-only or keyword-only): then
         # a call's arguments can be checked without inspect's binder, which is slow.
         self._plain_params = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
+        self._fits_by_length: dict[int, bool] = {}
         self._required = [p.name for p in params if p.default is p.empty]
         if isinstance(options.unique, tuple):
             unknown = [a for a in options.unique if a not in self._param_names]
@@ -133,6 +134,11 @@ class Task(Generic[P, R]):
         self, calls: Iterable[tuple[Any, ...] | dict[str, Any]], conn: Any = None
     ) -> list[EnqueueResult]:
         """Enqueue many jobs in one round trip per batch: each item a tuple or a dict."""
+        if self.options.unique is False and self._plain_params:
+            # The bulk path: the task's own options, so each job is only its arguments;
+            # each is validated as the store streams it (a bad one aborts them all).
+            calls = calls if isinstance(calls, (list, tuple)) else list(calls)
+            return self.app.insert_stream(len(calls), map(self._build_plain, calls), conn)
         requests = [
             JobRequest(self, (), dict(c), _NO_OPTIONS)
             if isinstance(c, dict)
@@ -142,6 +148,26 @@ class Task(Generic[P, R]):
         return self.app.enqueue_many(requests, conn=conn)
 
     # -- validation ----------------------------------------------------------
+
+    def _build_plain(self, call: tuple[Any, ...] | dict[str, Any]) -> NewJob:
+        """:meth:`build` for a job with the task's own options: the same checks, less work."""
+        if isinstance(call, dict):
+            args: tuple[Any, ...] = ()
+            kwargs = dict(call)
+            fits: bool | None = self._arguments_fit(args, kwargs)
+        else:
+            args, kwargs = tuple(call), {}
+            # Positional calls fit or not by their length alone: remember the answer.
+            fits = self._fits_by_length.get(len(args))
+            if fits is None:
+                fits = self._fits_by_length[len(args)] = self._arguments_fit(args, kwargs)
+        if not fits:
+            return self.build(args, kwargs, _NO_OPTIONS, None)  # raises, naming the problem
+        o = self.options
+        return NewJob(self.name, o.queue,
+                      encode_args(self.name, args, kwargs, self.app.max_payload_bytes,
+                                  self._param_names),
+                      o.priority, o.max_attempts, None, None, o.timeout, "{}")
 
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
               now: datetime | None) -> NewJob:

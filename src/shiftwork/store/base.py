@@ -8,7 +8,7 @@ expects and, where a worker writes, by the attempt number (the fencing token).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
@@ -41,6 +41,14 @@ class Store(Protocol):
     # -- jobs: the hot path ---------------------------------------------------
     def jobs_insert(self, jobs: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
         """Insert jobs in one round trip; an active job with the same unique key wins."""
+
+    def jobs_insert_stream(self, count: int, jobs: Iterable[NewJob],
+                           conn: Any = None) -> list[EnqueueResult]:
+        """Insert ``count`` jobs without unique keys, built (validated) as they are read.
+
+        All or nothing: a job that fails to build aborts the whole insert. Postgres
+        streams them to the server while later ones are still being built.
+        """
 
     def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
                    limits: dict[str, int] | None = None) -> list[ClaimedJob]:

@@ -65,7 +65,7 @@ SELECT {now}, array(SELECT nextval(pg_get_serial_sequence('{schema}.jobs', 'id')
 
 -- name: jobs_copy
 COPY {schema}.jobs (id, queue, task, args, state, priority, max_attempts, run_at, created_at,
-                    timeout, meta) FROM STDIN
+                    timeout, meta) FROM STDIN (FORMAT BINARY)
 
 -- name: jobs_find_active_by_keys
 SELECT id, unique_key FROM {schema}.jobs

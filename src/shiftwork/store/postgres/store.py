@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -33,6 +33,7 @@ from ..rows import (
     split_args,
 )
 from ..sqlfile import load_all_queries, load_migrations
+from .copy_rows import copy_jobs
 from .long_jobs import PostgresLongJobs
 from .observe import PostgresObserve
 from .schedules import PostgresSchedules
@@ -42,7 +43,8 @@ log = logging.getLogger("shiftwork.store.postgres")
 
 NOTIFY_CHANNEL_PREFIX = "shiftwork_jobs_"
 _UNIQUE = "jobs_unique_key_idx"
-_NULL = "\\N"
+#: Jobs with unique keys go in statements of at most this many rows.
+KEYED_BATCH = 5000
 COPY_MIN_ROWS = 200  # from this many jobs without unique keys, COPY beats one INSERT
 
 
@@ -188,8 +190,22 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             return []
         if not any(j.unique_key for j in jobs):
             if len(jobs) >= COPY_MIN_ROWS:
-                return self._insert_copy(jobs, conn)
+                return self._insert_copy(len(jobs), jobs, conn)
             return self._insert_plain(jobs, conn)
+        out: list[EnqueueResult] = []
+        for start in range(0, len(jobs), KEYED_BATCH):
+            out += self._insert_keyed(jobs[start:start + KEYED_BATCH], conn)
+        return out
+
+    def jobs_insert_stream(self, count: int, jobs: Iterable[NewJob],
+                           conn: Any = None) -> list[EnqueueResult]:
+        if count < COPY_MIN_ROWS:
+            return self.jobs_insert(list(jobs), conn)
+        return self._insert_copy(count, jobs, conn)
+
+    def _insert_keyed(self, jobs: list[NewJob], conn: Any) -> list[EnqueueResult]:
+        """Jobs with unique keys (and any others in the same call): insert, then settle
+        the keys that were already taken."""
         params = self._p(
             tasks=[j.task for j in jobs], queues=[j.queue for j in jobs],
             args=[j.args_json for j in jobs], priorities=[j.priority for j in jobs],
@@ -236,32 +252,19 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         assert row is not None
         return [EnqueueResult(job_id, True) for job_id in row[0]]
 
-    def _insert_copy(self, jobs: list[NewJob], conn: Any) -> list[EnqueueResult]:
-        """Many jobs without unique keys: reserve their ids, then COPY them in."""
-        due_queues = sorted({j.queue for j in jobs if j.run_at is None})
+    def _insert_copy(self, count: int, jobs: Iterable[NewJob], conn: Any
+                     ) -> list[EnqueueResult]:
+        """Many jobs without unique keys: reserve their ids, then COPY them in (binary),
+        streamed in one transaction: the server inserts while the client builds and
+        encodes the next ones. Any error rolls the whole insert back."""
         with self._conn(conn) as c, c.transaction():
-            row = c.execute(self.q["jobs_reserve_ids"], self._p(n=len(jobs))).fetchone()
+            row = c.execute(self.q["jobs_reserve_ids"], self._p(n=count)).fetchone()
             assert row is not None
             now, ids = row[0], row[1]
-            stamp = now.isoformat()
-            lines: list[str] = []
-            with c.cursor().copy(self.q["jobs_copy"]) as copy:
-                for job_id, j in zip(ids, jobs, strict=True):
-                    # COPY text format: tab-separated, _NULL for NULL, backslashes doubled. JSON
-                    # has no raw tabs or newlines and names are checked, so that is all.
-                    state = "available" if j.run_at is None or j.run_at <= now else "scheduled"
-                    run_at = stamp if j.run_at is None else j.run_at.isoformat()
-                    timeout = _NULL if j.timeout is None else repr(float(j.timeout))
-                    lines.append("\t".join((
-                        str(job_id), j.queue, j.task, j.args_json.replace("\\", "\\\\"), state,
-                        str(j.priority), str(j.max_attempts), run_at, stamp, timeout,
-                        j.meta_json.replace("\\", "\\\\"))) + "\n")
-                    if len(lines) == 500:  # stream: the server parses while we format
-                        copy.write("".join(lines))
-                        lines.clear()
-                copy.write("".join(lines))
+            due_queues = copy_jobs(c.cursor(), self.q["jobs_copy"], ids, jobs, now)
             if due_queues:
-                c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": due_queues})
+                c.execute(self.q["jobs_notify"],
+                          {"channel": self.channel, "queues": sorted(due_queues)})
         return [EnqueueResult(job_id, True) for job_id in ids]
 
     def _match_inserted(self, c: psycopg.Connection[Any], jobs: list[NewJob],

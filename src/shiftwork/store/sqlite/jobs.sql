@@ -12,12 +12,11 @@ ON CONFLICT (unique_key)
 RETURNING id
 
 -- name: jobs_insert_plain
--- Jobs without a unique key, many per call (executemany); ids follow from last_insert_rowid.
+-- Jobs without a unique key, many per call (executemany of positional rows, state and
+-- run_at decided by the caller); ids follow from last_insert_rowid.
 INSERT INTO jobs (queue, task, args, state, priority, max_attempts, run_at, created_at,
                   timeout, meta)
-VALUES (:queue, :task, :args, CASE WHEN :run_at IS NULL OR :run_at <= :now
-                                   THEN 'available' ELSE 'scheduled' END,
-        :priority, :max_attempts, coalesce(:run_at, :now), :now, :timeout, :meta)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 -- name: jobs_find_active_by_key
 SELECT id FROM jobs

@@ -7,7 +7,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any
@@ -44,6 +44,19 @@ def from_ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
+#: Jobs without unique keys are inserted in transactions of at most this many rows.
+PLAIN_BATCH = 5000
+
+
+def _plain_row(j: NewJob, now: float) -> tuple[Any, ...]:
+    run_at = now if j.run_at is None else j.run_at.timestamp()
+    return (j.queue, j.task, j.args_json, "available" if run_at <= now else "scheduled",
+            j.priority, j.max_attempts, run_at, now, j.timeout, j.meta_json)
+
+
+#: Page cache per connection (KiB); see _connect.
+PAGE_CACHE_KIB = 16 * 1024
+
 class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedules):
     engine = "sqlite"
 
@@ -74,6 +87,10 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
             conn.execute("PRAGMA foreign_keys=ON")
+            # The default 2 MiB page cache: once the file outgrows it, a bulk insert
+            # re-reads the table and claim index pages it keeps touching, from the WAL,
+            # and runs at a quarter of the speed (23k vs 92k rows/s, benchmarks/).
+            conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
         with self._lock:
@@ -178,20 +195,29 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                     results.append(EnqueueResult(found[0], False))
         return results
 
+    def jobs_insert_stream(self, count: int, jobs: Iterable[NewJob],
+                           conn: Any = None) -> list[EnqueueResult]:
+        # Built first, all of them: one thread would gain nothing from interleaving, and
+        # the inserts commit in batches.
+        return self.jobs_insert(list(jobs), conn)
+
     def _insert_plain(self, jobs: list[NewJob], now: float, conn: Any) -> list[EnqueueResult]:
-        """Jobs without unique keys: one executemany. The write lock is held throughout and
-        ids are AUTOINCREMENT, so the new ids are the ``len(jobs)`` up to the last one."""
-        with self._tx(conn) as c:
-            cur = c.executemany(self.q["jobs_insert_plain"], [{
-                "queue": j.queue, "task": j.task, "args": j.args_json, "now": now,
-                "run_at": to_ts(j.run_at), "priority": j.priority,
-                "max_attempts": j.max_attempts, "timeout": j.timeout, "meta": j.meta_json,
-            } for j in jobs])
-            last = c.execute("SELECT last_insert_rowid()").fetchone()[0]
-            if cur.rowcount != len(jobs):
-                raise StorageError(f"inserted {cur.rowcount} of {len(jobs)} jobs")
-        first = last - len(jobs) + 1
-        return [EnqueueResult(job_id, True) for job_id in range(first, last + 1)]
+        """Jobs without unique keys: one executemany per PLAIN_BATCH rows, each its own
+        transaction (unless ``conn``'s) so workers can claim in between. The write lock
+        is held and ids are AUTOINCREMENT, so a batch's ids are the ``len(batch)`` up to
+        the last one."""
+        out: list[EnqueueResult] = []
+        insert = self.q["jobs_insert_plain"]
+        for start in range(0, len(jobs), PLAIN_BATCH):
+            batch = jobs[start:start + PLAIN_BATCH]
+            with self._tx(conn) as c:
+                cur = c.executemany(insert, [_plain_row(j, now) for j in batch])
+                last = c.execute("SELECT last_insert_rowid()").fetchone()[0]
+                if cur.rowcount != len(batch):
+                    raise StorageError(f"inserted {cur.rowcount} of {len(batch)} jobs")
+            out += [EnqueueResult(job_id, True)
+                    for job_id in range(last - len(batch) + 1, last + 1)]
+        return out
 
     # -- claim / complete -----------------------------------------------------------------
 

@@ -1,0 +1,39 @@
+"""The urgent-job sender of the mixed workload, as a process of its own.
+
+In the benchmark process it would share a GIL with the flood's bulk enqueue, and the
+time each send waited for that GIL would be counted as pickup latency. A web app that
+enqueues urgent jobs is not the process that bulk-loads the flood either.
+
+    python -m benchmarks.sender INTERVAL STOP_FILE   (BENCH_DSN, BENCH_SCHEMA from env)
+
+Sends one ``bench.stamp`` job every INTERVAL seconds until STOP_FILE exists, then
+prints how many it sent.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from .app import app
+
+
+def main() -> None:
+    interval, stop_file = float(sys.argv[1]), sys.argv[2]
+    task = app.tasks["bench.stamp"]
+    sent = 0
+    nxt = time.perf_counter()
+    while not os.path.exists(stop_file):
+        task.enqueue(time.time())
+        sent += 1
+        nxt += interval
+        delay = nxt - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+    print(sent, flush=True)
+    app.close()
+
+
+if __name__ == "__main__":
+    main()

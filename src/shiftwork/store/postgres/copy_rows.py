@@ -1,0 +1,54 @@
+"""Bulk enqueue on Postgres: jobs streamed with a binary COPY.
+
+Binary, because the server then stores each field as sent instead of parsing text
+(timestamps and JSON are most of a text COPY's cost): 100,000 jobs went from ~160k
+to ~200k rows/s with the client's work included (benchmarks/). The JSON columns
+arrive already validated and encoded, so they are sent as jsonb's binary form (a
+version byte, then the text) without being decoded and encoded again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from psycopg import Cursor
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+
+from ...job import NewJob
+
+_JSONB_VERSION = b"\x01"
+COLUMNS = ["int8", "text", "text", "jsonb", "text", "int2", "int4", "timestamptz",
+           "timestamptz", "float8", "jsonb"]
+
+
+class EncodedJsonbDumper(Dumper):
+    """A ``str`` holding JSON text, as a binary jsonb field."""
+
+    format = Format.BINARY
+
+    def dump(self, obj: Any) -> bytes:
+        text: str = obj
+        return _JSONB_VERSION + text.encode()
+
+
+def copy_jobs(cursor: Cursor[Any], statement: str, ids: Sequence[int], jobs: Iterable[NewJob],
+              now: datetime) -> set[str]:
+    """Write ``jobs`` with their reserved ``ids`` through ``statement`` (a binary COPY);
+    returns the queues that got a job due now (to wake their workers)."""
+    jsonb = cursor.adapters.types["jsonb"].oid
+    cursor.adapters.register_dumper(str, type("_Jsonb", (EncodedJsonbDumper,), {"oid": jsonb}))
+    due: set[str] = set()
+    with cursor.copy(statement) as copy:
+        copy.set_types(COLUMNS)
+        write = copy.write_row
+        for job_id, j in zip(ids, jobs, strict=True):
+            run_at = now if j.run_at is None else j.run_at
+            state = "available" if run_at <= now else "scheduled"
+            if state == "available":
+                due.add(j.queue)
+            write((job_id, j.queue, j.task, j.args_json, state, j.priority, j.max_attempts,
+                   run_at, now, j.timeout, j.meta_json))
+    return due
