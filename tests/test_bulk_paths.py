@@ -95,3 +95,29 @@ def test_bulk_enqueue_of_keyword_calls_and_a_generator(app: App) -> None:
     assert app.get_job(from_generator[0].id).args == ["g0"]
     result = from_generator[0]
     assert (result.id, result.created) == tuple(result)
+
+
+def test_sqlite_writer_waits_for_the_write_lock_then_gives_up_naming_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Our own wait for SQLite's write lock: it gets the lock once it is free, and past
+    the busy timeout it fails with the engine's reason, nothing half-written."""
+    import sqlite3
+    import threading
+
+    import pytest
+
+    from shiftwork.errors import StorageError
+    from shiftwork.store.sqlite.store import SQLiteStore
+
+    path = tmp_path / "jobs.db"
+    store = SQLiteStore(str(path), busy_timeout=0.3)
+    store.migrate()
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    with pytest.raises(StorageError, match="database is locked"):
+        store.jobs_prune(0, 0)
+    releaser = threading.Timer(0.1, lambda: other.execute("COMMIT"))
+    releaser.start()
+    assert store.jobs_prune(0, 0) == 0  # waited for the lock, then ran
+    releaser.join()
+    other.close()
+    store.close()

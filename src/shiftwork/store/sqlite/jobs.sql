@@ -60,6 +60,13 @@ SET state = :state,
     max_attempts = max_attempts + CASE WHEN :state = 'scheduled' THEN 1 ELSE 0 END
 WHERE id = :id AND attempt = :attempt AND state = 'running'
 
+-- name: jobs_complete_succeeded
+-- The common outcome (succeeded, no result): fewer columns to write, positional rows.
+UPDATE jobs
+SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL, wake_requested = 0,
+    result = NULL
+WHERE id = ? AND attempt = ? AND state = 'running'
+
 -- name: jobs_running_attempts
 SELECT id, attempt FROM jobs
 WHERE state = 'running' AND id IN (SELECT value FROM json_each(:ids))
