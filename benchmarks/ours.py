@@ -244,7 +244,9 @@ def mixed(engine: str, flood: int, concurrency: int, progress: Progress, split: 
             stop(procs)
         app.close()
         probe.close()
-        return {**percentiles(_latencies(pl)), "flood": flood, "flood_seconds": flood_s,
+        sends = [float(r[1]) for r in read_all(pl.record_dir) if r[0] == "e"]
+        return {**percentiles(_latencies(pl)), "enqueue_call": percentiles(sends),
+                "flood": flood, "flood_seconds": flood_s,
                 "flood_enqueue_seconds": enq, "load": before,
                 "topology": "urgent in its own process" if split else "one process, both queues"}
 

@@ -31,6 +31,10 @@ def describe(name: str, r: dict[str, Any]) -> str:
     if name in ("latency", "mixed", "mixed-split"):
         extra = f"; flood of {r['flood']:,} drained in {r['flood_seconds']:.1f}s; " \
             f"{r['topology']}" if name.startswith("mixed") and "flood" in r else ""
+        sends = r.get("enqueue_call", {})
+        if sends.get("n"):
+            extra += f"; of which the enqueue call p50 {sends['p50']:.1f} / p99 " \
+                f"{sends['p99']:.1f} ms"
         return _pct(r) + extra
     if name == "history":
         e, h = r["empty"], r["with_history"]

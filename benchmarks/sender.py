@@ -7,7 +7,8 @@ enqueues urgent jobs is not the process that bulk-loads the flood either.
     python -m benchmarks.sender INTERVAL STOP_FILE   (BENCH_DSN, BENCH_SCHEMA from env)
 
 Sends one ``bench.stamp`` job every INTERVAL seconds until STOP_FILE exists, then
-prints how many it sent.
+prints how many it sent. Each send's own duration is recorded too ("e" lines): the
+part of the pickup latency spent before the job was even committed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 import time
 
 from .app import app
+from .recorder import record
 
 
 def main() -> None:
@@ -25,7 +27,10 @@ def main() -> None:
     sent = 0
     nxt = time.perf_counter()
     while not os.path.exists(stop_file):
+        started = time.perf_counter()
         task.enqueue(time.time())
+        # how long the enqueue call itself took (its durable commit): the sender's share
+        record("e", (time.perf_counter() - started) * 1000.0)
         sent += 1
         nxt += interval
         delay = nxt - time.perf_counter()
