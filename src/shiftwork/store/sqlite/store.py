@@ -49,6 +49,9 @@ def from_ts(value: float | None) -> datetime | None:
 PLAIN_BATCH = 500
 
 
+_compact_json = json.JSONEncoder(separators=(",", ":")).encode
+
+
 def _plain_row(j: NewJob, now: float) -> tuple[Any, ...]:
     run_at = now if j.run_at is None else j.run_at.timestamp()
     return (j.queue, j.task, j.args_json, "available" if run_at <= now else "scheduled",
@@ -234,7 +237,7 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         return self.jobs_insert(list(jobs), conn)
 
     def _insert_plain(self, jobs: list[NewJob], now: float, conn: Any) -> list[EnqueueResult]:
-        """Jobs without unique keys: one executemany per PLAIN_BATCH rows, each its own
+        """Jobs without unique keys: one statement per PLAIN_BATCH rows, each its own
         transaction (unless ``conn``'s) so workers can claim in between. The write lock
         is held and ids are AUTOINCREMENT, so a batch's ids are the ``len(batch)`` up to
         the last one."""
@@ -242,8 +245,9 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         insert = self.q["jobs_insert_plain"]
         for start in range(0, len(jobs), PLAIN_BATCH):
             batch = jobs[start:start + PLAIN_BATCH]
+            rows = _compact_json([_plain_row(j, now) for j in batch])
             with self._tx(conn) as c:
-                cur = c.executemany(insert, [_plain_row(j, now) for j in batch])
+                cur = c.execute(insert, {"rows": rows})
                 last = c.execute("SELECT last_insert_rowid()").fetchone()[0]
                 if cur.rowcount != len(batch):
                     raise StorageError(f"inserted {cur.rowcount} of {len(batch)} jobs")
