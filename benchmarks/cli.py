@@ -45,6 +45,8 @@ def main() -> None:
 @click.option("--drain-jobs", type=int, default=20_000, show_default=True)
 @click.option("--concurrency", type=int, default=50, show_default=True,
               help="Slots per worker process for no-op jobs (every system gets the same).")
+@click.option("--repeat", type=int, default=3, show_default=True,
+              help="Drains per figure (ours): the median is reported, every run kept.")
 @click.option("--memory-jobs", type=int, default=1_000_000, show_default=True)
 @click.option("--history-rows", type=int, default=5_000_000, show_default=True)
 @click.option("--peer-python", default=os.environ.get("SHIFTWORK_BENCH_PEER_PYTHON",
@@ -53,7 +55,8 @@ def main() -> None:
 @click.option("--peers", "peer_names", default="procrastinate,pgqueuer,celery",
               show_default=True)
 def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: int,
-        memory_jobs: int, history_rows: int, peer_python: str, peer_names: str) -> None:
+        repeat: int, memory_jobs: int, history_rows: int, peer_python: str,
+        peer_names: str) -> None:
     """Run the workloads; print a table; write benchmarks/results/<time>.json."""
     engines = ["sqlite", "postgres"] if engine == "all" else _list(
         engine, ["sqlite", "postgres"], "engine")
@@ -74,7 +77,8 @@ def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: 
             if w == "drain":
                 for n_workers in (1, 2):
                     plan.append((eng, f"drain-{n_workers}w", lambda e, p, k=n_workers:
-                                 ours.drain(e, drain_jobs, k, concurrency, p)))
+                                 ours.drain_repeated(e, drain_jobs, k, concurrency, p,
+                                                     max(1, repeat))))
             elif w == "enqueue":
                 plan.append((eng, "enqueue", lambda e, p: ours.enqueue(e, calls, bulk, p)))
             elif w == "latency":

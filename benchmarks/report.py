@@ -23,7 +23,8 @@ def describe(name: str, r: dict[str, Any]) -> str:
         return f"[red]error: {r['error']}"
     if name.startswith("drain"):
         ok = "verified" if r.get("verified") else "[red]NOT VERIFIED[/red]"
-        return (f"{_f(r['jobs_per_s'])} jobs/s ({r['n']:,} jobs, {r['seconds']:.2f}s, "
+        runs = f"median of {', '.join(_f(x) for x in r['runs'])}; " if "runs" in r else ""
+        return (f"{_f(r['jobs_per_s'])} jobs/s ({runs}{r['n']:,} jobs, {r['seconds']:.2f}s, "
                 f"{r['workers']} proc x {r['concurrency']}, {ok})")
     if name == "enqueue":
         return (f"one-by-one {_f(r['one_by_one_per_s'])} calls/s; bulk "
