@@ -31,6 +31,14 @@ def _list(value: str, allowed: list[str], what: str) -> list[str]:
     return items
 
 
+def settle(seconds: float = 3.0) -> None:
+    """Start each workload on a quiet machine: the last one's dirty pages written out (a
+    1M-job SQLite file left behind made the next workload's fsyncs several times slower)
+    and a moment for the load to fall."""
+    os.sync()
+    time.sleep(seconds)
+
+
 @click.group()
 def main() -> None:
     """shiftwork benchmarks."""
@@ -110,6 +118,7 @@ def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: 
             def progress(frac: float, text: str, tid: Any = tid) -> None:
                 bar.update(tid, completed=max(0.0, min(frac, 1.0)), description=text)
 
+            settle()
             try:
                 value = fn(eng, progress)
             except Exception as exc:
