@@ -15,7 +15,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from . import ours
-from .common import load, machine
+from .common import PG_DSN, load, machine
 from .report import rows_for, targets
 
 WORKLOADS = ["drain", "enqueue", "latency", "mixed", "history", "memory", "peers"]
@@ -32,10 +32,18 @@ def _list(value: str, allowed: list[str], what: str) -> list[str]:
 
 
 def settle(seconds: float = 3.0) -> None:
-    """Start each workload on a quiet machine: the last one's dirty pages written out (a
-    1M-job SQLite file left behind made the next workload's fsyncs several times slower)
-    and a moment for the load to fall."""
+    """Start each workload on a quiet machine, as pgbench does: the last one's dirty pages
+    written out (a 1M-job SQLite file left behind made the next workload's fsyncs several
+    times slower), a Postgres CHECKPOINT (so no checkpoint's writes land in the middle of
+    a latency run; skipped without the privilege), and a moment for the load to fall."""
     os.sync()
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_DSN, autocommit=True, connect_timeout=3) as conn:
+            conn.execute("CHECKPOINT")
+    except Exception:  # not reachable, or not allowed: the pause still helps
+        pass
     time.sleep(seconds)
 
 

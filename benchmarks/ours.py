@@ -209,6 +209,7 @@ def latency(engine: str, count: int, progress: Progress) -> dict[str, Any]:
         try:
             _wait_ready(probe, 1)
             before = load()
+            floor = commit_floor(pl)
             state = {"i": 0}
 
             def tick() -> bool:
@@ -223,7 +224,37 @@ def latency(engine: str, count: int, progress: Progress) -> dict[str, Any]:
             stop(procs)
         app.close()
         probe.close()
-        return {**percentiles(_latencies(pl)), "load": before}
+        return {**percentiles(_latencies(pl)), "load": before, "floor": floor}
+
+
+def commit_floor(pl: Place, n: int = 100, gap: float = 0.020) -> dict[str, float]:
+    """The machine's own floor at the moment, paced like the latency run: p50 of a bare
+    round trip and of a bare durable one-row INSERT (no shiftwork code). A pickup is two
+    durable commits (the enqueue's, the claim's) and a few thread hand-offs, so this says
+    how much of a latency figure is the machine's state rather than ours."""
+    def p50(fn: Callable[[], Any]) -> float:
+        times = []
+        for _ in range(n):
+            started = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - started) * 1000.0)
+            time.sleep(gap)
+        return sorted(times)[n // 2]
+
+    if pl.engine == "sqlite":
+        conn = sqlite3.connect(os.path.join(pl.tmp, "floor.db"), isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("CREATE TABLE t (x INTEGER)")
+        out = {"round_trip_p50": p50(lambda: conn.execute("SELECT 1").fetchone()),
+               "durable_insert_p50": p50(lambda: conn.execute("INSERT INTO t VALUES (1)"))}
+        conn.close()
+        return out
+    with psycopg.connect(pl.dsn, autocommit=True) as pg:
+        pg.execute(f'CREATE TABLE "{pl.schema}".floor (x int)')
+        return {"round_trip_p50": p50(lambda: pg.execute("SELECT 1")),
+                "durable_insert_p50": p50(
+                    lambda: pg.execute(f'INSERT INTO "{pl.schema}".floor VALUES (1)'))}
 
 
 def mixed(engine: str, flood: int, concurrency: int, progress: Progress, split: bool = False

@@ -36,6 +36,10 @@ def describe(name: str, r: dict[str, Any]) -> str:
         if sends.get("n"):
             extra += f"; of which the enqueue call p50 {sends['p50']:.1f} / p99 " \
                 f"{sends['p99']:.1f} ms"
+        floor = r.get("floor")
+        if floor:
+            extra += (f"; machine floor now: round trip p50 {floor['round_trip_p50']:.2f} ms, "
+                      f"durable insert p50 {floor['durable_insert_p50']:.2f} ms")
         return _pct(r) + extra
     if name == "history":
         e, h = r["empty"], r["with_history"]
