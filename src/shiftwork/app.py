@@ -263,7 +263,7 @@ class App:
         """Insert validated jobs (built by a task): the end of every enqueue path.
 
         The store batches as suits its engine (Postgres streams one COPY; SQLite
-        commits every few thousand rows so workers can claim in between).
+        commits every 500 rows so workers can claim in between).
         """
         with enqueue_span(rows) as rows:  # OpenTelemetry, when installed: context into meta
             return self.store.jobs_insert(rows, conn=conn)

@@ -45,7 +45,7 @@ def from_ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
-#: Jobs without unique keys are inserted in transactions of at most this many rows.
+#: Jobs are inserted in transactions of at most this many rows.
 PLAIN_BATCH = 500
 
 
@@ -212,6 +212,13 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         now = self._now()
         if len(jobs) > 1 and not any(j.unique_key for j in jobs):
             return self._insert_plain(jobs, now, conn)
+        results: list[EnqueueResult] = []
+        for start in range(0, len(jobs), PLAIN_BATCH):  # short write-lock holds, as below
+            results += self._insert_keyed(jobs[start:start + PLAIN_BATCH], now, conn)
+        return results
+
+    def _insert_keyed(self, jobs: list[NewJob], now: float, conn: Any) -> list[EnqueueResult]:
+        """Jobs one by one: an active job with the same unique key wins."""
         results: list[EnqueueResult] = []
         insert = self.q["jobs_insert"]
         with self._tx(conn) as c:
