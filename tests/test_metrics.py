@@ -86,6 +86,23 @@ def test_exposition_after_a_known_set_of_jobs(app: App) -> None:
     assert sum(m.retried for m in minutes) == 1
 
 
+def test_a_lease_expiry_death_counts_with_its_task(app: App) -> None:
+    """A job whose worker vanished on its last attempt is dead for its task's counters too."""
+    @app.task(name="orphan", queue="work", max_attempts=1)
+    def orphan() -> None: ...
+
+    job = orphan.enqueue()
+    # a worker that claims it and is never heard from again
+    app.store.jobs_claim("work", 1, "vanished-worker", lease_seconds=0.2)
+    with running_worker(app, {"work": 1}, metrics_port=0) as worker:
+        server = next(s for s in worker.services if isinstance(s, MetricsServer))
+        wait_for(lambda: app.get_job(job.id).state is JobState.DEAD, what="rescued to dead")
+        wait_for(lambda: b'shiftwork_jobs_dead_total{queue="work",task="orphan"} 1.0'
+                 in server.metrics.exposition(), what="the death counted for its task")
+        found = samples(server.metrics.exposition().decode())
+    assert value(found, "shiftwork_jobs_rescued_total", state="dead") == 1
+
+
 def test_oldest_waiting_age_grows_while_a_queue_is_stalled(make_app: Any) -> None:
     clock = FakeClock()
     app = make_app(clock=clock)

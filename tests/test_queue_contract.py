@@ -274,7 +274,7 @@ def test_stale_attempt_cannot_complete_or_heartbeat(app: App) -> None:
     job = job_fn.enqueue()
     [first] = app.store.jobs_claim("default", 1, "worker-a", lease_seconds=0.01)
     time.sleep(0.05)
-    assert app.store.jobs_rescue() == [(job.id, JobState.AVAILABLE)]
+    assert app.store.jobs_rescue() == [(job.id, JobState.AVAILABLE, job_fn.name, "default", 1)]
     [second] = app.store.jobs_claim("default", 1, "worker-b", lease_seconds=30)
     assert second.attempt == first.attempt + 1
     # worker-a comes back: its heartbeat holds nothing, its completion changes nothing
@@ -295,7 +295,7 @@ def test_rescue_of_last_attempt_goes_dead(app: App) -> None:
     job = once.enqueue()
     app.store.jobs_claim("default", 1, "w", lease_seconds=0.01)
     time.sleep(0.05)
-    assert app.store.jobs_rescue() == [(job.id, JobState.DEAD)]
+    assert [r[:2] for r in app.store.jobs_rescue()] == [(job.id, JobState.DEAD)]
 
 
 def test_prune_removes_old_finished_jobs_only(make_app) -> None:  # type: ignore[no-untyped-def]

@@ -31,6 +31,16 @@ class EnqueueResult(NamedTuple):  # a NamedTuple: 100,000 of these for one bulk 
     created: bool  # False: a job with the same unique key was already active
 
 
+class RescuedJob(NamedTuple):
+    """A job whose lease expired, and what it became (available again, or dead)."""
+
+    id: int
+    state: JobState
+    task: str
+    queue: str
+    attempt: int
+
+
 @dataclass(frozen=True)
 class ClaimedJob:
     """What a worker needs to run one attempt."""

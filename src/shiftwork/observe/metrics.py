@@ -79,7 +79,7 @@ class Metrics:
             return
         kind = _COUNTED.get(name)
         task = fields.get("task")
-        if kind is None or not task:  # a lease-expiry death carries no task: see jobs_rescued
+        if kind is None or not task:
             return
         queue = str(fields.get("queue", ""))
         self.jobs[kind].labels(task, queue).inc()

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ..checkpoint import Touch
-from ..job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
+from ..job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, RescuedJob, WorkerInfo
 from ..observe.records import QueueMinute
 from ..outcome import Outcome
 from ..schedule import Applied, LateRun, Plan, RunStatus, ScheduleDef, ScheduleInfo, ScheduleRun
@@ -66,7 +66,7 @@ class Store(Protocol):
         Returns ``(job id, attempt, cancel requested)`` for each job still held.
         """
 
-    def jobs_rescue(self, limit: int = 1000) -> list[tuple[int, JobState]]:
+    def jobs_rescue(self, limit: int = 1000) -> list[RescuedJob]:
         """Move jobs whose lease expired back to waiting (or dead if attempts are spent)."""
 
     def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]]) -> int:

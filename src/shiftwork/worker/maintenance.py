@@ -46,10 +46,12 @@ class Rescuer(Service):
         self.app = app
 
     def tick(self) -> None:
-        for job_id, state in self.app.store.jobs_rescue():
-            self.app.events.emit("job.rescued", job_id=job_id, state=state.value)
-            if state is JobState.DEAD:
-                self.app.events.emit("job.dead", job_id=job_id, reason="lease expired")
+        for job in self.app.store.jobs_rescue():
+            fields = {"job_id": job.id, "task": job.task, "queue": job.queue,
+                      "attempt": job.attempt}
+            self.app.events.emit("job.rescued", **fields, state=job.state.value)
+            if job.state is JobState.DEAD:  # counted with the task's other deaths
+                self.app.events.emit("job.dead", **fields, reason="lease expired")
 
 
 class Leader(Service):

@@ -182,7 +182,7 @@ SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'dead' ELSE 'available' E
         'at', {now}))
 FROM expired
 WHERE j.id = expired.id
-RETURNING j.id, j.state
+RETURNING j.id, j.state, j.task, j.queue, j.attempt
 
 -- name: jobs_hand_back
 UPDATE {schema}.jobs j

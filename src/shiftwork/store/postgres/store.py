@@ -17,7 +17,15 @@ from psycopg_pool import ConnectionPool
 
 from ...clock import Clock, SystemClock
 from ...errors import ConfigurationError, JobNotFoundError, StorageError
-from ...job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
+from ...job import (
+    ClaimedJob,
+    EnqueueResult,
+    Job,
+    NewJob,
+    QueueStats,
+    RescuedJob,
+    WorkerInfo,
+)
 from ...names import check_schema
 from ...outcome import Outcome
 from ...states import JobState
@@ -357,10 +365,10 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
                              self._p(worker=worker_id, lease=lease_seconds)).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
-    def jobs_rescue(self, limit: int = 1000) -> list[tuple[int, JobState]]:
+    def jobs_rescue(self, limit: int = 1000) -> list[RescuedJob]:
         with self._conn() as c:
             rows = c.execute(self.q["jobs_rescue"], self._p(limit=limit)).fetchall()
-        return [(r[0], JobState(r[1])) for r in rows]
+        return [RescuedJob(r[0], JobState(r[1]), r[2], r[3], r[4]) for r in rows]
 
     def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]]) -> int:
         if not jobs:

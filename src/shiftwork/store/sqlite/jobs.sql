@@ -99,7 +99,7 @@ WHERE id IN (
     SELECT id FROM jobs WHERE state = 'running' AND lease_expires_at < :now
     ORDER BY lease_expires_at LIMIT :limit
 )
-RETURNING id, state
+RETURNING id, state, task, queue, attempt
 
 -- name: jobs_hand_back
 UPDATE jobs

@@ -15,7 +15,15 @@ from typing import Any
 
 from ...clock import Clock, SystemClock
 from ...errors import ConfigurationError, JobNotFoundError, StorageError
-from ...job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, WorkerInfo
+from ...job import (
+    ClaimedJob,
+    EnqueueResult,
+    Job,
+    NewJob,
+    QueueStats,
+    RescuedJob,
+    WorkerInfo,
+)
 from ...outcome import Outcome
 from ...states import JobState
 from ..rows import (
@@ -339,12 +347,12 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                              {"worker": worker_id, "now": now, "lease": lease_seconds}).fetchall()
         return [(r[0], r[1], bool(r[2])) for r in rows]
 
-    def jobs_rescue(self, limit: int = 1000) -> list[tuple[int, JobState]]:
+    def jobs_rescue(self, limit: int = 1000) -> list[RescuedJob]:
         now = self.clock.now()
         with self._tx() as c:
             rows = c.execute(self.q["jobs_rescue"], {
                 "now": now.timestamp(), "now_iso": now.isoformat(), "limit": limit}).fetchall()
-        return [(r[0], JobState(r[1])) for r in rows]
+        return [RescuedJob(r[0], JobState(r[1]), r[2], r[3], r[4]) for r in rows]
 
     def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]]) -> int:
         now = self.clock.now()
