@@ -26,7 +26,7 @@ from .common import (
     stop,
     wait_until,
 )
-from .recorder import read_all
+from .recorder import read_all, record
 
 Progress = Callable[[float, str], None]  # fraction done, what is happening
 
@@ -183,12 +183,16 @@ def enqueue(engine: str, calls: int, bulk: int, progress: Progress) -> dict[str,
 
 def _sender(app: App, interval: float, stop_when: Callable[[], bool], count: int | None = None
             ) -> int:
-    """Enqueue one stamp job every ``interval`` seconds; each carries its send time."""
+    """Enqueue one stamp job every ``interval`` seconds; each carries its send time, and
+    the time each enqueue call took (its durable commit) is recorded ("e" lines) where
+    this process records (the mixed workload's sender process)."""
     task = app.tasks["bench.stamp"]
     sent = 0
     nxt = time.perf_counter()
     while (count is None or sent < count) and not stop_when():
+        started = time.perf_counter()
         task.enqueue(time.time())
+        record("e", (time.perf_counter() - started) * 1000.0)
         sent += 1
         nxt += interval
         delay = nxt - time.perf_counter()

@@ -9,12 +9,10 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from .app import App
-from .context import JobContext
 from .job import Job
 from .outcome import Outcome
 from .states import WAITING, JobState
@@ -57,11 +55,7 @@ def drain(app: App, queues: list[str] | None = None, max_jobs: int = 10_000) -> 
         for job in claimed:
             done.clear()
             task = app.get_task(job.task)
-            ctx = JobContext(app, job.id, job.task, job.queue, job.attempt, job.max_attempts,
-                             last_checkpoint=job.checkpoint, meta=job.meta)
-            run = Run(job=job, task=task, ctx=ctx, started=time.monotonic(),
-                      timeout=task.options.timeout if job.timeout is None else job.timeout,
-                      on_done=_collect(done))
+            run = Run.of(app, job, task, _collect(done))
             if task.is_async:
                 asyncio.run(executor.run_async(run))
             else:

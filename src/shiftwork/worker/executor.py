@@ -59,6 +59,17 @@ class Run:
     process: Any = None  # the child process, for queues run with the process executor
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    @classmethod
+    def of(cls, app: App, job: ClaimedJob, task: Task[Any, Any],
+           on_done: Callable[[Run, Outcome], None],
+           on_begin: Callable[[Run], None] | None = None) -> Run:
+        """The run of a claimed job: its context, and its timeout (the job's, else the task's)."""
+        ctx = JobContext(app, job.id, job.task, job.queue, job.attempt, job.max_attempts,
+                         last_checkpoint=job.checkpoint, meta=job.meta)
+        return cls(job=job, task=task, ctx=ctx, started=time.monotonic(),
+                   timeout=task.options.timeout if job.timeout is None else job.timeout,
+                   on_done=on_done, on_begin=on_begin)
+
     def begin(self) -> bool:
         """The attempt starts running now; False if it was finalized while it waited."""
         with self.lock:

@@ -36,10 +36,11 @@ class Producer:
         self.dispatch = dispatch
         self.limits = app.concurrency_limits(queue)
         self.in_flight = 0  # claimed and not finished: running, or waiting to begin
-        self.capacity = concurrency  # slots plus what is worth claiming ahead
-        self._half = self.capacity - max(1, self.capacity // 2)  # in flight at half free
         self._job_seconds: float | None = None  # moving averages, for claiming ahead
         self._claim_seconds: float | None = None
+        self.capacity = concurrency  # slots plus what is worth claiming ahead
+        self._half = 0  # in flight when half the capacity is free
+        self._plan_capacity()
         self._cond = threading.Condition()
         self._wake = threading.Event()
         self._stop = threading.Event()

@@ -160,11 +160,7 @@ class Worker:
             del ctx
             self.producers[job.queue].slot_freed()
             return
-        ctx = JobContext(self.app, job.id, job.task, job.queue, job.attempt, job.max_attempts,
-                         last_checkpoint=job.checkpoint, meta=job.meta)
-        run = Run(job=job, task=task, ctx=ctx, started=time.monotonic(),
-                  timeout=task.options.timeout if job.timeout is None else job.timeout,
-                  on_done=self._on_done, on_begin=self._on_begin)
+        run = Run.of(self.app, job, task, self._on_done, self._on_begin)
         with self._runs_lock:
             self._runs[(job.id, job.attempt)] = run
         self.executor.start(run, self.pools[job.queue], job.queue in self.process_queues)
@@ -231,31 +227,40 @@ class Worker:
         finally:
             self.shutdown()
 
-    def _hand_back_waiting(self) -> None:
-        """Jobs claimed ahead that have not begun go back to the queue at once."""
-        waiting: list[Run] = []
+    def _take_over(self, started_too: bool) -> list[Run]:
+        """Finalize here the runs not finished yet (with ``started_too`` False, only those
+        that have not begun), so their own threads' results are discarded."""
+        taken: list[Run] = []
         for run in self.runs_snapshot():
             with run.lock:
-                if run.begun or run.finished:
+                if run.finished or (run.begun and not started_too):
                     continue
                 run.finished = True
-            waiting.append(run)
+            taken.append(run)
+        return taken
+
+    def _hand_back(self, runs: list[Run], what: str) -> None:
+        """Give ``runs`` back to the queue (attempt not counted)."""
+        count = self.app.store.jobs_hand_back(self.id, [(r.job.id, r.job.attempt) for r in runs])
+        for run in runs:
+            self.app.events.emit("job.handed_back", job_id=run.job.id, attempt=run.job.attempt)
+        log.info("handed back %d %s", count, what)
+
+    def _hand_back_waiting(self) -> None:
+        """Jobs claimed ahead that have not begun go back to the queue at once."""
+        waiting = self._take_over(started_too=False)
         if not waiting:
             return
         with self._runs_lock:
             for run in waiting:
                 self._runs.pop((run.job.id, run.job.attempt), None)
         try:
-            count = self.app.store.jobs_hand_back(
-                self.id, [(r.job.id, r.job.attempt) for r in waiting])
+            self._hand_back(waiting, "jobs that had not started")
         except StorageError:
             log.warning("could not hand back %d waiting jobs; their leases will expire",
                         len(waiting), exc_info=True)
-            count = 0
         for run in waiting:
-            self.app.events.emit("job.handed_back", job_id=run.job.id, attempt=run.job.attempt)
             self.producers[run.job.queue].slot_freed()
-        log.info("handed back %d jobs that had not started", count)
 
     def shutdown(self) -> None:
         if self._stopped.is_set():
@@ -272,13 +277,8 @@ class Worker:
         for producer in self.producers.values():
             producer.idle(max(deadline - time.monotonic(), 0))
         # Whatever is still running after the grace period goes back to the queue.
-        handed: list[tuple[int, int]] = []
-        for run in self.runs_snapshot():
-            with run.lock:
-                if run.finished:
-                    continue
-                run.finished = True
-            handed.append((run.job.id, run.job.attempt))
+        handed = self._take_over(started_too=True)
+        for run in handed:
             if self.executor is not None:
                 if run.task.is_async:
                     self.executor.cancel(run)
@@ -286,10 +286,7 @@ class Worker:
                     self.executor.interrupt_sync(run, JobTimeout)
         self.completer.stop()
         if handed:
-            count = self.app.store.jobs_hand_back(self.id, handed)
-            for job_id, attempt in handed:
-                self.app.events.emit("job.handed_back", job_id=job_id, attempt=attempt)
-            log.info("handed back %d running jobs", count)
+            self._hand_back(handed, "running jobs")
         for service in reversed(self.services):
             service.stop()
         for pool in self.pools.values():

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from psycopg import Cursor
+from psycopg import Cursor, postgres
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
@@ -28,6 +28,7 @@ class EncodedJsonbDumper(Dumper):
     """A ``str`` holding JSON text, as a binary jsonb field."""
 
     format = Format.BINARY
+    oid = postgres.types["jsonb"].oid
 
     def dump(self, obj: Any) -> bytes:
         text: str = obj
@@ -38,8 +39,7 @@ def copy_jobs(cursor: Cursor[Any], statement: str, ids: Sequence[int], jobs: Ite
               now: datetime) -> set[str]:
     """Write ``jobs`` with their reserved ``ids`` through ``statement`` (a binary COPY);
     returns the queues that got a job due now (to wake their workers)."""
-    jsonb = cursor.adapters.types["jsonb"].oid
-    cursor.adapters.register_dumper(str, type("_Jsonb", (EncodedJsonbDumper,), {"oid": jsonb}))
+    cursor.adapters.register_dumper(str, EncodedJsonbDumper)  # this cursor only
     due: set[str] = set()
     with cursor.copy(statement) as copy:
         copy.set_types(COLUMNS)

@@ -326,17 +326,21 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
             held = {(r[0], r[1]) for r in c.execute(self.q["jobs_running_attempts"], {
                 "ids": json.dumps([o.job_id for o in outcomes])})}
             fenced = [o for o in outcomes if (o.job_id, o.attempt) in held]
-            plain = [(now, o.job_id, o.attempt) for o in fenced
-                     if o.state is JobState.SUCCEEDED and o.result_json is None]
+            plain: list[tuple[float, int, int]] = []
+            other: list[Outcome] = []
+            for o in fenced:
+                if o.state is JobState.SUCCEEDED and o.result_json is None:
+                    plain.append((now, o.job_id, o.attempt))
+                else:
+                    other.append(o)
             if plain:
                 c.executemany(self.q["jobs_complete_succeeded"], plain)
-            if len(plain) < len(fenced):
+            if other:
                 c.executemany(self.q["jobs_complete_one"], [{
                     "id": o.job_id, "attempt": o.attempt, "state": o.state.value, "now": now,
                     "run_at": to_ts(o.run_at),
                     "error": json.dumps(o.error) if o.error is not None else None,
-                    "result": o.result_json} for o in fenced
-                    if not (o.state is JobState.SUCCEEDED and o.result_json is None)])
+                    "result": o.result_json} for o in other])
         return {o.job_id for o in fenced}
 
     def jobs_heartbeat(self, worker_id: str, lease_seconds: float) -> list[tuple[int, int, bool]]:
