@@ -1,6 +1,6 @@
 """Cron parsing and fire instants (policy shiftwork-dst-v1).
 
-The worked cases in ``shared/schedule_examples.json`` come first; then cases of the same
+The worked cases in ``tests/data/schedule_examples.json`` come first; then cases of the same
 kinds written for this module (expected instants worked out by hand from the zone rules),
 then parse errors.
 """
@@ -8,7 +8,6 @@ then parse errors.
 from __future__ import annotations
 
 import json
-import os
 import time
 import zoneinfo
 from datetime import UTC, datetime, timedelta, timezone
@@ -27,18 +26,15 @@ from shiftwork.errors import ShiftworkError
 
 
 def _examples_path() -> Path:
-    env = os.environ.get("SHIFTWORK_SHARED")
-    if env:
-        return Path(env) / "schedule_examples.json"
-    # The repository sits at X/main or X/wt-cron; the shared folder is X/shared.
-    return Path(__file__).resolve().parents[2] / "shared" / "schedule_examples.json"
+    # The worked examples travel with the tests (a copy of shared/schedule_examples.json).
+    return Path(__file__).resolve().parent / "data" / "schedule_examples.json"
 
 
 def _load_examples() -> dict[str, Any]:
     path = _examples_path()
     if not path.is_file():  # a missing file is a failure, never a skip
         raise FileNotFoundError(
-            f"worked examples not found at {path}; set SHIFTWORK_SHARED to the shared folder"
+            f"worked examples not found at {path}"
         )
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
