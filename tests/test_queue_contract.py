@@ -278,7 +278,7 @@ def test_stale_attempt_cannot_complete_or_heartbeat(app: App) -> None:
     [second] = app.store.jobs_claim("default", 1, "worker-b", lease_seconds=30)
     assert second.attempt == first.attempt + 1
     # worker-a comes back: its heartbeat holds nothing, its completion changes nothing
-    assert app.store.jobs_heartbeat("worker-a", 30) == []
+    assert app.store.jobs_heartbeat("worker-a", 30, [(job.id, first.attempt)]) == []
     assert app.store.jobs_complete_many(
         [Outcome(job.id, first.attempt, JobState.SUCCEEDED, result_json='"stale"')]) == set()
     assert app.store.jobs_complete_many(

@@ -4,6 +4,7 @@ from .app import App, Settings
 from .clock import Clock, FakeClock, SystemClock
 from .context import JobContext
 from .errors import (
+    CommitUnknownError,
     ConfigurationError,
     IllegalTransitionError,
     JobCancelled,
@@ -27,6 +28,7 @@ __all__ = [
     "App",
     "Backoff",
     "Clock",
+    "CommitUnknownError",
     "ConfigurationError",
     "EnqueueResult",
     "FakeClock",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .checkpoint import Batch, Touch, batches, encode_progress
-from .errors import JobCancelled, JobPaused, LeaseLost
+from .errors import JobCancelled, JobPaused, LeaseLost, StorageError
 from .payload import encode_json
 
 if TYPE_CHECKING:
@@ -67,10 +67,7 @@ class JobContext:
                conn: Any = None) -> Touch:
         if self._lost:
             raise LeaseLost(f"job {self.job_id} attempt {self.attempt} lost its lease earlier")
-        touch = self.app.store.jobs_touch(
-            self.job_id, self.attempt, self.app.settings.lease_seconds, checkpoint=checkpoint,
-            set_checkpoint=set_checkpoint, progress=self._pending_progress,
-            yield_if_paused=set_checkpoint, conn=conn)
+        touch = self._touch_once(checkpoint, set_checkpoint, conn)
         if touch is None:
             self._lost = True
             raise LeaseLost(
@@ -81,6 +78,22 @@ class JobContext:
         if touch.cancel_requested:
             self._request_cancel()
         return touch
+
+    def _touch_once(self, checkpoint: str | None, set_checkpoint: bool, conn: Any) -> Touch | None:
+        """One fenced write. A failed one is tried again (writing the same values twice is
+        safe, and a lost reply may have committed), unless it ran in the caller's
+        transaction, whose fate is the caller's."""
+        delays = [0.1, 0.5, 2.0]
+        while True:
+            try:
+                return self.app.store.jobs_touch(
+                    self.job_id, self.attempt, self.app.settings.lease_seconds,
+                    checkpoint=checkpoint, set_checkpoint=set_checkpoint,
+                    progress=self._pending_progress, yield_if_paused=set_checkpoint, conn=conn)
+            except StorageError:
+                if conn is not None or not delays:
+                    raise
+                time.sleep(delays.pop(0))
 
     def _stop_if_asked(self, touch: Touch, where: str) -> None:
         if self.cancelled:

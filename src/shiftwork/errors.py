@@ -37,6 +37,15 @@ class StorageError(ShiftworkError):
     """The database could not be reached or refused an operation."""
 
 
+class CommitUnknownError(StorageError):
+    """The connection broke after a statement was sent and before its reply arrived.
+
+    The statement may or may not have committed. Every write shiftwork makes for itself is
+    safe to repeat (fenced by attempt, unique per occurrence, or reconciled afterwards); an
+    enqueue is safe to repeat when the job has a unique key (``unique=`` / ``.using(key=)``).
+    """
+
+
 class JobCancelled(BaseException):
     """Raised inside a task when its job was cancelled.
 

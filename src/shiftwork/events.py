@@ -26,6 +26,7 @@ LEVELS = {
     "job.rescued": logging.WARNING,
     "job.stale_write": logging.WARNING,
     "job.handed_back": logging.INFO,
+    "job.released": logging.WARNING,
     "worker.started": logging.INFO,
     "worker.stopping": logging.INFO,
     "worker.stopped": logging.INFO,

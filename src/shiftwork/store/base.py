@@ -60,11 +60,24 @@ class Store(Protocol):
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
         """Record outcomes, fenced by attempt; returns the ids whose write took effect."""
 
-    def jobs_heartbeat(self, worker_id: str, lease_seconds: float) -> list[tuple[int, int, bool]]:
-        """Extend every lease this worker holds, in one statement.
+    def jobs_heartbeat(self, worker_id: str, lease_seconds: float,
+                       held: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
+        """Extend the leases of the ``(job id, attempt)`` pairs this worker holds, in one
+        statement, and mark the worker alive.
 
-        Returns ``(job id, attempt, cancel requested)`` for each job still held.
+        Only the pairs named: a job claimed by a call whose reply was lost is unknown to
+        the worker, so its lease runs out and the rescuer brings it back. Returns ``(job id,
+        attempt, cancel requested)`` for each pair still held.
         """
+
+    def jobs_release_unknown(self, worker_id: str, queue: str,
+                             held: list[tuple[int, int]]) -> list[int]:
+        """After a claim whose reply was lost: give back, without spending an attempt, the
+        jobs of ``queue`` running under ``worker_id`` that are not in ``held``."""
+
+    def jobs_written(self, outcomes: list[Outcome]) -> set[int]:
+        """Of ``outcomes``, the ids whose row already shows that outcome (same attempt, same
+        state): after a completion whose reply was lost, these were written, not stale."""
 
     def jobs_rescue(self, limit: int = 1000) -> list[RescuedJob]:
         """Move jobs whose lease expired back to waiting (or dead if attempts are spent)."""

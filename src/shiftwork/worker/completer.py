@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..errors import StorageError
 from ..outcome import Outcome
 from ..states import JobState
+from ..store.rows import log_rejected
 
 if TYPE_CHECKING:
     from ..app import App
@@ -34,6 +35,9 @@ class Completer:
         self.max_batch = max_batch
         self._queue: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
         self._pending = 0
+        # (job id, attempt) of outcomes not yet written: still this worker's, so the
+        # heartbeat keeps their leases while a write waits out an outage.
+        self._unwritten: set[tuple[int, int]] = set()
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._loop, name="shiftwork-completer", daemon=True)
         self._stopped = False
@@ -44,7 +48,13 @@ class Completer:
     def submit(self, outcome: Outcome) -> None:
         with self._cond:
             self._pending += 1
+            self._unwritten.add((outcome.job_id, outcome.attempt))
         self._queue.put(outcome)
+
+    def held(self) -> list[tuple[int, int]]:
+        """The jobs whose outcomes wait to be written (the worker still holds them)."""
+        with self._cond:
+            return list(self._unwritten)
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until every submitted outcome has been written (or given up on)."""
@@ -82,17 +92,27 @@ class Completer:
             self._write(batch)
             with self._cond:
                 self._pending -= len(batch)
+                self._unwritten.difference_update((o.job_id, o.attempt) for o in batch)
                 self._cond.notify_all()
 
     def _write(self, batch: list[Outcome]) -> None:
+        store = self.app.store
         delay = 0.1
+        failed = False
         for _ in range(60):
             try:
-                accepted = self.app.store.jobs_complete_many(batch)
+                accepted = store.jobs_complete_many(batch)
+                if failed:
+                    # An earlier try may have committed without its reply reaching us (or,
+                    # on SQLite, committed some of its transactions): outcomes already in
+                    # their rows were written by us, not rejected.
+                    missing = [o for o in batch if o.job_id not in accepted]
+                    accepted |= store.jobs_written(missing)
                 break
             except StorageError as exc:
-                # Keep the outcomes: if the lease lapses meanwhile, the rescuer takes over
-                # and this write will be rejected by its fence, which is correct.
+                failed = True
+                # Keep the outcomes: the heartbeat keeps their leases meanwhile. If a lease
+                # lapses anyway, the rescuer takes over and the fence rejects this write.
                 log.warning("could not record %d outcomes (%s); retrying in %.1fs",
                             len(batch), exc, delay)
                 time.sleep(delay)
@@ -101,6 +121,9 @@ class Completer:
             log.error("gave up recording %d outcomes; their leases will expire and be rescued",
                       len(batch))
             return
+        stale = [(o.job_id, o.attempt) for o in batch if o.job_id not in accepted]
+        if stale:
+            log_rejected("completion", stale)
         emit = self.app.events.emit
         for o in batch:
             if o.job_id not in accepted:

@@ -19,21 +19,28 @@ LEADER_NAME = "shiftwork.leader"
 
 
 class Heartbeat(Service):
-    """One statement renews every lease this worker holds and reports cancellations."""
+    """One statement renews the leases this worker holds and reports cancellations.
+
+    It names the (job id, attempt) pairs ``held()`` returns, never "every running job of
+    this worker": a job claimed by a call whose reply was lost is not known here, so its
+    lease runs out and the rescuer brings it back (docs/architecture.md, lost replies).
+    """
 
     name = "heartbeat"
 
-    def __init__(self, app: App, worker_id: str,
+    def __init__(self, app: App, worker_id: str, held: Callable[[], list[tuple[int, int]]],
                  on_beat: Callable[[list[tuple[int, int, bool]], float], None]) -> None:
         super().__init__(app.settings.heartbeat_interval)
         self.app = app
         self.worker_id = worker_id
+        self.held = held
         self.on_beat = on_beat
 
     def tick(self) -> None:
         started = time.monotonic()
-        held = self.app.store.jobs_heartbeat(self.worker_id, self.app.settings.lease_seconds)
-        self.on_beat(held, started)
+        renewed = self.app.store.jobs_heartbeat(
+            self.worker_id, self.app.settings.lease_seconds, self.held())
+        self.on_beat(renewed, started)
 
 
 class Rescuer(Service):

@@ -7,6 +7,12 @@ expected to finish during one claim (``concurrency x claim time / job time``, at
 most ``concurrency`` more). Those wait in the process, counted as in flight, and
 begin as slots free; for jobs longer than a claim this comes to nothing, so a worker
 busy with slow jobs does not hold work another worker could start.
+
+A claim that fails may still have committed (its reply was lost). Before claiming
+again, the producer gives back whatever this worker is recorded as running in its queue
+but does not hold: those jobs never reached it, so they return without spending an
+attempt. (If the lost claim commits only after that, the heartbeat, which renews only
+the jobs the worker holds, lets their lease run out and the rescuer brings them back.)
 """
 
 from __future__ import annotations
@@ -28,12 +34,14 @@ log = logging.getLogger("shiftwork.worker.producer")
 
 class Producer:
     def __init__(self, app: App, queue: str, concurrency: int, worker_id: str,
-                 dispatch: Callable[[ClaimedJob], None]) -> None:
+                 dispatch: Callable[[ClaimedJob], None],
+                 held: Callable[[], list[tuple[int, int]]]) -> None:
         self.app = app
         self.queue = queue
         self.concurrency = concurrency
         self.worker_id = worker_id
         self.dispatch = dispatch
+        self.held = held  # the (job id, attempt) pairs the worker holds, all queues
         self.limits = app.concurrency_limits(queue)
         self.in_flight = 0  # claimed and not finished: running, or waiting to begin
         self._job_seconds: float | None = None  # moving averages, for claiming ahead
@@ -88,6 +96,7 @@ class Producer:
     def _loop(self) -> None:
         settings = self.app.settings
         errors = 0
+        unsure = False  # a claim failed: it may have taken jobs we never received
         while not self._stop.is_set():
             with self._cond:
                 self._plan_capacity()
@@ -102,6 +111,9 @@ class Producer:
             self._wake.clear()
             want = min(free, settings.claim_batch)
             try:
+                if unsure:
+                    self._release_unknown()
+                    unsure = False
                 started = time.monotonic()
                 jobs = self.app.store.jobs_claim(
                     self.queue, want, self.worker_id, settings.lease_seconds, self.limits)
@@ -110,6 +122,7 @@ class Producer:
                                                    time.monotonic() - started)
                 errors = 0
             except StorageError as exc:
+                unsure = True
                 errors += 1
                 delay = min(0.2 * 2**errors, 10.0)
                 log.warning("queue %s: claim failed (%s); retrying in %.1fs",
@@ -124,6 +137,12 @@ class Producer:
             if len(jobs) < want:
                 # Queue drained (or limited): sleep until a wake-up or the poll interval.
                 self._wake.wait(settings.poll_interval)
+
+    def _release_unknown(self) -> None:
+        released = self.app.store.jobs_release_unknown(self.worker_id, self.queue, self.held())
+        for job_id in released:
+            self.app.events.emit("job.released", job_id=job_id, queue=self.queue,
+                                 reason="claim reply lost")
 
     def idle(self, timeout: float) -> bool:
         """Wait until no job of this queue is in flight."""

@@ -123,10 +123,12 @@ class Worker:
         self.completer.start()
         for queue, concurrency in self.queues.items():
             self.pools[queue] = ThreadPool(concurrency, queue)
-            self.producers[queue] = Producer(self.app, queue, concurrency, self.id, self._dispatch)
+            self.producers[queue] = Producer(self.app, queue, concurrency, self.id, self._dispatch,
+                                             self.held_leases)
         notifier = Notifier(self.app.store, self._wake)
         leader = Leader(self.app, self.id)
-        self.services = [notifier, Heartbeat(self.app, self.id, self._on_heartbeat),
+        self.services = [notifier, Heartbeat(self.app, self.id, self.held_leases,
+                                                       self._on_heartbeat),
                          Rescuer(self.app), Scheduler(self.app, self.id, leader),
                          leader, Watchdog(self), *worker_services(self)]
         for service in self.services:
@@ -171,11 +173,19 @@ class Worker:
                              attempt=job.attempt)
 
     def _on_done(self, run: Run, outcome: Outcome) -> None:
-        with self._runs_lock:
-            self._runs.pop((run.job.id, run.job.attempt), None)
+        # Into the completer before out of the runs: held_leases() sees it in one of them.
         if outcome.state is not JobState.AVAILABLE:  # AVAILABLE: it yielded to a paused queue
             self.completer.submit(outcome)
+        with self._runs_lock:
+            self._runs.pop((run.job.id, run.job.attempt), None)
         self.producers[run.job.queue].slot_freed(outcome.duration)
+
+    def held_leases(self) -> list[tuple[int, int]]:
+        """The (job id, attempt) pairs this worker holds: claimed and running or waiting to
+        begin, or finished with the outcome not yet written."""
+        with self._runs_lock:
+            runs = list(self._runs)
+        return runs + self.completer.held()
 
     def runs_snapshot(self) -> list[Run]:
         with self._runs_lock:

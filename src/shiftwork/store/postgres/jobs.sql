@@ -156,13 +156,45 @@ WHERE j.id = u.id AND j.attempt = u.attempt AND j.state = 'running'
 RETURNING j.id
 
 -- name: jobs_heartbeat
+-- Only the (id, attempt) pairs the worker holds: a job claimed by a call whose reply
+-- was lost is not among them, so its lease runs out and the rescuer brings it back.
 WITH w AS (
     UPDATE {schema}.workers SET heartbeat_at = {now} WHERE id = %(worker)s
 )
-UPDATE {schema}.jobs
+UPDATE {schema}.jobs j
 SET lease_expires_at = {now} + make_interval(secs => %(lease)s)
-WHERE worker_id = %(worker)s AND state = 'running'
-RETURNING id, attempt, cancel_requested
+FROM unnest(%(ids)s::bigint[], %(attempts)s::int[]) AS h(id, attempt)
+WHERE j.id = h.id AND j.attempt = h.attempt AND j.worker_id = %(worker)s
+  AND j.state = 'running'
+RETURNING j.id, j.attempt, j.cancel_requested
+
+-- name: jobs_release_unknown
+-- After a claim whose reply was lost: the jobs it took never reached the worker, so
+-- they go back at once, their attempt not counted (they never began).
+UPDATE {schema}.jobs j
+SET state = 'available', lease_expires_at = NULL, max_attempts = j.max_attempts + 1,
+    run_at = {now},
+    errors = j.errors || jsonb_build_array(jsonb_build_object(
+        'attempt', j.attempt, 'kind', 'released', 'type', 'ReplyLost',
+        'message', 'claimed by a call whose reply was lost; given back, attempt not counted',
+        'at', {now}))
+WHERE j.worker_id = %(worker)s AND j.state = 'running' AND j.queue = %(queue)s
+  AND NOT EXISTS (SELECT 1 FROM unnest(%(ids)s::bigint[], %(attempts)s::int[]) AS h(id, attempt)
+                  WHERE h.id = j.id AND h.attempt = j.attempt)
+RETURNING j.id
+
+-- name: jobs_written
+-- After a completion whose reply was lost: which outcomes are already in their rows.
+-- Written: the row is at that attempt and state, or it moved on to a later attempt
+-- without its lease ever having expired or been given back at that attempt.
+SELECT j.id FROM {schema}.jobs j
+JOIN unnest(%(ids)s::bigint[], %(attempts)s::int[], %(states)s::text[]) AS u(id, attempt, state)
+  ON j.id = u.id
+WHERE (j.attempt = u.attempt AND j.state = u.state)
+   OR (j.attempt > u.attempt AND NOT EXISTS (
+         SELECT 1 FROM jsonb_array_elements(j.errors) e
+         WHERE (e->>'attempt')::int = u.attempt
+           AND e->>'kind' IN ('lease_expired', 'handed_back', 'released')))
 
 -- name: jobs_rescue
 WITH expired AS (

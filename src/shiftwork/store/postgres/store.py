@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from ...clock import Clock, SystemClock
-from ...errors import ConfigurationError, JobNotFoundError, StorageError
+from ...errors import CommitUnknownError, ConfigurationError, JobNotFoundError, StorageError
 from ...job import (
     ClaimedJob,
     EnqueueResult,
@@ -34,7 +34,6 @@ from ..rows import (
     decoded,
     job_from_row,
     legal_pairs,
-    log_rejected,
     not_retryable,
     queue_stats_from_rows,
     retry_blocked_by_key,
@@ -124,7 +123,17 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             return
         try:
             with self.pool.connection() as c:
-                yield c
+                try:
+                    yield c
+                except psycopg.OperationalError as exc:
+                    if c.broken:  # sent, and the reply never came: it may have committed
+                        raise CommitUnknownError(
+                            f"PostgreSQL at {describe_dsn(self.dsn)}: the connection was lost "
+                            f"before the reply arrived, so whether the call committed is "
+                            f"unknown ({exc})".rstrip()) from exc
+                    raise
+        except CommitUnknownError:
+            raise
         except psycopg.OperationalError as exc:
             raise StorageError(f"PostgreSQL at {describe_dsn(self.dsn)}: {exc}") from exc
 
@@ -353,17 +362,34 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             results=[o.result_json for o in outcomes],
         )
         with self._conn() as c:
-            done = {r[0] for r in c.execute(self.q["jobs_complete_many"], params)}
-        stale = [(o.job_id, o.attempt) for o in outcomes if o.job_id not in done]
-        if stale:
-            log_rejected("completion", stale)
-        return done
+            return {r[0] for r in c.execute(self.q["jobs_complete_many"], params)}
 
-    def jobs_heartbeat(self, worker_id: str, lease_seconds: float) -> list[tuple[int, int, bool]]:
+    def jobs_heartbeat(self, worker_id: str, lease_seconds: float,
+                       held: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
         with self._conn() as c:
-            rows = c.execute(self.q["jobs_heartbeat"],
-                             self._p(worker=worker_id, lease=lease_seconds)).fetchall()
+            rows = c.execute(self.q["jobs_heartbeat"], self._p(
+                worker=worker_id, lease=lease_seconds, ids=[h[0] for h in held],
+                attempts=[h[1] for h in held])).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
+
+    def jobs_release_unknown(self, worker_id: str, queue: str,
+                             held: list[tuple[int, int]]) -> list[int]:
+        with self._conn() as c:
+            rows = c.execute(self.q["jobs_release_unknown"], self._p(
+                worker=worker_id, queue=queue, ids=[h[0] for h in held],
+                attempts=[h[1] for h in held])).fetchall()
+            if rows:
+                c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": [queue]})
+        return [r[0] for r in rows]
+
+    def jobs_written(self, outcomes: list[Outcome]) -> set[int]:
+        if not outcomes:
+            return set()
+        with self._conn() as c:
+            rows = c.execute(self.q["jobs_written"], {
+                "ids": [o.job_id for o in outcomes], "attempts": [o.attempt for o in outcomes],
+                "states": [o.state.value for o in outcomes]}).fetchall()
+        return {r[0] for r in rows}
 
     def jobs_rescue(self, limit: int = 1000) -> list[RescuedJob]:
         with self._conn() as c:

@@ -82,9 +82,37 @@ WHERE state = 'running' AND id IN (SELECT value FROM json_each(:ids))
 UPDATE workers SET heartbeat_at = :now WHERE id = :worker
 
 -- name: jobs_heartbeat
+-- Only the (id, attempt) pairs the worker holds (:held, a JSON array of pairs): a job
+-- it does not know about runs out its lease and is rescued.
 UPDATE jobs SET lease_expires_at = :now + :lease
-WHERE worker_id = :worker AND state = 'running'
-RETURNING id, attempt, cancel_requested
+FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS attempt
+      FROM json_each(:held)) AS h
+WHERE jobs.id = h.id AND jobs.attempt = h.attempt AND jobs.worker_id = :worker
+  AND jobs.state = 'running'
+RETURNING jobs.id, jobs.attempt, jobs.cancel_requested
+
+-- name: jobs_release_unknown
+UPDATE jobs
+SET state = 'available', lease_expires_at = NULL, max_attempts = max_attempts + 1, run_at = :now,
+    errors = json_insert(errors, '$[#]', json_object(
+        'attempt', attempt, 'kind', 'released', 'type', 'ReplyLost',
+        'message', 'claimed by a call whose reply was lost; given back, attempt not counted',
+        'at', :now_iso))
+WHERE worker_id = :worker AND state = 'running' AND queue = :queue
+  AND NOT EXISTS (SELECT 1 FROM json_each(:held) h
+                  WHERE json_extract(h.value, '$[0]') = jobs.id
+                    AND json_extract(h.value, '$[1]') = jobs.attempt)
+RETURNING id
+
+-- name: jobs_written
+-- See the Postgres query of the same name. :outcomes is a JSON array of [id, attempt, state].
+SELECT j.id FROM jobs j
+JOIN json_each(:outcomes) o ON j.id = json_extract(o.value, '$[0]')
+WHERE (j.attempt = json_extract(o.value, '$[1]') AND j.state = json_extract(o.value, '$[2]'))
+   OR (j.attempt > json_extract(o.value, '$[1]') AND NOT EXISTS (
+         SELECT 1 FROM json_each(j.errors) e
+         WHERE json_extract(e.value, '$.attempt') = json_extract(o.value, '$[1]')
+           AND json_extract(e.value, '$.kind') IN ('lease_expired', 'handed_back', 'released')))
 
 -- name: jobs_rescue
 UPDATE jobs

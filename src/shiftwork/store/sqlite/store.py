@@ -30,7 +30,6 @@ from ..rows import (
     job_from_row,
     legal_pairs,
     loads,
-    log_rejected,
     not_retryable,
     queue_stats_from_rows,
     retry_blocked_by_key,
@@ -313,9 +312,6 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         # thousand completions (that was 75-95 ms at a time during a flood).
         for start in range(0, len(outcomes), COMPLETE_BATCH):
             done |= self._complete(outcomes[start:start + COMPLETE_BATCH])
-        stale = [(o.job_id, o.attempt) for o in outcomes if o.job_id not in done]
-        if stale:
-            log_rejected("completion", stale)
         return done
 
     def _complete(self, outcomes: list[Outcome]) -> set[int]:
@@ -343,13 +339,31 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                     "result": o.result_json} for o in other])
         return {o.job_id for o in fenced}
 
-    def jobs_heartbeat(self, worker_id: str, lease_seconds: float) -> list[tuple[int, int, bool]]:
+    def jobs_heartbeat(self, worker_id: str, lease_seconds: float,
+                       held: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
         now = self._now()
         with self._tx() as c:
             c.execute(self.q["jobs_heartbeat_worker"], {"worker": worker_id, "now": now})
-            rows = c.execute(self.q["jobs_heartbeat"],
-                             {"worker": worker_id, "now": now, "lease": lease_seconds}).fetchall()
+            rows = c.execute(self.q["jobs_heartbeat"], {
+                "worker": worker_id, "now": now, "lease": lease_seconds,
+                "held": json.dumps(held)}).fetchall()
         return [(r[0], r[1], bool(r[2])) for r in rows]
+
+    def jobs_release_unknown(self, worker_id: str, queue: str,
+                             held: list[tuple[int, int]]) -> list[int]:
+        now = self.clock.now()
+        with self._tx() as c:
+            rows = c.execute(self.q["jobs_release_unknown"], {
+                "worker": worker_id, "queue": queue, "held": json.dumps(held),
+                "now": now.timestamp(), "now_iso": now.isoformat()}).fetchall()
+        return [r[0] for r in rows]
+
+    def jobs_written(self, outcomes: list[Outcome]) -> set[int]:
+        if not outcomes:
+            return set()
+        rows = self.conn.execute(self.q["jobs_written"], {"outcomes": json.dumps(
+            [[o.job_id, o.attempt, o.state.value] for o in outcomes])}).fetchall()
+        return {r[0] for r in rows}
 
     def jobs_rescue(self, limit: int = 1000) -> list[RescuedJob]:
         now = self.clock.now()
