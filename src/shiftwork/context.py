@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .checkpoint import Batch, Touch, batches, encode_progress
-from .errors import JobCancelled, JobPaused, LeaseLost, StorageError
+from .errors import JobCancelled, JobPaused, LeaseLost
 from .payload import encode_json
+from .retry import repeat_on_storage_error
 
 if TYPE_CHECKING:
     from .app import App
@@ -80,20 +81,15 @@ class JobContext:
         return touch
 
     def _touch_once(self, checkpoint: str | None, set_checkpoint: bool, conn: Any) -> Touch | None:
-        """One fenced write. A failed one is tried again (writing the same values twice is
-        safe, and a lost reply may have committed), unless it ran in the caller's
-        transaction, whose fate is the caller's."""
-        delays = [0.1, 0.5, 2.0]
-        while True:
-            try:
-                return self.app.store.jobs_touch(
-                    self.job_id, self.attempt, self.app.settings.lease_seconds,
-                    checkpoint=checkpoint, set_checkpoint=set_checkpoint,
-                    progress=self._pending_progress, yield_if_paused=set_checkpoint, conn=conn)
-            except StorageError:
-                if conn is not None or not delays:
-                    raise
-                time.sleep(delays.pop(0))
+        def write() -> Touch | None:
+            return self.app.store.jobs_touch(
+                self.job_id, self.attempt, self.app.settings.lease_seconds,
+                checkpoint=checkpoint, set_checkpoint=set_checkpoint,
+                progress=self._pending_progress, yield_if_paused=set_checkpoint, conn=conn)
+
+        if conn is not None:  # in the caller's transaction, whose fate is the caller's
+            return write()
+        return repeat_on_storage_error(write)
 
     def _stop_if_asked(self, touch: Touch, where: str) -> None:
         if self.cancelled:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from .errors import ConfigurationError, RetryIn
+from .errors import ConfigurationError, RetryIn, StorageError
 
 
 @dataclass(frozen=True)
@@ -52,3 +54,25 @@ class Backoff:
 
 
 DEFAULT_BACKOFF = Backoff()
+
+
+T = TypeVar("T")
+
+#: Pauses between tries of a write that is safe to repeat (about 2.6 s in all).
+REPEAT_DELAYS = (0.1, 0.5, 2.0)
+
+
+def repeat_on_storage_error(write: Callable[[], T],
+                               delays: tuple[float, ...] = REPEAT_DELAYS) -> T:
+    """Call ``write`` again after a :class:`StorageError`, a few times, then give up.
+
+    Only for writes that are safe to repeat (fenced by attempt, writing the same values):
+    a failure may be a lost reply after a commit, and a brief outage should not cost a
+    long job its attempt.
+    """
+    for delay in delays:
+        try:
+            return write()
+        except StorageError:
+            time.sleep(delay)
+    return write()

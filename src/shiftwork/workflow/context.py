@@ -18,6 +18,7 @@ from typing import Any
 from ..context import JobContext
 from ..errors import Snooze
 from ..payload import encode_json
+from ..retry import repeat_on_storage_error
 from ..store.rows import StepRecord
 from .errors import EventTimeout, LeaseLost, WorkflowError
 
@@ -54,8 +55,9 @@ class Workflow:
 
     def _record(self, name: str, status: str, result_json: str | None,
                 wake_at: datetime | None = None) -> None:
-        if not self._store.workflow_step_record(self.id, self.ctx.attempt, name, status,
-                                                result_json, wake_at):
+        # An upsert fenced by attempt: safe to repeat after a lost reply.
+        if not repeat_on_storage_error(lambda: self._store.workflow_step_record(
+                self.id, self.ctx.attempt, name, status, result_json, wake_at)):
             raise LeaseLost(f"workflow {self.id} attempt {self.ctx.attempt} lost its lease "
                             f"before recording step {name!r}")
 
