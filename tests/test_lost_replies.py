@@ -9,6 +9,7 @@ the log and events stay true (no ``job.stale_write`` for a write that landed).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -300,3 +301,32 @@ def test_a_lost_enqueue_reply_raises_and_a_unique_key_makes_the_retry_safe(
     again = charge.using(key="order-7").enqueue(7)  # the documented safe retry
     assert again.created is False
     assert [j.id for j in app.list_jobs()] == [again.id]
+
+
+def test_workers_listen_again_after_their_connections_are_cut(
+        proxy: PgFaultProxy, proxied: Callable[..., App]) -> None:
+    # Polling so slow that only a wake-up can explain a prompt pickup.
+    app = proxied(settings=dataclasses.replace(FAST, poll_interval=60))
+    sender = App(PG_DSN, schema=app.schema)  # enqueues from outside the cut connections
+    rec = Recorder(app)
+
+    def work(ctx: JobContext) -> None:
+        rec.ran(ctx)
+
+    app.task(name="work")(work)
+    sender.task(name="work")(work)
+    try:
+        with running_worker(app):
+            first = sender.enqueue("work")
+            wait_for(lambda: app.get_job(first.id).state is JobState.SUCCEEDED,
+                     what="the first job")
+            proxy.cut_all()  # the listener and every pooled connection, as a failover would
+            time.sleep(1.5)  # the notifier notices, reconnects and LISTENs again
+            sent = time.monotonic()
+            second = sender.enqueue("work")
+            wait_for(lambda: sender.get_job(second.id).state is JobState.SUCCEEDED,
+                     timeout=10, what="the second job picked up by a wake-up")
+            assert time.monotonic() - sent < 5
+    finally:
+        sender.close()
+    assert [job_id for job_id, _, _ in rec.runs] == [first.id, second.id]
