@@ -6,6 +6,7 @@ Used by the chaos tests, which run it in real worker processes and kill them.
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import threading
 import time
@@ -28,6 +29,8 @@ _local = threading.local()
 
 def _conn() -> Any:
     conn = getattr(_local, "conn", None)
+    if conn is not None and getattr(conn, "closed", False):
+        conn = None  # the server restarted (tests/test_pg_restart.py): connect again
     if conn is None:
         if DSN.startswith("sqlite"):
             conn = sqlite3.connect(DSN.split(":///", 1)[1], timeout=30, isolation_level=None)
@@ -93,3 +96,18 @@ def pipeline(wf: Workflow, seconds: float) -> list[str]:
     wf.sleep("pause", 0.2)
     three = wf.step("three", _effect, wf, "three")
     return [one, two, three]
+
+
+@app.task(queue="freeze", max_attempts=5, retry=Backoff(initial=0.05, maximum=0.2))
+def freeze_in_write(ctx: JobContext, n: int) -> int:
+    """SQLite only. Stops its own process (SIGSTOP) inside a write transaction on the first
+    attempt: the write lock stays held until someone sends SIGCONT."""
+    record(ctx.job_id, ctx.attempt, "start")
+    with ctx.transaction() as tx:
+        tx.execute(f"INSERT INTO {effects_table()} VALUES (?, ?, ?, 'in-tx')",
+                   (ctx.job_id, ctx.attempt, os.getpid()))
+        tx.checkpoint({"n": n})
+        if ctx.attempt == 1:
+            os.kill(os.getpid(), signal.SIGSTOP)
+    record(ctx.job_id, ctx.attempt, "done")
+    return n

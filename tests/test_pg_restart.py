@@ -1,0 +1,125 @@
+"""PostgreSQL restarted with ``-m immediate`` (a crash) several times under load.
+
+On a throwaway cluster of its own (tests/faults/pgcluster.py), never the shared server:
+two real worker processes run jobs while a sender enqueues, and the server is killed and
+started again four times. Afterwards every acknowledged enqueue is there and succeeded,
+the same worker processes carried on (they reconnect by themselves), no job claimed
+before the last restart is still ``running`` one lease later, and a job that ran twice
+did so under two different attempts (fenced).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from shiftwork import StorageError
+
+from .conftest import IN_CI, spawn_worker, wait_for
+from .faults.pgcluster import ThrowawayCluster
+from .test_chaos import effects, stop
+
+pytestmark = [pytest.mark.fault, pytest.mark.postgres]
+
+RESTARTS = 4
+
+
+@pytest.fixture
+def cluster() -> Iterator[ThrowawayCluster]:
+    try:
+        c = ThrowawayCluster()
+    except (FileNotFoundError, OSError) as exc:
+        if IN_CI:
+            pytest.fail(f"cannot start a throwaway PostgreSQL cluster: {exc}")
+        pytest.skip(f"cannot start a throwaway PostgreSQL cluster: {exc}")
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def rec(cluster: ThrowawayCluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.setenv("SHIFTWORK_TEST_DSN", cluster.dsn)
+    monkeypatch.setenv("SHIFTWORK_TEST_SCHEMA", "shiftwork")
+    sys.modules.pop("tests.apps.recording", None)
+    module = importlib.import_module("tests.apps.recording")
+    module.app.migrate()
+    module.app.store.debug_install_transition_guard()
+    module.create_effects_table()
+    yield module
+    module.app.close()
+    sys.modules.pop("tests.apps.recording", None)
+
+
+def _count(module: Any, sql: str, params: tuple[Any, ...] = ()) -> int:
+    for _ in range(50):  # the test's own connection may meet the restart too
+        try:
+            return int(module._conn().execute(sql, params).fetchone()[0])
+        except Exception:
+            module._local.conn = None
+            time.sleep(0.2)
+    raise AssertionError(f"could not run {sql!r}")
+
+
+def test_immediate_restarts_under_load_lose_nothing(rec: Any, cluster: ThrowawayCluster) -> None:
+    app = rec.app
+    db = {"dsn": cluster.dsn, "schema": "shiftwork"}
+    workers = [spawn_worker(db, "recording", ["work=4"]) for _ in range(2)]
+    acknowledged: list[int] = []
+    sending = threading.Event()
+    sending.set()
+
+    def send() -> None:
+        i = 0
+        while sending.is_set():
+            while True:  # an enqueue whose reply is lost is retried under its unique key
+                try:
+                    acknowledged.append(rec.work.using(key=f"n-{i}").enqueue(i, 0.01).id)
+                    break
+                except StorageError:
+                    time.sleep(0.05)
+            i += 1
+            time.sleep(0.005)
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    try:
+        wait_for(lambda: _count(rec, 'SELECT count(*) FROM "shiftwork".jobs '
+                                     "WHERE state = 'succeeded'") >= 50,
+                 timeout=60, what="work flowing before the first restart")
+        for _ in range(RESTARTS):
+            cluster.restart_immediate()
+            time.sleep(1.5)
+        restarted_at = _count(rec, "SELECT extract(epoch FROM now())::bigint")
+        time.sleep(1.0)
+        sending.clear()
+        sender.join(60)
+        # One lease after the last restart, nothing claimed before it is still running.
+        time.sleep(app.settings.lease_seconds + 2 * app.settings.rescue_interval + 1)
+        stuck = _count(rec, 'SELECT count(*) FROM "shiftwork".jobs WHERE state = \'running\' '
+                            "AND extract(epoch FROM attempted_at) < %s", (restarted_at,))
+        assert stuck == 0
+        wait_for(lambda: _count(rec, 'SELECT count(*) FROM "shiftwork".jobs '
+                                     "WHERE state = 'succeeded'") >= len(acknowledged),
+                 timeout=120, what="every acknowledged job succeeded")
+        assert all(w.poll() is None for w in workers), "workers carried on without a restart"
+    finally:
+        sending.clear()
+        for w in workers:
+            stop(w)
+    total = _count(rec, 'SELECT count(*) FROM "shiftwork".jobs')
+    succeeded = _count(rec, 'SELECT count(*) FROM "shiftwork".jobs WHERE state = \'succeeded\'')
+    assert total == succeeded == len(set(acknowledged)) == len(acknowledged)
+    attempts: dict[int, list[int]] = defaultdict(list)
+    for job_id, attempt, _pid, phase in effects(rec):
+        if phase == "start":
+            attempts[job_id].append(attempt)
+    assert set(attempts) == set(acknowledged), "every acknowledged job ran"
+    for job_id, seen in attempts.items():
+        assert len(seen) == len(set(seen)), f"job {job_id} ran twice under one attempt: {seen}"
