@@ -45,16 +45,22 @@ def health(app_arg: str | None, app_spec: str | None, dsn: str | None, schema: s
         click.echo(json.dumps({
             "ok": report.ok, "workers_alive": report.workers_alive,
             "problems": [p.__dict__ for p in report.problems],
-            "queues": [{"queue": s.queue, "waiting": s.available,
+            "queues": [{"queue": s.queue, "waiting": s.available, "paused": s.paused,
                         "oldest_waiting_age": s.oldest_waiting_age} for s in report.queues],
         }, indent=2))
-    elif report.ok:
-        click.echo(f"ok: {len(report.queues)} queues within their thresholds, "
+        sys.exit(0 if report.ok else 1)
+    # A paused queue is not a failure, but a probe's reader must not take it for a live one.
+    paused = [s.queue for s in report.queues if s.paused]
+    note = f" (paused: {', '.join(paused)})" if paused else ""
+    if report.ok:
+        click.echo(f"ok: {len(report.queues)} queues within their thresholds{note}, "
                    f"{report.workers_alive} workers alive"
                    + (f", {len(report.schedules)} schedules on time" if report.schedules else ""))
     else:
         for problem in report.problems:
             click.echo(f"UNHEALTHY {problem.kind}: {problem.message}")
+        if paused:
+            click.echo(f"paused: {', '.join(paused)}")
     sys.exit(0 if report.ok else 1)
 
 
