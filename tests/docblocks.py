@@ -41,7 +41,8 @@ class Block:
 
     @property
     def id(self) -> str:
-        return f"{self.path.relative_to(ROOT)}:{self.line}"
+        path = self.path.relative_to(ROOT) if self.path.is_relative_to(ROOT) else self.path
+        return f"{path}:{self.line}"
 
 
 def _parse_directive(body: str) -> tuple[dict[str, str], str]:

@@ -146,7 +146,8 @@ def test_every_skip_names_a_reason() -> None:
 def test_new_pages_are_picked_up(tmp_path: Path) -> None:
     assert {p.name for p in doc_pages()} >= {"README.md", "long-jobs.md", "workflows.md"}
     page = tmp_path / "x.md"
-    page.write_text("text\n\n<!-- doc-test: file=a.py -->\n```python\nx = 1\n```\n\n```\nno lang\n```\n")
+    page.write_text("text\n\n<!-- doc-test: file=a.py -->\n```python\nx = 1\n```\n\n"
+                    "```\nno lang\n```\n")
     found = extract(page)
     assert [(b.line, b.lang, b.options) for b in found] == [(4, "python", {"file": "a.py"}),
                                                              (8, "", {})]
@@ -197,7 +198,7 @@ def inside(page: Page) -> Iterator[None]:
     os.chdir(page.dir)
     sys.path.insert(0, str(page.dir))
     page.ns.setdefault("__name__", "__doc__")
-    page.ns.update(DOC_PG_DSN=page.pg_dsn if "DOC_PG_DSN" not in page.ns else page.ns["DOC_PG_DSN"])
+    page.ns.setdefault("DOC_PG_DSN", page.pg_dsn)
     App.__init__ = init  # type: ignore[method-assign]
     try:
         yield
@@ -213,7 +214,7 @@ def _exec(code: str, ns: dict[str, Any], path: Path, line: int) -> None:
     # Leading newlines make tracebacks point at the Markdown file's own line numbers.
     compiled = compile("\n" * line + code, str(path), "exec",
                        flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    result = eval(compiled, ns)  # noqa: S307 - the docs' own examples
+    result = eval(compiled, ns)  # the docs' own examples
     if inspect.iscoroutine(result):
         asyncio.run(result)
 
@@ -231,8 +232,9 @@ def write_file(page: Page, block: Block) -> None:
         target.write_text(block.code)
     if rel.endswith(".py"):
         name = rel[:-3].replace("/", ".")
-        for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
-            del sys.modules[mod]  # another page's module of the same name
+        top = name.split(".")[0]  # another page's module or package of the same name
+        for mod in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
+            del sys.modules[mod]
         page.modules.add(name)
         module = importlib.import_module(name)
         page.ns.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
