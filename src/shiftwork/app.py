@@ -11,7 +11,7 @@ from .clock import Clock, SystemClock
 from .errors import ConfigurationError, UnknownTaskError
 from .events import EventBus
 from .job import EnqueueResult, Job, NewJob, QueueStats
-from .names import check_queue
+from .names import check_queue, did_you_mean
 from .observe.hooks import Observers
 from .observe.tracing import enqueue_span, recording
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES
@@ -171,7 +171,8 @@ class App:
             return self.tasks[name]
         except KeyError:
             known = ", ".join(sorted(self.tasks)) or "none"
-            raise UnknownTaskError(f"unknown task {name!r} (registered: {known})") from None
+            hint = did_you_mean(name, sorted(self.tasks))
+            raise UnknownTaskError(f"unknown task {name!r}{hint} (registered: {known})") from None
 
     def queue(self, name: str, *, max_wait: float | None = None) -> QueueOptions:
         """Declare a queue's alert threshold: ``app.queue("emails", max_wait=60)``.

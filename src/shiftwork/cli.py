@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .checkpoint import describe_progress
+from .cli_target import app_argument, open_app, target_options
 from .errors import ShiftworkError
 from .states import JobState
 
@@ -24,19 +24,6 @@ err_console = Console(stderr=True)
 def _setup_logging(level: str) -> None:
     logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-
-def _open(app_spec: str | None, dsn: str | None, schema: str) -> Any:
-    from .app import App
-    from .loader import load_app
-
-    spec = app_spec or os.environ.get("SHIFTWORK_APP")
-    if spec:
-        return load_app(spec)
-    dsn = dsn or os.environ.get("SHIFTWORK_DSN")
-    if not dsn:
-        raise click.UsageError("give --app module:app, or --dsn (or SHIFTWORK_APP / SHIFTWORK_DSN)")
-    return App(dsn, schema=schema)
 
 
 def format_age(seconds: float | None) -> str:
@@ -56,13 +43,6 @@ def _when(value: datetime | None) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if value else "-"
 
 
-app_option = click.option("--app", "app_spec", metavar="MODULE:ATTR",
-                          help="Your App, e.g. myproject.jobs:app (or SHIFTWORK_APP).")
-dsn_option = click.option("--dsn", help="Database DSN instead of --app (or SHIFTWORK_DSN).")
-schema_option = click.option("--schema", default="shiftwork", show_default=True,
-                             help="PostgreSQL schema, with --dsn.")
-
-
 class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -74,12 +54,14 @@ class _Group(click.Group):
 
 @click.group(cls=_Group)
 @click.version_option(package_name="shiftwork")
+@target_options
 def main() -> None:
     """shiftwork: background jobs and schedules on SQLite or PostgreSQL."""
 
 
 @main.command()
-@click.argument("app_spec", metavar="MODULE:ATTR")
+@app_argument
+@target_options
 @click.option("--queue", "-q", "queues", multiple=True, metavar="NAME=CONCURRENCY[:process]",
               help="A queue and its pool size; repeat for more. Default: every task's queue=10. "
                    "':process' runs each of its jobs in a child process that a timeout or a "
@@ -94,16 +76,15 @@ def main() -> None:
 @click.option("--metrics-port", type=int, help="Serve Prometheus /metrics on this port.")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True,
               help="Address for --metrics-port (0.0.0.0 to let Prometheus reach it).")
-def worker(app_spec: str, queues: tuple[str, ...], grace: float, connect_timeout: float,
+def worker(queues: tuple[str, ...], grace: float, connect_timeout: float,
            log_level: str, log_format: str, metrics_port: int | None,
            metrics_host: str) -> None:
     """Run a worker process for APP's tasks."""
-    from .loader import load_app
     from .observe.logging import configure_logging
     from .worker import Worker
 
     configure_logging(log_level, log_format)
-    app = load_app(app_spec)
+    app = open_app(need_app="a worker runs your tasks, so it needs your code")
     pools: dict[str, int] = {}
     in_process: set[str] = set()
     for item in queues:
@@ -127,28 +108,23 @@ def worker(app_spec: str, queues: tuple[str, ...], grace: float, connect_timeout
 
 
 @main.command()
-@app_option
-@dsn_option
-@schema_option
-def migrate(app_spec: str | None, dsn: str | None, schema: str) -> None:
+@target_options
+def migrate() -> None:
     """Create or upgrade the database schema."""
-    app = _open(app_spec, dsn, schema)
+    app = open_app()
     applied = app.migrate()
     console.print(f"applied migrations: {applied}" if applied else "schema is up to date")
 
 
 @main.group(invoke_without_command=True)
-@app_option
-@dsn_option
-@schema_option
+@target_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-def queues(ctx: click.Context, app_spec: str | None, dsn: str | None, schema: str,
-           as_json: bool) -> None:
+def queues(ctx: click.Context, as_json: bool) -> None:
     """Per queue: waiting, running, scheduled, dead, and the oldest waiting job's age."""
     if ctx.invoked_subcommand is not None:
         return
-    app = _open(app_spec, dsn, schema)
+    app = open_app()
     stats = app.queue_stats()
     if as_json:
         click.echo(json.dumps([s.__dict__ for s in stats], indent=2))
@@ -168,23 +144,22 @@ def queue_table(stats: list[Any], title: str = "queues") -> Table:
 
 
 @main.group()
+@target_options
 def jobs() -> None:
     """Inspect and act on jobs."""
 
 
 @jobs.command("list")
-@app_option
-@dsn_option
-@schema_option
+@target_options
 @click.option("--state", type=click.Choice([s.value for s in JobState]))
 @click.option("--queue")
 @click.option("--task")
 @click.option("--limit", default=50, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
-def jobs_list(app_spec: str | None, dsn: str | None, schema: str, state: str | None,
+def jobs_list(state: str | None,
               queue: str | None, task: str | None, limit: int, as_json: bool) -> None:
     """List jobs, newest first."""
-    app = _open(app_spec, dsn, schema)
+    app = open_app()
     found = app.list_jobs(state=state, queue=queue, task=task, limit=limit)
     if as_json:
         click.echo(json.dumps([_job_dict(j) for j in found], indent=2, default=str))
@@ -209,14 +184,11 @@ def _job_dict(job: Any) -> dict[str, Any]:
 
 @jobs.command("show")
 @click.argument("job_id", type=int)
-@app_option
-@dsn_option
-@schema_option
+@target_options
 @click.option("--json", "as_json", is_flag=True)
-def jobs_show(job_id: int, app_spec: str | None, dsn: str | None, schema: str,
-              as_json: bool) -> None:
+def jobs_show(job_id: int, as_json: bool) -> None:
     """Everything about one job, with its error history."""
-    app = _open(app_spec, dsn, schema)
+    app = open_app()
     job = app.get_job(job_id)
     if as_json:
         click.echo(json.dumps(_job_dict(job), indent=2, default=str))
@@ -246,13 +218,10 @@ def jobs_show(job_id: int, app_spec: str | None, dsn: str | None, schema: str,
 
 @jobs.command("retry")
 @click.argument("job_ids", type=int, nargs=-1, required=True)
-@app_option
-@dsn_option
-@schema_option
-def jobs_retry(job_ids: tuple[int, ...], app_spec: str | None, dsn: str | None,
-               schema: str) -> None:
+@target_options
+def jobs_retry(job_ids: tuple[int, ...]) -> None:
     """Make dead, cancelled or waiting jobs run again now."""
-    app = _open(app_spec, dsn, schema)
+    app = open_app()
     for job_id in job_ids:
         job = app.retry_job(job_id)
         console.print(f"job {job.id}: {job.state.value}")
@@ -260,13 +229,10 @@ def jobs_retry(job_ids: tuple[int, ...], app_spec: str | None, dsn: str | None,
 
 @jobs.command("cancel")
 @click.argument("job_ids", type=int, nargs=-1, required=True)
-@app_option
-@dsn_option
-@schema_option
-def jobs_cancel(job_ids: tuple[int, ...], app_spec: str | None, dsn: str | None,
-                schema: str) -> None:
+@target_options
+def jobs_cancel(job_ids: tuple[int, ...]) -> None:
     """Cancel waiting jobs; ask the worker running a running job to stop it."""
-    app = _open(app_spec, dsn, schema)
+    app = open_app()
     for job_id in job_ids:
         job = app.cancel_job(job_id)
         note = " (cancel requested; the worker stops it)" if job.state is JobState.RUNNING else ""
@@ -275,20 +241,20 @@ def jobs_cancel(job_ids: tuple[int, ...], app_spec: str | None, dsn: str | None,
 
 @main.command()
 @click.argument("task_name")
-@app_option
+@target_options
 @click.option("--args", "args_json", default="[]", help="JSON list of positional arguments.")
 @click.option("--kwargs", "kwargs_json", default="{}", help="JSON object of keyword arguments.")
 @click.option("--delay", type=float, help="Seconds from now.")
 @click.option("--priority", type=int)
 @click.option("--queue")
 @click.option("--key", help="Unique key: at most one active job per key.")
-def enqueue(task_name: str, app_spec: str | None, args_json: str, kwargs_json: str,
+def enqueue(task_name: str, args_json: str, kwargs_json: str,
             delay: float | None, priority: int | None, queue: str | None,
             key: str | None) -> None:
     """Enqueue TASK_NAME with JSON arguments."""
     from .errors import PayloadError
 
-    app = _open(app_spec, None, "shiftwork")
+    app = open_app(need_app="enqueue checks the arguments against your task's code")
     try:
         args = json.loads(args_json)
         kwargs = json.loads(kwargs_json)

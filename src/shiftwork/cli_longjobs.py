@@ -16,18 +16,17 @@ from rich.progress import (
 )
 
 from .checkpoint import Progress as JobProgress
-from .cli import _open, app_option, console, dsn_option, jobs, queues, schema_option
+from .cli import console, jobs, queues
+from .cli_target import open_app, target_options
 from .states import FINAL, JobState
 
 
 @queues.command("pause")
 @click.argument("name")
-@app_option
-@dsn_option
-@schema_option
-def queues_pause(name: str, app_spec: str | None, dsn: str | None, schema: str) -> None:
+@target_options
+def queues_pause(name: str) -> None:
     """Stop claims on queue NAME; its running jobs stop at their next checkpoint."""
-    app = _open(app_spec, dsn, schema)
+    app = open_app()
     app.pause_queue(name)
     console.print(f"queue {name}: paused (running jobs go back to waiting at their next "
                   "checkpoint; jobs that never checkpoint run to the end)", highlight=False)
@@ -35,26 +34,21 @@ def queues_pause(name: str, app_spec: str | None, dsn: str | None, schema: str) 
 
 @queues.command("resume")
 @click.argument("name")
-@app_option
-@dsn_option
-@schema_option
-def queues_resume(name: str, app_spec: str | None, dsn: str | None, schema: str) -> None:
+@target_options
+def queues_resume(name: str) -> None:
     """Claim from queue NAME again; paused jobs continue from their checkpoints."""
-    app = _open(app_spec, dsn, schema)
+    app = open_app()
     app.resume_queue(name)
     console.print(f"queue {name}: resumed", highlight=False)
 
 
 @jobs.command("follow")
 @click.argument("job_id", type=int)
-@app_option
-@dsn_option
-@schema_option
+@target_options
 @click.option("--interval", default=0.5, show_default=True, help="Seconds between reads.")
-def jobs_follow(job_id: int, app_spec: str | None, dsn: str | None, schema: str,
-                interval: float) -> None:
+def jobs_follow(job_id: int, interval: float) -> None:
     """Show JOB_ID's progress live until it finishes; exit 0 if it succeeded, else 1."""
-    app = _open(app_spec, dsn, schema)
+    app = open_app()
     job = app.get_job(job_id)
     columns = [TextColumn("[bold]job {task.fields[job_id]}[/bold] {task.fields[state]}"),
                BarColumn(), TaskProgressColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

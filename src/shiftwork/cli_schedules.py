@@ -10,30 +10,17 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from .cli_target import open_app, target_options
 from .cron import CronSchedule
+from .names import did_you_mean
 from .schedule import Catchup, Overlap, ScheduleInfo, iso_z
 
 console = Console()
-
-# The same options as the rest of the command (defined here so that this module does not
-# import shiftwork.cli, which imports it: see register()).
-app_option = click.option("--app", "app_spec", metavar="MODULE:ATTR",
-                          help="Your App, e.g. myproject.jobs:app (or SHIFTWORK_APP).")
-dsn_option = click.option("--dsn", help="Database DSN instead of --app (or SHIFTWORK_DSN).")
-schema_option = click.option("--schema", default="shiftwork", show_default=True,
-                             help="PostgreSQL schema, with --dsn.")
-
 
 def register(group: click.Group) -> None:
     """Attach ``schedules`` and ``cron`` to the ``shiftwork`` command group."""
     group.add_command(schedules)
     group.add_command(cron_command)
-
-
-def _open(app_spec: str | None, dsn: str | None, schema: str) -> Any:
-    from .cli import _open as open_app
-
-    return open_app(app_spec, dsn, schema)
 
 
 def parse_instant(text: str, what: str) -> datetime:
@@ -75,18 +62,17 @@ def info_dict(info: ScheduleInfo) -> dict[str, Any]:
 
 
 @click.group(invoke_without_command=True)
-@app_option
-@dsn_option
-@schema_option
+@target_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-def schedules(ctx: click.Context, app_spec: str | None, dsn: str | None, schema: str,
-              as_json: bool) -> None:
-    """List schedules: next fire (UTC and local), last fire, last success, late, paused."""
-    ctx.obj = {"app_spec": app_spec, "dsn": dsn, "schema": schema}
+def schedules(ctx: click.Context, as_json: bool) -> None:
+    """List schedules: next fire (UTC and local), last fire, last success, late, paused.
+
+    NAME is the schedule's name as declared: the task's module.function for
+    @app.periodic, unless name= chose one (shiftwork schedules lists them)."""
     if ctx.invoked_subcommand is not None:
         return
-    app = _open(app_spec, dsn, schema)
+    app = open_app()
     infos = app.store.schedules_list()
     if as_json:
         click.echo(json.dumps([info_dict(i) for i in infos], indent=2))
@@ -103,21 +89,39 @@ def schedules(ctx: click.Context, app_spec: str | None, dsn: str | None, schema:
     console.print(table)
 
 
-def _app(ctx: click.Context) -> Any:
-    o = ctx.obj or {}
-    return _open(o.get("app_spec"), o.get("dsn"), o.get("schema", "shiftwork"))
+def _app(name: str) -> Any:
+    """The app, once NAME is known to be one of its schedules (else "did you mean")."""
+    app = open_app()
+    check_schedule_name(app, name)
+    return app
+
+
+def check_schedule_name(app: Any, name: str) -> None:
+    """Refuse a name that is neither declared in code nor stored, naming the known ones."""
+    from .store.schedules import UnknownScheduleError
+
+    if name in app.schedules:
+        return
+    stored = {i.name for i in app.store.schedules_list() if i.removed_at is None}
+    if name in stored:
+        return
+    known = sorted(set(app.schedules) | stored)
+    raise UnknownScheduleError(
+        f"no schedule named {name!r}{did_you_mean(name, known)} (known: "
+        f"{', '.join(known) or 'none'}; a schedule's name is its task's module.function "
+        "unless name= chose one)")
 
 
 @schedules.command("next")
+@target_options
 @click.argument("name")
 @click.option("-n", "count", default=10, show_default=True, help="How many fire times.")
 @click.option("--after", help="Start after this instant (ISO 8601 with Z or an offset).")
-@click.pass_context
-def schedules_next(ctx: click.Context, name: str, count: int, after: str | None) -> None:
+def schedules_next(name: str, count: int, after: str | None) -> None:
     """Preview NAME's next fire times in UTC and local time (check DST before deploying)."""
     from .worker.scheduler import preview
 
-    app = _app(ctx)
+    app = _app(name)
     start = parse_instant(after, "--after") if after else None
     defn = app.schedules.get(name) or app.store.schedules_get(name).defn
     cron = defn.cron_schedule()
@@ -126,27 +130,27 @@ def schedules_next(ctx: click.Context, name: str, count: int, after: str | None)
 
 
 @schedules.command("pause")
+@target_options
 @click.argument("name")
-@click.pass_context
-def schedules_pause(ctx: click.Context, name: str) -> None:
+def schedules_pause(name: str) -> None:
     """Stop firing NAME until resumed."""
     from .worker.scheduler import pause
 
-    pause(_app(ctx), name)
+    pause(_app(name), name)
     console.print(f"paused {name}")
 
 
 @schedules.command("resume")
+@target_options
 @click.argument("name")
 @click.option("--catchup", type=click.Choice([c.value for c in Catchup]),
               help="Apply this catch-up policy to what came due while paused "
                    "(default: record it as skipped and carry on from now).")
-@click.pass_context
-def schedules_resume(ctx: click.Context, name: str, catchup: str | None) -> None:
+def schedules_resume(name: str, catchup: str | None) -> None:
     """Resume NAME."""
     from .worker.scheduler import resume
 
-    plan = resume(_app(ctx), name, catchup)
+    plan = resume(_app(name), name, catchup)
     if plan is None:
         console.print(f"{name} was not paused")
     elif catchup:
@@ -157,17 +161,18 @@ def schedules_resume(ctx: click.Context, name: str, catchup: str | None) -> None
 
 
 @schedules.command("trigger")
+@target_options
 @click.argument("name")
-@click.pass_context
-def schedules_trigger(ctx: click.Context, name: str) -> None:
+def schedules_trigger(name: str) -> None:
     """Run NAME now (one extra occurrence, keyed on the current instant)."""
     from .worker.scheduler import trigger
 
-    job_id = trigger(_app(ctx), name)
+    job_id = trigger(_app(name), name)
     console.print(f"enqueued job {job_id} for {name}")
 
 
 @schedules.command("backfill")
+@target_options
 @click.argument("name")
 @click.option("--from", "start", required=True, help="First instant (ISO 8601, inclusive).")
 @click.option("--to", "end", required=True, help="Last instant (ISO 8601, inclusive).")
@@ -175,25 +180,24 @@ def schedules_trigger(ctx: click.Context, name: str) -> None:
                                               Overlap.ALLOW_ALL.value]),
               default=Overlap.BUFFER_ALL.value, show_default=True,
               help="buffer_all: one at a time, oldest first; allow_all: all at once.")
-@click.pass_context
-def schedules_backfill(ctx: click.Context, name: str, start: str, end: str,
+def schedules_backfill(name: str, start: str, end: str,
                        overlap: str) -> None:
     """Run NAME's occurrences in a window that never ran (never duplicates one that did)."""
     from .worker.scheduler import backfill
 
-    counts = backfill(_app(ctx), name, parse_instant(start, "--from"),
+    counts = backfill(_app(name), name, parse_instant(start, "--from"),
                       parse_instant(end, "--to"), overlap)
     console.print(f"backfill {name}: {counts['new']} new, {counts['rerun']} missed/skipped "
                   f"ones re-run, {counts['already']} already ran (left alone)")
 
 
 @schedules.command("runs")
+@target_options
 @click.argument("name")
 @click.option("--limit", default=20, show_default=True)
-@click.pass_context
-def schedules_runs(ctx: click.Context, name: str, limit: int) -> None:
+def schedules_runs(name: str, limit: int) -> None:
     """Recent occurrences of NAME, including missed and skipped ones and why."""
-    app = _app(ctx)
+    app = _app(name)
     table = Table(title=f"{name}: recent occurrences")
     for col in ("fire (UTC)", "kind", "status", "job", "late", "reason"):
         table.add_column(col)

@@ -7,23 +7,23 @@ import json
 import click
 from rich.table import Table
 
-from .cli import _open, _when, app_option, console, dsn_option, main, schema_option
+from .cli import _when, console, main
+from .cli_target import open_app, target_options
 from .errors import PayloadError
 
 
 @main.group()
+@target_options
 def workflows() -> None:
     """Durable workflows: history and events."""
 
 
 @workflows.command("show")
 @click.argument("workflow_id", type=int)
-@app_option
-@dsn_option
-@schema_option
-def workflows_show(workflow_id: int, app_spec: str | None, dsn: str | None, schema: str) -> None:
+@target_options
+def workflows_show(workflow_id: int) -> None:
     """The workflow's job state and every recorded step."""
-    app = _open(app_spec, dsn, schema)
+    app = open_app()
     job = app.get_job(workflow_id)
     console.print(f"[bold]workflow {job.id}[/bold]  {job.task}  state={job.state.value}  "
                   f"next run {_when(job.run_at)}", highlight=False)
@@ -40,13 +40,10 @@ def workflows_show(workflow_id: int, app_spec: str | None, dsn: str | None, sche
 @click.argument("workflow_id", type=int)
 @click.argument("event")
 @click.option("--payload", default="null", help="JSON payload of the event.")
-@app_option
-@dsn_option
-@schema_option
-def workflows_signal(workflow_id: int, event: str, payload: str, app_spec: str | None,
-                     dsn: str | None, schema: str) -> None:
+@target_options
+def workflows_signal(workflow_id: int, event: str, payload: str) -> None:
     """Send EVENT to a workflow waiting for it (kept if it is not waiting yet)."""
-    app = _open(app_spec, dsn, schema)
+    app = open_app()
     try:
         value = json.loads(payload)
     except json.JSONDecodeError as exc:

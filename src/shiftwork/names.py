@@ -33,3 +33,17 @@ def check_task_name(name: object) -> str:
     if not isinstance(name, str) or not _TASK.match(name):
         raise ConfigurationError(f"bad task name {name!r}: use letters, digits, '_', '.', ':'")
     return name
+
+
+def did_you_mean(name: str, known: list[str]) -> str:
+    """``"; did you mean X?"`` for the closest known names, or ``""``.
+
+    A bare function name finds its declared ``module.function`` (the default name of a
+    task or a periodic schedule), which a plain edit distance misses for long modules.
+    """
+    import difflib
+
+    close = [k for k in known if k.rsplit(".", 1)[-1] == name]
+    close += [k for k in difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+              if k not in close]
+    return f"; did you mean {' or '.join(close[:3])}?" if close else ""

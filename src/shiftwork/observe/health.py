@@ -87,7 +87,7 @@ def check_health(app: App, *, default_max_wait: float | None = None,
     store = app.store
     try:
         now = store.db_now()
-        stats = store.queues_stats(include_finished=False)
+        stats = app.queue_stats(include_finished=False)
         workers = store.workers_list()
     except StorageError as exc:
         return HealthReport(None, [Problem("database", "database",

@@ -121,7 +121,7 @@ class _StoreCollector:
 
     def _read(self, app: App) -> Iterable[Metric]:
         store = app.store
-        stats = store.queues_stats(include_finished=False)
+        stats = app.queue_stats(include_finished=False)
         now = store.db_now()
         workers = store.workers_list()
         running = store.workers_running()

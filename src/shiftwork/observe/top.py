@@ -66,9 +66,18 @@ def run_top(app: App, interval: float = 2.0, once: bool = False) -> None:
     from rich.console import Console
 
     console = Console()
-    if once:
-        console.print(render(overview(app)))
-        return
+    if once or not console.is_terminal:
+        # Piped or logged: one snapshot per interval (a live display would print nothing
+        # until it stopped).
+        try:
+            while True:
+                console.print(render(overview(app)))
+                if once:
+                    return
+                console.file.flush()
+                time.sleep(interval)
+        except KeyboardInterrupt:
+            return
     with Live(render(overview(app)), console=console, refresh_per_second=4,
               screen=False) as live:
         try:

@@ -51,7 +51,7 @@ class Overview:
 def overview(app: App, window: float = 3600.0) -> Overview:
     store = app.store
     now = store.db_now()
-    stats = {s.queue: s for s in store.queues_stats(include_finished=False)}
+    stats = {s.queue: s for s in app.queue_stats(include_finished=False)}
     minutes = store.queue_minutes_list(now - timedelta(seconds=window))
     by_queue: dict[str, list[QueueMinute]] = {}
     for m in minutes:

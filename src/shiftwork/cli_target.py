@@ -1,0 +1,117 @@
+"""Which database a command works on: ``--app`` / ``--dsn`` / ``--schema``, one set of options.
+
+Every command and group of ``shiftwork`` carries the same three options (``target_options``),
+so they are accepted wherever click allows them: ``shiftwork --app X schedules next N``,
+``shiftwork schedules --app X next N`` and ``shiftwork schedules next N --app X`` are the
+same command. The options expose no parameter: their callbacks record the values in the
+click context's ``meta``, which the whole chain of contexts shares, and ``open_app()``
+reads them from there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+from click.core import ParameterSource
+
+if TYPE_CHECKING:
+    from .app import App
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+ENV = {"app_spec": "SHIFTWORK_APP", "dsn": "SHIFTWORK_DSN", "schema": "SHIFTWORK_SCHEMA"}
+DEFAULT_SCHEMA = "shiftwork"
+_META_KEY = "shiftwork.target"
+
+
+@dataclass
+class Target:
+    """The values given on the command line (any level); the environment fills the rest."""
+
+    given: dict[str, str] = field(default_factory=dict)
+
+    def resolve(self) -> tuple[str | None, str | None, str]:
+        """``(app_spec, dsn, schema)``: command-line values first, else the environment.
+
+        A command line naming a database (``--app`` or ``--dsn``) ignores the environment's
+        choice, so ``SHIFTWORK_APP`` in the shell never overrides a ``--dsn`` typed now.
+        """
+        given = self.given
+        if given.get("app_spec") and given.get("dsn"):
+            raise click.UsageError("give --app or --dsn, not both (the app names its database)")
+        if given.get("app_spec") or given.get("dsn"):
+            spec, dsn = given.get("app_spec"), given.get("dsn")
+        else:
+            spec = os.environ.get(ENV["app_spec"]) or None
+            dsn = None if spec else os.environ.get(ENV["dsn"]) or None
+        schema = given.get("schema") or os.environ.get(ENV["schema"]) or DEFAULT_SCHEMA
+        if spec and given.get("schema"):
+            raise click.UsageError("--schema goes with --dsn; with --app the App names its "
+                                   "schema (App(..., schema=...))")
+        return spec, dsn, schema
+
+
+def current_target(ctx: click.Context | None = None) -> Target:
+    ctx = ctx or click.get_current_context()
+    target: Target | None = ctx.meta.get(_META_KEY)
+    if target is None:
+        target = ctx.meta[_META_KEY] = Target()
+    return target
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is None or param.name is None:
+        return
+    if ctx.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
+        return
+    key = "app_spec" if param.name == "app_arg" else param.name
+    given = current_target(ctx).given
+    if key == "app_spec" and given.get("app_spec") not in (None, value):
+        raise click.UsageError(f"two apps given: {given['app_spec']} and {value}")
+    given[key] = value
+
+
+def target_options(fn: F) -> F:
+    """Add ``--app``, ``--dsn`` and ``--schema`` to a command or group (read by open_app)."""
+    for option in reversed((
+        click.option("--app", "app_spec", metavar="MODULE:ATTR", expose_value=False,
+                     callback=_remember,
+                     help="Your App, e.g. myproject.jobs:app (or SHIFTWORK_APP)."),
+        click.option("--dsn", metavar="DSN", expose_value=False, callback=_remember,
+                     help="Database instead of --app, e.g. sqlite:///jobs.db (or SHIFTWORK_DSN)."),
+        click.option("--schema", metavar="NAME", expose_value=False, callback=_remember,
+                     help=f"PostgreSQL schema, with --dsn (or SHIFTWORK_SCHEMA; default "
+                          f"{DEFAULT_SCHEMA})."),
+    )):
+        fn = option(fn)
+    return fn
+
+
+def app_argument(fn: F) -> F:
+    """An optional positional ``MODULE:ATTR``, the same as ``--app`` (``top myapp:app``)."""
+    return click.argument("app_arg", metavar="[MODULE:ATTR]", required=False,
+                          expose_value=False, callback=_remember)(fn)
+
+
+def open_app(*, need_app: str | None = None) -> App:
+    """The App the command line (or the environment) names.
+
+    ``need_app``: why this command needs the application's code (its tasks), so that a
+    bare ``--dsn`` is refused with that reason instead of failing later.
+    """
+    from .app import App
+    from .loader import load_app
+
+    spec, dsn, schema = current_target().resolve()
+    if spec:
+        return load_app(spec)
+    if need_app:
+        raise click.UsageError(f"{need_app}: give --app MODULE:ATTR (or SHIFTWORK_APP)")
+    if not dsn:
+        raise click.UsageError("give --app MODULE:ATTR or --dsn DSN (or SHIFTWORK_APP / "
+                               "SHIFTWORK_DSN)")
+    return App(dsn, schema=schema)
