@@ -129,3 +129,30 @@ def spawn_worker(db: dict[str, str], app_module: str, queues: list[str],
                 "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}", **(env or {})}
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
     return subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=out, stderr=out)
+
+
+@contextmanager
+def recording_app(monkeypatch: pytest.MonkeyPatch, dsn: str, schema: str) -> Iterator[Any]:
+    """The recording test app (tests/apps/recording.py), imported in this process against
+    ``dsn``/``schema``, migrated, with its effects table."""
+    import importlib
+
+    monkeypatch.setenv("SHIFTWORK_TEST_DSN", dsn)
+    monkeypatch.setenv("SHIFTWORK_TEST_SCHEMA", schema)
+    sys.modules.pop("tests.apps.recording", None)
+    module = importlib.import_module("tests.apps.recording")
+    module.app.migrate()
+    module.app.store.debug_install_transition_guard()
+    module.create_effects_table()
+    try:
+        yield module
+    finally:
+        module.app.close()
+        sys.modules.pop("tests.apps.recording", None)
+
+
+@pytest.fixture
+def rec_app(db: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The recording test app against the test's database."""
+    with recording_app(monkeypatch, db["dsn"], db["schema"]) as module:
+        yield module

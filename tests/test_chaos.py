@@ -18,24 +18,6 @@ from .conftest import FAST, spawn_worker, wait_for
 pytestmark = pytest.mark.chaos
 
 
-@pytest.fixture
-def rec_app(db: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The recording test app, imported in this process against the test's database."""
-    import importlib
-    import sys
-
-    monkeypatch.setenv("SHIFTWORK_TEST_DSN", db["dsn"])
-    monkeypatch.setenv("SHIFTWORK_TEST_SCHEMA", db["schema"])
-    sys.modules.pop("tests.apps.recording", None)
-    module = importlib.import_module("tests.apps.recording")
-    module.app.migrate()
-    module.app.store.debug_install_transition_guard()
-    module.create_effects_table()
-    yield module
-    module.app.close()
-    sys.modules.pop("tests.apps.recording", None)
-
-
 def effects(module: Any) -> list[tuple[int, int, int, str]]:
     return [tuple(r) for r in module._conn().execute(  # type: ignore[misc]
         f"SELECT job_id, attempt, pid, phase FROM {module.effects_table()} ORDER BY job_id, attempt"

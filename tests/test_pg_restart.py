@@ -10,8 +10,6 @@ did so under two different attempts (fenced).
 
 from __future__ import annotations
 
-import importlib
-import sys
 import threading
 import time
 from collections import defaultdict
@@ -22,7 +20,7 @@ import pytest
 
 from shiftwork import StorageError
 
-from .conftest import IN_CI, spawn_worker, wait_for
+from .conftest import IN_CI, recording_app, spawn_worker, wait_for
 from .faults.pgcluster import ThrowawayCluster
 from .test_chaos import effects, stop
 
@@ -45,16 +43,8 @@ def cluster() -> Iterator[ThrowawayCluster]:
 
 @pytest.fixture
 def rec(cluster: ThrowawayCluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setenv("SHIFTWORK_TEST_DSN", cluster.dsn)
-    monkeypatch.setenv("SHIFTWORK_TEST_SCHEMA", "shiftwork")
-    sys.modules.pop("tests.apps.recording", None)
-    module = importlib.import_module("tests.apps.recording")
-    module.app.migrate()
-    module.app.store.debug_install_transition_guard()
-    module.create_effects_table()
-    yield module
-    module.app.close()
-    sys.modules.pop("tests.apps.recording", None)
+    with recording_app(monkeypatch, cluster.dsn, "shiftwork") as module:
+        yield module
 
 
 def _count(module: Any, sql: str, params: tuple[Any, ...] = ()) -> int:

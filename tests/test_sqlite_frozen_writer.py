@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from .conftest import spawn_worker, wait_for
-from .test_chaos import effects, rec_app, states, stop  # noqa: F401  (rec_app: a fixture)
+from .test_chaos import effects, states, stop
 
 pytestmark = [pytest.mark.fault, pytest.mark.chaos]
 

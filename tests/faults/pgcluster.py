@@ -3,6 +3,7 @@ server. For tests that stop, restart or kill the server (never the shared one)."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -63,8 +64,6 @@ class ThrowawayCluster:
         self.start()
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError):
             self.stop("immediate")
-        except subprocess.CalledProcessError:
-            pass
         shutil.rmtree(self.root, ignore_errors=True)
