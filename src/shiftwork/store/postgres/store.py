@@ -366,10 +366,12 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
 
     def jobs_heartbeat(self, worker_id: str, lease_seconds: float,
                        held: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
+        # Never prepared: the generic plan guesses 10 held pairs and loops over them for
+        # every running job of the worker (16 ms for 200 pairs instead of 3 ms).
         with self._conn() as c:
             rows = c.execute(self.q["jobs_heartbeat"], self._p(
                 worker=worker_id, lease=lease_seconds, ids=[h[0] for h in held],
-                attempts=[h[1] for h in held])).fetchall()
+                attempts=[h[1] for h in held]), prepare=False).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
     def jobs_release_unknown(self, worker_id: str, queue: str,
@@ -377,7 +379,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         with self._conn() as c:
             rows = c.execute(self.q["jobs_release_unknown"], self._p(
                 worker=worker_id, queue=queue, ids=[h[0] for h in held],
-                attempts=[h[1] for h in held])).fetchall()
+                attempts=[h[1] for h in held]), prepare=False).fetchall()
             if rows:
                 c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": [queue]})
         return [r[0] for r in rows]

@@ -84,12 +84,12 @@ UPDATE workers SET heartbeat_at = :now WHERE id = :worker
 -- name: jobs_heartbeat
 -- Only the (id, attempt) pairs the worker holds (:held, a JSON array of pairs): a job
 -- it does not know about runs out its lease and is rescued.
+-- (The pairs become one ephemeral index, probed per running job of the worker.)
 UPDATE jobs SET lease_expires_at = :now + :lease
-FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS attempt
-      FROM json_each(:held)) AS h
-WHERE jobs.id = h.id AND jobs.attempt = h.attempt AND jobs.worker_id = :worker
-  AND jobs.state = 'running'
-RETURNING jobs.id, jobs.attempt, jobs.cancel_requested
+WHERE worker_id = :worker AND state = 'running'
+  AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')
+                        FROM json_each(:held))
+RETURNING id, attempt, cancel_requested
 
 -- name: jobs_release_unknown
 UPDATE jobs
@@ -99,9 +99,8 @@ SET state = 'available', lease_expires_at = NULL, max_attempts = max_attempts + 
         'message', 'claimed by a call whose reply was lost; given back, attempt not counted',
         'at', :now_iso))
 WHERE worker_id = :worker AND state = 'running' AND queue = :queue
-  AND NOT EXISTS (SELECT 1 FROM json_each(:held) h
-                  WHERE json_extract(h.value, '$[0]') = jobs.id
-                    AND json_extract(h.value, '$[1]') = jobs.attempt)
+  AND (id, attempt) NOT IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')
+                            FROM json_each(:held))
 RETURNING id
 
 -- name: jobs_written
