@@ -18,6 +18,7 @@ from ..job import ClaimedJob
 from ..names import check_queue
 from ..observe.worker import worker_services
 from ..outcome import Outcome
+from ..retry import repeat_on_storage_error
 from ..states import JobState
 from .completer import Completer
 from .executor import Executor, JobTimeout, Run
@@ -251,7 +252,9 @@ class Worker:
 
     def _hand_back(self, runs: list[Run], what: str) -> None:
         """Give ``runs`` back to the queue (attempt not counted)."""
-        count = self.app.store.jobs_hand_back(self.id, [(r.job.id, r.job.attempt) for r in runs])
+        pairs = [(r.job.id, r.job.attempt) for r in runs]
+        # Fenced by attempt and worker: a repeat after a lost reply changes nothing more.
+        count = repeat_on_storage_error(lambda: self.app.store.jobs_hand_back(self.id, pairs))
         for run in runs:
             self.app.events.emit("job.handed_back", job_id=run.job.id, attempt=run.job.attempt)
         log.info("handed back %d %s", count, what)
