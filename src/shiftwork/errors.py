@@ -8,9 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from .redact import redact
+
 
 class ShiftworkError(Exception):
-    """Root of every error shiftwork raises on purpose."""
+    """Root of every error shiftwork raises on purpose.
+
+    Its message never carries a database password: whatever DSN a message quotes, or
+    a driver error it wraps, is redacted here, once for every error.
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigurationError(ShiftworkError):
@@ -23,6 +32,13 @@ class UnknownTaskError(ShiftworkError, LookupError):
 
 class PayloadError(ShiftworkError, ValueError):
     """Job arguments that cannot be stored: not JSON, too large, or not matching the signature."""
+
+
+class PayloadTooLargeError(PayloadError):
+    """A stored value over its limit: too many bytes, nested too deep, or a huge integer.
+
+    The message names the field, its size and the ``Settings`` field that sets the limit.
+    """
 
 
 class JobNotFoundError(ShiftworkError, LookupError):

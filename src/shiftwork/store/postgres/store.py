@@ -39,6 +39,7 @@ from ..rows import (
     retry_blocked_by_key,
     split_args,
 )
+from ...redact import describe_dsn
 from ..sqlfile import load_all_queries, load_migrations
 from .copy_rows import copy_jobs
 from .long_jobs import PostgresLongJobs
@@ -53,15 +54,6 @@ _UNIQUE = "jobs_unique_key_idx"
 #: Jobs with unique keys go in statements of at most this many rows.
 KEYED_BATCH = 5000
 COPY_MIN_ROWS = 200  # from this many jobs without unique keys, COPY beats one INSERT
-
-
-def describe_dsn(dsn: str) -> str:
-    """Host, port and database of a DSN, without the password, for error messages."""
-    try:
-        info = psycopg.conninfo.conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError:
-        return "<unparseable DSN>"
-    return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
 
 
 class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
