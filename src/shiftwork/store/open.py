@@ -20,8 +20,8 @@ def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
         scheme = "postgresql"  # libpq's key=value form: host=... dbname=...
     elif "://" not in dsn:
         raise ConfigurationError(
-            f"bad database DSN {dsn!r}: expected sqlite:///path/jobs.db, postgresql://... "
-            "or PostgreSQL key=value pairs (host=... dbname=...)"
+            f"bad database DSN {dsn!r}: expected sqlite:///path/jobs.db or postgresql://... "
+            "(or PostgreSQL's key=value form: host=... dbname=...)"
         )
     else:
         scheme = urlparse(dsn).scheme.lower()

@@ -28,6 +28,7 @@ from ...job import (
 )
 from ...names import check_schema
 from ...outcome import Outcome
+from ...redact import describe_dsn
 from ...states import JobState
 from ..rows import (
     aware,
@@ -39,7 +40,6 @@ from ..rows import (
     retry_blocked_by_key,
     split_args,
 )
-from ...redact import describe_dsn
 from ..sqlfile import load_all_queries, load_migrations
 from .copy_rows import copy_jobs
 from .long_jobs import PostgresLongJobs
