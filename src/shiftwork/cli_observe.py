@@ -111,16 +111,14 @@ def dashboard(ctx: click.Context, host: str, port: int, token_file: Path | None,
 
         raise ConfigurationError("the dashboard needs its extra: pip install 'shiftwork[web]' "
                                  f"({exc})") from exc
-    from .cli import err_console
-
     if token_file is not None:
         if token is not None:
             raise click.UsageError("give --token-file or --token/SHIFTWORK_DASHBOARD_TOKEN, "
                                    "not both")
         token = _read_token(token_file)
     elif ctx.get_parameter_source("token") is ParameterSource.COMMANDLINE:
-        err_console.print("warning: --token is visible to other users in `ps`; use "
-                          "--token-file or SHIFTWORK_DASHBOARD_TOKEN")
+        click.echo("warning: --token is visible to other users in `ps`; use "
+                   "--token-file or SHIFTWORK_DASHBOARD_TOKEN", err=True)
     app = open_app()
     made = token is None
     token = token or secrets.token_urlsafe(24)
@@ -128,12 +126,12 @@ def dashboard(ctx: click.Context, host: str, port: int, token_file: Path | None,
                            session_max_age=session_max_age or DEFAULT_SESSION_MAX_AGE)
     shown = host if ":" not in host else f"[{host}]"
     # Never the token in a URL: it would stay in browser history and access logs.
-    err_console.print(f"shiftwork dashboard on http://{shown}:{port}/ : log in at "
-                      f"http://{shown}:{port}/login with the token"
-                      + ("" if not made else " below (made for this run; choose one with "
-                                             "--token-file or SHIFTWORK_DASHBOARD_TOKEN)"))
+    click.echo(f"shiftwork dashboard on http://{shown}:{port}/ : log in at "
+               f"http://{shown}:{port}/login with the token"
+               + ("" if not made else " below (made for this run; choose one with "
+                                      "--token-file or SHIFTWORK_DASHBOARD_TOKEN)"), err=True)
     if made:
-        err_console.print(token)
+        click.echo(token, err=True)
     uvicorn.Server(server_config(web, host=host, port=port, proxy_headers=proxy_headers,
                                  forwarded_allow_ips=forwarded_allow_ips,
                                  log_level=log_level)).run()

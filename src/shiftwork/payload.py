@@ -90,7 +90,7 @@ def _check_size(text: str, what: str, limit: Limit, hint: str) -> None:
     size = len(text)  # ensure_ascii: one byte per character
     if size > limit.max_bytes:
         raise PayloadTooLargeError(
-            f"{what} is {size} bytes, over the {limit.max_bytes}-byte limit "
+            f"{what}: {size} bytes, over the {limit.max_bytes}-byte limit "
             f"(Settings.{limit.setting}); {hint}")
 
 
@@ -128,7 +128,7 @@ def check_text(value: str, what: str, limit: Limit) -> str:
     size = len(value.encode("utf-8"))
     if size > limit.max_bytes:
         raise PayloadTooLargeError(
-            f"{what} is {size} bytes, over the {limit.max_bytes}-byte limit "
+            f"{what}: {size} bytes, over the {limit.max_bytes}-byte limit "
             f"(Settings.{limit.setting}); use a shorter key or a digest of it")
     return value
 

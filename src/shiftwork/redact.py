@@ -18,9 +18,18 @@ _URL_PASSWORD = re.compile(r"(://[^:/?#@\s]*:)[^\s@]*(@)")
 _KV_PASSWORD = re.compile(r"(\b\w*password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]*)",
                           re.IGNORECASE)
 
+_QUOTED = re.compile(r'"[^"]*"')
 
-def redact(text: str) -> str:
-    """``text`` with every DSN password in it replaced by ``***``."""
+
+def redact(text: str, fragments: bool = False) -> str:
+    """``text`` with every DSN password in it replaced by ``***``.
+
+    ``fragments``: also mask every double-quoted fragment, for a driver's complaint
+    about a DSN it could not parse (``missing "=" after "hunter2"``), which quotes
+    whatever piece it choked on, a password included.
+    """
+    if fragments:
+        text = _QUOTED.sub(f'"{MASK}"', text)
     if "password" not in text.lower() and "@" not in text:
         return text  # the common case, without running the patterns
     text = _URL_PASSWORD.sub(rf"\g<1>{MASK}\g<2>", text)

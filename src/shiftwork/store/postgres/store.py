@@ -28,7 +28,7 @@ from ...job import (
 )
 from ...names import check_schema
 from ...outcome import Outcome
-from ...redact import describe_dsn
+from ...redact import describe_dsn, redact
 from ...states import JobState
 from ..rows import (
     aware,
@@ -65,7 +65,8 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         try:
             psycopg.conninfo.conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as exc:
-            raise ConfigurationError(f"bad PostgreSQL DSN: {exc}") from exc
+            raise ConfigurationError(f"bad PostgreSQL DSN: {redact(str(exc), fragments=True)}"
+                                     ) from None  # the cause would quote the DSN again
         self.dsn = dsn
         self.schema = check_schema(schema)
         self.clock = clock or SystemClock()
