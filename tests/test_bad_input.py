@@ -25,7 +25,7 @@ def test_unknown_task(app: App) -> None:
     @app.task(name="known")
     def known() -> None: ...
 
-    with pytest.raises(UnknownTaskError, match=r"unknown task .nope.: no task of that name"):
+    with pytest.raises(UnknownTaskError, match=r"unknown task 'nope' \(registered: known\)"):
         app.enqueue("nope")
     assert app.list_jobs() == []
 

@@ -30,6 +30,13 @@ class UnknownTaskError(ShiftworkError, LookupError):
     """A job names a task that is not registered on this app."""
 
 
+def unknown_task_message(task: str) -> str:
+    """What a job whose task this worker does not know records as its error: not the
+    registered names (the error is shown to anyone who may read the dashboard)."""
+    return (f"unknown task {task!r}: not registered on the worker that claimed it (check the "
+            "task's name= and that the worker imports the module defining it)")
+
+
 class PayloadError(ShiftworkError, ValueError):
     """Job arguments that cannot be stored: not JSON, too large, or not matching the signature."""
 

@@ -16,7 +16,14 @@ from datetime import datetime
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from ..errors import JobCancelled, JobPaused, RetryIn, Snooze
+from ..errors import (
+    JobCancelled,
+    JobPaused,
+    RetryIn,
+    Snooze,
+    UnknownTaskError,
+    unknown_task_message,
+)
 from ..payload import encode_json, storable_text
 from ..states import JobState
 
@@ -62,7 +69,8 @@ def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Con
         policy = app.tasks[task_name].options.retry if app and task_name in app.tasks else None
         conn.send(("error", {
             "type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
-            "message": storable_text(str(exc), 2000),
+            "message": unknown_task_message(task_name) if isinstance(exc, UnknownTaskError)
+            else storable_text(str(exc), 2000),
             "traceback": storable_text("".join(traceback.format_exception(exc))[-8000:], 8000),
             "retryable": policy.retryable(exc) if policy else True,
             "delay": policy.delay(job["attempt"], exc) if policy else 1.0,
