@@ -6,10 +6,12 @@ import json
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from .cli import _when, console, main
 from .cli_target import open_app, target_options
 from .errors import PayloadError
+from .safetext import escape_controls
 
 
 @main.group()
@@ -25,8 +27,8 @@ def workflows_show(workflow_id: int) -> None:
     """The workflow's job state and every recorded step."""
     app = open_app()
     job = app.get_job(workflow_id)
-    console.print(f"[bold]workflow {job.id}[/bold]  {job.task}  state={job.state.value}  "
-                  f"next run {_when(job.run_at)}", highlight=False)
+    console.print(Text.assemble((f"workflow {job.id}", "bold"), escape_controls(
+        f"  {job.task}  state={job.state.value}  next run {_when(job.run_at)}")))
     table = Table()
     for col in ("step", "status", "result", "wake at (UTC)", "attempt", "recorded (UTC)"):
         table.add_column(col)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..context import JobContext
 from ..errors import Snooze
-from ..payload import encode_json
+from ..payload import Limit, encode_json
 from ..retry import repeat_on_storage_error
 from ..store.rows import StepRecord
 from .errors import EventTimeout, LeaseLost, WorkflowError
@@ -53,6 +53,9 @@ class Workflow:
         self._used.add(name)
         return self.history.get(name)
 
+    def _step_limit(self) -> Limit:
+        return self.ctx.app.settings.limit("max_step_result_bytes")
+
     def _record(self, name: str, status: str, result_json: str | None,
                 wake_at: datetime | None = None) -> None:
         # An upsert fenced by attempt: safe to repeat after a lost reply.
@@ -75,7 +78,8 @@ class Workflow:
         else:
             self.ctx.raise_if_cancelled()
             result = fn(*args, **kwargs)
-            self._record(name, "done", encode_json(result, f"workflow step {name!r}: result"))
+            self._record(name, "done", encode_json(result, f"workflow step {name!r}: result",
+                                                     self._step_limit()))
         if compensate is not None:
             self.compensations.append((name, compensate, result))
         return result
@@ -122,7 +126,8 @@ class Workflow:
         else:
             deadline = record.wake_at
         if deadline is not None and now >= deadline:
-            self._record(step_name, "done", encode_json({"timed_out": True}, step_name))
+            self._record(step_name, "done",
+                         encode_json({"timed_out": True}, step_name, self._step_limit()))
             return self._event_result(name, {"timed_out": True})
         raise Snooze(until=deadline or now + FOREVER,
                      reason=f"workflow waiting for event {name!r}")

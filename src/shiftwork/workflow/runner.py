@@ -65,7 +65,7 @@ def _compensate(wf: Workflow, cause: BaseException) -> None:
             continue
         try:
             outcome = undo(result)
-            wf._record(step_name, "done", encode_json(outcome, step_name))
+            wf._record(step_name, "done", encode_json(outcome, step_name, wf._step_limit()))
         except LeaseLost:
             raise
         except Exception as exc:
