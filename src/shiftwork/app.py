@@ -21,6 +21,7 @@ from .settings import Settings
 from .states import JobState
 from .store import Store, open_store
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
+from .workflow.runner import workflow_task
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -131,11 +132,12 @@ class App:
 
     def workflow(self, fn: Any = None, **options: Any) -> Any:
         """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks."""
-        from .workflow.runner import workflow_task
+        def register(run: Callable[..., Any]) -> Task[Any, Any]:
+            return self.task(run, **options)
 
         if fn is not None:
-            return workflow_task(self, fn, **options)
-        return lambda f: workflow_task(self, f, **options)
+            return workflow_task(register, fn)
+        return lambda f: workflow_task(register, f)
 
     def send_event(self, workflow_id: int, name: str, payload: Any = None) -> int:
         """Deliver an event to a workflow (kept until a ``wait_for_event`` takes it)."""
