@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.text import Text
@@ -20,6 +20,9 @@ from .options import (
     parse_instant,
     target_options,
 )
+
+if TYPE_CHECKING:
+    from ..app import App
 
 
 def info_dict(info: ScheduleInfo) -> dict[str, Any]:
@@ -66,14 +69,14 @@ def schedules(ctx: click.Context, as_json: bool) -> None:
     console.print(table)
 
 
-def _app(name: str) -> Any:
+def _app(name: str) -> App:
     """The app, once NAME is known to be one of its schedules (else "did you mean")."""
     app = open_app()
     check_schedule_name(app, name)
     return app
 
 
-def check_schedule_name(app: Any, name: str) -> None:
+def check_schedule_name(app: App, name: str) -> None:
     """Refuse a name that is neither declared in code nor stored, naming the known ones."""
     from ..store.schedules import UnknownScheduleError
 
@@ -96,13 +99,11 @@ def check_schedule_name(app: Any, name: str) -> None:
 @after_option("Start after this instant (ISO 8601 with Z or an offset).")
 def schedules_next(name: str, count: int, after: str | None) -> None:
     """Preview NAME's next fire times in UTC and local time (check DST before deploying)."""
-    from ..worker.scheduler import preview
-
     app = _app(name)
     start = parse_instant(after, "--after") if after else None
     defn = app.schedules.get(name) or app.store.schedules_get(name).defn
     cron = defn.cron_schedule()
-    for f in preview(app, name, count, start):
+    for f in app.schedules.preview(name, count, start):
         console.print(f"{iso_z(f)}  {cron.local(f).isoformat()}", highlight=False)
 
 
@@ -111,9 +112,7 @@ def schedules_next(name: str, count: int, after: str | None) -> None:
 @name_argument
 def schedules_pause(name: str) -> None:
     """Stop firing NAME until resumed."""
-    from ..worker.scheduler import pause
-
-    pause(_app(name), name)
+    _app(name).schedules.pause(name)
     console.print(f"paused {name}")
 
 
@@ -125,9 +124,7 @@ def schedules_pause(name: str) -> None:
                    "(default: record it as skipped and carry on from now).")
 def schedules_resume(name: str, catchup: str | None) -> None:
     """Resume NAME."""
-    from ..worker.scheduler import resume
-
-    plan = resume(_app(name), name, catchup)
+    plan = _app(name).schedules.resume(name, catchup)
     if plan is None:
         console.print(f"{name} was not paused")
     elif catchup:
@@ -142,9 +139,7 @@ def schedules_resume(name: str, catchup: str | None) -> None:
 @name_argument
 def schedules_trigger(name: str) -> None:
     """Run NAME now (one extra occurrence, keyed on the current instant)."""
-    from ..worker.scheduler import trigger
-
-    job_id = trigger(_app(name), name)
+    job_id = _app(name).schedules.trigger(name)
     console.print(f"enqueued job {job_id} for {name}")
 
 
@@ -160,10 +155,8 @@ def schedules_trigger(name: str) -> None:
 def schedules_backfill(name: str, start: str, end: str,
                        overlap: str) -> None:
     """Run NAME's occurrences in a window that never ran (never duplicates one that did)."""
-    from ..worker.scheduler import backfill
-
-    counts = backfill(_app(name), name, parse_instant(start, "--from"),
-                      parse_instant(end, "--to"), overlap)
+    counts = _app(name).schedules.backfill(name, parse_instant(start, "--from"),
+                                           parse_instant(end, "--to"), overlap)
     console.print(f"backfill {name}: {counts['new']} new, {counts['rerun']} missed/skipped "
                   f"ones re-run, {counts['already']} already ran (left alone)")
 
