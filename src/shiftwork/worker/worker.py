@@ -22,10 +22,12 @@ from ..retry import repeat_on_storage_error
 from ..states import JobState
 from .completer import Completer
 from .executor import Executor
-from .maintenance import Heartbeat, Leader, Rescuer
+from .heartbeat import Heartbeat
+from .leader import Leader
 from .notifier import Notifier
 from .pool import ThreadPool
 from .producer import Producer
+from .rescuer import Rescuer
 from .run import JobTimeout, Run
 from .scheduler import Scheduler
 from .service import Lifecycle, Service
