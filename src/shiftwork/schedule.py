@@ -60,6 +60,14 @@ class RunStatus(StrEnum):
     SKIPPED = "skipped"  # not run: overlap policy, a full buffer, or the schedule was paused
 
 
+class DeadManCheck(StrEnum):
+    """An occurrence's dead-man check (``expect_success_within``); None: not made yet."""
+
+    OK = "ok"  # a run of the schedule succeeded in time
+    LATE = "late"  # none did: alerted once
+    NONE = "none"  # not checked (no expectation, or skipped while paused)
+
+
 class RunKind(StrEnum):
     CRON = "cron"  # came due on time
     CATCHUP = "catchup"  # came due during downtime and was run by the catch-up policy
@@ -480,7 +488,7 @@ class ScheduleRun:
     run_at: datetime | None
     recorded_at: datetime
     finished_at: datetime | None
-    dms: str | None  # dead-man check: None (not yet), ok, late, none
+    dms: DeadManCheck | None  # None: not checked yet
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from ..schedule import (
     ActiveRun,
     Applied,
     Catchup,
+    DeadManCheck,
     Decision,
     LateRun,
     PendingRun,
@@ -90,7 +91,8 @@ def run_from_row(r: dict[str, Any]) -> ScheduleRun:
     return ScheduleRun(schedule=r["schedule"], fire_at=r["fire_at"], kind=RunKind(r["kind"]),
                        status=RunStatus(r["status"]), reason=r["reason"], job_id=r["job_id"],
                        run_at=r["run_at"], recorded_at=r["recorded_at"],
-                       finished_at=r["finished_at"], dms=r["dms"])
+                       finished_at=r["finished_at"],
+                       dms=DeadManCheck(r["dms"]) if r["dms"] is not None else None)
 
 
 class ScheduleStoreLogic:
@@ -236,7 +238,7 @@ class ScheduleStoreLogic:
         for d in plan.new:
             dms = None
             if defn.expect_success_within is None or d.reason == "paused":
-                dms = "none"
+                dms = DeadManCheck.NONE.value
             inserted = self._s_one(c, "schedule_runs_insert", name=defn.name, fire_at=d.fire_at,
                                    kind=d.kind.value, status=d.status.value, reason=d.reason,
                                    run_at=d.run_at, term=term, dms=dms)
@@ -254,7 +256,7 @@ class ScheduleStoreLogic:
             if done is not None and d.status is RunStatus.ENQUEUED:
                 enqueued.append((d.fire_at, self._enqueue(c, defn, d)))
         for d in plan.revive:
-            dms = "none" if defn.expect_success_within is None else None
+            dms = DeadManCheck.NONE.value if defn.expect_success_within is None else None
             done = self._s_one(c, "schedule_runs_revive", name=defn.name, fire_at=d.fire_at,
                                status=d.status.value, reason=d.reason, run_at=d.run_at, dms=dms)
             if done is not None:
@@ -323,11 +325,11 @@ class ScheduleStoreLogic:
         with self._s_tx() as c:
             self._s_now(c, owner, term)
             for r in self._s_rows(c, "schedule_runs_dms_due"):
-                verdict = "ok" if r["ok"] else "late"
+                verdict = DeadManCheck.OK if r["ok"] else DeadManCheck.LATE
                 if self._s_one(c, "schedule_runs_dms_set", name=r["schedule"],
-                               fire_at=r["fire_at"], dms=verdict) is None:
+                               fire_at=r["fire_at"], dms=verdict.value) is None:
                     continue
-                if verdict == "late":
+                if verdict is DeadManCheck.LATE:
                     late.append(LateRun(r["schedule"], r["fire_at"], RunStatus(r["status"]),
                                         r["job_id"], r["expect_success_within"]))
             self._s_recheck(c, owner, term)

@@ -12,7 +12,6 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ..context import JobContext
 from ..errors import ConfigurationError, StorageError, UnknownTaskError, unknown_task_message
 from ..job import ClaimedJob
 from ..names import check_queue
@@ -161,11 +160,9 @@ class Worker:
             task = self.app.get_task(job.task)
         except UnknownTaskError:
             # Claimed by a worker that does not know the task: fail it visibly, not silently.
-            ctx = JobContext(self.app, job.id, job.task, job.queue, job.attempt, job.max_attempts)
             self.completer.submit(Outcome(job.id, job.attempt, JobState.DEAD, error={
                 "attempt": job.attempt, "kind": "unknown_task", "type": "UnknownTaskError",
                 "message": unknown_task_message(job.task)}, task=job.task, queue=job.queue))
-            del ctx
             self.producers[job.queue].slot_freed()
             return
         run = Run.of(self.app, job, task, self._on_done, self._on_begin)
