@@ -542,3 +542,13 @@ def declare_schedule(name: str, cron: str, task: str, job: NewJob, *, tz: str = 
         expect_success_within=seconds(expect_success_within, f"{where}: expect_success_within"),
         pause_on_failure=bool(pause_on_failure),
     )
+
+
+def occurrence_job(defn: ScheduleDef, d: Decision) -> NewJob:
+    """The job one occurrence enqueues: the schedule's job by value, due at the decided
+    instant, unique per (schedule, fire instant), its meta saying which occurrence."""
+    meta = job_meta(defn, defn.cron_schedule(), d.fire_at, d.kind)
+    return NewJob(task=defn.task, queue=defn.queue, args_json=defn.args_json,
+                  priority=defn.priority, max_attempts=defn.max_attempts, run_at=d.run_at,
+                  unique_key=job_key(defn.name, d.fire_at), timeout=defn.timeout,
+                  meta_json=json.dumps(meta, separators=(",", ":")))

@@ -77,7 +77,7 @@ def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
     count = 0
     for name in store.schedules_due():
         try:
-            applied = store.schedules_apply(name, planner, owner, term)
+            applied = store.schedules_apply(name, planner, owner, term, insert=app.insert_rows)
         except NotLeader:
             raise
         except Exception:  # one broken schedule must not starve the others
