@@ -8,7 +8,7 @@ import click
 from rich.text import Text
 
 from ..names import did_you_mean
-from ..schedule import Catchup, Overlap, ScheduleInfo, iso_z
+from ..schedule import Catchup, DeadManCheck, Overlap, ScheduleInfo, iso_z
 from .format import console, echo_json, format_instant, format_local, make_table
 from .options import (
     after_option,
@@ -171,6 +171,7 @@ def schedules_runs(name: str, limit: int) -> None:
     table = make_table(("fire (UTC)", "kind", "status", "job", "late", "reason"),
                        title=f"{name}: recent occurrences")
     for r in app.store.schedule_runs_list(name, limit):
+        late = "LATE" if r.dms is DeadManCheck.LATE else ""
         table.add_row(iso_z(r.fire_at), r.kind.value, r.status.value,
-                      str(r.job_id or "-"), "LATE" if r.dms == "late" else "", r.reason or "")
+                      str(r.job_id or "-"), late, r.reason or "")
     console.print(table)
