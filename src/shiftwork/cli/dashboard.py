@@ -70,12 +70,12 @@ def dashboard(ctx: click.Context, host: str, port: int, token_file: Path | None,
                                       "--token-file or SHIFTWORK_DASHBOARD_TOKEN)"), err=True)
     if made:
         click.echo(token, err=True)
-    server = uvicorn.Server(server_config(web, host=host, port=port,
-                                          proxy_headers=proxy_headers,
-                                          forwarded_allow_ips=forwarded_allow_ips,
-                                          log_level=log_level))
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C stops it: exit 0, as uvicorn.run
-        server.run()
+    # Ctrl-C stops it, exit 0 (as uvicorn.run), also when it comes before the server
+    # has installed its own handlers.
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.Server(server_config(web, host=host, port=port, proxy_headers=proxy_headers,
+                                     forwarded_allow_ips=forwarded_allow_ips,
+                                     log_level=log_level)).run()
 
 
 def _read_token(path: Path) -> str:
