@@ -148,6 +148,7 @@ def test_worker_rejects_bad_queue_option(tmp_path: Path) -> None:
 
 def test_cli_enqueue_errors(tmp_path: Path) -> None:
     env = {"SHIFTWORK_TEST_DSN": f"sqlite:///{tmp_path / 'c.db'}"}
+    assert cli("migrate", "--app", "tests.apps.cli_app:app", env=env).returncode == 0
     result = cli("enqueue", "nope", "--app", "tests.apps.cli_app:app", env=env)
     assert result.returncode == 2 and "unknown task 'nope'" in result.stderr
     result = cli("enqueue", "greet", "--app", "tests.apps.cli_app:app", "--args", "[1,", env=env)

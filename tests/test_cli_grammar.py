@@ -83,6 +83,7 @@ def test_env_vars_and_precedence(project: Path, monkeypatch: pytest.MonkeyPatch)
     assert runner.invoke(main, ["queues", "pause", "reports"]).exit_code == 0
     # A --dsn typed now wins over SHIFTWORK_APP from the shell.
     other = project / "other.db"
+    assert runner.invoke(main, ["migrate", "--dsn", f"sqlite:///{other}"]).exit_code == 0
     out = runner.invoke(main, ["queues", "--json", "--dsn", f"sqlite:///{other}"])
     assert out.exit_code == 0 and '"paused": true' not in out.output, out.output
     monkeypatch.delenv("SHIFTWORK_APP")

@@ -55,6 +55,7 @@ def test_cron_command_names_the_problem(args: list[str], message: str) -> None:
 def test_schedules_commands(tmp_path: Path) -> None:
     dsn = f"sqlite:///{tmp_path / 'jobs.db'}"
     app = App(dsn)
+    app.migrate()
 
     @app.periodic("0 2 * * *", tz="Europe/Berlin", name="nightly", expect_success_within=3600)
     def nightly() -> None: ...

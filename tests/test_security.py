@@ -272,8 +272,9 @@ def test_4_database_secrets_from_the_environment() -> None:
     # SHIFTWORK_DSN instead of --dsn, in libpq's key=value form; PGPASSWORD as psycopg
     # reads it (the test server trusts, so any password is accepted: what is checked is
     # that the command runs with no password on its command line).
-    result = cli("queues", "--json", "--schema", "sec_env",
-                 env={"SHIFTWORK_DSN": keyvalue, "PGPASSWORD": "from-the-environment"})
+    env = {"SHIFTWORK_DSN": keyvalue, "PGPASSWORD": "from-the-environment"}
+    assert cli("migrate", "--schema", "sec_env", env=env).returncode == 0
+    result = cli("queues", "--json", "--schema", "sec_env", env=env)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == []
     warned = cli("queues", "--dsn", PG_DSN.replace("postgres@", "postgres:pw@"),
@@ -399,6 +400,7 @@ def test_8_a_newline_in_a_message_cannot_forge_a_log_line() -> None:
 def test_8_cli_prints_job_data_as_plain_text(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'jobs.db'}"
     app = App(db, settings=FAST)
+    app.migrate()
     hostile = "[bold red]fake[/bold red] \x1b[2J\x1b]0;title\x07 line\nforged"
 
     @app.task(name="bad", max_attempts=1)
@@ -447,6 +449,7 @@ def test_10_every_stored_blob_is_bounded(tmp_path: Path) -> None:
                       max_event_payload_bytes=1000, max_unique_key_bytes=100,
                       max_json_depth=20)
     app = App(f"sqlite:///{tmp_path / 'jobs.db'}", settings=limits)
+    app.migrate()
     big = "x" * 2000
 
     @app.task(name="echo", max_attempts=1)
@@ -524,6 +527,7 @@ def test_11_only_the_dashboards_own_notices_are_shown(app: App) -> None:
 def test_11_the_unknown_task_error_lists_no_task_names(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'jobs.db'}"
     sender = App(db, settings=FAST)
+    sender.migrate()
 
     @sender.task(name="only.on.the.sender")
     def gone() -> None: ...

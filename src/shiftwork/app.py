@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -17,6 +18,7 @@ from .observe.tracing import enqueue_span, recording
 from .retry import DEFAULT_BACKOFF, Backoff
 from .schedule import LateRun, ScheduleDef, declare_schedule
 from .schedule_book import ScheduleBook
+from .schema_check import describe_database, require_migrated
 from .settings import Settings
 from .states import JobState
 from .store import Store, open_store
@@ -24,6 +26,7 @@ from .task import EnqueueOptions, JobRequest, Task, TaskOptions
 from .workflow.runner import workflow_task
 
 F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger("shiftwork.migrate")
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ class App:
 
     def __init__(self, dsn: str, *, schema: str = "shiftwork", clock: Clock | None = None,
                  max_payload_bytes: int | None = None,
-                 settings: Settings | None = None, auto_migrate: bool = True,
+                 settings: Settings | None = None, auto_migrate: bool = False,
                  pool_size: int = 10) -> None:
         self.dsn = dsn
         self.schema = schema
@@ -53,6 +56,9 @@ class App:
         self.settings = settings or Settings()
         if max_payload_bytes is not None:  # the older spelling of Settings.max_args_bytes
             self.settings = replace(self.settings, max_args_bytes=max_payload_bytes)
+        #: False (the default): the first use checks that the schema is migrated and
+        #: raises NotMigratedError if not; nothing is created behind your back.
+        #: True: the first use applies pending migrations, logging each.
         self.auto_migrate = auto_migrate
         self.pool_size = pool_size
         self.tasks: dict[str, Task[Any, Any]] = {}
@@ -75,25 +81,40 @@ class App:
         self._store_lock = threading.Lock()
         # Validate the DSN now, so a typo fails at start-up, not at the first enqueue.
         self._store = open_store(dsn, clock=self.clock, schema=schema, pool_size=pool_size)
-        self._migrated = False
+        self._ready = False  # the schema was checked (or migrated) once
 
     # -- storage -----------------------------------------------------------------
 
     @property
     def store(self) -> Store:
         assert self._store is not None
-        if self.auto_migrate and not self._migrated:
+        if not self._ready:
             with self._store_lock:
-                if not self._migrated:
-                    self._store.migrate()
-                    self._migrated = True
+                if not self._ready:
+                    if self.auto_migrate:
+                        self.migrate()
+                    else:
+                        require_migrated(self._store, self.schema)
+                    self._ready = True
         return self._store
 
     def migrate(self) -> list[int]:
+        """Create the tables or apply pending migrations; returns the versions applied
+        (logged at INFO). Safe to call from many processes at once."""
         assert self._store is not None
         applied = self._store.migrate()
-        self._migrated = True
+        self._ready = True
+        where = self.describe_database()
+        if applied:
+            log.info("%s: applied migrations %s", where, ", ".join(map(str, applied)))
+        else:
+            log.info("%s: schema is up to date", where)
         return applied
+
+    def describe_database(self) -> str:
+        """``sqlite /abs/jobs.db`` or ``postgresql host:5432/db schema jobs``."""
+        assert self._store is not None
+        return describe_database(self._store, self.schema)
 
     def close(self) -> None:
         if self._store is not None:

@@ -26,6 +26,18 @@ class ConfigurationError(ShiftworkError):
     """The app, a task or a queue was declared wrongly (bad DSN, bad name, bad option)."""
 
 
+class NotMigratedError(ConfigurationError):
+    """The database has no shiftwork tables yet, or older ones: run ``shiftwork migrate``."""
+
+
+class DatabaseMissingError(ConfigurationError):
+    """The database named does not exist (a SQLite file, a PostgreSQL database)."""
+
+
+class DatabaseAuthError(ConfigurationError):
+    """The server refused the login: retrying will not help."""
+
+
 class UnknownTaskError(ShiftworkError, LookupError):
     """A job names a task that is not registered on this app."""
 

@@ -116,13 +116,18 @@ def open_app(*, need_app: str | None = None) -> App:
 
     spec, dsn, schema = current_target().resolve()
     if spec:
-        return load_app(spec)
-    if need_app:
+        app = load_app(spec)
+    elif need_app:
         raise click.UsageError(f"{need_app}: give --app MODULE:ATTR (or SHIFTWORK_APP)")
-    if not dsn:
+    elif not dsn:
         raise click.UsageError("give --app MODULE:ATTR or --dsn DSN (or SHIFTWORK_APP / "
                                "SHIFTWORK_DSN)")
-    return App(dsn, schema=schema)
+    else:
+        app = App(dsn, schema=schema)
+    # The header: which database, its SQLite path resolved. On stderr, so JSON and
+    # scrapes on stdout stay clean.
+    click.echo(f"shiftwork: {app.describe_database()}", err=True)
+    return app
 
 
 # Options and arguments that several commands share. Each takes the help text of the command

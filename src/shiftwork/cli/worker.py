@@ -18,13 +18,16 @@ from .options import app_argument, log_level_option, open_app, target_options
               help="Seconds running jobs get to finish on SIGTERM before they are handed back.")
 @click.option("--connect-timeout", default=60.0, show_default=True,
               help="Seconds to keep retrying an unreachable database at start.")
+@click.option("--migrate", is_flag=True,
+              help="Create or upgrade the schema at start (logged); without it a worker "
+                   "refuses a database that `shiftwork migrate` has not prepared.")
 @log_level_option("INFO")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: one object per line with the job event's fields.")
 @click.option("--metrics-port", type=int, help="Serve Prometheus /metrics on this port.")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True,
               help="Address for --metrics-port (0.0.0.0 to let Prometheus reach it).")
-def worker(queues: tuple[str, ...], grace: float, connect_timeout: float,
+def worker(queues: tuple[str, ...], grace: float, connect_timeout: float, migrate: bool,
            log_level: str, log_format: str, metrics_port: int | None,
            metrics_host: str) -> None:
     """Run a worker process for APP's tasks."""
@@ -39,7 +42,7 @@ def worker(queues: tuple[str, ...], grace: float, connect_timeout: float,
         pools = {t.options.queue: 10 for t in app.tasks.values()} or {"default": 10}
     Worker(app, pools, grace=grace, connect_timeout=connect_timeout,
            process_queues=in_process, metrics_port=metrics_port,
-           metrics_host=metrics_host).run()
+           metrics_host=metrics_host, migrate=migrate).run()
 
 
 def parse_queues(items: tuple[str, ...]) -> tuple[dict[str, int], set[str]]:

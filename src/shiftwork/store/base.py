@@ -28,6 +28,12 @@ class Store(Protocol):
     def migrate(self) -> list[int]:
         """Apply pending schema migrations; returns the versions applied."""
 
+    def schema_version(self) -> int:
+        """The newest migration applied (0: none, no tables yet). Writes nothing."""
+
+    def schema_latest(self) -> int:
+        """The newest migration this code knows."""
+
     def ping(self) -> None:
         """Raise StorageError when the database cannot be reached."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from urllib.parse import urlparse
 
 from ..clock import Clock
@@ -30,7 +31,8 @@ def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
 
         path = dsn.split("://", 1)[1]
         path = path[1:] if path.startswith("/") else path  # sqlite:///x.db -> x.db
-        return SQLiteStore(path, clock=clock)
+        # Resolved once, here: a later chdir does not move the database.
+        return SQLiteStore(os.path.abspath(path) if path else path, clock=clock)
     if scheme in ("postgresql", "postgres"):
         from .postgres.store import PostgresStore
 

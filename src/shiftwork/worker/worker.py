@@ -59,7 +59,8 @@ class Worker:
     def __init__(self, app: App, queues: dict[str, int], *, grace: float = 30.0,
                  connect_timeout: float = 60.0, name: str | None = None,
                  process_queues: set[str] | frozenset[str] = frozenset(),
-                 metrics_port: int | None = None, metrics_host: str = "127.0.0.1") -> None:
+                 metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
+                 migrate: bool = False) -> None:
         if not queues:
             raise ConfigurationError("a worker needs at least one queue, e.g. --queue default=10")
         for queue, concurrency in queues.items():
@@ -78,6 +79,7 @@ class Worker:
         self.process_queues = frozenset(process_queues)
         self.grace = grace
         self.connect_timeout = connect_timeout
+        self.migrate = migrate  # apply pending migrations at start (logged), else require them
         self.metrics_port = metrics_port  # serve Prometheus /metrics here (0: any free port)
         self.metrics_host = metrics_host
         self.id = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -101,9 +103,9 @@ class Worker:
         delay = 0.5
         while True:
             try:
+                if self.migrate:
+                    self.app.migrate()  # before the first use, which checks the schema
                 self.app.store.ping()
-                if self.app.auto_migrate:
-                    self.app.migrate()
                 return
             except StorageError as exc:
                 if time.monotonic() + delay > deadline:

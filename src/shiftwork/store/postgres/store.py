@@ -29,6 +29,7 @@ from ...job import (
 from ...names import check_schema
 from ...outcome import Outcome
 from ...redact import describe_dsn, redact
+from .connect_errors import refusal
 from ...states import JobState
 from ..rows import (
     aware,
@@ -92,6 +93,11 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
                         psycopg.connect(self.dsn, connect_timeout=int(self._connect_timeout)
                                         ).close()
                     except psycopg.Error as exc:
+                        # A missing database or a refused login fails now; an outage
+                        # (StorageError) is retried by the worker.
+                        refused = refusal(str(exc), describe_dsn(self.dsn))
+                        if refused is not None:
+                            raise refused from None
                         raise StorageError(f"cannot connect to PostgreSQL at "
                                            f"{describe_dsn(self.dsn)}: {exc}".strip()) from exc
                     pool = ConnectionPool(
@@ -178,6 +184,9 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
                           (version, name))
                 applied.append(version)
         return applied
+
+    def schema_latest(self) -> int:
+        return max(version for version, _, _ in self._migrations)
 
     def schema_version(self) -> int:
         with self._conn() as c:

@@ -203,6 +203,9 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                 applied.append(version)
         return applied
 
+    def schema_latest(self) -> int:
+        return max(version for version, _, _ in self._migrations)
+
     def schema_version(self) -> int:
         try:
             row = self.conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
