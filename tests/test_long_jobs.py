@@ -342,15 +342,15 @@ def test_commands_pause_resume_and_show_progress(clocked: tuple[App, FakeClock],
     ctx.progress(250, 1000, "copying")
     out = cli(app, "queues", "pause", "default")
     assert out.exit_code == 0 and "paused" in out.output
-    [stats] = json.loads(cli(app, "queues", "--json").output)
+    [stats] = json.loads(cli(app, "queues", "--json").stdout)
     assert stats["queue"] == "default" and stats["paused"] is True
     assert "resumed" in cli(app, "queues", "resume", "default").output
-    assert json.loads(cli(app, "queues", "--json").output)[0]["paused"] is False
+    assert json.loads(cli(app, "queues", "--json").stdout)[0]["paused"] is False
     listing = cli(app, "jobs", "list")
     assert "25% 250/1,000" in listing.output
     shown = cli(app, "jobs", "show", str(job.id))
     assert "progress: 25% 250/1,000 copying" in shown.output
-    as_json = json.loads(cli(app, "jobs", "show", "--json", str(job.id)).output)
+    as_json = json.loads(cli(app, "jobs", "show", "--json", str(job.id)).stdout)
     assert as_json["progress"] == {"done": 250, "total": 1000, "message": "copying"}
     ctx.progress(1000, 1000, "copied")
     app.store.jobs_complete_many([Outcome(job.id, ctx.attempt, JobState.SUCCEEDED)])

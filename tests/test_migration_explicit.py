@@ -64,7 +64,7 @@ def test_migrate_creates_then_reports_up_to_date() -> None:
 
 
 def test_missing_sqlite_file_is_an_error_and_stays_missing(tmp_path: Path) -> None:
-    for argv in READ_ONLY + [["queues", "pause", "emails"], ["jobs", "cancel", "1"]]:
+    for argv in [*READ_ONLY, ["queues", "pause", "emails"], ["jobs", "cancel", "1"]]:
         result = cli(*argv, "--dsn", "sqlite:///jobs.db", cwd=tmp_path)
         assert result.returncode == 2, (argv, result.stderr)
         assert f"SQLite file {tmp_path / 'jobs.db'} does not exist: run `shiftwork migrate`" \

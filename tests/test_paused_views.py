@@ -75,7 +75,7 @@ def test_health_line_names_paused_queues(paused_app: App) -> None:
     assert out.exit_code == 0, out.output
     assert "(paused: backfill, idle)" in out.output
     as_json = runner.invoke(main, ["health", "--json", "--dsn", dsn, "--schema", schema])
-    paused = {q["queue"]: q["paused"] for q in json.loads(as_json.output)["queues"]}
+    paused = {q["queue"]: q["paused"] for q in json.loads(as_json.stdout)["queues"]}
     assert paused == {"backfill": True, "emails": False, "idle": True}
 
 

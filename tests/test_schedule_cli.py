@@ -29,7 +29,7 @@ def test_cron_command_json(cron: str, tz: str, after: str, expected: list[str]) 
     out = CliRunner().invoke(main, ["cron", cron, "--tz", tz, "--after", after, "-n", "3",
                                     "--json"])
     assert out.exit_code == 0, out.output
-    assert json.loads(out.output) == expected
+    assert json.loads(out.stdout) == expected
 
 
 def test_cron_command_prints_utc_and_local() -> None:
@@ -64,15 +64,15 @@ def test_schedules_commands(tmp_path: Path) -> None:
     run = CliRunner().invoke
     out = run(main, ["schedules", "--dsn", dsn, "--json"])
     assert out.exit_code == 0, out.output
-    (row,) = json.loads(out.output)
+    (row,) = json.loads(out.stdout)
     assert row["name"] == "nightly" and row["next_fire_local"][11:19] == "02:00:00"
     assert row["late"] is False and row["paused"] is False
     out = run(main, ["schedules", "--dsn", dsn, "next", "nightly", "-n", "2",
                      "--after", "2025-03-29T00:00:00Z"])
-    assert out.output.split() == ["2025-03-29T01:00:00Z", "2025-03-29T02:00:00+01:00",
+    assert out.stdout.split() == ["2025-03-29T01:00:00Z", "2025-03-29T02:00:00+01:00",
                                   "2025-03-30T01:00:00Z", "2025-03-30T03:00:00+02:00"]
     assert run(main, ["schedules", "--dsn", dsn, "pause", "nightly"]).exit_code == 0
-    assert json.loads(run(main, ["schedules", "--dsn", dsn, "--json"]).output)[0]["paused"]
+    assert json.loads(run(main, ["schedules", "--dsn", dsn, "--json"]).stdout)[0]["paused"]
     assert "resumed" in run(main, ["schedules", "--dsn", dsn, "resume", "nightly"]).output
     out = run(main, ["schedules", "--dsn", dsn, "trigger", "nightly"])
     assert "enqueued job" in out.output

@@ -305,6 +305,22 @@ class App:
         out += [QueueStats(q, 0, 0, 0, 0, 0, 0, None, paused=True) for q in paused - seen]
         return sorted(out, key=lambda s: s.queue)
 
+    def known_queues(self) -> set[str]:
+        """Queues declared in code (tasks, ``app.queue``, schedules) or seen in the table
+        (jobs waiting, running or dead; paused queues). Reads no finished history."""
+        known = {t.options.queue for t in self.tasks.values()} | set(self.queue_options)
+        known |= {d.queue for d in self.schedules.values()}
+        known |= {s.queue for s in self.store.queues_stats(include_finished=False)}
+        return known | self.store.queues_paused()
+
+    def unknown_queue_warning(self, queue: str) -> str | None:
+        """A warning naming the known queues when ``queue`` is none of them (a typo?)."""
+        known = sorted(self.known_queues())
+        if queue in known:
+            return None
+        return (f"queue {queue!r} is not known: no task declares it and no job is in it"
+                f"{did_you_mean(queue, known)} (known queues: {', '.join(known) or 'none'})")
+
     def pause_queue(self, queue: str) -> None:
         """Stop claims on ``queue``; running jobs stop at their next checkpoint."""
         self.store.queues_set_paused(check_queue(queue), True)

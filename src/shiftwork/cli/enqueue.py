@@ -7,7 +7,7 @@ import json
 import click
 
 from ..errors import PayloadError
-from .format import console
+from .format import console, warn_unknown_queues
 from .options import open_app, queue_option, target_options
 
 
@@ -33,6 +33,8 @@ def enqueue(task_name: str, args_json: str, kwargs_json: str,
     if not isinstance(args, list) or not isinstance(kwargs, dict):
         raise PayloadError("--args must be a JSON list and --kwargs a JSON object")
     task = app.get_task(task_name)
+    if queue is not None:
+        warn_unknown_queues(app, [queue])
     result = task.using(delay=delay, priority=priority, queue=queue, key=key) \
         .enqueue(*args, **kwargs)
     console.print(f"job {result.id} {'enqueued' if result.created else 'already active (key)'}")

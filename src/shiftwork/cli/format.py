@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from enum import Enum
 from typing import Any
 
 import click
+from rich import box
 from rich.table import Table
 
 from ..cron import CronSchedule
@@ -46,24 +48,43 @@ def format_state(state: JobState) -> str:
 
 
 def make_table(columns: Iterable[str], title: str | None = None,
-               right: Iterable[str] = ()) -> Table:
-    """A table with these column headings; the ``right`` ones (counts) right-aligned."""
-    table = Table(title=title)
-    right = set(right)
+               right: Iterable[str] = (), whole: Iterable[str] = ()) -> Table:
+    """A table with these column headings; the ``right`` ones (counts) right-aligned.
+
+    Made to fit 80 columns: no vertical rules, and a long value wraps inside its cell
+    (never ``myapp.e…``); the ``whole`` columns (ids, states, times) never wrap.
+    """
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    right, whole = set(right), set(whole)
     for col in columns:
-        table.add_column(col, justify="right" if col in right else "left")
+        table.add_column(col, justify="right" if col in right else "left",
+                         overflow="fold", no_wrap=col in whole,
+                         ratio=None if col in whole else 1)
     return table
 
 
 def queue_table(stats: list[Any], title: str = "queues") -> Table:
     """Per queue: its counts by state and the oldest waiting job's age."""
     counts = ("waiting", "running", "scheduled", "succeeded", "dead", "oldest waiting")
-    table = make_table(("queue", *counts), title=title, right=counts)
+    table = make_table(("queue", *counts), title=title, right=counts, whole=counts)
     for s in stats:
         name = f"{s.queue} (paused)" if getattr(s, "paused", False) else s.queue
         table.add_row(name, str(s.available), str(s.running), str(s.scheduled),
                       str(s.succeeded), str(s.dead), format_age(s.oldest_waiting_age))
     return table
+
+
+def warn(text: str) -> None:
+    """A warning on stderr: the command goes on (a refusal raises instead)."""
+    click.echo(f"warning: {text}", err=True)
+
+
+def warn_unknown_queues(app: Any, queues: Iterable[str]) -> None:
+    """Warn about each queue name nobody declared and the table has not seen (a typo?)."""
+    for queue in queues:
+        message = app.unknown_queue_warning(queue)
+        if message:
+            warn(message)
 
 
 def job_dict(job: Any) -> dict[str, Any]:
@@ -73,10 +94,18 @@ def job_dict(job: Any) -> dict[str, Any]:
     return d
 
 
-def echo_json(data: Any, indent: int | None = 2) -> None:
-    """Print ``data`` as JSON on stdout (plain ``click.echo``: no console styling).
+def json_value(value: Any) -> Any:
+    """What JSON has no type for: an instant as ISO 8601 in UTC with ``T`` and ``Z``
+    (``2025-03-08T12:00:00.250000Z``, as schedules print them), an enum by its value,
+    anything else as its ``str()``."""
+    if isinstance(value, datetime):
+        return iso_z(value)
+    if isinstance(value, Enum):
+        return value.value
+    return str(value)
 
-    Any value JSON has no type for prints as its ``str()``: a datetime as ISO 8601 with a
-    space between date and time (``2025-03-08 12:00:00+00:00``).
-    """
-    click.echo(json.dumps(data, indent=indent, default=str))
+
+def echo_json(data: Any, indent: int | None = 2) -> None:
+    """Print ``data`` as JSON on stdout (plain ``click.echo``: no console styling); every
+    command's JSON goes through here, so every instant reads the same."""
+    click.echo(json.dumps(data, indent=indent, default=json_value))

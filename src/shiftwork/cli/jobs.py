@@ -55,12 +55,16 @@ def jobs_list(state: str | None,
     if as_json:
         echo_json([job_dict(j) for j in found])
         return
-    table = make_table(("id", "task", "queue", "state", "attempt", "progress", "run at (UTC)",
-                        "last error"))
+    # The progress column only when a job has progress: 80 columns are few.
+    with_progress = any(j.progress is not None for j in found)
+    table = make_table(("id", "task", "queue", "state", "attempt")
+                       + (("progress",) if with_progress else ()) + ("run at (UTC)", "last error"),
+                       right=("id", "attempt"), whole=("id", "state", "attempt", "run at (UTC)"))
     for j in found:
         last = j.errors[-1] if j.errors else None
         table.add_row(str(j.id), j.task, j.queue, format_state(j.state),
-                      f"{j.attempt}/{j.max_attempts}", describe_progress(j.progress)[:40],
+                      f"{j.attempt}/{j.max_attempts}",
+                      *((describe_progress(j.progress)[:40],) if with_progress else ()),
                       format_time(j.run_at),
                       f"{last['type']}: {last['message']}"[:60] if last else "")
     console.print(table)
@@ -117,12 +121,24 @@ def jobs_retry(job_ids: tuple[int, ...]) -> None:
 @job_ids_argument
 @target_options
 def jobs_cancel(job_ids: tuple[int, ...]) -> None:
-    """Cancel waiting jobs; ask the worker running a running job to stop it."""
+    """Cancel waiting jobs; ask the worker running a running job to stop it.
+
+    A job that has already finished cannot be cancelled: it is named, the others are
+    cancelled, and the command exits 1 (a refused action)."""
     app = open_app()
+    refused = 0
     for job_id in job_ids:
+        before = app.get_job(job_id)
+        if before.state in FINAL:
+            click.echo(f"job {job_id}: already {format_state(before.state)}, nothing to "
+                       "cancel", err=True)
+            refused += 1
+            continue
         job = app.cancel_job(job_id)
         note = " (cancel requested; the worker stops it)" if job.state is JobState.RUNNING else ""
         console.print(f"job {job.id}: {format_state(job.state)}{note}")
+    if refused:
+        raise SystemExit(1)
 
 
 @jobs.command("follow")

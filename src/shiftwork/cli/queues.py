@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .format import console, echo_json, queue_table
+from .format import console, echo_json, queue_table, warn_unknown_queues
 from .options import json_flag, name_argument, open_app, target_options
 
 
@@ -30,6 +30,7 @@ def queues(ctx: click.Context, as_json: bool) -> None:
 def queues_pause(name: str) -> None:
     """Stop claims on queue NAME; its running jobs stop at their next checkpoint."""
     app = open_app()
+    warn_unknown_queues(app, [name])
     app.pause_queue(name)
     console.print(f"queue {name}: paused (running jobs go back to waiting at their next "
                   "checkpoint; jobs that never checkpoint run to the end)", highlight=False)
@@ -41,5 +42,6 @@ def queues_pause(name: str) -> None:
 def queues_resume(name: str) -> None:
     """Claim from queue NAME again; paused jobs continue from their checkpoints."""
     app = open_app()
+    warn_unknown_queues(app, [name])
     app.resume_queue(name)
     console.print(f"queue {name}: resumed", highlight=False)

@@ -66,6 +66,15 @@ def queue_problems(app: App, stats: list[QueueStats],
     return problems
 
 
+def with_declared_queues(app: App, stats: list[QueueStats]) -> list[QueueStats]:
+    """Every queue the code declares counts, the empty ones too (an empty queue is
+    healthy, and a probe's reader must see that it was checked)."""
+    declared = {t.options.queue for t in app.tasks.values()} | set(app.queue_options)
+    seen = {s.queue for s in stats}
+    empty = [QueueStats(q, 0, 0, 0, 0, 0, 0, None) for q in declared - seen]
+    return sorted(stats + empty, key=lambda s: s.queue)
+
+
 def check_health(app: App, *, default_max_wait: float | None = None,
                  require_worker: bool = True) -> HealthReport:
     """Check queues against their ``max_wait``, live workers, schedules and plugged-in checks.
@@ -80,6 +89,7 @@ def check_health(app: App, *, default_max_wait: float | None = None,
     except StorageError as exc:
         return HealthReport(None, [Problem("database", "database",
                                            f"cannot read the job tables: {exc}")])
+    stats = with_declared_queues(app, stats)
     problems = queue_problems(app, stats, default_max_wait)
     alive = alive_workers(app, workers, now)
     if require_worker and not alive:

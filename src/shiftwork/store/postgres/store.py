@@ -29,7 +29,6 @@ from ...job import (
 from ...names import check_schema
 from ...outcome import Outcome
 from ...redact import describe_dsn, redact
-from .connect_errors import refusal
 from ...states import JobState
 from ..rows import (
     aware,
@@ -42,6 +41,7 @@ from ..rows import (
     split_args,
 )
 from ..sqlfile import load_all_queries, load_migrations
+from .connect_errors import refusal
 from .copy_rows import copy_jobs
 from .long_jobs import PostgresLongJobs
 from .observe import PostgresObserve
