@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import socket
 from pathlib import Path
 
 import click
@@ -32,11 +33,14 @@ from .options import app_argument, log_level_option, open_app, target_options
 @click.option("--forwarded-allow-ips", default="127.0.0.1", show_default=True,
               metavar="ADDRESSES", help="Comma-separated proxy addresses or networks whose "
                                         "X-Forwarded-* headers are trusted (with --proxy-headers).")
+@click.option("--public-health", is_flag=True,
+              help="Answer GET /health without a login (for load balancers and probes): "
+                   "only 'ok' (200) or 'not ok' (503), no details.")
 @log_level_option("warning")
 @click.pass_context
 def dashboard(ctx: click.Context, host: str, port: int, token_file: Path | None,
               token: str | None, session_max_age: float | None, proxy_headers: bool,
-              forwarded_allow_ips: str, log_level: str) -> None:
+              forwarded_allow_ips: str, public_health: bool, log_level: str) -> None:
     """Serve the web dashboard for APP (login with a token; see docs/security.md)."""
     try:
         import uvicorn
@@ -61,7 +65,11 @@ def dashboard(ctx: click.Context, host: str, port: int, token_file: Path | None,
     made = token is None
     token = token or secrets.token_urlsafe(24)
     web = create_dashboard(app, token=token,
-                           session_max_age=session_max_age or DEFAULT_SESSION_MAX_AGE)
+                           session_max_age=session_max_age or DEFAULT_SESSION_MAX_AGE,
+                           public_health=public_health)
+    # Bound before the URL is printed: a busy port fails here, with nothing announced.
+    sock = listen_socket(host, port)
+    port = sock.getsockname()[1]
     shown = host if ":" not in host else f"[{host}]"
     # Never the token in a URL: it would stay in browser history and access logs.
     click.echo(f"shiftwork dashboard on http://{shown}:{port}/ : log in at "
@@ -75,7 +83,25 @@ def dashboard(ctx: click.Context, host: str, port: int, token_file: Path | None,
     with contextlib.suppress(KeyboardInterrupt):
         uvicorn.Server(server_config(web, host=host, port=port, proxy_headers=proxy_headers,
                                      forwarded_allow_ips=forwarded_allow_ips,
-                                     log_level=log_level)).run()
+                                     log_level=log_level)).run(sockets=[sock])
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """The dashboard's listening socket, or a ConfigurationError naming the address."""
+    from ..errors import ConfigurationError
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: TIME_WAIT is fine
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigurationError(
+            f"cannot serve the dashboard on {host}:{port}: {exc.strerror or exc} "
+            "(another dashboard or program has it? choose another --port)") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def _read_token(path: Path) -> str:

@@ -60,8 +60,13 @@ def create_dashboard(app: App, *, token: str | None = None,
                      title: str = "shiftwork",
                      session_max_age: float = DEFAULT_SESSION_MAX_AGE,
                      max_auth_failures: int = DEFAULT_MAX_FAILURES,
-                     auth_failure_window: float = DEFAULT_WINDOW) -> Starlette:
+                     auth_failure_window: float = DEFAULT_WINDOW,
+                     public_health: bool = False) -> Starlette:
     """An ASGI app showing ``app``. Give a login ``token``, or ``authenticate(request)``.
+
+    ``public_health``: ``GET /health`` answers without a login, for load balancers and
+    Kubernetes probes: ``ok`` (200) or ``not ok`` (503) and nothing more; a logged-in
+    request still gets the problems listed.
 
     ``session_max_age``: seconds a login lasts (a working day by default).
     ``max_auth_failures`` wrong tokens (login or Bearer) from one client address within
@@ -80,7 +85,7 @@ def create_dashboard(app: App, *, token: str | None = None,
             raise ConfigurationError(f"dashboard {name} must be a number > 0, got {value!r}")
     guard = Guard(token, authenticate, Sessions(app.clock, float(session_max_age)))
     limiter = FailureLimiter(app.clock, int(max_auth_failures), float(auth_failure_window))
-    return Dashboard(app, guard, limiter, title).asgi
+    return Dashboard(app, guard, limiter, title, public_health).asgi
 
 
 def route_path(scope: Any) -> str:
@@ -109,8 +114,10 @@ def _json(value: Any) -> str:
 
 
 class Dashboard:
-    def __init__(self, app: App, guard: Guard, limiter: FailureLimiter, title: str) -> None:
+    def __init__(self, app: App, guard: Guard, limiter: FailureLimiter, title: str,
+                 public_health: bool = False) -> None:
         self.app = app
+        self.public_health = public_health
         self.guard = guard
         self.limiter = limiter
         self.title = title
@@ -151,6 +158,9 @@ class Dashboard:
                 if wait is not None:
                     return self._headers(request, self._too_many(wait))
             if not await run_in_threadpool(self.guard.is_authenticated, request):
+                if self.public_health and path == "/health" and request.method == "GET":
+                    # Open to probes, so it says nothing a stranger should read.
+                    return self._headers(request, await self.health_verdict())
                 if self.guard.bearer(request) is not None:
                     self.limiter.failed(client_address(request))
                 response: Response = self.page(request, "login.html", status=401,
@@ -408,6 +418,14 @@ class Dashboard:
             self._metrics = Metrics(self.app)
         body = await run_in_threadpool(self._metrics.exposition)
         return Response(body, media_type=CONTENT_TYPE)
+
+    async def health_verdict(self) -> Response:
+        """``ok`` or ``not ok``: no queue names, counts or messages."""
+        from ..observe.health import check_health
+
+        report = await run_in_threadpool(check_health, self.app)
+        return PlainTextResponse("ok\n" if report.ok else "not ok\n",
+                                 status_code=200 if report.ok else 503)
 
     async def health(self, request: Request) -> Response:
         from ..observe.health import check_health
