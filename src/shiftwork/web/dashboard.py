@@ -28,6 +28,7 @@ from ..observe.top import format_age
 from ..observe.views import overview
 from ..states import JobState
 from .chart import minute_chart
+from .progress_view import progress_view
 from .ratelimit import DEFAULT_MAX_FAILURES, DEFAULT_WINDOW, FailureLimiter
 from .security import SESSION_COOKIE, Authenticate, Guard
 from .sessions import DEFAULT_SESSION_MAX_AGE, Sessions
@@ -299,7 +300,8 @@ class Dashboard:
         charts = {row.stats.queue: minute_chart(row.last_hour, view.now) for row in view.queues}
         every = [m for row in view.queues for m in row.last_hour]
         return self.page(request, "overview.html", view=view, charts=charts,
-                         total=minute_chart(every, view.now, width=720, height=90),
+                         total=minute_chart(every, view.now, width=720, height=120,
+                                            axes=True),
                          can_trigger=self.app.observers.can_trigger())
 
     async def jobs(self, request: Request) -> Response:
@@ -320,7 +322,9 @@ class Dashboard:
             job = await run_in_threadpool(self.app.get_job, request.path_params["job_id"])
         except JobNotFoundError as exc:
             return self.page(request, "error.html", status=404, error=str(exc))
-        return self.page(request, "job.html", job=job, retryable=job.state in (
+        return self.page(request, "job.html", job=job,
+                         progress=progress_view(job, self.app.clock.now()),
+                         retryable=job.state in (
             JobState.DEAD, JobState.CANCELLED, JobState.SCHEDULED, JobState.RETRYING),
             cancellable=job.state in (JobState.SCHEDULED, JobState.AVAILABLE, JobState.RETRYING,
                                       JobState.RUNNING))
