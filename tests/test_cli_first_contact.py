@@ -70,7 +70,7 @@ def test_unknown_queue_warnings_name_the_known_queues(project: Path) -> None:
         seen, deadline = "", time.monotonic() + 30
         while "worker.started" not in seen and time.monotonic() < deadline:
             seen += proc.stderr.readline()
-        assert "warning: queue 'emails-typo' is not known" in seen, seen
+        assert "WARNING shiftwork.worker: queue 'emails-typo' is not known" in seen, seen
         assert "did you mean" in seen and "known queues: emails," in seen
     finally:
         proc.terminate()

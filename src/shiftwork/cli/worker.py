@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from .format import warn_unknown_queues
 from .options import app_argument, log_level_option, open_app, target_options
 
 
@@ -39,7 +38,6 @@ def worker(queues: tuple[str, ...], grace: float, connect_timeout: float, migrat
     configure_logging(log_level, log_format)
     app = open_app(need_app="a worker runs your tasks, so it needs your code")
     pools, in_process = parse_queues(queues)
-    warn_unknown_queues(app, pools)
     if not pools:
         pools = {t.options.queue: 10 for t in app.tasks.values()} or {"default": 10}
     Worker(app, pools, grace=grace, connect_timeout=connect_timeout,

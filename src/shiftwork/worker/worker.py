@@ -118,6 +118,10 @@ class Worker:
 
     def start(self) -> None:
         self._connect()
+        for queue in self.queues:  # a typo in -q would wait forever for jobs: say so
+            unknown = self.app.unknown_queue_warning(queue)
+            if unknown:
+                log.warning("%s", unknown)
         if any(t.is_async for t in self.app.tasks.values() if t.options.queue in self.queues):
             self.loop = asyncio.new_event_loop()
             self._loop_thread = threading.Thread(target=self.loop.run_forever,
