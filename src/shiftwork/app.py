@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar, overload
 
 from .clock import Clock, SystemClock
-from .errors import ConfigurationError, UnknownTaskError
+from .errors import ConfigurationError, PayloadError, UnknownTaskError
 from .events import EventBus
 from .job import EnqueueResult, Job, NewJob, QueueStats
 from .names import check_queue, did_you_mean
@@ -154,17 +154,29 @@ class App:
             return workflow_task(self, fn, **options)
         return lambda f: workflow_task(self, f, **options)
 
-    def send_event(self, workflow_id: int, name: str, payload: Any = None) -> int:
-        """Deliver an event to a workflow (kept until a ``wait_for_event`` takes it)."""
+    def send_event(self, workflow_id: int, name: str, payload: Any = None, *,
+                   key: str | None = None) -> int:
+        """Deliver an event to a workflow (kept until a ``wait_for_event`` takes it).
+
+        With ``key``, an event already sent under that key (for this workflow and name)
+        is not stored again: a webhook delivered twice wakes one wait, not two.
+        """
         from .payload import encode_json
 
+        if key is not None and (not isinstance(key, str) or not key):
+            raise PayloadError(f"event {name!r}: key must be a non-empty string, not {key!r}")
         return self.store.workflow_event_send(
-            workflow_id, name, encode_json(payload, f"event {name!r}: payload"))
+            workflow_id, name, encode_json(payload, f"event {name!r}: payload"), key)
 
     def workflow_history(self, workflow_id: int) -> list[Any]:
         """The recorded steps of a workflow, in the order they were first recorded."""
         steps = self.store.workflow_steps_get(workflow_id)
         return list(steps.values())
+
+    def get_workflow(self, workflow_id: int) -> Any:
+        """The workflow's status (running, compensating, succeeded, failed, compensated,
+        cancelled), code version and cause; None before its first run."""
+        return self.store.workflow_run_read(workflow_id)
 
     def get_task(self, name: str) -> Task[Any, Any]:
         try:
@@ -283,6 +295,9 @@ class App:
         return self.store.jobs_retry(job_id)
 
     def cancel_job(self, job_id: int) -> Job:
+        # A started workflow is woken to cancel itself, so its compensations run.
+        if self.store.workflow_cancel(job_id):
+            return self.store.jobs_get(job_id)
         return self.store.jobs_cancel(job_id)
 
     def queue_stats(self, include_finished: bool = True) -> list[QueueStats]:
