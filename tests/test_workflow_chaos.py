@@ -27,8 +27,19 @@ pytestmark = pytest.mark.chaos
 FAILING = [f"{when}:{what}" for what in (
     "a:done", "nap:sleeping", "nap:done", "b:done", "event:go:take", "decide:compensating",
     "compensate:b:done", "compensate:a:done", "finish:compensated") for when in ("before", "after")]
+#: saga_once (max_attempts=1): the crash is on the last attempt -> what each run must do
+LAST = {
+    # the lost last attempt is the final failure: what ran is compensated, nothing more runs
+    "after:a:done": Counter({"a": 1, "undo-a": 1}),
+    # (the sleep gave back an attempt, so c's run was not the last: c runs again, fails again)
+    "before:decide:compensating": Counter({"a": 1, "b": 1, "c": 2, "undo-b": 1, "undo-a": 1}),
+    "after:compensate:b:done": Counter({"a": 1, "b": 1, "c": 1, "undo-b": 1, "undo-a": 1}),
+}
 SUCCEEDING = [f"{when}:{what}" for what in ("c:done", "finish:succeeded")
               for when in ("before", "after")]
+
+
+FINISHED = (JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED)
 
 
 def expected(label: str, fail: bool) -> Counter[str]:
@@ -62,13 +73,19 @@ def test_saga_survives_a_crash_at_every_boundary(rec_app: Any, db: dict[str, str
         cases[rec_app.saga.enqueue(label, False).id] = (label, False)
     for job_id in cases:
         app.send_event(job_id, "go", {"ok": True}, key="go-1")
+    # The last-attempt sagas run one at a time on a worker of their own: a job claimed
+    # ahead by a worker that then dies has its last attempt spent before its run begins
+    # (nothing of it ran; see docs/workflows.md), which is not the case under test here.
+    todo = list(LAST)
+    last: dict[int, str] = {}
+    current: list[int] = []
     workers: list[subprocess.Popen[bytes]] = []
+    last_worker: list[subprocess.Popen[bytes]] = []
     deaths = 0
     deadline = time.monotonic() + 120
 
     def finished() -> bool:
-        return all(app.get_job(j).state in (JobState.SUCCEEDED, JobState.DEAD,
-                                            JobState.CANCELLED) for j in cases)
+        return not todo and all(app.get_job(j).state in FINISHED for j in [*cases, *last])
     try:
         while not finished():
             assert time.monotonic() < deadline, "sagas did not finish in time"
@@ -79,14 +96,33 @@ def test_saga_survives_a_crash_at_every_boundary(rec_app: Any, db: dict[str, str
             while len(workers) < 3:
                 workers.append(spawn_worker(db, "recording", ["saga=1"],
                                             env={"SHIFTWORK_TEST_CRASHES": "1"}))
+            if last_worker and last_worker[0].poll() is not None:
+                last_worker.clear()
+            if not last_worker:
+                last_worker.append(spawn_worker(db, "recording", ["saga_last=1"],
+                                                env={"SHIFTWORK_TEST_CRASHES": "1"}))
+            if todo and (not current or app.get_job(current[0]).state in FINISHED):
+                label = todo.pop(0)
+                current[:] = [rec_app.saga_once.enqueue(label, True).id]
+                last[current[0]] = label
+                app.send_event(current[0], "go", {"ok": True})
             time.sleep(0.1)
     finally:
-        for w in workers:
+        for w in workers + last_worker:
             w.kill()
             w.wait()
     effects = effects_by_job(rec_app)
     crashes = [p for phases in effects.values() for p in phases if p.startswith("crash:")]
-    assert len(crashes) == len(cases)  # every boundary was really hit, once
+    hit = {(j, p.removeprefix("crash:")) for j, ps in effects.items() for p in ps
+           if p.startswith("crash:")}
+    wanted = {(j, label) for j, (label, _) in cases.items()} | set(last.items())
+    # every boundary was really hit, once
+    assert hit == wanted, ([app.get_job(j) for j, _ in wanted - hit], hit - wanted)
+    for job_id, label in last.items():
+        phases = [p for p in effects.get(job_id, []) if not p.startswith("crash:")]
+        assert Counter(phases) == LAST[label], (label, phases)
+        assert app.get_job(job_id).state is JobState.DEAD, label
+        assert app.get_workflow(job_id).status == "compensated", label
     for job_id, (label, fail) in cases.items():
         job = app.get_job(job_id)
         run = app.get_workflow(job_id)

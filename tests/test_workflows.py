@@ -137,19 +137,25 @@ def test_saga_compensates_completed_steps_in_reverse(wapp: App, clock: FakeClock
 
 
 def test_bad_workflows(wapp: App) -> None:
-    with pytest.raises(WorkflowError, match="plain function"):
-        @wapp.workflow
-        async def nope(wf: Workflow) -> None: ...
+    with pytest.raises(WorkflowError, match="first parameter"):
+        wapp.workflow(lambda: None)
 
     @wapp.workflow(max_attempts=1)
     def twice(wf: Workflow) -> None:
         wf.step("a", lambda: 1)
         wf.step("a", lambda: 2)
 
+    @wapp.workflow(max_attempts=1)
+    def bad_options(wf: Workflow) -> None:
+        wf.step("a", lambda: 1, max_attempts=0)
+
     job = twice.enqueue()
+    bad = bad_options.enqueue()
     drain(wapp)
-    err = wapp.get_job(job.id).errors[0]
-    assert "used twice" in err["message"]
+    assert "used twice" in wapp.get_job(job.id).errors[0]["message"]
+    assert "max_attempts must be an integer >= 1" in wapp.get_job(bad.id).errors[0]["message"]
+    with pytest.raises(ShiftworkError, match="key must be a non-empty string"):
+        wapp.send_event(job.id, "go", {}, key="")
 
 
 def test_workflow_commands(db: dict[str, str], wapp: App, clock: FakeClock) -> None:

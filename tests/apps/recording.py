@@ -145,9 +145,7 @@ def _undo(wf: Workflow, phase: str) -> Any:
     return lambda result: record(wf.id, wf.ctx.attempt, phase)
 
 
-@app.workflow(queue="saga", max_attempts=10,
-              retry=Backoff(initial=0.05, maximum=0.2, non_retryable=(ValueError,)))
-def saga(wf: Workflow, crash_at: str, fail: bool = True) -> str:
+def _saga(wf: Workflow, crash_at: str, fail: bool = True) -> str:
     _CRASH_AT[wf.id] = crash_at
     wf.step("a", _effect, wf, "a", compensate=_undo(wf, "undo-a"))
     wf.sleep("nap", 0.05)
@@ -155,6 +153,13 @@ def saga(wf: Workflow, crash_at: str, fail: bool = True) -> str:
     wf.wait_for_event("go")
     wf.step("c", _fail if fail else _effect, wf, "c", compensate=_undo(wf, "undo-c"))
     return "done"
+
+
+_SAGA_RETRY = Backoff(initial=0.05, maximum=0.2, non_retryable=(ValueError,))
+saga = app.workflow(name="saga", queue="saga", max_attempts=10, retry=_SAGA_RETRY)(_saga)
+#: the same saga on its last attempt from the start (issue 13, failure 2)
+saga_once = app.workflow(name="saga_once", queue="saga_last", max_attempts=1,
+                         retry=_SAGA_RETRY)(_saga)
 
 
 @app.workflow(queue="saga", max_attempts=10, retry=Backoff(initial=0.05, maximum=0.2))

@@ -26,6 +26,7 @@ import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..context import JobContext
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("shiftwork.workflow")
 
 FINAL = frozenset({"failed", "compensated", "cancelled"})
+#: Compensating gets at least this many attempts of its own (or the workflow's max_attempts,
+#: if more): undoing half a saga must outlast an outage of the service it calls.
+COMPENSATION_ATTEMPTS = 10
 
 
 def code_version(fn: Callable[..., Any]) -> str:
@@ -221,7 +225,7 @@ def _decide(wf: Workflow, task: Task[Any, Any], cause: str, cancelled: bool) -> 
     wf.app.events.emit("workflow.compensating", workflow_id=wf.id, cause=cause,
                        cancelled=cancelled)
     _set(wf, "compensating", cause=cause, cancelled=cancelled,
-         extend=task.options.max_attempts)
+         extend=max(task.options.max_attempts, COMPENSATION_ATTEMPTS))
 
 
 def _finish(wf: Workflow, status: str) -> None:
@@ -231,26 +235,38 @@ def _finish(wf: Workflow, status: str) -> None:
 def _compensate(wf: Workflow, task: Task[Any, Any], cause: BaseException | None = None) -> Any:
     """Undo completed steps in reverse order, each recorded once done; then the final status.
 
-    A compensation that raises is retried with the workflow (at least once each, in
-    order); when the attempts are spent the workflow ends ``failed``.
+    A compensation that raises is retried after the workflow's backoff (at least once each,
+    in order); after :data:`COMPENSATION_ATTEMPTS` tries the workflow ends ``failed``.
     """
+    budget = max(task.options.max_attempts, COMPENSATION_ATTEMPTS)
     for name, undo, result in reversed(wf.compensations):
         step_name = f"compensate:{name}"
         rec = wf.history.get(step_name)
         if rec is not None and rec.status == "done":
             continue
-        started = wf.app.clock.now()
+        now = wf.app.clock.now()
+        if rec is not None and rec.wake_at is not None and now < rec.wake_at:
+            raise Snooze(until=rec.wake_at, reason=f"workflow {step_name} backing off")
         try:
             outcome = undo(result)
         except Exception as exc:
-            log.error("workflow %s: compensation %s failed: %s", wf.id, step_name, exc)
-            if wf.ctx.attempt < wf.run.max_attempts:
-                raise  # retried: this run's record stops here, the next run goes on
-            _set(wf, "failed", cause=f"{step_name} failed: {type(exc).__name__}: {exc}")
-            raise CompensationFailed(f"workflow {wf.id} ({wf.run.cause}): {step_name} failed "
-                                     f"for good: {type(exc).__name__}: {exc}") from exc
+            # Retried like a step with its own policy (durably, without spending the job's
+            # attempts), so compensations stay in order and each runs at least once.
+            tries = (rec.tries if rec is not None else 0) + 1
+            log.error("workflow %s: %s failed (try %d of %d): %s", wf.id, step_name, tries,
+                      budget, exc)
+            if tries >= budget:
+                _set(wf, "failed", cause=f"{step_name} failed: {type(exc).__name__}: {exc}")
+                raise CompensationFailed(
+                    f"workflow {wf.id} ({wf.run.cause}): {step_name} failed {tries} times: "
+                    f"{type(exc).__name__}: {exc}") from exc
+            wake = now + timedelta(seconds=task.options.retry.delay(tries, exc))
+            wf._record(step_name, "sleeping", None, wake, kind="compensate", tries=tries,
+                       started_at=now)
+            raise Snooze(until=wake, reason=f"workflow {step_name} failed ({exc}); retrying"
+                         ) from exc
         wf._record(step_name, "done", _json_or_none(outcome, step_name), kind="compensate",
-                   started_at=started)
+                   started_at=now, tries=rec.tries if rec is not None else 0)
     wf.app.events.emit("workflow.compensated", workflow_id=wf.id, cause=wf.run.cause)
     if wf.run.cancelled:
         _finish(wf, "cancelled")
