@@ -112,7 +112,6 @@ def test_saga_survives_a_crash_at_every_boundary(rec_app: Any, db: dict[str, str
             w.kill()
             w.wait()
     effects = effects_by_job(rec_app)
-    crashes = [p for phases in effects.values() for p in phases if p.startswith("crash:")]
     hit = {(j, p.removeprefix("crash:")) for j, ps in effects.items() for p in ps
            if p.startswith("crash:")}
     wanted = {(j, label) for j, (label, _) in cases.items()} | set(last.items())
@@ -140,7 +139,7 @@ def test_saga_survives_a_crash_at_every_boundary(rec_app: Any, db: dict[str, str
             assert job.result == "done"
     if os.environ.get("SHIFTWORK_CRASH_TABLE"):  # the table for the closing note
         with open(os.environ["SHIFTWORK_CRASH_TABLE"], "a") as out:
-            for job_id, (label, fail) in cases.items():
+            for job_id, (label, _fail) in cases.items():
                 phases = Counter(p for p in effects[job_id] if not p.startswith("crash:"))
                 out.write(f"| {label} | {db['dsn'].split(':')[0]} | {app.get_job(job_id).state}"
                           f" / {app.get_workflow(job_id).status} | "

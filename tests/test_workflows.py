@@ -182,3 +182,33 @@ def test_workflow_commands(db: dict[str, str], wapp: App, clock: FakeClock) -> N
     bad = cli(env_db, "workflows", "signal", str(job.id), "go", "--payload", "{",
               "--dsn", db["dsn"], "--schema", db["schema"])
     assert bad.returncode == 2 and "--payload must be JSON" in bad.stderr
+    listed = cli(env_db, "workflows", "list", "--state", "succeeded", "--name", "greet_flow",
+                 "--dsn", db["dsn"], "--schema", db["schema"])
+    assert listed.returncode == 0 and "greet_flow" in listed.stdout, listed.stderr
+    shown = cli(env_db, "workflows", "show", str(job.id), "--dsn", db["dsn"], "--schema",
+                db["schema"])
+    assert "status=succeeded" in shown.stdout and "failed attempts=0" in shown.stdout
+    assert f"version={wapp.get_workflow(job.id).version}" in shown.stdout
+
+
+def test_workflows_cancel_command(db: dict[str, str], wapp: App, clock: FakeClock) -> None:
+    from .test_cli import cli
+
+    undone: list[str] = []
+
+    @wapp.workflow(name="parked")
+    def parked(wf: Workflow) -> None:
+        wf.step("a", lambda: 1, compensate=lambda _: undone.append("a"))
+        wf.wait_for_event("never")
+
+    job = parked.enqueue()
+    drain(wapp)
+    out = cli(dict(db), "workflows", "cancel", str(job.id), "--dsn", db["dsn"], "--schema",
+              db["schema"])
+    assert out.returncode == 0 and "cancel requested" in out.stdout, out.stderr
+    clock.advance(60)  # the command ran on the real clock, a little ahead of the fake one
+    drain(wapp)
+    assert undone == ["a"] and wapp.get_job(job.id).state is JobState.CANCELLED
+    shown = cli(dict(db), "workflows", "show", str(job.id), "--dsn", db["dsn"], "--schema",
+                db["schema"])
+    assert "status=cancelled" in shown.stdout and "compensate:a" in shown.stdout

@@ -1,4 +1,4 @@
-"""``shiftwork workflows``: a workflow's recorded steps, and sending it events."""
+"""``shiftwork workflows``: list instances, show one's history, cancel one, send it events."""
 
 from __future__ import annotations
 
@@ -11,42 +11,91 @@ from .cli import _when, console, main
 from .cli_target import open_app, target_options
 from .errors import PayloadError
 
+STATUSES = ("running", "compensating", "succeeded", "failed", "compensated", "cancelled")
+
 
 @main.group()
 @target_options
 def workflows() -> None:
-    """Durable workflows: history and events."""
+    """Durable workflows: instances, history, cancel and events."""
+
+
+@workflows.command("list")
+@click.option("--state", "status", default=None,
+              help=f"Workflow status ({', '.join(STATUSES)}) or job state.")
+@click.option("--name", "task", default=None, help="Only this workflow (its task name).")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
+@target_options
+def workflows_list(status: str | None, task: str | None, limit: int) -> None:
+    """Workflow instances that have started, newest first."""
+    app = open_app()
+    table = Table()
+    for col in ("id", "workflow", "status", "job state", "steps", "version", "updated (UTC)"):
+        table.add_column(col)
+    for w in app.store.workflows_list(status=status, task=task, limit=limit):
+        table.add_row(str(w.id), w.task, w.status, w.state, str(w.steps), w.version or "-",
+                      _when(w.updated_at))
+    console.print(table)
 
 
 @workflows.command("show")
 @click.argument("workflow_id", type=int)
 @target_options
 def workflows_show(workflow_id: int) -> None:
-    """The workflow's job state and every recorded step."""
+    """The workflow's status, version and every recorded step with its timings."""
     app = open_app()
     job = app.get_job(workflow_id)
-    console.print(f"[bold]workflow {job.id}[/bold]  {job.task}  state={job.state.value}  "
-                  f"next run {_when(job.run_at)}", highlight=False)
+    run = app.get_workflow(workflow_id)
+    # Suspensions and hand-backs give their attempt back, so the job's attempt counter
+    # counts runs; what was spent is the failures.
+    failures = sum(1 for e in job.errors if e.get("kind") in ("exception", "timeout",
+                                                             "lease_expired", "retry_requested"))
+    status = run.status if run else "pending (not started)"
+    console.print(f"[bold]workflow {job.id}[/bold]  {job.task}  status={status}  "
+                  f"job={job.state.value}  runs={job.attempt}  failed attempts={failures}  "
+                  f"version={run.version if run else '-'}  next run {_when(job.run_at)}",
+                  highlight=False)
+    if run and run.cause:
+        console.print(f"cause: {run.cause}" + ("  (cancelled)" if run.cancelled else ""),
+                      highlight=False)
     table = Table()
-    for col in ("step", "status", "result", "wake at (UTC)", "attempt", "recorded (UTC)"):
+    for col in ("#", "step", "kind", "status", "result", "started (UTC)", "recorded (UTC)",
+                "wake at (UTC)", "tries", "attempt"):
         table.add_column(col)
     for step in app.workflow_history(workflow_id):
-        table.add_row(step.name, step.status, json.dumps(step.result)[:60], _when(step.wake_at),
-                      str(step.attempt), _when(step.updated_at))
+        shown = step.outcome or step.status
+        table.add_row("-" if step.position is None else str(step.position), step.name,
+                      step.kind, shown, json.dumps(step.result)[:60], _when(step.started_at),
+                      _when(step.updated_at), _when(step.wake_at), str(step.tries),
+                      str(step.attempt))
     console.print(table)
+
+
+@workflows.command("cancel")
+@click.argument("workflow_id", type=int)
+@target_options
+def workflows_cancel(workflow_id: int) -> None:
+    """Cancel a workflow wherever it is: it compensates, then ends cancelled."""
+    app = open_app()
+    job = app.cancel_job(workflow_id)
+    console.print(f"workflow {workflow_id}: cancel requested (job {job.state.value}); "
+                  "it stops at its next durable call and runs its compensations",
+                  highlight=False)
 
 
 @workflows.command("signal")
 @click.argument("workflow_id", type=int)
 @click.argument("event")
 @click.option("--payload", default="null", help="JSON payload of the event.")
+@click.option("--key", default=None, help="Dedupe key: an event sent twice under one key "
+                                          "is delivered once.")
 @target_options
-def workflows_signal(workflow_id: int, event: str, payload: str) -> None:
+def workflows_signal(workflow_id: int, event: str, payload: str, key: str | None) -> None:
     """Send EVENT to a workflow waiting for it (kept if it is not waiting yet)."""
     app = open_app()
     try:
         value = json.loads(payload)
     except json.JSONDecodeError as exc:
         raise PayloadError(f"--payload must be JSON: {exc}") from None
-    event_id = app.send_event(workflow_id, event, value)
+    event_id = app.send_event(workflow_id, event, value, key=key)
     console.print(f"event {event_id} sent to workflow {workflow_id}")

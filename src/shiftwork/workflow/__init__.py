@@ -2,8 +2,16 @@
 
 from .aio import AsyncWorkflow
 from .context import Workflow
-from .errors import (CompensationFailed, EventTimeout, LeaseLost, NonDeterminismError,
-                     StepFailed, WorkflowCompensated, WorkflowError, WorkflowFailed)
+from .errors import (
+                     CompensationFailed,
+                     EventTimeout,
+                     LeaseLost,
+                     NonDeterminismError,
+                     StepFailed,
+                     WorkflowCompensated,
+                     WorkflowError,
+                     WorkflowFailed,
+)
 from .hooks import set_boundary_hook
 
 __all__ = ["AsyncWorkflow", "CompensationFailed", "EventTimeout", "LeaseLost",

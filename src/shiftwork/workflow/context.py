@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..context import JobContext
 from ..errors import JobCancelled, LeaseLost
@@ -23,9 +23,6 @@ from ..store.rows import StepRecord, WorkflowRun
 from .errors import EventTimeout, StepFailed, StopReplay, Suspend, WorkflowError
 from .hooks import boundary
 from .replay import Replay, digest
-
-if TYPE_CHECKING:
-    pass
 
 #: How far ahead a wait without a timeout schedules its job (an event wakes it sooner).
 FOREVER = timedelta(days=3650)
@@ -173,7 +170,8 @@ class Workflow:
         if rec is not None and rec.wake_at is not None and now < rec.wake_at:
             raise Suspend(rec.wake_at, f"workflow step {name!r} backing off")
         tries = rec.tries if rec is not None else 0
-        fields = {"position": pos, "kind": "step", "digest": d, "started_at": now}
+        fields: dict[str, Any] = {"position": pos, "kind": "step", "digest": d,
+                                  "started_at": now}
         try:
             result = _call(fn, args, kwargs, timeout, name)
         except Exception as exc:
@@ -206,7 +204,7 @@ class Workflow:
         if rec is not None and rec.status == "done":
             return
         now = self.app.clock.now()
-        fields = {"position": pos, "kind": "sleep", "started_at": now}
+        fields: dict[str, Any] = {"position": pos, "kind": "sleep", "started_at": now}
         if rec is None:
             wake_at = now + delta
             self._record(name, "sleeping", None, wake_at, **fields)
@@ -241,7 +239,7 @@ class Workflow:
         boundary(self.id, f"after:{step_name}:take")
         if took:
             return payload
-        fields = {"position": pos, "kind": "wait", "started_at": now}
+        fields: dict[str, Any] = {"position": pos, "kind": "wait", "started_at": now}
         if rec is None:
             deadline = now + delta if delta is not None else None
             self._record(step_name, "waiting", None, deadline, **fields)

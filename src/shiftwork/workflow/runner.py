@@ -20,6 +20,7 @@ marked dead) and the next run, seeing that attempt lost, decides to compensate.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import inspect
@@ -35,8 +36,16 @@ from ..payload import encode_json
 from ..retry import DEFAULT_BACKOFF, repeat_on_storage_error
 from .aio import AsyncWorkflow
 from .context import Workflow
-from .errors import (CompensationFailed, NonDeterminismError, StepFailed, StopReplay, Suspend,
-                     WorkflowCompensated, WorkflowError, WorkflowFailed)
+from .errors import (
+    CompensationFailed,
+    NonDeterminismError,
+    StepFailed,
+    StopReplay,
+    Suspend,
+    WorkflowCompensated,
+    WorkflowError,
+    WorkflowFailed,
+)
 from .hooks import boundary
 
 if TYPE_CHECKING:
@@ -115,8 +124,9 @@ def _prologue(wf: Workflow, task: Task[Any, Any]) -> str | None:
         _reraise_final(wf)
     if run.status != "running":
         return None
-    if run.last_attempt is not None and ctx.attempt > run.last_attempt and _lost(wf, run.last_attempt):
-        return f"its last attempt ({run.last_attempt}) was lost (the worker stopped renewing its lease)"
+    last = run.last_attempt
+    if last is not None and ctx.attempt > last and _lost(wf, last):
+        return f"its last attempt ({last}) was lost (the worker stopped renewing its lease)"
     if ctx.attempt >= run.max_attempts:
         _set(wf, "running", last_attempt=ctx.attempt, extend=1)
     return None
@@ -166,10 +176,8 @@ async def _drive_async(wf: Workflow, task: Task[Any, Any], body: Callable[[], An
         if lost is not None:
             await asyncio.to_thread(_decide, wf, task, lost, False)
         wf.compensating = True
-        try:
+        with contextlib.suppress(StopReplay, Exception):  # as _collect, awaited
             await body()
-        except (StopReplay, Exception):
-            pass
         return await asyncio.to_thread(_compensate, wf, task)
     try:
         result = await body()
@@ -194,10 +202,9 @@ async def _drive_async(wf: Workflow, task: Task[Any, Any], body: Callable[[], An
 
 def _collect(body: Callable[[], Any]) -> None:
     """Replay the recorded part of the body to learn its compensations; run nothing new."""
-    try:
+    # the replay stops at the first call without a record, or where it failed
+    with contextlib.suppress(StopReplay, Exception):
         body()
-    except (StopReplay, Exception):
-        pass  # the replay stops at the first call without a record, or where it failed
 
 
 # -- durable status --------------------------------------------------------------------
