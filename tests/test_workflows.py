@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -212,3 +213,38 @@ def test_workflows_cancel_command(db: dict[str, str], wapp: App, clock: FakeCloc
     shown = cli(dict(db), "workflows", "show", str(job.id), "--dsn", db["dsn"], "--schema",
                 db["schema"])
     assert "status=cancelled" in shown.stdout and "compensate:a" in shown.stdout
+
+
+def test_dashboard_job_page_shows_the_step_timeline(tmp_path: Any) -> None:
+    from .test_dashboard import (
+        CHROMIUM,
+        CHROMIUM_FLAGS,
+        FAST,
+        TOKEN,
+        Served,
+        _login,
+        _need_browser,
+        create_dashboard,
+    )
+
+    sync_playwright = _need_browser()
+    app = App(f"sqlite:///{tmp_path / 'jobs.db'}", settings=FAST)
+    app.migrate()
+
+    @app.workflow(name="timeline")
+    def timeline(wf: Workflow) -> None:
+        wf.step("charge", lambda: 1)
+        wf.sleep("nap", 3600)
+
+    job = timeline.enqueue()
+    drain(app)
+    with Served(create_dashboard(app, token=TOKEN)) as served, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=CHROMIUM_FLAGS)
+        page = _login(browser, served)
+        page.goto(f"{served.url}/jobs/{job.id}")
+        assert "running" in page.inner_text("#workflow-status")
+        rows = page.inner_text("#workflow-steps")
+        assert "charge" in rows and "nap" in rows and "sleeping" in rows
+        browser.close()
+    app.close()
