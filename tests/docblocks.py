@@ -3,7 +3,8 @@
 The conventions (also in docs/architecture.md, "Docs that run"):
 
 - every fenced block names its language: ``python``, ``sh``/``bash``/``console``, ``yaml``,
-  ``json``, ``toml`` or ``text`` (diagrams and output samples);
+  ``json``, ``toml``, ``text`` (diagrams and output samples) or ``nginx`` (proxy
+  configuration, not run);
 - an HTML comment right before a block, ``<!-- doc-test: WORDS -->``, says how to run it:
   ``file=PATH`` (write the block to PATH in the page's folder; a ``.py`` file is then
   imported and its names join the page's namespace; ``file=PATH append`` adds the block

@@ -15,7 +15,7 @@ docs/architecture.md ("Docs that run"). What runs how:
   (the subcommand, extra or options exist), not run. In ``console`` blocks the lines
   after a ``$ command`` are its expected output (``...`` and numbers match anything).
 - ``yaml``/``json``/``toml``: parsed; alert rules may only name metrics shiftwork exports.
-- ``text``: diagrams and samples, not executable.
+- ``text``: diagrams and samples, not executable; ``nginx``: proxy configuration, not run.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from .docblocks import Block, doc_pages, extract
 BLOCKS = [b for page in doc_pages() for b in extract(page)]
 SHELLS = {"sh", "bash", "console"}
 PARSED = {"yaml", "json", "toml"}
-NOT_EXECUTABLE = {"text"}  # diagrams, sample output, grammar
+NOT_EXECUTABLE = {"text", "nginx"}  # diagrams, sample output, grammar; proxy config
 LONG_RUNNING = {"worker": "worker.started", "dashboard": "shiftwork dashboard on http://",
                 "top": "queues"}
 TOKEN = "doc-test-token-0123456789"

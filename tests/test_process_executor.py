@@ -9,10 +9,9 @@ from typing import Any
 from shiftwork import JobState
 
 from .conftest import running_worker, wait_for
-from .test_chaos import rec_app  # noqa: F401  (fixture)
 
 
-def test_timeout_kills_a_job_blocked_in_c(rec_app: Any) -> None:  # noqa: F811
+def test_timeout_kills_a_job_blocked_in_c(rec_app: Any) -> None:
     app = rec_app.app
     app.import_path = "tests.apps.recording:app"
     job = rec_app.stuck_in_c.enqueue(60)
@@ -33,7 +32,7 @@ def test_timeout_kills_a_job_blocked_in_c(rec_app: Any) -> None:  # noqa: F811
     assert "negative" in errors[0]["traceback"]
 
 
-def test_cancel_kills_the_child(rec_app: Any) -> None:  # noqa: F811
+def test_cancel_kills_the_child(rec_app: Any) -> None:
     app = rec_app.app
     app.import_path = "tests.apps.recording:app"
     job = rec_app.in_child.enqueue(1)

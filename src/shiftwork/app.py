@@ -14,7 +14,7 @@ from .job import EnqueueResult, Job, NewJob, QueueStats
 from .names import check_queue, did_you_mean
 from .observe.hooks import Observers
 from .observe.tracing import enqueue_span, recording
-from .payload import DEFAULT_MAX_PAYLOAD_BYTES
+from .payload import DEFAULT_MAX_PAYLOAD_BYTES, Limit
 from .retry import DEFAULT_BACKOFF, Backoff
 from .schedule import LateRun, ScheduleDef, declare_schedule
 from .states import JobState
@@ -26,7 +26,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass(frozen=True)
 class Settings:
-    """Timings of the worker machinery, in seconds."""
+    """Timings of the worker machinery (seconds) and limits on what jobs store (bytes)."""
 
     heartbeat_interval: float = 5.0  # one statement renews every lease a worker holds
     # A dead worker's jobs are rescued within about two heartbeat intervals: the lease
@@ -40,6 +40,32 @@ class Settings:
     prune_interval: float = 60.0
     effect_retention: float = 30 * 24 * 3600.0  # ctx.once / tx.once keys kept this long
     claim_batch: int = 100  # most jobs one claim statement takes
+    # Limits on every stored blob, checked before the write (PayloadTooLargeError names
+    # the field, its size and the setting); sizes are bytes of compact JSON.
+    max_args_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES  # a job's arguments (and its meta)
+    max_checkpoint_bytes: int = 256 * 1024
+    max_result_bytes: int = 1024 * 1024  # a job's return value and ctx.once results
+    max_progress_message_bytes: int = 1024
+    max_step_result_bytes: int = 1024 * 1024  # one workflow step's result
+    max_event_payload_bytes: int = 256 * 1024
+    max_unique_key_bytes: int = 1024  # PostgreSQL indexes keys only up to ~2.7 kB
+    max_json_depth: int = 64  # nesting of lists and objects in any of the above
+
+    def __post_init__(self) -> None:
+        for name in _LIMITS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"Settings.{name} must be a whole number >= 1, "
+                                         f"got {value!r}")
+
+    def limit(self, setting: str) -> Limit:
+        """The limit set by ``setting`` (e.g. ``"max_result_bytes"``), for encode_json."""
+        return Limit(setting, getattr(self, setting), self.max_json_depth)
+
+
+_LIMITS = ("max_args_bytes", "max_checkpoint_bytes", "max_result_bytes",
+           "max_progress_message_bytes", "max_step_result_bytes", "max_event_payload_bytes",
+           "max_unique_key_bytes", "max_json_depth")
 
 
 @dataclass(frozen=True)
@@ -60,14 +86,15 @@ class App:
     """
 
     def __init__(self, dsn: str, *, schema: str = "shiftwork", clock: Clock | None = None,
-                 max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+                 max_payload_bytes: int | None = None,
                  settings: Settings | None = None, auto_migrate: bool = True,
                  pool_size: int = 10) -> None:
         self.dsn = dsn
         self.schema = schema
         self.clock: Clock = clock or SystemClock()
-        self.max_payload_bytes = max_payload_bytes
         self.settings = settings or Settings()
+        if max_payload_bytes is not None:  # the older spelling of Settings.max_args_bytes
+            self.settings = replace(self.settings, max_args_bytes=max_payload_bytes)
         self.auto_migrate = auto_migrate
         self.pool_size = pool_size
         self.tasks: dict[str, Task[Any, Any]] = {}
@@ -166,7 +193,9 @@ class App:
         if key is not None and (not isinstance(key, str) or not key):
             raise PayloadError(f"event {name!r}: key must be a non-empty string, not {key!r}")
         return self.store.workflow_event_send(
-            workflow_id, name, encode_json(payload, f"event {name!r}: payload"), key)
+            workflow_id, name, encode_json(payload, f"event {name!r}: payload",
+                                           self.settings.limit("max_event_payload_bytes")),
+            key)
 
     def workflow_history(self, workflow_id: int) -> list[Any]:
         """The recorded steps of a workflow, in the order they were first recorded."""

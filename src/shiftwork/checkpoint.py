@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .errors import ConfigurationError, PayloadError
-from .payload import encode_json
+from .payload import Limit, check_text, encode_json
 
 if TYPE_CHECKING:
     from .context import JobContext
@@ -73,7 +73,7 @@ def _num(value: float) -> str:
 
 
 def encode_progress(job_id: int, done: float, total: float | None,
-                    message: str | None) -> str:
+                    message: str | None, limit: Limit) -> str:
     """Checked and encoded for the ``progress`` column; PayloadError names what is wrong."""
     if isinstance(done, bool) or not isinstance(done, (int, float)) or done < 0:
         raise PayloadError(f"job {job_id}: progress done must be a number >= 0, not {done!r}")
@@ -82,8 +82,11 @@ def encode_progress(job_id: int, done: float, total: float | None,
         raise PayloadError(f"job {job_id}: progress total must be a number >= 0 or None, "
                            f"not {total!r}")
     if message is not None:
-        message = str(message)[:500]
-    return encode_json(Progress(done, total, message).to_json(), f"job {job_id}: progress")
+        message = check_text(str(message), f"job {job_id}: progress message", limit)
+    # The message was the part to bound; JSON escapes may make it up to 6 times longer.
+    whole = Limit(limit.setting, limit.max_bytes * 6 + 256, limit.max_depth)
+    return encode_json(Progress(done, total, message).to_json(), f"job {job_id}: progress",
+                       whole)
 
 
 def describe_progress(value: Any) -> str:
@@ -116,7 +119,8 @@ def resume_point(ctx: JobContext) -> tuple[Any, int]:
 
 def as_json(ctx: JobContext, value: Any) -> Any:
     """``value`` as it comes back from JSON (tuples become lists); PayloadError if it can't."""
-    return json.loads(encode_json(value, f"job {ctx.job_id}: batch key"))
+    return json.loads(encode_json(value, f"job {ctx.job_id}: batch key",
+                                  ctx.app.settings.limit("max_checkpoint_bytes")))
 
 
 def _check_advanced(ctx: JobContext, after: Any, first: Any) -> None:

@@ -9,16 +9,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from .checkpoint import describe_progress
 from .cli_target import app_argument, open_app, target_options
 from .errors import ShiftworkError
+from .redact import redact
+from .safetext import escape_controls, plain_console
 from .states import JobState
 
-console = Console()
-err_console = Console(stderr=True)
+# Job data is printed as plain text: no Rich markup from it, its control characters escaped.
+console = plain_console()
+err_console = plain_console(stderr=True)
 
 
 def _setup_logging(level: str) -> None:
@@ -48,7 +51,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except ShiftworkError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {escape_controls(redact(str(exc)), keep=chr(10))}", err=True)
             sys.exit(2)
 
 
@@ -193,9 +196,9 @@ def jobs_show(job_id: int, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(_job_dict(job), indent=2, default=str))
         return
-    console.print(f"[bold]job {job.id}[/bold]  {job.task}  queue={job.queue}  "
-                  f"state={job.state.value}  attempt {job.attempt}/{job.max_attempts}",
-                  highlight=False)
+    console.print(Text.assemble((f"job {job.id}", "bold"), escape_controls(
+        f"  {job.task}  queue={job.queue}  state={job.state.value}  "
+        f"attempt {job.attempt}/{job.max_attempts}")))
     console.print(f"args={json.dumps(job.args)} kwargs={json.dumps(job.kwargs)}",
                   markup=False, highlight=False)
     console.print(f"created {_when(job.created_at)}  run at {_when(job.run_at)}  "
@@ -210,8 +213,9 @@ def jobs_show(job_id: int, as_json: bool) -> None:
     if job.result is not None:
         console.print(f"result: {json.dumps(job.result)}", markup=False)
     for err in job.errors:
-        console.print(f"\n[red]attempt {err.get('attempt')}[/red] {err.get('kind')}: "
-                      f"{err.get('type')}: {err.get('message')}", highlight=False)
+        console.print(Text.assemble(("\nattempt " + escape_controls(str(err.get("attempt"))),
+                                     "red"), escape_controls(
+            f" {err.get('kind')}: {err.get('type')}: {err.get('message')}")))
         if err.get("traceback"):
             console.print(err["traceback"], markup=False, highlight=False)
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import sys
+from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from .cli_target import app_argument, open_app, target_options
 
@@ -78,33 +81,77 @@ def metrics() -> None:
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; anything but loopback exposes it to the network.")
 @click.option("--port", default=8181, show_default=True)
-@click.option("--token", envvar="SHIFTWORK_DASHBOARD_TOKEN",
-              help="Login token (or SHIFTWORK_DASHBOARD_TOKEN); a random one is made if unset.")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Read the login token from this file (or set SHIFTWORK_DASHBOARD_TOKEN); "
+                   "a random one is made if neither is given.")
+@click.option("--token", envvar="SHIFTWORK_DASHBOARD_TOKEN", show_envvar=True,
+              help="Login token. On the command line it shows in `ps`: prefer --token-file "
+                   "or the environment variable.")
+@click.option("--session-max-age", type=float, metavar="SECONDS",
+              help="How long a login lasts [default: 28800, a working day].")
+@click.option("--proxy-headers", is_flag=True,
+              help="Behind a reverse proxy: take the scheme and client address from "
+                   "X-Forwarded-Proto / X-Forwarded-For sent by --forwarded-allow-ips.")
+@click.option("--forwarded-allow-ips", default="127.0.0.1", show_default=True,
+              metavar="ADDRESSES", help="Comma-separated proxy addresses or networks whose "
+                                        "X-Forwarded-* headers are trusted (with --proxy-headers).")
 @click.option("--log-level", default="warning", show_default=True)
-def dashboard(host: str, port: int, token: str | None, log_level: str) -> None:
-    """Serve the web dashboard for APP (login with a token; see docs/observability.md)."""
+@click.pass_context
+def dashboard(ctx: click.Context, host: str, port: int, token_file: Path | None,
+              token: str | None, session_max_age: float | None, proxy_headers: bool,
+              forwarded_allow_ips: str, log_level: str) -> None:
+    """Serve the web dashboard for APP (login with a token; see docs/security.md)."""
     try:
         import uvicorn
 
         from .web import create_dashboard
+        from .web.serve import server_config
+        from .web.sessions import DEFAULT_SESSION_MAX_AGE
     except ImportError as exc:
         from .errors import ConfigurationError
 
         raise ConfigurationError("the dashboard needs its extra: pip install 'shiftwork[web]' "
                                  f"({exc})") from exc
-    from .cli import console
-
+    if token_file is not None:
+        if token is not None:
+            raise click.UsageError("give --token-file or --token/SHIFTWORK_DASHBOARD_TOKEN, "
+                                   "not both")
+        token = _read_token(token_file)
+    elif ctx.get_parameter_source("token") is ParameterSource.COMMANDLINE:
+        click.echo("warning: --token is visible to other users in `ps`; use "
+                   "--token-file or SHIFTWORK_DASHBOARD_TOKEN", err=True)
     app = open_app()
     made = token is None
     token = token or secrets.token_urlsafe(24)
-    web = create_dashboard(app, token=token)
+    web = create_dashboard(app, token=token,
+                           session_max_age=session_max_age or DEFAULT_SESSION_MAX_AGE)
     shown = host if ":" not in host else f"[{host}]"
-    console.print(f"shiftwork dashboard on http://{shown}:{port}/", highlight=False)
+    # Never the token in a URL: it would stay in browser history and access logs.
+    click.echo(f"shiftwork dashboard on http://{shown}:{port}/ : log in at "
+               f"http://{shown}:{port}/login with the token"
+               + ("" if not made else " below (made for this run; choose one with "
+                                      "--token-file or SHIFTWORK_DASHBOARD_TOKEN)"), err=True)
     if made:
-        console.print(f"open http://{shown}:{port}/login?token={token} "
-                      "(set --token or SHIFTWORK_DASHBOARD_TOKEN to choose it)", highlight=False)
-    uvicorn.run(web, host=host, port=port, log_level=log_level.lower(),
-                proxy_headers=False, server_header=False)
+        click.echo(token, err=True)
+    server = uvicorn.Server(server_config(web, host=host, port=port,
+                                          proxy_headers=proxy_headers,
+                                          forwarded_allow_ips=forwarded_allow_ips,
+                                          log_level=log_level))
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C stops it: exit 0, as uvicorn.run
+        server.run()
+
+
+def _read_token(path: Path) -> str:
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc}", param_hint="--token-file"
+                                 ) from None
+    if not token:
+        raise click.BadParameter(f"{path} is empty", param_hint="--token-file")
+    if path.stat().st_mode & 0o077:
+        click.echo(f"warning: {path} is readable by other users (chmod 600 it)", err=True)
+    return token
 
 
 def register(group: click.Group) -> None:

@@ -7,15 +7,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from .cli_target import open_app, target_options
 from .cron import CronSchedule
 from .names import did_you_mean
+from .safetext import plain_console
 from .schedule import Catchup, Overlap, ScheduleInfo, iso_z
 
-console = Console()
+console = plain_console()
 
 def register(group: click.Group) -> None:
     """Attach ``schedules`` and ``cron`` to the ``shiftwork`` command group."""
@@ -84,7 +85,7 @@ def schedules(ctx: click.Context, as_json: bool) -> None:
     for i in infos:
         table.add_row(i.name, i.defn.cron, i.defn.tz, _utc(i.next_fire_at),
                       _local(i.defn.tz, i.next_fire_at), _utc(i.last_fire_at),
-                      _utc(i.last_success_at), "[red]LATE[/red]" if i.late() else "",
+                      _utc(i.last_success_at), Text("LATE", style="red") if i.late() else "",
                       "paused" if i.paused else "", str(i.not_run))
     console.print(table)
 

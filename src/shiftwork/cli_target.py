@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from click.core import ParameterSource
 
+from .redact import redact
+
 if TYPE_CHECKING:
     from .app import App
 
@@ -45,6 +47,10 @@ class Target:
             raise click.UsageError("give --app or --dsn, not both (the app names its database)")
         if given.get("app_spec") or given.get("dsn"):
             spec, dsn = given.get("app_spec"), given.get("dsn")
+            if dsn and redact(dsn) != dsn:
+                click.echo("warning: a password in --dsn is visible to other users in `ps`; "
+                           "set SHIFTWORK_DSN, or leave it out for PGPASSWORD / ~/.pgpass",
+                           err=True)
         else:
             spec = os.environ.get(ENV["app_spec"]) or None
             dsn = None if spec else os.environ.get(ENV["dsn"]) or None

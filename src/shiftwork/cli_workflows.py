@@ -6,10 +6,12 @@ import json
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from .cli import _when, console, main
 from .cli_target import open_app, target_options
 from .errors import PayloadError
+from .safetext import escape_controls
 
 STATUSES = ("running", "compensating", "succeeded", "failed", "compensated", "cancelled")
 
@@ -51,13 +53,13 @@ def workflows_show(workflow_id: int) -> None:
     failures = sum(1 for e in job.errors if e.get("kind") in ("exception", "timeout",
                                                              "lease_expired", "retry_requested"))
     status = run.status if run else "pending (not started)"
-    console.print(f"[bold]workflow {job.id}[/bold]  {job.task}  status={status}  "
-                  f"job={job.state.value}  runs={job.attempt}  failed attempts={failures}  "
-                  f"version={run.version if run else '-'}  next run {_when(job.run_at)}",
-                  highlight=False)
+    console.print(Text.assemble((f"workflow {job.id}", "bold"), escape_controls(
+        f"  {job.task}  status={status}  job={job.state.value}  runs={job.attempt}  "
+        f"failed attempts={failures}  version={run.version if run else '-'}  "
+        f"next run {_when(job.run_at)}")))
     if run and run.cause:
-        console.print(f"cause: {run.cause}" + ("  (cancelled)" if run.cancelled else ""),
-                      highlight=False)
+        console.print(Text(escape_controls(f"cause: {run.cause}"
+                                           + ("  (cancelled)" if run.cancelled else ""))))
     table = Table()
     for col in ("#", "step", "kind", "status", "result", "started (UTC)", "recorded (UTC)",
                 "wake at (UTC)", "tries", "attempt"):

@@ -108,7 +108,8 @@ class JobContext:
         cancelled, :class:`JobPaused` if its queue was paused (the job is then back in its
         queue, resuming from this cursor), :class:`LeaseLost` if this attempt is stale.
         """
-        data = encode_json(cursor, f"job {self.job_id}: checkpoint")
+        data = encode_json(cursor, f"job {self.job_id}: checkpoint",
+                           self.app.settings.limit("max_checkpoint_bytes"))
         touch = self._touch(checkpoint=data, set_checkpoint=True)
         self.last_checkpoint = json.loads(data)
         self._stop_if_asked(touch, f"checkpoint {data[:200]}")
@@ -134,7 +135,8 @@ class JobContext:
     def stage_progress(self, done: float, total: float | None = None,
                        message: str | None = None) -> None:
         """Set progress without writing it: the next write of the job's row carries it."""
-        self._pending_progress = encode_progress(self.job_id, done, total, message)
+        limit = self.app.settings.limit("max_progress_message_bytes")
+        self._pending_progress = encode_progress(self.job_id, done, total, message, limit)
 
     def progress(self, done: float, total: float | None = None,
                  message: str | None = None) -> None:

@@ -8,9 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from .redact import redact
+
 
 class ShiftworkError(Exception):
-    """Root of every error shiftwork raises on purpose."""
+    """Root of every error shiftwork raises on purpose.
+
+    Its message never carries a database password: whatever DSN a message quotes, or
+    a driver error it wraps, is redacted here, once for every error.
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigurationError(ShiftworkError):
@@ -21,8 +30,22 @@ class UnknownTaskError(ShiftworkError, LookupError):
     """A job names a task that is not registered on this app."""
 
 
+def unknown_task_message(task: str) -> str:
+    """What a job whose task this worker does not know records as its error: not the
+    registered names (the error is shown to anyone who may read the dashboard)."""
+    return (f"unknown task {task!r}: not registered on the worker that claimed it (check the "
+            "task's name= and that the worker imports the module defining it)")
+
+
 class PayloadError(ShiftworkError, ValueError):
     """Job arguments that cannot be stored: not JSON, too large, or not matching the signature."""
+
+
+class PayloadTooLargeError(PayloadError):
+    """A stored value over its limit: too many bytes, nested too deep, or a huge integer.
+
+    The message names the field, its size and the ``Settings`` field that sets the limit.
+    """
 
 
 class JobNotFoundError(ShiftworkError, LookupError):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .checkpoint import Touch, encode_progress
 from .errors import ConfigurationError
-from .payload import encode_json
+from .payload import Limit, encode_json
 
 if TYPE_CHECKING:
     from .context import JobContext
@@ -58,12 +58,14 @@ class Transaction:
 
     def checkpoint(self, cursor: Any) -> None:
         """Save ``cursor`` as the job's checkpoint when (and only if) this transaction commits."""
-        self.checkpoint_json = encode_json(cursor, f"job {self.ctx.job_id}: checkpoint")
+        self.checkpoint_json = encode_json(cursor, f"job {self.ctx.job_id}: checkpoint",
+                                           self.ctx.app.settings.limit("max_checkpoint_bytes"))
 
     def progress(self, done: float, total: float | None = None,
                  message: str | None = None) -> None:
         """Progress written with this transaction's commit (dropped if it rolls back)."""
-        self.progress_json = encode_progress(self.ctx.job_id, done, total, message)
+        self.progress_json = encode_progress(self.ctx.job_id, done, total, message,
+                                             self.ctx.app.settings.limit("max_progress_message_bytes"))
 
     def once(self, key: str, fn: Callable[[], R], *, keep: float | None = None) -> R:
         """Run ``fn`` (its writes going through this transaction) once per ``key``.
@@ -78,7 +80,7 @@ class Transaction:
                                         _keep(self.ctx, keep), None, conn=self.conn):
             found = store.effect_keys_get(key, conn=self.conn)
             return found.result if found is not None else None  # type: ignore[return-value]
-        data = encode_json(fn(), f"effect {key!r}: result")
+        data = encode_json(fn(), f"effect {key!r}: result", _result_limit(self.ctx))
         store.effect_keys_set_result(key, data, conn=self.conn)
         return json.loads(data)  # type: ignore[no-any-return]
 
@@ -90,6 +92,10 @@ class Transaction:
                           conn=self.conn)
 
 
+def _result_limit(ctx: JobContext) -> Limit:
+    return ctx.app.settings.limit("max_result_bytes")
+
+
 def once_outside(ctx: JobContext, key: str, fn: Callable[[], R], keep: float | None) -> R:
     """``ctx.once``: the record of an effect that happens outside the queue's database."""
     check_key(key)
@@ -98,7 +104,7 @@ def once_outside(ctx: JobContext, key: str, fn: Callable[[], R], keep: float | N
     found = store.effect_keys_get(key)
     if found is not None:
         return found.result  # type: ignore[no-any-return]
-    data = encode_json(fn(), f"effect {key!r}: result")
+    data = encode_json(fn(), f"effect {key!r}: result", _result_limit(ctx))
     # Recorded with the job's fenced write: a stale attempt's record is rolled back.
     with ctx.transaction() as tx:
         if not store.effect_keys_insert(key, ctx.job_id, ctx.attempt, seconds, data,
@@ -107,5 +113,5 @@ def once_outside(ctx: JobContext, key: str, fn: Callable[[], R], keep: float | N
             # downstream is what keeps the other system from doing it twice.
             first = store.effect_keys_get(key, conn=tx.conn)
             if first is not None:
-                data = encode_json(first.result, f"effect {key!r}: result")
+                data = encode_json(first.result, f"effect {key!r}: result", _result_limit(ctx))
     return json.loads(data)  # type: ignore[no-any-return]

@@ -1,40 +1,84 @@
-"""Job arguments: JSON only, checked when the job is sent rather than when it runs."""
+"""What shiftwork stores for you: JSON only, bounded, checked before it is written.
+
+Every blob a job writes (arguments, meta, checkpoint, progress, result, workflow step
+result, event payload, effect result) goes through :func:`encode_json` or
+:func:`encode_args` with a :class:`Limit` taken from the app's ``Settings``. A value
+that breaks a limit raises :class:`~shiftwork.errors.PayloadTooLargeError` (a
+``PayloadError``) naming the field, its size and the setting that raises the limit.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
-from .errors import PayloadError
+from .errors import PayloadError, PayloadTooLargeError
 
-#: Default limit on a job's serialized arguments, in bytes (documented in the README).
+#: Default limit on a job's serialized arguments, in bytes (``Settings.max_args_bytes``).
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
+#: Integers longer than this many bits (about 4,200 digits) are refused: Python will not
+#: read back a JSON integer over 4,300 digits, so storing one would poison the job.
+MAX_INT_BITS = 14_000
 
 # One encoder for every job: json.dumps with options builds a new one per call.
 _compact = json.JSONEncoder(separators=(",", ":")).encode
 
 
-def _check_json(value: Any, where: str) -> None:
-    """Reject anything that would not round-trip through JSON unchanged."""
-    if value is None or isinstance(value, (bool, str)):
+@dataclass(frozen=True)
+class Limit:
+    """A size limit for one kind of stored blob, and the setting that changes it."""
+
+    setting: str  # the Settings field, named in errors so the reader knows what to raise
+    max_bytes: int
+    max_depth: int
+
+
+def _check_str(value: str, where: str) -> None:
+    # PostgreSQL text and jsonb cannot hold NUL or an unpaired surrogate: refuse them
+    # here, on both engines, rather than with a driver error at the write.
+    if "\x00" in value:
+        raise PayloadError(f"{where}: strings may not contain NUL (\\x00) characters")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise PayloadError(f"{where}: string holds an unpaired surrogate "
+                               "(not valid Unicode)") from None
+
+
+def _check_json(value: Any, where: str, depth: int, max_depth: int) -> None:
+    """Reject anything that would not round-trip through JSON unchanged and stay bounded."""
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, str):
+        _check_str(value, where)
         return
     if isinstance(value, int):
+        if value.bit_length() > MAX_INT_BITS:
+            raise PayloadTooLargeError(
+                f"{where}: integer of {value.bit_length()} bits is too large "
+                f"(at most {MAX_INT_BITS} bits, about 4,200 digits); store it as a string")
         return
     if isinstance(value, float):
         if not math.isfinite(value):
             raise PayloadError(f"{where}: {value!r} is not valid JSON (NaN/Infinity)")
         return
+    if isinstance(value, (list, tuple, dict)) and depth >= max_depth:
+        raise PayloadTooLargeError(
+            f"{where}: nested more than {max_depth} levels deep (Settings.max_json_depth)")
     if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
-            _check_json(item, f"{where}[{i}]")
+            _check_json(item, f"{where}[{i}]", depth + 1, max_depth)
         return
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise PayloadError(f"{where}: dict key {key!r} is not a string")
-            _check_json(item, f"{where}[{key!r}]")
+            _check_str(key, f"{where}: dict key")
+            _check_json(item, f"{where}[{key!r}]", depth + 1, max_depth)
         return
     raise PayloadError(
         f"{where}: {type(value).__name__} is not JSON-serializable "
@@ -42,32 +86,62 @@ def _check_json(value: Any, where: str) -> None:
     )
 
 
+def _check_size(text: str, what: str, limit: Limit, hint: str) -> None:
+    size = len(text)  # ensure_ascii: one byte per character
+    if size > limit.max_bytes:
+        raise PayloadTooLargeError(
+            f"{what}: {size} bytes, over the {limit.max_bytes}-byte limit "
+            f"(Settings.{limit.setting}); {hint}")
+
+
 def encode_args(
-    task: str, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any], max_bytes: int,
+    task: str, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any], limit: Limit,
     names: list[str] | None = None,
 ) -> str:
     """Validate and serialize a job's arguments; errors name the argument."""
     for i, value in enumerate(args):
         label = repr(names[i]) if names and i < len(names) else f"#{i}"
-        _check_json(value, f"{task}: argument {label}")
+        _check_json(value, f"{task}: argument {label}", 1, limit.max_depth)
     for key, value in kwargs.items():
-        _check_json(value, f"{task}: argument {key!r}")
+        _check_str(key, f"{task}: argument name")
+        _check_json(value, f"{task}: argument {key!r}", 1, limit.max_depth)
     # Spelled out rather than one dict encoded: bulk enqueue builds 100,000 of these, and
     # the empty parts then cost no encoder call (same text as encoding the dict).
     text = ('{"args":' + (_compact(list(args)) if args else "[]") + ',"kwargs":'
             + (_compact(kwargs) if kwargs else "{}") + "}")
-    size = len(text)  # ensure_ascii: one byte per character
-    if size > max_bytes:
-        raise PayloadError(
-            f"{task}: arguments are {size} bytes, over the {max_bytes}-byte limit; "
-            "store large data elsewhere and pass a reference"
-        )
+    _check_size(text, f"{task}: arguments", limit,
+                "store large data elsewhere and pass a reference")
     return text
 
 
-def encode_json(value: Any, what: str) -> str:
-    _check_json(value, what)
-    return _compact(value)
+def encode_json(value: Any, what: str, limit: Limit) -> str:
+    """``value`` as compact JSON for a column, within ``limit``; PayloadError otherwise."""
+    _check_json(value, what, 0, limit.max_depth)
+    text = _compact(value)
+    _check_size(text, what, limit, "store large data elsewhere and keep a reference")
+    return text
+
+
+def check_text(value: str, what: str, limit: Limit) -> str:
+    """A plain string stored as is (a unique key): valid text within ``limit`` bytes."""
+    _check_str(value, what)
+    size = len(value.encode("utf-8"))
+    if size > limit.max_bytes:
+        raise PayloadTooLargeError(
+            f"{what}: {size} bytes, over the {limit.max_bytes}-byte limit "
+            f"(Settings.{limit.setting}); use a shorter key or a digest of it")
+    return value
+
+
+def storable_text(value: str, max_chars: int) -> str:
+    """Text we write on the task's behalf (an error message): NUL and unpaired surrogates
+    escaped, cut to ``max_chars`` characters, so that writing it cannot fail."""
+    value = value[:max_chars]
+    if "\x00" in value:
+        value = value.replace("\x00", "\\x00")
+    if not value.isascii():
+        value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
 
 
 def unique_digest(task: str, parts: dict[str, Any]) -> str:

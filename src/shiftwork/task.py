@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 from .errors import ConfigurationError, PayloadError
 from .job import EnqueueResult, NewJob
 from .names import check_queue, check_task_name
-from .payload import encode_args, encode_json, unique_digest
+from .payload import check_text, encode_args, encode_json, unique_digest
 from .retry import DEFAULT_BACKOFF, Backoff
 
 if TYPE_CHECKING:
@@ -165,8 +165,8 @@ class Task(Generic[P, R]):
             return self.build(args, kwargs, _NO_OPTIONS, None)  # raises, naming the problem
         o = self.options
         return NewJob(self.name, o.queue,
-                      encode_args(self.name, args, kwargs, self.app.max_payload_bytes,
-                                  self._param_names),
+                      encode_args(self.name, args, kwargs,
+                                  self.app.settings.limit("max_args_bytes"), self._param_names),
                       o.priority, o.max_attempts, None, None, o.timeout, "{}")
 
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
@@ -177,8 +177,8 @@ class Task(Generic[P, R]):
             except TypeError as exc:
                 raise PayloadError(
                     f"{self.name}: arguments do not match {self._signature}: {exc}") from None
-        args_json = encode_args(self.name, args, kwargs, self.app.max_payload_bytes,
-                                self._param_names)
+        args_json = encode_args(self.name, args, kwargs,
+                                self.app.settings.limit("max_args_bytes"), self._param_names)
         queue = check_queue(opts.queue) if opts.queue is not None else self.options.queue
         priority = _check_priority(opts.priority) if opts.priority is not None \
             else self.options.priority
@@ -193,7 +193,8 @@ class Task(Generic[P, R]):
                 run_at = base + timedelta(seconds=seconds)
         unique_key: str | None = None
         if opts.key is not None:
-            unique_key = f"{self.name}:{opts.key}"
+            unique_key = check_text(f"{self.name}:{opts.key}", f"{self.name}: unique key",
+                                    self.app.settings.limit("max_unique_key_bytes"))
         elif self.options.unique:
             bound.apply_defaults()
             unique = self.options.unique
@@ -204,7 +205,9 @@ class Task(Generic[P, R]):
             task=self.name, queue=queue, args_json=args_json, priority=priority,
             max_attempts=max_attempts, run_at=run_at, unique_key=unique_key,
             timeout=self.options.timeout,
-            meta_json=encode_json(opts.meta, f"{self.name}: meta") if opts.meta else "{}",
+            meta_json=encode_json(opts.meta, f"{self.name}: meta",
+                                  self.app.settings.limit("max_args_bytes"))
+            if opts.meta else "{}",
         )
 
     def _arguments_fit(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

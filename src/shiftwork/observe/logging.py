@@ -18,6 +18,9 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from ..redact import redact
+from ..safetext import escape_controls
+
 # Attributes every LogRecord has; anything else came in through ``extra=``.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime",
                                                                           "taskName"}
@@ -38,7 +41,34 @@ class JsonFormatter(logging.Formatter):
                 out[key] = value
         if record.exc_info:
             out["exception"] = self.formatException(record.exc_info)
-        return json.dumps(out, default=str, separators=(",", ":"))
+        return redact(json.dumps(out, default=str, separators=(",", ":")))
+
+
+class TextFormatter(logging.Formatter):
+    """``time LEVEL logger: message``, one line per record whatever the message holds.
+
+    Control characters in the message are escaped (a newline in a job's error cannot
+    start a fake log line) and traceback lines are indented under their record;
+    database passwords are redacted.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return escape_controls(super().formatMessage(record))
+
+    def formatException(self, ei: Any) -> str:
+        text = super().formatException(ei)
+        return "\n".join("    " + escape_controls(line, keep="\t")
+                         for line in text.splitlines())
+
+    def formatStack(self, stack_info: str) -> str:
+        return "\n".join("    " + escape_controls(line, keep="\t")
+                         for line in stack_info.splitlines())
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 def configure_logging(level: str = "INFO", fmt: str = "text",
@@ -52,7 +82,7 @@ def configure_logging(level: str = "INFO", fmt: str = "text",
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

@@ -63,9 +63,9 @@ def render(view: Overview, title: str = "shiftwork top") -> Group:
 
 
 def run_top(app: App, interval: float = 2.0, once: bool = False) -> None:
-    from rich.console import Console
+    from ..safetext import plain_console
 
-    console = Console()
+    console = plain_console()
     if once or not console.is_terminal:
         # Piped or logged: one snapshot per interval (a live display would print nothing
         # until it stopped).

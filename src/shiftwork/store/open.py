@@ -11,12 +11,20 @@ from .base import Store
 
 def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
                pool_size: int = 10) -> Store:
-    """``sqlite:///relative.db``, ``sqlite:////abs/path.db`` or ``postgresql://...``."""
-    if not isinstance(dsn, str) or "://" not in dsn:
+    """``sqlite:///relative.db``, ``sqlite:////abs/path.db``, ``postgresql://...`` or
+    ``host=... dbname=...``. Leave the password out and psycopg reads ``PGPASSWORD`` or
+    ``~/.pgpass``; any password a DSN does carry is redacted from every error."""
+    if not isinstance(dsn, str):
+        raise ConfigurationError(f"bad database DSN: expected a string, got {type(dsn).__name__}")
+    if "://" not in dsn and "=" in dsn:
+        scheme = "postgresql"  # libpq's key=value form: host=... dbname=...
+    elif "://" not in dsn:
         raise ConfigurationError(
-            f"bad database DSN {dsn!r}: expected sqlite:///path/jobs.db or postgresql://..."
+            f"bad database DSN {dsn!r}: expected sqlite:///path/jobs.db or postgresql://... "
+            "(or PostgreSQL's key=value form: host=... dbname=...)"
         )
-    scheme = urlparse(dsn).scheme.lower()
+    else:
+        scheme = urlparse(dsn).scheme.lower()
     if scheme == "sqlite":
         from .sqlite.store import SQLiteStore
 

@@ -28,7 +28,9 @@ from ..observe.top import format_age
 from ..observe.views import overview
 from ..states import JobState
 from .chart import minute_chart
+from .ratelimit import DEFAULT_MAX_FAILURES, DEFAULT_WINDOW, FailureLimiter
 from .security import SESSION_COOKIE, Authenticate, Guard
+from .sessions import DEFAULT_SESSION_MAX_AGE, Sessions
 
 if TYPE_CHECKING:
     from ..app import App
@@ -43,20 +45,63 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
+#: Sent only over https (a browser ignores it on http): stay on https for a year.
+HSTS = "max-age=31536000"
 PUBLIC = ("/login", "/static/")
 _FORM = "shiftwork.form"
+_MAX_FORM_BYTES = 64 * 1024  # every dashboard form is a few fields
+_MAX_JOB_ID = 2**63 - 1
+#: Notices the dashboard shows come back signed from its own redirects (``?msg=&sig=``).
+_NOTICE = "notice"
 
 
 def create_dashboard(app: App, *, token: str | None = None,
                      authenticate: Authenticate | None = None,
-                     title: str = "shiftwork") -> Starlette:
-    """An ASGI app showing ``app``. Give a login ``token``, or ``authenticate(request)``."""
+                     title: str = "shiftwork",
+                     session_max_age: float = DEFAULT_SESSION_MAX_AGE,
+                     max_auth_failures: int = DEFAULT_MAX_FAILURES,
+                     auth_failure_window: float = DEFAULT_WINDOW) -> Starlette:
+    """An ASGI app showing ``app``. Give a login ``token``, or ``authenticate(request)``.
+
+    ``session_max_age``: seconds a login lasts (a working day by default).
+    ``max_auth_failures`` wrong tokens (login or Bearer) from one client address within
+    ``auth_failure_window`` seconds make further attempts from it answer 429.
+    """
     if not token and authenticate is None:
-        raise ConfigurationError("the dashboard needs a login token (--token) or an "
-                                 "authenticate(request) hook from your application")
+        raise ConfigurationError("the dashboard needs a login token (--token-file or "
+                                 "SHIFTWORK_DASHBOARD_TOKEN) or an authenticate(request) "
+                                 "hook from your application")
     if token is not None and len(token) < 8:
         raise ConfigurationError("dashboard token too short: use at least 8 characters")
-    return Dashboard(app, Guard(token, authenticate), title).asgi
+    for name, value in (("session_max_age", session_max_age),
+                        ("max_auth_failures", max_auth_failures),
+                        ("auth_failure_window", auth_failure_window)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ConfigurationError(f"dashboard {name} must be a number > 0, got {value!r}")
+    guard = Guard(token, authenticate, Sessions(app.clock, float(session_max_age)))
+    limiter = FailureLimiter(app.clock, int(max_auth_failures), float(auth_failure_window))
+    return Dashboard(app, guard, limiter, title).asgi
+
+
+def route_path(scope: Any) -> str:
+    """The path the router matches, from the ASGI scope itself (never from the Host
+    header): the request's path less the prefix the dashboard is mounted under."""
+    path: str = scope.get("path", "")
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root):
+        path = path[len(root):]
+    return path or "/"
+
+
+def client_address(request: Request) -> str:
+    """The client's address; behind a trusted proxy, the one it reported (uvicorn's
+    ``--proxy-headers`` rewrites the scope's client)."""
+    return request.client.host if request.client else "unknown"
+
+
+def _bad_text(value: str) -> bool:
+    """Control characters no dashboard field or path holds (NUL breaks PostgreSQL text)."""
+    return any(ord(c) < 32 and c not in "\t\r\n" for c in value)
 
 
 def _json(value: Any) -> str:
@@ -64,9 +109,10 @@ def _json(value: Any) -> str:
 
 
 class Dashboard:
-    def __init__(self, app: App, guard: Guard, title: str) -> None:
+    def __init__(self, app: App, guard: Guard, limiter: FailureLimiter, title: str) -> None:
         self.app = app
         self.guard = guard
+        self.limiter = limiter
         self.title = title
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
                                       autoescape=True, undefined=jinja2.StrictUndefined)
@@ -93,70 +139,147 @@ class Dashboard:
 
     async def gate(self, request: Request,
                    call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        path = request.url.path
+        # Decided on the scope's own path: request.url is rebuilt from the Host header,
+        # which the client chooses (a Host of "x/login?" once made /metrics public).
+        path = route_path(request.scope)
+        refused = self._refuse_malformed(request, path)
+        if refused is not None:
+            return self._headers(request, refused)
         if not path.startswith(PUBLIC):
+            if self.guard.bearer(request) is not None:
+                wait = self.limiter.retry_after(client_address(request))
+                if wait is not None:
+                    return self._headers(request, self._too_many(wait))
             if not await run_in_threadpool(self.guard.is_authenticated, request):
+                if self.guard.bearer(request) is not None:
+                    self.limiter.failed(client_address(request))
                 response: Response = self.page(request, "login.html", status=401,
                                                error="log in with the dashboard token")
-                return self._headers(response)
+                return self._headers(request, response)
             if request.method == "POST":
-                form = await request.form()
+                form = await self._form(request)
+                if isinstance(form, Response):
+                    return self._headers(request, form)
                 request.scope[_FORM] = form  # the body is read once; endpoints use it from here
                 why = self.guard.check_post(request, form)
                 if why is not None:
-                    return self._headers(PlainTextResponse(why, status_code=403))
+                    return self._headers(request, PlainTextResponse(why, status_code=403))
         cookie = None
         if self.guard.authenticate is not None and self.guard.session_id(request) is None:
             cookie = self.guard.start_session(request)  # binds CSRF tokens to this browser
         response = await call_next(request)
         if cookie is not None:
-            self._set_session(response, cookie)
-        return self._headers(response)
+            self._set_session(request, response, cookie)
+        return self._headers(request, response)
 
-    def _headers(self, response: Response) -> Response:
+    @staticmethod
+    def _refuse_malformed(request: Request, path: str) -> Response | None:
+        """400 for what no page of ours accepts, before anything reads it."""
+        if _bad_text(path):
+            return PlainTextResponse("control characters in the path", status_code=400)
+        for key, value in request.query_params.multi_items():
+            if _bad_text(key) or _bad_text(value):
+                return PlainTextResponse(f"control characters in query parameter {key!r}",
+                                         status_code=400)
+        if request.method == "POST":
+            length = request.headers.get("content-length", "")
+            if length and (not length.isdigit() or int(length) > _MAX_FORM_BYTES):
+                return PlainTextResponse(f"form too large (at most {_MAX_FORM_BYTES} bytes)",
+                                         status_code=413)
+        return None
+
+    @staticmethod
+    async def _form(request: Request) -> Any:
+        """The POSTed form, or a 400 response saying what is wrong with it."""
+        try:
+            form = await request.form(max_files=0, max_fields=1000)
+        except Exception as exc:  # malformed multipart or urlencoded body
+            return PlainTextResponse(f"malformed form: {getattr(exc, 'detail', exc)}",
+                                     status_code=400)
+        for key, value in form.multi_items():
+            if not isinstance(value, str):
+                return PlainTextResponse("file uploads are not accepted", status_code=400)
+            if _bad_text(key) or _bad_text(value):
+                return PlainTextResponse(f"control characters in form field {key!r}",
+                                         status_code=400)
+        return form
+
+    @staticmethod
+    def _too_many(wait: int) -> Response:
+        return PlainTextResponse(
+            f"too many failed login attempts from your address: try again in {wait} s",
+            status_code=429, headers={"Retry-After": str(wait)})
+
+    @staticmethod
+    def _https(request: Request) -> bool:
+        return request.scope.get("scheme") == "https"
+
+    def _headers(self, request: Request, response: Response) -> Response:
         for key, value in SECURITY_HEADERS.items():
             response.headers.setdefault(key, value)
+        if self._https(request):
+            response.headers.setdefault("Strict-Transport-Security", HSTS)
         return response
 
-    def _set_session(self, response: Response, cookie: str | None = None) -> None:
+    def _set_session(self, request: Request, response: Response,
+                     cookie: str | None = None) -> None:
         response.set_cookie(SESSION_COOKIE, cookie or self.guard.new_session(), httponly=True,
-                            samesite="strict", path="/")
+                            samesite="strict", path="/", secure=self._https(request),
+                            max_age=int(self.guard.sessions.max_age))
+
+    def notice(self, request: Request) -> str | None:
+        """The ``msg`` of one of our own redirects; anything else is not shown."""
+        message = request.query_params.get("msg")
+        signature = request.query_params.get("sig", "")
+        if message and self.guard.verify(_NOTICE, message, signature):
+            return message
+        return None
 
     def page(self, request: Request, template: str, status: int = 200,
              **context: Any) -> HTMLResponse:
         context.setdefault("error", None)
         body = self.env.get_template(template).render(
             request=request, title=self.title, csrf=self.guard.csrf_token(request),
-            message=request.query_params.get("msg"), path=request.url.path,
+            message=self.notice(request), path=route_path(request.scope),
             can_pause=callable(getattr(self.app, "pause_queue", None)), **context)
         return HTMLResponse(body, status_code=status)
 
-    @staticmethod
-    def back(to: str, message: str) -> RedirectResponse:
-        return RedirectResponse(f"{to}{'&' if '?' in to else '?'}{urlencode({'msg': message})}",
-                                status_code=303)
+    def back(self, to: str, message: str) -> RedirectResponse:
+        query = urlencode({"msg": message, "sig": self.guard.sign(_NOTICE, message)})
+        return RedirectResponse(f"{to}{'&' if '?' in to else '?'}{query}", status_code=303)
 
     # -- login ------------------------------------------------------------------------
 
     async def login(self, request: Request) -> Response:
         if self.guard.authenticate is not None:
             return RedirectResponse("/", status_code=303)
-        given = request.query_params.get("token")
-        if request.method == "POST":
-            form = await request.form()
-            given = form.get("token")  # type: ignore[assignment]
-        if given is None:
-            return self._headers(self.page(request, "login.html"))
-        if not self.guard.check_token(given):
-            return self._headers(self.page(request, "login.html", status=401,
-                                           error="wrong token"))
+        if request.method != "POST":
+            # A token in a URL would sit in histories and access logs: only the form logs in.
+            error = ("log in with the form: a token in the URL is not accepted"
+                     if "token" in request.query_params else None)
+            return self.page(request, "login.html", status=400 if error else 200,
+                             error=error)
+        address = client_address(request)
+        wait = self.limiter.retry_after(address)
+        if wait is not None:
+            return self._too_many(wait)
+        form = await self._form(request)
+        if isinstance(form, Response):
+            return form
+        given = form.get("token")
+        if not self.guard.check_token(given if isinstance(given, str) else None):
+            self.limiter.failed(address)
+            return self.page(request, "login.html", status=401, error="wrong token")
+        self.limiter.succeeded(address)
         response = RedirectResponse("/", status_code=303)
-        self._set_session(response)
-        return self._headers(response)
+        self._set_session(request, response)
+        return response
 
     async def logout(self, request: Request) -> Response:
+        self.guard.end_session(request)  # the cookie is dead server-side, copied or not
         response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(SESSION_COOKIE, path="/")
+        response.delete_cookie(SESSION_COOKIE, path="/", secure=self._https(request),
+                               httponly=True, samesite="strict")
         return response
 
     # -- pages ------------------------------------------------------------------------
@@ -181,6 +304,8 @@ class Dashboard:
                          queue=queue or "", states=[s.value for s in JobState])
 
     async def job(self, request: Request) -> Response:
+        if request.path_params["job_id"] > _MAX_JOB_ID:
+            return self.page(request, "error.html", status=404, error="no such job")
         try:
             job = await run_in_threadpool(self.app.get_job, request.path_params["job_id"])
         except JobNotFoundError as exc:
@@ -205,6 +330,8 @@ class Dashboard:
     async def job_action(self, request: Request) -> Response:
         job_id: int = request.path_params["job_id"]
         action = request.path_params["action"]
+        if job_id > _MAX_JOB_ID:
+            return PlainTextResponse("no such job", status_code=404)
         to = f"/jobs/{job_id}"
         try:
             if action == "retry":
@@ -231,6 +358,8 @@ class Dashboard:
             ids = sorted({int(str(v)) for v in form.getlist("ids")})
         except ValueError:
             return PlainTextResponse("ids must be job numbers", status_code=400)
+        if any(not 0 < i <= _MAX_JOB_ID for i in ids) or len(ids) > 1000:
+            return PlainTextResponse("ids must be at most 1000 job numbers", status_code=400)
         if not ids:
             return self.back("/dead", "select some dead jobs first")
         if action == "discard":

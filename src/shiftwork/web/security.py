@@ -2,9 +2,10 @@
 
 Two ways in:
 
-- a login token (``shiftwork dashboard --token``): ``/login`` trades it for a signed
-  session cookie (HttpOnly, SameSite=Strict); scripts may send it as
-  ``Authorization: Bearer <token>`` instead;
+- a login token (``shiftwork dashboard``, from ``--token-file`` or
+  ``SHIFTWORK_DASHBOARD_TOKEN``): a POST to ``/login`` trades it for a session cookie
+  (HttpOnly, SameSite=Strict, Secure over https) naming a server-held session that
+  expires and that logout revokes; scripts may send ``Authorization: Bearer <token>``;
 - the host application's own auth: ``create_dashboard(app, authenticate=fn)`` where
   ``fn(request) -> bool`` decides every request (e.g. checks your session cookie).
 
@@ -22,38 +23,61 @@ from typing import Any
 
 from starlette.requests import Request
 
+from .sessions import Sessions
+
 SESSION_COOKIE = "shiftwork_session"
 _PENDING = "shiftwork.pending_session"
 Authenticate = Callable[[Request], bool]
 
 
+def _same(given: str, expected: str) -> bool:
+    """Constant-time comparison of any two strings (compare_digest refuses non-ASCII str)."""
+    return hmac.compare_digest(given.encode("utf-8", "replace"),
+                               expected.encode("utf-8", "replace"))
+
+
 class Guard:
-    def __init__(self, token: str | None, authenticate: Authenticate | None) -> None:
+    def __init__(self, token: str | None, authenticate: Authenticate | None,
+                 sessions: Sessions) -> None:
         self.token = token
         self.authenticate = authenticate
-        if token is not None:  # sessions outlive a restart with the same token
-            self.key = hashlib.sha256(b"shiftwork-dashboard\0" + token.encode()).digest()
-        else:
-            self.key = secrets.token_bytes(32)
+        self.sessions = sessions
+        # A key per process: cookies and notices signed by an earlier run mean nothing.
+        self.key = secrets.token_bytes(32)
 
-    def _sign(self, purpose: str, value: str) -> str:
-        return hmac.new(self.key, f"{purpose}:{value}".encode(), hashlib.sha256).hexdigest()
+    def sign(self, purpose: str, value: str) -> str:
+        message = f"{purpose}:{value}".encode("utf-8", "replace")
+        return hmac.new(self.key, message, hashlib.sha256).hexdigest()
+
+    def verify(self, purpose: str, value: str, signature: str) -> bool:
+        return _same(signature, self.sign(purpose, value))
 
     # -- sessions ------------------------------------------------------------------
 
     def new_session(self) -> str:
-        sid = secrets.token_urlsafe(18)
-        return f"{sid}.{self._sign('session', sid)}"
+        """A signed cookie value for a new session (a live one in token mode)."""
+        sid = self.sessions.issue() if self.authenticate is None else secrets.token_urlsafe(18)
+        return f"{sid}.{self.sign('session', sid)}"
 
     def session_id(self, request: Request) -> str | None:
-        """The session id from the signed cookie, or None."""
-        return self._sid(request.cookies.get(SESSION_COOKIE, ""))
+        """The id of this request's live session, or None."""
+        sid = self._sid(request.cookies.get(SESSION_COOKIE, ""))
+        if sid is None:
+            return None
+        if self.authenticate is None and not self.sessions.is_live(sid):
+            return None  # expired or logged out
+        return sid
 
     def _sid(self, cookie: str) -> str | None:
         sid, _, sig = cookie.partition(".")
-        if sid and hmac.compare_digest(sig, self._sign("session", sid)):
+        if sid and self.verify("session", sid, sig):
             return sid
         return None
+
+    def end_session(self, request: Request) -> None:
+        sid = self._sid(request.cookies.get(SESSION_COOKIE, ""))
+        if sid is not None:
+            self.sessions.revoke(sid)
 
     def start_session(self, request: Request) -> str:
         """A new signed cookie value whose id this request's pages already use for CSRF."""
@@ -62,14 +86,17 @@ class Guard:
         return cookie
 
     def check_token(self, given: str | None) -> bool:
-        return (self.token is not None and given is not None
-                and hmac.compare_digest(given.encode(), self.token.encode()))
+        return self.token is not None and given is not None and _same(given, self.token)
+
+    def bearer(self, request: Request) -> str | None:
+        """The Bearer credential this request offers, if any."""
+        header = request.headers.get("authorization", "")
+        return header[7:].strip() if header.lower().startswith("bearer ") else None
 
     def is_authenticated(self, request: Request) -> bool:
         if self.authenticate is not None:
             return bool(self.authenticate(request))
-        header = request.headers.get("authorization", "")
-        if header.lower().startswith("bearer ") and self.check_token(header[7:].strip()):
+        if self.check_token(self.bearer(request)):
             return True
         return self.session_id(request) is not None
 
@@ -77,7 +104,7 @@ class Guard:
 
     def csrf_token(self, request: Request) -> str:
         sid = self.session_id(request) or request.scope.get(_PENDING)
-        return self._sign("csrf", sid) if sid else ""
+        return self.sign("csrf", sid) if sid else ""
 
     def check_post(self, request: Request, form: Any) -> str | None:
         """None when the POST may proceed, else why not."""
@@ -86,12 +113,13 @@ class Guard:
             return f"cross-site request refused (Origin {origin!r})"
         sid = self.session_id(request)
         given = form.get("csrf") if form is not None else None
-        if not sid or not isinstance(given, str) or not hmac.compare_digest(
-                given, self._sign("csrf", sid)):
+        if not sid or not isinstance(given, str) or not self.verify("csrf", sid, given):
             return "missing or wrong CSRF token: reload the page and try again"
         return None
 
 
 def own_origin(request: Request) -> str:
+    """This dashboard's origin as the browser sees it: behind a proxy, the scheme is the
+    one the proxy reported (``--proxy-headers``), the host the one it passed on."""
     host = request.headers.get("host", "")
-    return f"{request.url.scheme}://{host}"
+    return f"{request.scope.get('scheme', 'http')}://{host}"

@@ -22,11 +22,11 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..context import JobContext
-from ..errors import JobCancelled, JobPaused, LeaseLost, RetryIn, Snooze
+from ..errors import JobCancelled, JobPaused, LeaseLost, PayloadTooLargeError, RetryIn, Snooze
 from ..job import ClaimedJob
 from ..observe.tracing import execution_span, recording
 from ..outcome import Outcome
-from ..payload import encode_json
+from ..payload import encode_json, storable_text
 from ..states import JobState
 
 if TYPE_CHECKING:
@@ -98,8 +98,8 @@ def error_record(exc: BaseException, attempt: int, kind: str = "exception") -> d
         "attempt": attempt,
         "kind": kind,
         "type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
-        "message": str(exc)[:2000],
-        "traceback": "".join(traceback.format_exception(exc))[-8000:],
+        "message": storable_text(str(exc), 2000),
+        "traceback": storable_text("".join(traceback.format_exception(exc))[-8000:], 8000),
     }
 
 
@@ -126,8 +126,11 @@ class Executor:
 
     def outcome_for_success(self, run: Run, result: Any) -> Outcome:
         try:
-            result_json = encode_json(result, f"{run.job.task}: return value") \
+            result_json = encode_json(result, f"{run.job.task}: return value",
+                                      self.app.settings.limit("max_result_bytes")) \
                 if result is not None else None
+        except PayloadTooLargeError as exc:  # kept out of the database: the attempt fails
+            return self.outcome_for_error(run, exc)
         except Exception:
             result_json = json.dumps(repr(result)[:2000])
         return self._outcome(run, JobState.SUCCEEDED, result_json=result_json)

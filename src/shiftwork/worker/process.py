@@ -16,8 +16,15 @@ from datetime import datetime
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from ..errors import JobCancelled, JobPaused, RetryIn, Snooze
-from ..payload import encode_json
+from ..errors import (
+    JobCancelled,
+    JobPaused,
+    RetryIn,
+    Snooze,
+    UnknownTaskError,
+    unknown_task_message,
+)
+from ..payload import encode_json, storable_text
 from ..states import JobState
 
 if TYPE_CHECKING:
@@ -48,7 +55,8 @@ def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Con
                 result = asyncio.run(result)
         if ctx is not None:
             ctx.flush_progress()
-        conn.send(("ok", encode_json(result, f"{task_name}: return value")
+        conn.send(("ok", encode_json(result, f"{task_name}: return value",
+                                           app.settings.limit("max_result_bytes"))
                    if result is not None else None))
     except JobCancelled as exc:  # seen at a checkpoint or heartbeat in the child
         conn.send(("cancelled", str(exc)))
@@ -61,8 +69,9 @@ def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Con
         policy = app.tasks[task_name].options.retry if app and task_name in app.tasks else None
         conn.send(("error", {
             "type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
-            "message": str(exc)[:2000],
-            "traceback": "".join(traceback.format_exception(exc))[-8000:],
+            "message": unknown_task_message(task_name) if isinstance(exc, UnknownTaskError)
+            else storable_text(str(exc), 2000),
+            "traceback": storable_text("".join(traceback.format_exception(exc))[-8000:], 8000),
             "retryable": policy.retryable(exc) if policy else True,
             "delay": policy.delay(job["attempt"], exc) if policy else 1.0,
             "kind": "retry_requested" if isinstance(exc, RetryIn) else "exception",

@@ -13,7 +13,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..context import JobContext
-from ..errors import ConfigurationError, StorageError, UnknownTaskError
+from ..errors import ConfigurationError, StorageError, UnknownTaskError, unknown_task_message
 from ..job import ClaimedJob
 from ..names import check_queue
 from ..observe.worker import worker_services
@@ -154,12 +154,12 @@ class Worker:
         assert self.executor is not None
         try:
             task = self.app.get_task(job.task)
-        except UnknownTaskError as exc:
+        except UnknownTaskError:
             # Claimed by a worker that does not know the task: fail it visibly, not silently.
             ctx = JobContext(self.app, job.id, job.task, job.queue, job.attempt, job.max_attempts)
             self.completer.submit(Outcome(job.id, job.attempt, JobState.DEAD, error={
                 "attempt": job.attempt, "kind": "unknown_task", "type": "UnknownTaskError",
-                "message": str(exc)}, task=job.task, queue=job.queue))
+                "message": unknown_task_message(job.task)}, task=job.task, queue=job.queue))
             del ctx
             self.producers[job.queue].slot_freed()
             return

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..context import JobContext
 from ..errors import JobCancelled, LeaseLost
-from ..payload import encode_json
+from ..payload import Limit, encode_json
 from ..retry import Backoff, repeat_on_storage_error
 from ..store.rows import StepRecord, WorkflowRun
 from .errors import EventTimeout, StepFailed, StopReplay, Suspend, WorkflowError
@@ -92,6 +92,9 @@ class Workflow:
         return cls(ctx, *loaded)
 
     # -- recording ----------------------------------------------------------------
+
+    def _step_limit(self) -> Limit:
+        return self.ctx.app.settings.limit("max_step_result_bytes")
 
     @property
     def cancel_requested(self) -> bool:
@@ -181,14 +184,16 @@ class Workflow:
             tries += 1
             if tries >= (max_attempts or STEP_ATTEMPTS) or not policy.retryable(exc):
                 error = {"type": type(exc).__name__, "message": str(exc)[:2000]}
-                self._record(name, "done", encode_json(error, name), outcome="failed",
+                self._record(name, "done", encode_json(error, name, self._step_limit()),
+                             outcome="failed",
                              tries=tries, **fields)
                 raise StepFailed(f"workflow step {name!r} failed for good after {tries} "
                                  f"tries: {type(exc).__name__}: {exc}") from exc
             wake = now + timedelta(seconds=policy.delay(tries, exc))
             self._record(name, "sleeping", None, wake, tries=tries, **fields)
             raise Suspend(wake, f"workflow step {name!r} failed ({exc}); retrying") from exc
-        self._record(name, "done", encode_json(result, f"workflow step {name!r}: result"),
+        self._record(name, "done", encode_json(result, f"workflow step {name!r}: result",
+                                                      self._step_limit()),
                      tries=tries, **fields)
         return result
 

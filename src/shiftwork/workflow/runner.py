@@ -272,7 +272,7 @@ def _compensate(wf: Workflow, task: Task[Any, Any], cause: BaseException | None 
                        started_at=now)
             raise Snooze(until=wake, reason=f"workflow {step_name} failed ({exc}); retrying"
                          ) from exc
-        wf._record(step_name, "done", _json_or_none(outcome, step_name), kind="compensate",
+        wf._record(step_name, "done", _json_or_none(outcome, step_name, wf), kind="compensate",
                    started_at=now, tries=rec.tries if rec is not None else 0)
     wf.app.events.emit("workflow.compensated", workflow_id=wf.id, cause=wf.run.cause)
     if wf.run.cancelled:
@@ -284,9 +284,9 @@ def _compensate(wf: Workflow, task: Task[Any, Any], cause: BaseException | None 
     _reraise_final(wf, cause)
 
 
-def _json_or_none(value: Any, what: str) -> str | None:
+def _json_or_none(value: Any, what: str, wf: Workflow) -> str | None:
     try:
-        return encode_json(value, what)
+        return encode_json(value, what, wf._step_limit())
     except Exception:
         return None  # a compensation's return value is informative only
 

@@ -28,6 +28,7 @@ from ...job import (
 )
 from ...names import check_schema
 from ...outcome import Outcome
+from ...redact import describe_dsn, redact
 from ...states import JobState
 from ..rows import (
     aware,
@@ -55,15 +56,6 @@ KEYED_BATCH = 5000
 COPY_MIN_ROWS = 200  # from this many jobs without unique keys, COPY beats one INSERT
 
 
-def describe_dsn(dsn: str) -> str:
-    """Host, port and database of a DSN, without the password, for error messages."""
-    try:
-        info = psycopg.conninfo.conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError:
-        return "<unparseable DSN>"
-    return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
-
-
 class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
                     PostgresSchedules):
     engine = "postgres"
@@ -73,7 +65,8 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         try:
             psycopg.conninfo.conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as exc:
-            raise ConfigurationError(f"bad PostgreSQL DSN: {exc}") from exc
+            raise ConfigurationError(f"bad PostgreSQL DSN: {redact(str(exc), fragments=True)}"
+                                     ) from None  # the cause would quote the DSN again
         self.dsn = dsn
         self.schema = check_schema(schema)
         self.clock = clock or SystemClock()

@@ -1,0 +1,47 @@
+"""Keep database passwords out of every message: errors, logs and command output.
+
+The one helper for it. A DSN may be a URL (``postgresql://user:secret@host/db``,
+``?password=secret``) or libpq's key=value form (``host=db password='se cret'``);
+:func:`redact` masks the password in either shape wherever it appears in a text.
+"""
+
+from __future__ import annotations
+
+import re
+
+MASK = "***"
+
+# user:password@ in a URL's authority.
+_URL_PASSWORD = re.compile(r"(://[^:/?#@\s]*:)[^\s@]*(@)")
+# password=..., sslpassword=... as a key=value pair or a URL query parameter; the value
+# may be single-quoted with backslash escapes (libpq's quoting).
+_KV_PASSWORD = re.compile(r"(\b\w*password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]*)",
+                          re.IGNORECASE)
+
+_QUOTED = re.compile(r'"[^"]*"')
+
+
+def redact(text: str, fragments: bool = False) -> str:
+    """``text`` with every DSN password in it replaced by ``***``.
+
+    ``fragments``: also mask every double-quoted fragment, for a driver's complaint
+    about a DSN it could not parse (``missing "=" after "hunter2"``), which quotes
+    whatever piece it choked on, a password included.
+    """
+    if fragments:
+        text = _QUOTED.sub(f'"{MASK}"', text)
+    if "password" not in text.lower() and "@" not in text:
+        return text  # the common case, without running the patterns
+    text = _URL_PASSWORD.sub(rf"\g<1>{MASK}\g<2>", text)
+    return _KV_PASSWORD.sub(rf"\g<1>{MASK}", text)
+
+
+def describe_dsn(dsn: str) -> str:
+    """Host, port and database of a PostgreSQL DSN (either shape), for error messages."""
+    import psycopg
+
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "<unparseable DSN>"
+    return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
