@@ -7,8 +7,8 @@ import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ..records import QueueMinute
 from ..worker.service import Service
-from .records import QueueMinute
 
 if TYPE_CHECKING:
     from ..app import App

@@ -133,7 +133,7 @@ def _prologue(wf: Workflow, task: Task[Any, Any]) -> str | None:
 
 
 def _lost(wf: Workflow, attempt: int) -> bool:
-    job = wf.app.get_job(wf.id)
+    job = wf.app.store.jobs_get(wf.id)
     return any(e.get("attempt") == attempt and e.get("kind") == "lease_expired"
                for e in job.errors)
 

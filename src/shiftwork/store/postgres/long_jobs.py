@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from ...checkpoint import Touch
-from ..records import EffectRecord
+from ...records import EffectRecord, Touch
 from ..rows import aware, log_rejected
 
 if TYPE_CHECKING:

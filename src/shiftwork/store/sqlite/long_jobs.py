@@ -9,8 +9,7 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ...checkpoint import Touch
-from ..records import EffectRecord
+from ...records import EffectRecord, Touch
 from ..rows import log_rejected
 
 
