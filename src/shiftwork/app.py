@@ -21,6 +21,7 @@ from .settings import Settings
 from .states import JobState
 from .store import Store, open_store
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
+from .workflow.runner import workflow_task
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -129,13 +130,16 @@ class App:
 
         return register(fn) if fn is not None else register
 
-    def workflow(self, fn: Any = None, **options: Any) -> Any:
-        """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks."""
-        from .workflow.runner import workflow_task
+    def workflow(self, fn: Any = None, *, version: str | None = None, **options: Any) -> Any:
+        """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks,
+        plus ``version`` (recorded per instance; default: a digest of the body's source)."""
+        def register(run: Callable[..., Any], **fixed: Any) -> Task[Any, Any]:
+            return self.task(run, **{**options, **fixed})
 
+        retry = options.get("retry")
         if fn is not None:
-            return workflow_task(self, fn, **options)
-        return lambda f: workflow_task(self, f, **options)
+            return workflow_task(register, fn, version=version, retry=retry)
+        return lambda f: workflow_task(register, f, version=version, retry=retry)
 
     def send_event(self, workflow_id: int, name: str, payload: Any = None, *,
                    key: str | None = None) -> int:

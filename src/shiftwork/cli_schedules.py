@@ -14,7 +14,7 @@ from .cli_target import open_app, target_options
 from .cron import CronSchedule
 from .names import did_you_mean
 from .safetext import plain_console
-from .schedule import Catchup, Overlap, ScheduleInfo, iso_z
+from .schedule import Catchup, DeadManCheck, Overlap, ScheduleInfo, iso_z
 
 console = plain_console()
 
@@ -198,8 +198,9 @@ def schedules_runs(name: str, limit: int) -> None:
     for col in ("fire (UTC)", "kind", "status", "job", "late", "reason"):
         table.add_column(col)
     for r in app.store.schedule_runs_list(name, limit):
+        late = "LATE" if r.dms is DeadManCheck.LATE else ""
         table.add_row(iso_z(r.fire_at), r.kind.value, r.status.value,
-                      str(r.job_id or "-"), "LATE" if r.dms == "late" else "", r.reason or "")
+                      str(r.job_id or "-"), late, r.reason or "")
     console.print(table)
 
 

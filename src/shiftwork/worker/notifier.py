@@ -19,6 +19,8 @@ SQLITE_BUSY_SECONDS = 1.0
 
 
 class Notifier:
+    name = "notifier"
+
     def __init__(self, store: Any, wake: Callable[[str], None]) -> None:
         self.store = store
         self.wake = wake
@@ -29,9 +31,9 @@ class Notifier:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 3.0) -> None:
         self._stop.set()
-        self._thread.join(3.0)
+        self._thread.join(timeout)
 
     def _run(self) -> None:
         if self.store.engine == "postgres":

@@ -12,7 +12,6 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ..context import JobContext
 from ..errors import ConfigurationError, StorageError, UnknownTaskError, unknown_task_message
 from ..job import ClaimedJob
 from ..names import check_queue
@@ -21,13 +20,16 @@ from ..outcome import Outcome
 from ..retry import repeat_on_storage_error
 from ..states import JobState
 from .completer import Completer
-from .executor import Executor, JobTimeout, Run
-from .maintenance import Heartbeat, Leader, Rescuer
+from .executor import Executor
+from .heartbeat import Heartbeat
+from .leader import Leader
 from .notifier import Notifier
 from .pool import ThreadPool
 from .producer import Producer
+from .rescuer import Rescuer
+from .run import JobTimeout, Run
 from .scheduler import Scheduler
-from .service import Service
+from .service import Lifecycle, Service
 
 if TYPE_CHECKING:
     from ..app import App
@@ -89,7 +91,7 @@ class Worker:
         self.producers: dict[str, Producer] = {}
         self.pools: dict[str, ThreadPool] = {}
         self.completer = Completer(app)
-        self.services: list[Any] = []
+        self.services: list[Lifecycle] = []
         self.started = threading.Event()
 
     # -- start -----------------------------------------------------------------------
@@ -131,7 +133,9 @@ class Worker:
         self.services = [notifier, Heartbeat(self.app, self.id, self.held_leases,
                                                        self._on_heartbeat),
                          Rescuer(self.app), Scheduler(self.app, self.id, leader),
-                         leader, Watchdog(self), *worker_services(self)]
+                         leader, Watchdog(self),
+                         *worker_services(self.app, self.id, lambda: len(self.runs_snapshot()),
+                                          self.metrics_port, self.metrics_host)]
         for service in self.services:
             service.start()
         notifier.ready.wait(5.0)
@@ -156,11 +160,9 @@ class Worker:
             task = self.app.get_task(job.task)
         except UnknownTaskError:
             # Claimed by a worker that does not know the task: fail it visibly, not silently.
-            ctx = JobContext(self.app, job.id, job.task, job.queue, job.attempt, job.max_attempts)
             self.completer.submit(Outcome(job.id, job.attempt, JobState.DEAD, error={
                 "attempt": job.attempt, "kind": "unknown_task", "type": "UnknownTaskError",
                 "message": unknown_task_message(job.task)}, task=job.task, queue=job.queue))
-            del ctx
             self.producers[job.queue].slot_freed()
             return
         run = Run.of(self.app, job, task, self._on_done, self._on_begin)
@@ -196,7 +198,7 @@ class Worker:
         assert self.executor is not None
         if run.task.is_async or run.job.queue in self.process_queues:
             return  # asyncio.wait_for, or the process supervisor, handles these
-        outcome = self.executor.outcome_for_error(
+        outcome = self.executor.decide.error(
             run, TimeoutError(f"timed out after {run.task.options.timeout}s"), kind="timeout")
         if run.finalize(outcome):
             # The thread keeps running until JobTimeout reaches it; give the pool a fresh one.

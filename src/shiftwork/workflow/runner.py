@@ -28,12 +28,13 @@ import logging
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..context import JobContext
 from ..errors import JobCancelled, LeaseLost, Snooze
 from ..payload import encode_json
-from ..retry import DEFAULT_BACKOFF, repeat_on_storage_error
+from ..retry import DEFAULT_BACKOFF, Backoff, repeat_on_storage_error
+from ..task import Task
 from .aio import AsyncWorkflow
 from .context import Workflow
 from .errors import (
@@ -47,10 +48,6 @@ from .errors import (
     WorkflowFailed,
 )
 from .hooks import boundary
-
-if TYPE_CHECKING:
-    from ..app import App
-    from ..task import Task
 
 log = logging.getLogger("shiftwork.workflow")
 
@@ -69,9 +66,11 @@ def code_version(fn: Callable[..., Any]) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:12]
 
 
-def workflow_task(app: App, fn: Callable[..., Any], *, version: str | None = None,
-                  **options: Any) -> Task[Any, Any]:
-    """Register ``fn(wf, ...)`` as a task whose first argument is a :class:`Workflow`."""
+def workflow_task(register: Callable[..., Task[Any, Any]], fn: Callable[..., Any], *,
+                  version: str | None = None, retry: Backoff | None = None) -> Task[Any, Any]:
+    """Register ``fn(wf, ...)`` as a task whose first argument is a :class:`Workflow`;
+    ``register(run, retry=...)`` registers the job-side function on the App with the
+    workflow's options (``retry`` extended with the errors that end a workflow)."""
     if not callable(fn):
         raise WorkflowError(f"@app.workflow needs a function, not {fn!r}")
     params = list(inspect.signature(fn).parameters.values())
@@ -82,9 +81,9 @@ def workflow_task(app: App, fn: Callable[..., Any], *, version: str | None = Non
         raise WorkflowError(f"workflow {fn.__qualname__}: version must be a non-empty string")
     ver = version or code_version(fn)
     # These end the workflow for good; their compensation already ran (or must not run).
-    retry = options.get("retry") or DEFAULT_BACKOFF
-    options["retry"] = replace(retry, non_retryable=(
-        *retry.non_retryable, WorkflowFailed, NonDeterminismError))
+    policy = retry or DEFAULT_BACKOFF
+    policy = replace(policy, non_retryable=(
+        *policy.non_retryable, WorkflowFailed, NonDeterminismError))
     holder: dict[str, Any] = {}
 
     if inspect.iscoroutinefunction(fn):
@@ -105,7 +104,7 @@ def workflow_task(app: App, fn: Callable[..., Any], *, version: str | None = Non
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD)
     run.__signature__ = inspect.signature(fn).replace(  # type: ignore[attr-defined]
         parameters=[ctx_param, *params[1:]])
-    task = app.task(run, **options)
+    task = register(run, retry=policy)
     task.workflow_version = ver  # type: ignore[attr-defined]
     holder["task"] = task
     return task

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ...clock import Clock, SystemClock
@@ -27,6 +27,7 @@ from ...job import (
 from ...outcome import Outcome
 from ...states import JobState
 from ..rows import (
+    from_ts,
     job_from_row,
     legal_pairs,
     loads,
@@ -46,10 +47,6 @@ log = logging.getLogger("shiftwork.store.sqlite")
 
 def to_ts(value: datetime | None) -> float | None:
     return None if value is None else value.timestamp()
-
-
-def from_ts(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
 #: Jobs are inserted in transactions of at most this many rows.

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from ...errors import LeaseLost, ShiftworkError
-from ..rows import StepRecord, WorkflowRun, WorkflowSummary
+from ..rows import StepRecord, WorkflowRun, WorkflowSummary, from_ts
 
 
 class SQLiteWorkflows:
@@ -108,8 +108,6 @@ class SQLiteWorkflows:
 
     def workflows_list(self, status: str | None = None, task: str | None = None,
                        limit: int = 50) -> list[WorkflowSummary]:
-        from .store import from_ts
-
         rows = self.conn.execute(self.q["workflows_list"],
                                  {"status": status, "task": task, "limit": limit}).fetchall()
         return [WorkflowSummary(r[0], r[1], r[2], r[3], r[4], int(r[5]), from_ts(r[6]),
@@ -125,7 +123,5 @@ def _run(r: Any) -> WorkflowRun:
 
 
 def _step(r: Any) -> StepRecord:
-    from .store import from_ts
-
     return StepRecord(r[0], r[1], json.loads(r[2]) if r[2] is not None else None, from_ts(r[3]),
                       r[4], from_ts(r[5]), r[6], r[7], r[8], r[9], r[10], from_ts(r[11]))
