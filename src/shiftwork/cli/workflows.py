@@ -5,18 +5,17 @@ from __future__ import annotations
 import json
 
 import click
-from rich.table import Table
 from rich.text import Text
 
-from .cli import _when, console, main
-from .cli_target import open_app, target_options
-from .errors import PayloadError
-from .safetext import escape_controls
+from ..errors import PayloadError
+from ..safetext import escape_controls
+from .format import console, format_state, format_time, make_table
+from .options import open_app, target_options, workflow_id_argument
 
 STATUSES = ("running", "compensating", "succeeded", "failed", "compensated", "cancelled")
 
 
-@main.group()
+@click.group()
 @target_options
 def workflows() -> None:
     """Durable workflows: instances, history, cancel and events."""
@@ -31,17 +30,16 @@ def workflows() -> None:
 def workflows_list(status: str | None, task: str | None, limit: int) -> None:
     """Workflow instances that have started, newest first."""
     app = open_app()
-    table = Table()
-    for col in ("id", "workflow", "status", "job state", "steps", "version", "updated (UTC)"):
-        table.add_column(col)
+    table = make_table(("id", "workflow", "status", "job state", "steps", "version",
+                        "updated (UTC)"), right=("id", "steps"))
     for w in app.store.workflows_list(status=status, task=task, limit=limit):
         table.add_row(str(w.id), w.task, w.status, w.state, str(w.steps), w.version or "-",
-                      _when(w.updated_at))
+                      format_time(w.updated_at))
     console.print(table)
 
 
 @workflows.command("show")
-@click.argument("workflow_id", type=int)
+@workflow_id_argument
 @target_options
 def workflows_show(workflow_id: int) -> None:
     """The workflow's status, version and every recorded step with its timings."""
@@ -54,39 +52,36 @@ def workflows_show(workflow_id: int) -> None:
                                                              "lease_expired", "retry_requested"))
     status = run.status if run else "pending (not started)"
     console.print(Text.assemble((f"workflow {job.id}", "bold"), escape_controls(
-        f"  {job.task}  status={status}  job={job.state.value}  runs={job.attempt}  "
+        f"  {job.task}  status={status}  job={format_state(job.state)}  runs={job.attempt}  "
         f"failed attempts={failures}  version={run.version if run else '-'}  "
-        f"next run {_when(job.run_at)}")))
+        f"next run {format_time(job.run_at)}")))
     if run and run.cause:
         console.print(Text(escape_controls(f"cause: {run.cause}"
                                            + ("  (cancelled)" if run.cancelled else ""))))
-    table = Table()
-    for col in ("#", "step", "kind", "status", "result", "started (UTC)", "recorded (UTC)",
-                "wake at (UTC)", "tries", "attempt"):
-        table.add_column(col)
+    table = make_table(("#", "step", "kind", "status", "result", "started (UTC)",
+                        "recorded (UTC)", "wake at (UTC)", "tries", "attempt"))
     for step in app.workflow_history(workflow_id):
-        shown = step.outcome or step.status
         table.add_row("-" if step.position is None else str(step.position), step.name,
-                      step.kind, shown, json.dumps(step.result)[:60], _when(step.started_at),
-                      _when(step.updated_at), _when(step.wake_at), str(step.tries),
-                      str(step.attempt))
+                      step.kind, step.outcome or step.status, json.dumps(step.result)[:60],
+                      format_time(step.started_at), format_time(step.updated_at),
+                      format_time(step.wake_at), str(step.tries), str(step.attempt))
     console.print(table)
 
 
 @workflows.command("cancel")
-@click.argument("workflow_id", type=int)
+@workflow_id_argument
 @target_options
 def workflows_cancel(workflow_id: int) -> None:
     """Cancel a workflow wherever it is: it compensates, then ends cancelled."""
     app = open_app()
     job = app.cancel_job(workflow_id)
-    console.print(f"workflow {workflow_id}: cancel requested (job {job.state.value}); "
+    console.print(f"workflow {workflow_id}: cancel requested (job {format_state(job.state)}); "
                   "it stops at its next durable call and runs its compensations",
                   highlight=False)
 
 
 @workflows.command("signal")
-@click.argument("workflow_id", type=int)
+@workflow_id_argument
 @click.argument("event")
 @click.option("--payload", default="null", help="JSON payload of the event.")
 @click.option("--key", default=None, help="Dedupe key: an event sent twice under one key "
