@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -122,3 +123,24 @@ def test_health_counts_every_declared_queue(project: Path) -> None:
         "emails", "emails-transactional-high-priority", "reports"]
     out = run(project, "health", "--no-worker-ok")
     assert out.stdout.startswith("ok: 3 queues within their thresholds"), out.stdout
+
+
+def test_top_stops_on_sigint_even_when_started_with_it_ignored(project: Path) -> None:
+    # A shell without job control starts `cmd &` with SIGINT ignored; the doc test and
+    # people still stop `top` with SIGINT.
+    proc = subprocess.Popen([sys.executable, "-m", "shiftwork.cli", "top", "typo_app:app",
+                             "--interval", "0.2"], cwd=project, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+                            env={**os.environ, "PYTHONPATH": f"{project}:{ROOT / 'src'}"})
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 30
+        while "queues" not in proc.stdout.readline() and time.monotonic() < deadline:
+            pass
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

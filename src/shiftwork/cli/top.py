@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import click
 
 from .options import app_argument, interval_option, open_app, target_options
@@ -16,4 +18,8 @@ def top(interval: float, once: bool) -> None:
     """Queues, workers and throughput, refreshed in place (Ctrl-C to leave)."""
     from ..observe.top import run_top
 
+    # Ctrl-C (SIGINT) stops it even when it was started with SIGINT ignored, as a shell
+    # without job control does to `cmd &` (and hands down to children): the worker and
+    # the dashboard install their own handlers, top relies on KeyboardInterrupt.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     run_top(open_app(), interval=interval, once=once)
