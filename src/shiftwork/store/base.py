@@ -21,6 +21,7 @@ from ..schedule import Applied, LateRun, Plan, RunStatus, ScheduleDef, ScheduleI
 from ..states import JobState
 from .records import EffectRecord
 from .rows import StepRecord
+from .wakeups import WakeListener
 
 
 class Store(Protocol):
@@ -37,6 +38,11 @@ class Store(Protocol):
 
     def db_now(self) -> datetime:
         """The database's clock (or the injected fake clock)."""
+
+    def wakeups_listen(self) -> WakeListener:
+        """Open a subscription to wake-ups: each names a queue that may have work (``"*"``:
+        any). Raises StorageError when it cannot open; the caller retries (store/wakeups.py).
+        """
 
     # -- jobs: the hot path ---------------------------------------------------
     def jobs_insert(self, jobs: list[NewJob], conn: Any = None) -> list[EnqueueResult]:

@@ -45,6 +45,7 @@ from .copy_rows import copy_jobs
 from .long_jobs import PostgresLongJobs
 from .observe import PostgresObserve
 from .schedules import PostgresSchedules
+from .wakeups import PostgresWakeListener
 from .workflows import PostgresWorkflows
 
 log = logging.getLogger("shiftwork.store.postgres")
@@ -134,10 +135,15 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         params["now"] = self.clock.db_now()
         return params
 
-    def connect_listener(self) -> psycopg.Connection[Any]:
-        """A dedicated autocommit connection for LISTEN (not from the pool)."""
-        return psycopg.connect(self.dsn, autocommit=True,
-                               connect_timeout=int(self._connect_timeout))
+    def wakeups_listen(self) -> PostgresWakeListener:
+        """LISTEN on a dedicated autocommit connection (not from the pool)."""
+        try:
+            conn = psycopg.connect(self.dsn, autocommit=True,
+                                   connect_timeout=int(self._connect_timeout))
+            return PostgresWakeListener(conn, self.channel)
+        except psycopg.Error as exc:
+            raise StorageError(f"cannot LISTEN on PostgreSQL at {describe_dsn(self.dsn)}: "
+                               f"{exc}".strip()) from exc
 
     def close(self) -> None:
         if self._pool is not None:

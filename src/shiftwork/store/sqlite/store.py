@@ -39,6 +39,7 @@ from ..sqlfile import load_all_queries, load_migrations
 from .long_jobs import SQLiteLongJobs
 from .observe import SQLiteObserve
 from .schedules import SQLiteSchedules
+from .wakeups import DataVersionWatcher
 from .workflows import SQLiteWorkflows
 
 log = logging.getLogger("shiftwork.store.sqlite")
@@ -183,8 +184,11 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
     def db_now(self) -> datetime:
         return self.clock.now()
 
-    def data_version(self) -> int:
-        """Changes whenever another connection commits: a cheap wake-up signal."""
+    def wakeups_listen(self) -> DataVersionWatcher:
+        return DataVersionWatcher(self._data_version)
+
+    def _data_version(self) -> int:
+        """Changes whenever another connection commits (read on this thread's connection)."""
         row = self.conn.execute("PRAGMA data_version").fetchone()
         return int(row[0])
 
