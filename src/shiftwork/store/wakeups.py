@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Protocol
+from typing import Protocol, Self
 
 #: The payload that means "any queue may have work" (also sent after a reconnect).
 ANY_QUEUE = "*"
@@ -30,3 +30,17 @@ class WakeListener(Protocol):
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None: ...
+
+
+class ClosingListener:
+    """The ``with`` support both engines' listeners share: leaving the block closes it."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

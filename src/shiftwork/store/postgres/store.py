@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -30,16 +29,17 @@ from ...names import check_schema
 from ...outcome import Outcome
 from ...redact import describe_dsn, redact
 from ...states import JobState
-from ..rows import (
-    aware,
-    decoded,
-    job_from_row,
-    legal_pairs,
-    not_retryable,
-    queue_stats_from_rows,
-    retry_blocked_by_key,
-    split_args,
+from ..fleet import FleetWrites
+from ..jobs import (
+    JobsActions,
+    claim_within_limits,
+    claimed_jobs,
+    error_json,
+    held_jobs,
+    rescued_jobs,
 )
+from ..long_jobs import LongJobsWrites
+from ..rows import aware, decoded, job_from_row, legal_pairs, queue_stats_from_rows
 from ..sqlfile import load_all_queries, load_migrations
 from .copy_rows import copy_jobs
 from .long_jobs import PostgresLongJobs
@@ -58,7 +58,7 @@ COPY_MIN_ROWS = 200  # from this many jobs without unique keys, COPY beats one I
 
 
 class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
-                    PostgresSchedules):
+                    PostgresSchedules, JobsActions, LongJobsWrites, FleetWrites):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,
@@ -134,6 +134,20 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
     def _p(self, **params: Any) -> dict[str, Any]:
         params["now"] = self.clock.db_now()
         return params
+
+    # -- the primitives of the shared Python (../engine_sql.py) --------------------------
+
+    _unique_violation = psycopg.errors.UniqueViolation
+
+    def _session(self, conn: Any = None) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._conn(conn)
+
+    def _one(self, c: psycopg.Connection[Any], query: str, **params: Any) -> Any:
+        cur = c.execute(self.q[query], self._p(**params))
+        return cur.fetchone() if cur.description else None
+
+    def _notify(self, c: psycopg.Connection[Any], queues: list[str]) -> None:
+        c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": queues})
 
     def wakeups_listen(self) -> PostgresWakeListener:
         """LISTEN on a dedicated autocommit connection (not from the pool)."""
@@ -315,41 +329,24 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
 
     def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
                    limits: dict[str, int] | None = None) -> list[ClaimedJob]:
-        limits = limits or {}
-        rows: list[Any] = []
         with self._conn() as c:
-            if limits:
-                with c.transaction():
-                    for task in sorted(limits):
-                        if len(rows) >= limit:
-                            break
-                        c.execute(self.q["jobs_lock_task_limit"], {"task": task})
-                        running = c.execute(self.q["jobs_count_running_task"],
-                                            {"task": task}).fetchone()
-                        room = limits[task] - (running[0] if running else 0)
-                        if room > 0:
-                            rows += c.execute(self.q["jobs_claim_filtered"], self._p(
-                                queue=queue, limit=min(room, limit - len(rows)), worker=worker_id,
-                                lease=lease_seconds, only_task=task, exclude=[]),
-                                prepare=False).fetchall()
-                    if len(rows) < limit:
-                        rows += c.execute(self.q["jobs_claim_filtered"], self._p(
-                            queue=queue, limit=limit - len(rows), worker=worker_id,
-                            lease=lease_seconds, only_task=None, exclude=sorted(limits)),
-                            prepare=False).fetchall()
-            else:
-                rows = c.execute(self.q["jobs_claim"], self._p(
+            if not limits:
+                return claimed_jobs(c.execute(self.q["jobs_claim"], self._p(
                     queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
-                    prepare=True).fetchall()
-        rows.sort(key=lambda r: (-r[9], r[10], r[0]))
-        claimed = []
-        for r in rows:
-            args, kwargs = split_args(r[3])
-            claimed.append(ClaimedJob(id=r[0], task=r[1], queue=r[2], args=args, kwargs=kwargs,
-                                      attempt=r[4], max_attempts=r[5], timeout=r[6],
-                                      checkpoint=None if r[7] is None else json.loads(r[7]),
-                                      meta={} if r[8] == "{}" else json.loads(r[8])))
-        return claimed
+                    prepare=True).fetchall())
+
+            def running(task: str) -> int:
+                c.execute(self.q["jobs_lock_task_limit"], {"task": task})
+                row = c.execute(self.q["jobs_count_running_task"], {"task": task}).fetchone()
+                return int(row[0]) if row else 0
+
+            def claim(n: int, only_task: str | None, exclude: list[str]) -> list[Any]:
+                return c.execute(self.q["jobs_claim_filtered"], self._p(
+                    queue=queue, limit=n, worker=worker_id, lease=lease_seconds,
+                    only_task=only_task, exclude=exclude), prepare=False).fetchall()
+
+            with c.transaction():
+                return claimed_jobs(claim_within_limits(limit, limits, running, claim))
 
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
         if not outcomes:
@@ -357,7 +354,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         params = self._p(
             ids=[o.job_id for o in outcomes], attempts=[o.attempt for o in outcomes],
             states=[o.state.value for o in outcomes], run_ats=[o.run_at for o in outcomes],
-            errors=[json.dumps(o.error) if o.error is not None else None for o in outcomes],
+            errors=[error_json(o) for o in outcomes],
             results=[o.result_json for o in outcomes],
         )
         with self._conn() as c:
@@ -371,7 +368,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             rows = c.execute(self.q["jobs_heartbeat"], self._p(
                 worker=worker_id, lease=lease_seconds, ids=[h[0] for h in held],
                 attempts=[h[1] for h in held]), prepare=False).fetchall()
-        return [(r[0], r[1], r[2]) for r in rows]
+        return held_jobs(rows)
 
     def jobs_release_unknown(self, worker_id: str, queue: str,
                              held: list[tuple[int, int]]) -> list[int]:
@@ -395,7 +392,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
     def jobs_rescue(self, limit: int = 1000) -> list[RescuedJob]:
         with self._conn() as c:
             rows = c.execute(self.q["jobs_rescue"], self._p(limit=limit)).fetchall()
-        return [RescuedJob(r[0], JobState(r[1]), r[2], r[3], r[4]) for r in rows]
+        return rescued_jobs(rows)
 
     def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]]) -> int:
         if not jobs:
@@ -426,25 +423,6 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             rows = cur.execute(self.q["jobs_list"], params).fetchall()
         return [job_from_row(r, aware, decoded) for r in rows]
 
-    def jobs_retry(self, job_id: int) -> Job:
-        try:
-            with self._conn() as c:
-                row = c.execute(self.q["jobs_retry"], self._p(id=job_id)).fetchone()
-                if row is not None:
-                    c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": ["*"]})
-        except psycopg.errors.UniqueViolation as exc:
-            raise retry_blocked_by_key(job_id) from exc
-        job = self.jobs_get(job_id)
-        if row is None:
-            raise not_retryable(job)
-        return job
-
-    def jobs_cancel(self, job_id: int) -> Job:
-        with self._conn() as c:
-            if c.execute(self.q["jobs_cancel_waiting"], self._p(id=job_id)).fetchone() is None:
-                c.execute(self.q["jobs_cancel_running"], {"id": job_id})
-        return self.jobs_get(job_id)
-
     def jobs_prune(self, finished_older_than: float, dead_older_than: float,
                    limit: int = 10_000) -> int:
         with self._conn() as c:
@@ -460,15 +438,6 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
 
     # -- workers and leadership ---------------------------------------------------------
 
-    def workers_upsert(self, worker_id: str, host: str, pid: int, queues: dict[str, int]) -> None:
-        with self._conn() as c:
-            c.execute(self.q["workers_upsert"], self._p(id=worker_id, host=host, pid=pid,
-                                                        queues=json.dumps(queues)))
-
-    def workers_delete(self, worker_id: str) -> None:
-        with self._conn() as c:
-            c.execute(self.q["workers_delete"], {"id": worker_id})
-
     def workers_list(self) -> list[WorkerInfo]:
         with self._conn() as c:
             rows = c.execute(self.q["workers_list"]).fetchall()
@@ -478,16 +447,6 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
     def workers_prune(self, stale_after: float) -> int:
         with self._conn() as c:
             return c.execute(self.q["workers_prune"], self._p(stale=stale_after)).rowcount
-
-    def leader_acquire(self, name: str, owner: str, ttl: float) -> int | None:
-        with self._conn() as c:
-            row = c.execute(self.q["leader_acquire"],
-                            self._p(name=name, owner=owner, ttl=ttl)).fetchone()
-        return int(row[0]) if row else None
-
-    def leader_release(self, name: str, owner: str) -> None:
-        with self._conn() as c:
-            c.execute(self.q["leader_release"], self._p(name=name, owner=owner))
 
     # -- test support ---------------------------------------------------------------
 

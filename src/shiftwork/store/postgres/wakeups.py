@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from types import TracebackType
 from typing import Any
 
 import psycopg
+
+from ..wakeups import ClosingListener
 
 #: How long one wait for notifications lasts before ``stop`` is looked at again.
 WAIT_SECONDS = 0.5
 
 
-class PostgresWakeListener:
+class PostgresWakeListener(ClosingListener):
     def __init__(self, conn: psycopg.Connection[Any], channel: str) -> None:
         self._conn = conn
         try:
@@ -29,10 +30,3 @@ class PostgresWakeListener:
 
     def close(self) -> None:
         self._conn.close()
-
-    def __enter__(self) -> PostgresWakeListener:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()

@@ -9,16 +9,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from types import TracebackType
 
-from ..wakeups import ANY_QUEUE
+from ..wakeups import ANY_QUEUE, ClosingListener
 
 POLL_BUSY = 0.001  # seconds between data_version reads while work arrives
 POLL_IDLE = 0.005
 BUSY_SECONDS = 1.0
 
 
-class DataVersionWatcher:
+class DataVersionWatcher(ClosingListener):
     def __init__(self, read_version: Callable[[], int]) -> None:
         self._read = read_version
         self._last = read_version()
@@ -39,10 +38,3 @@ class DataVersionWatcher:
 
     def close(self) -> None:
         pass  # the version is read on the store's own connection for this thread
-
-    def __enter__(self) -> DataVersionWatcher:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
