@@ -18,15 +18,7 @@ from shiftwork.cron import CronError
 from shiftwork.outcome import Outcome
 from shiftwork.schedule import RunStatus, iso_z, jitter_offset, plan_tick
 from shiftwork.store.schedules import LEADER_NAME, NotLeader
-from shiftwork.worker.scheduler import (
-    backfill,
-    pause,
-    reconcile,
-    resume,
-    run_pass,
-    schedules_health,
-    trigger,
-)
+from shiftwork.worker.scheduler import reconcile, run_pass
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -296,14 +288,14 @@ def test_pause_and_resume(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "p", overlap="allow_all", catchup="all")
     declare(sapp, "q", overlap="allow_all", catchup="skip")
     reconcile(sapp)
-    pause(sapp, "p")
-    pause(sapp, "q")
+    sapp.schedules.pause("p")
+    sapp.schedules.pause("q")
     clock.set(at(5, 30))
     leader_pass(sapp)
     assert sapp.list_jobs() == []
-    resume(sapp, "p")  # no catch-up: the paused stretch is recorded as skipped
+    sapp.schedules.resume("p")  # no catch-up: the paused stretch is recorded as skipped
     assert statuses(sapp, "p") == {"skipped": [at(m) for m in range(1, 6)]}
-    resume(sapp, "q", catchup="all")  # asked to catch up: the next pass runs them
+    sapp.schedules.resume("q", catchup="all")  # asked to catch up: the next pass runs them
     leader_pass(sapp)
     assert statuses(sapp, "q") == {"enqueued": [at(m) for m in range(1, 6)]}
     clock.set(at(6, 1))
@@ -315,7 +307,7 @@ def test_trigger_runs_now(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "t", "0 0 1 1 *")
     reconcile(sapp)
     clock.set(at(3, 7))
-    job_id = trigger(sapp, "t")
+    job_id = sapp.schedules.trigger("t")
     job = sapp.get_job(job_id)
     assert job.state is JobState.AVAILABLE and job.meta["kind"] == "trigger"
     assert runs(sapp, "t")[at(3, 7)].job_id == job_id
@@ -330,7 +322,7 @@ def test_backfill_never_duplicates(sapp: App, clock: FakeClock) -> None:
     finish(sapp, j2.id)
     leader_pass(sapp)
     assert statuses(sapp, "b") == {"missed": [at(1)], "succeeded": [at(2)]}
-    counts = backfill(sapp, "b", at(0), at(2))
+    counts = sapp.schedules.backfill("b", at(0), at(2))
     assert counts == {"new": 1, "rerun": 1, "already": 1}  # 00:00 new, 00:01 rerun
     assert statuses(sapp, "b")["pending"] == [at(0), at(1)]
     leader_pass(sapp)  # buffer_all: one at a time, oldest first
@@ -339,10 +331,10 @@ def test_backfill_never_duplicates(sapp: App, clock: FakeClock) -> None:
     finish(sapp, j0.id)
     leader_pass(sapp)
     assert [r.meta["fire_at"] for r in sapp.list_jobs(state="available")] == [iso_z(at(1))]
-    assert backfill(sapp, "b", at(0), at(2)) == {"new": 0, "rerun": 0, "already": 3}
+    assert sapp.schedules.backfill("b", at(0), at(2)) == {"new": 0, "rerun": 0, "already": 3}
     assert len(sapp.list_jobs()) == 3
     with pytest.raises(ConfigurationError, match="before"):
-        backfill(sapp, "b", at(2), at(0))
+        sapp.schedules.backfill("b", at(2), at(0))
 
 
 # -- reconcile ----------------------------------------------------------------------------------
@@ -391,7 +383,7 @@ def test_dead_man_switch_reports_late_and_alerts_once(sapp: App, clock: FakeCloc
     assert [(a.schedule, a.fire_at, a.status) for a in alerts] == [
         ("dms", at(10), RunStatus.FAILED)]
     assert sapp.store.schedules_get("dms").late()
-    assert any("dms is late" in p for p in schedules_health(sapp))
+    assert any("dms is late" in p for p in sapp.schedules.health())
     (status,) = sapp.observers.schedules_status()
     assert status.late and "no success within 120s" in status.reason
     # A second app (another leader) never alerts for it again.
@@ -404,7 +396,7 @@ def test_dead_man_switch_reports_late_and_alerts_once(sapp: App, clock: FakeCloc
     finish(sapp, nxt.id)
     leader_pass(sapp)
     assert not sapp.store.schedules_get("dms").late()
-    assert schedules_health(sapp) == []
+    assert sapp.schedules.health() == []
 
 
 def test_pause_on_failure(sapp: App, clock: FakeClock) -> None:
@@ -418,7 +410,7 @@ def test_pause_on_failure(sapp: App, clock: FakeClock) -> None:
     leader_pass(sapp)
     info = sapp.store.schedules_get("pf")
     assert info.paused and "paused on failure" in (info.paused_reason or "")
-    assert any("paused on failure" in p for p in schedules_health(sapp))
+    assert any("paused on failure" in p for p in sapp.schedules.health())
     clock.set(at(3, 1))
     leader_pass(sapp)
     assert len(sapp.list_jobs()) == 1

@@ -71,6 +71,4 @@ def test_dead_man_alerts_once_per_late_occurrence_across_workers(
                and apps[0].get_job(a.job_id).state is JobState.DEAD)
     info = apps[0].store.schedules_get("fails")
     assert info.late()
-    from shiftwork.worker.scheduler import schedules_health
-
-    assert any("fails is late" in p for p in schedules_health(apps[0]))
+    assert any("fails is late" in p for p in apps[0].schedules.health())

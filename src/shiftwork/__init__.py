@@ -1,6 +1,6 @@
 """shiftwork: background jobs, distributed cron and durable workflows on your database."""
 
-from .app import App, Settings
+from .app import App
 from .clock import Clock, FakeClock, SystemClock
 from .context import JobContext
 from .errors import (
@@ -21,6 +21,7 @@ from .errors import (
 )
 from .job import EnqueueResult, Job, QueueStats
 from .retry import Backoff
+from .settings import Settings
 from .states import JobState
 from .task import Task
 from .workflow import Workflow

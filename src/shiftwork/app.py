@@ -14,58 +14,16 @@ from .job import EnqueueResult, Job, NewJob, QueueStats
 from .names import check_queue, did_you_mean
 from .observe.hooks import Observers
 from .observe.tracing import enqueue_span, recording
-from .payload import DEFAULT_MAX_PAYLOAD_BYTES, Limit
 from .retry import DEFAULT_BACKOFF, Backoff
 from .schedule import LateRun, ScheduleDef, declare_schedule
+from .schedule_book import ScheduleBook
+from .settings import Settings
 from .states import JobState
 from .store import Store, open_store
-from .task import JobRequest, Task, TaskOptions
+from .task import EnqueueOptions, JobRequest, Task, TaskOptions
+from .workflow.runner import workflow_task
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Timings of the worker machinery (seconds) and limits on what jobs store (bytes)."""
-
-    heartbeat_interval: float = 5.0  # one statement renews every lease a worker holds
-    # A dead worker's jobs are rescued within about two heartbeat intervals: the lease
-    # outlives one missed heartbeat, and every worker looks for expired leases often.
-    lease_seconds: float = 10.0
-    rescue_interval: float = 1.25
-    poll_interval: float = 1.0  # fallback when no wake-up arrives
-    leader_ttl: float = 15.0
-    retention_finished: float = 24 * 3600.0  # succeeded / cancelled jobs kept this long
-    retention_dead: float = 14 * 24 * 3600.0  # dead jobs kept this long
-    prune_interval: float = 60.0
-    effect_retention: float = 30 * 24 * 3600.0  # ctx.once / tx.once keys kept this long
-    claim_batch: int = 100  # most jobs one claim statement takes
-    # Limits on every stored blob, checked before the write (PayloadTooLargeError names
-    # the field, its size and the setting); sizes are bytes of compact JSON.
-    max_args_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES  # a job's arguments (and its meta)
-    max_checkpoint_bytes: int = 256 * 1024
-    max_result_bytes: int = 1024 * 1024  # a job's return value and ctx.once results
-    max_progress_message_bytes: int = 1024
-    max_step_result_bytes: int = 1024 * 1024  # one workflow step's result
-    max_event_payload_bytes: int = 256 * 1024
-    max_unique_key_bytes: int = 1024  # PostgreSQL indexes keys only up to ~2.7 kB
-    max_json_depth: int = 64  # nesting of lists and objects in any of the above
-
-    def __post_init__(self) -> None:
-        for name in _LIMITS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigurationError(f"Settings.{name} must be a whole number >= 1, "
-                                         f"got {value!r}")
-
-    def limit(self, setting: str) -> Limit:
-        """The limit set by ``setting`` (e.g. ``"max_result_bytes"``), for encode_json."""
-        return Limit(setting, getattr(self, setting), self.max_json_depth)
-
-
-_LIMITS = ("max_args_bytes", "max_checkpoint_bytes", "max_result_bytes",
-           "max_progress_message_bytes", "max_step_result_bytes", "max_event_payload_bytes",
-           "max_unique_key_bytes", "max_json_depth")
 
 
 @dataclass(frozen=True)
@@ -102,18 +60,17 @@ class App:
         #: Called by the leader on every leadership tick with its term (scheduler, etc.).
         self.leader_duties: list[Callable[[int], None]] = []
         self.import_path: str | None = None  # "module:attr", set by the command line
-        #: Schedules declared in code; reconciled into the database when a worker starts.
-        self.schedules: dict[str, ScheduleDef] = {}
+        #: Schedules declared in code (reconciled into the database when a worker starts),
+        #: and the actions people take on schedules: ``app.schedules.pause(name)``...
+        self.schedules = ScheduleBook(self)
         #: Called once per occurrence the dead-man switch finds late (see on_schedule_late).
         self.schedule_late_hooks: list[Callable[[LateRun], None]] = []
         self.queue_options: dict[str, QueueOptions] = {}
         #: Visibility hooks (health checks, metric collectors, the schedules view): see
         #: shiftwork.observe and docs/observability.md.
         self.observers = Observers()
-        from .worker.scheduler import ScheduleObserver
-
-        self.observers.schedules = ScheduleObserver(self)  # metrics, health, dashboard
-        self.observers.health_checks.append(ScheduleObserver.paused_on_failure)
+        self.observers.schedules = self.schedules  # metrics, health, dashboard
+        self.observers.health_checks.append(ScheduleBook.paused_on_failure)
         self._store: Store | None = None
         self._store_lock = threading.Lock()
         # Validate the DSN now, so a typo fails at start-up, not at the first enqueue.
@@ -175,11 +132,12 @@ class App:
 
     def workflow(self, fn: Any = None, **options: Any) -> Any:
         """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks."""
-        from .workflow.runner import workflow_task
+        def register(run: Callable[..., Any]) -> Task[Any, Any]:
+            return self.task(run, **options)
 
         if fn is not None:
-            return workflow_task(self, fn, **options)
-        return lambda f: workflow_task(self, f, **options)
+            return workflow_task(register, fn)
+        return lambda f: workflow_task(register, f)
 
     def send_event(self, workflow_id: int, name: str, payload: Any = None) -> int:
         """Deliver an event to a workflow (kept until a ``wait_for_event`` takes it)."""
@@ -235,7 +193,10 @@ class App:
         t = task if isinstance(task, Task) else self.get_task(task)
         if name in self.schedules:
             raise ConfigurationError(f"schedule {name!r} is declared twice")
-        defn = declare_schedule(t, name, cron, tuple(args), dict(kwargs or {}), **policy)
+        queue, priority = policy.pop("queue", None), policy.pop("priority", None)
+        job = t.build(tuple(args), dict(kwargs or {}),
+                      EnqueueOptions(queue=queue, priority=priority), None)
+        defn = declare_schedule(name, cron, t.name, job, **policy)
         self.schedules[name] = defn
         return defn
 

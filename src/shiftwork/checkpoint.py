@@ -1,4 +1,4 @@
-"""Durable cursors for long jobs: what a touch of the job row reports, and the batch loop.
+"""Durable cursors for long jobs: progress records, and the batch loop.
 
 A long job saves a JSON cursor with ``ctx.checkpoint(cursor)``; the write is fenced by
 attempt, so an attempt whose lease was lost cannot overwrite a newer attempt's cursor.
@@ -11,24 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .errors import ConfigurationError, PayloadError
+from .host import RunningJob
 from .payload import Limit, check_text, encode_json
-
-if TYPE_CHECKING:
-    from .context import JobContext
 
 T = TypeVar("T")
 
-
-@dataclass(frozen=True)
-class Touch:
-    """What one fenced write to a running job's row learned."""
-
-    cancel_requested: bool  # someone ran `jobs cancel` on it
-    paused: bool  # its queue is paused
-    yielded: bool = False  # the write also gave the job back to its (paused) queue
 
 
 @dataclass(frozen=True)
@@ -105,7 +95,7 @@ class Batch(list[T], Generic[T]):
     number: int  # 1 for the first batch of this attempt
 
 
-def resume_point(ctx: JobContext) -> tuple[Any, int]:
+def resume_point(ctx: RunningJob) -> tuple[Any, int]:
     """The key to continue after and the rows already done, from ``ctx.last_checkpoint``."""
     saved = ctx.last_checkpoint
     if saved is None:
@@ -117,13 +107,13 @@ def resume_point(ctx: JobContext) -> tuple[Any, int]:
     return saved["after"], int(saved.get("done") or 0)
 
 
-def as_json(ctx: JobContext, value: Any) -> Any:
+def as_json(ctx: RunningJob, value: Any) -> Any:
     """``value`` as it comes back from JSON (tuples become lists); PayloadError if it can't."""
     return json.loads(encode_json(value, f"job {ctx.job_id}: batch key",
                                   ctx.app.settings.limit("max_checkpoint_bytes")))
 
 
-def _check_advanced(ctx: JobContext, after: Any, first: Any) -> None:
+def _check_advanced(ctx: RunningJob, after: Any, first: Any) -> None:
     if after is None:
         return
     try:
@@ -137,7 +127,7 @@ def _check_advanced(ctx: JobContext, after: Any, first: Any) -> None:
             "ordered by key")
 
 
-def batches(ctx: JobContext, fetch: Callable[[Any, int], Iterable[T]], *,
+def batches(ctx: RunningJob, fetch: Callable[[Any, int], Iterable[T]], *,
             key: Callable[[T], Any], size: int = 1000, total: int | None = None,
             message: str | None = None) -> Iterator[Batch[T]]:
     """Process rows in keyset order, ``size`` at a time, resuming after the last checkpoint.

@@ -120,13 +120,12 @@ def check_schedule_name(app: Any, name: str) -> None:
 @click.option("--after", help="Start after this instant (ISO 8601 with Z or an offset).")
 def schedules_next(name: str, count: int, after: str | None) -> None:
     """Preview NAME's next fire times in UTC and local time (check DST before deploying)."""
-    from .worker.scheduler import preview
 
     app = _app(name)
     start = parse_instant(after, "--after") if after else None
     defn = app.schedules.get(name) or app.store.schedules_get(name).defn
     cron = defn.cron_schedule()
-    for f in preview(app, name, count, start):
+    for f in app.schedules.preview(name, count, start):
         console.print(f"{iso_z(f)}  {cron.local(f).isoformat()}", highlight=False)
 
 
@@ -135,9 +134,8 @@ def schedules_next(name: str, count: int, after: str | None) -> None:
 @click.argument("name")
 def schedules_pause(name: str) -> None:
     """Stop firing NAME until resumed."""
-    from .worker.scheduler import pause
 
-    pause(_app(name), name)
+    _app(name).schedules.pause(name)
     console.print(f"paused {name}")
 
 
@@ -149,9 +147,8 @@ def schedules_pause(name: str) -> None:
                    "(default: record it as skipped and carry on from now).")
 def schedules_resume(name: str, catchup: str | None) -> None:
     """Resume NAME."""
-    from .worker.scheduler import resume
 
-    plan = resume(_app(name), name, catchup)
+    plan = _app(name).schedules.resume(name, catchup)
     if plan is None:
         console.print(f"{name} was not paused")
     elif catchup:
@@ -166,9 +163,8 @@ def schedules_resume(name: str, catchup: str | None) -> None:
 @click.argument("name")
 def schedules_trigger(name: str) -> None:
     """Run NAME now (one extra occurrence, keyed on the current instant)."""
-    from .worker.scheduler import trigger
 
-    job_id = trigger(_app(name), name)
+    job_id = _app(name).schedules.trigger(name)
     console.print(f"enqueued job {job_id} for {name}")
 
 
@@ -184,10 +180,9 @@ def schedules_trigger(name: str) -> None:
 def schedules_backfill(name: str, start: str, end: str,
                        overlap: str) -> None:
     """Run NAME's occurrences in a window that never ran (never duplicates one that did)."""
-    from .worker.scheduler import backfill
 
-    counts = backfill(_app(name), name, parse_instant(start, "--from"),
-                      parse_instant(end, "--to"), overlap)
+    counts = _app(name).schedules.backfill(name, parse_instant(start, "--from"),
+                                           parse_instant(end, "--to"), overlap)
     console.print(f"backfill {name}: {counts['new']} new, {counts['rerun']} missed/skipped "
                   f"ones re-run, {counts['already']} already ran (left alone)")
 

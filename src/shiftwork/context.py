@@ -12,16 +12,15 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from .checkpoint import Batch, Touch, batches, encode_progress
+from .checkpoint import Batch, batches, encode_progress
 from .errors import JobCancelled, JobPaused, LeaseLost
+from .host import JobHost
+from .idempotency import Transaction, once_outside
 from .payload import encode_json
+from .records import Touch
 from .retry import repeat_on_storage_error
-
-if TYPE_CHECKING:
-    from .app import App
-    from .idempotency import Transaction
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -35,7 +34,7 @@ PROGRESS_INTERVAL = 1.0
 class JobContext:
     """Passed to a task whose first parameter is named ``ctx``."""
 
-    app: App
+    app: JobHost  # the App running the job
     job_id: int
     task: str
     queue: str
@@ -177,8 +176,6 @@ class JobContext:
         (``tx.checkpoint``) and progress commit in one transaction, fenced by attempt:
         if this attempt is stale, everything rolls back and :class:`LeaseLost` is raised.
         """
-        from .idempotency import Transaction
-
         with self.app.store.transaction() as conn:
             tx = Transaction(self, conn)
             yield tx
@@ -198,6 +195,4 @@ class JobContext:
         dies between the effect and its record. Keys are kept ``keep`` seconds
         (default ``Settings.effect_retention``).
         """
-        from .idempotency import once_outside
-
-        return once_outside(self, key, fn, keep)
+        return once_outside(self, key, fn, keep, self.transaction)

@@ -15,8 +15,9 @@ import sys
 import tempfile
 import time
 
-from .app import App, Settings
+from .app import App
 from .retry import Backoff
+from .settings import Settings
 
 DB = os.environ.get("SHIFTWORK_DEMO_DB", os.path.join(tempfile.gettempdir(), "shiftwork-demo.db"))
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar
 
-from .checkpoint import Touch, encode_progress
+from .checkpoint import encode_progress
 from .errors import ConfigurationError
+from .host import RunningJob
 from .payload import Limit, encode_json
-
-if TYPE_CHECKING:
-    from .context import JobContext
+from .records import Touch
 
 R = TypeVar("R")
 
@@ -32,7 +32,7 @@ def check_key(key: object) -> str:
     return key
 
 
-def _keep(ctx: JobContext, keep: float | None) -> float:
+def _keep(ctx: RunningJob, keep: float | None) -> float:
     seconds = ctx.app.settings.effect_retention if keep is None else float(keep)
     if seconds <= 0:
         raise ConfigurationError(f"keep={keep!r}: an effect key must be kept > 0 seconds")
@@ -46,7 +46,7 @@ class Transaction:
     Enqueue jobs in it with ``task.using(conn=tx.conn).enqueue(...)``.
     """
 
-    def __init__(self, ctx: JobContext, conn: Any) -> None:
+    def __init__(self, ctx: RunningJob, conn: Any) -> None:
         self.ctx = ctx
         self.conn = conn
         self.checkpoint_json: str | None = None
@@ -92,12 +92,16 @@ class Transaction:
                           conn=self.conn)
 
 
-def _result_limit(ctx: JobContext) -> Limit:
+def _result_limit(ctx: RunningJob) -> Limit:
     return ctx.app.settings.limit("max_result_bytes")
 
 
-def once_outside(ctx: JobContext, key: str, fn: Callable[[], R], keep: float | None) -> R:
-    """``ctx.once``: the record of an effect that happens outside the queue's database."""
+def once_outside(ctx: RunningJob, key: str, fn: Callable[[], R], keep: float | None,
+                 transaction: Callable[[], AbstractContextManager[Transaction]]) -> R:
+    """``ctx.once``: the record of an effect that happens outside the queue's database.
+
+    ``transaction`` is the job's ``ctx.transaction``, which commits with its fenced row.
+    """
     check_key(key)
     seconds = _keep(ctx, keep)
     store = ctx.app.store
@@ -106,7 +110,7 @@ def once_outside(ctx: JobContext, key: str, fn: Callable[[], R], keep: float | N
         return found.result  # type: ignore[no-any-return]
     data = encode_json(fn(), f"effect {key!r}: result", _result_limit(ctx))
     # Recorded with the job's fenced write: a stale attempt's record is rolled back.
-    with ctx.transaction() as tx:
+    with transaction() as tx:
         if not store.effect_keys_insert(key, ctx.job_id, ctx.attempt, seconds, data,
                                         conn=tx.conn):
             # Another attempt recorded it first: both ran fn; the key passed

@@ -29,6 +29,7 @@ from typing import Any
 
 from .cron import CronError, CronSchedule
 from .errors import ConfigurationError
+from .job import NewJob
 from .names import check_queue
 
 
@@ -509,24 +510,21 @@ def cron_for(cron: str, tz: str) -> CronSchedule:
     return CronSchedule(cron, tz)
 
 
-def declare_schedule(task: Any, name: str, cron: str, args: tuple[Any, ...],
-                     kwargs: dict[str, Any], *, tz: str = "UTC", catchup: str = "latest",
+def declare_schedule(name: str, cron: str, task: str, job: NewJob, *, tz: str = "UTC",
+                     catchup: str = "latest",
                      catchup_window: float | timedelta | None = None,
                      catchup_cap: int = DEFAULT_CATCHUP_CAP, overlap: str = "skip",
                      starting_deadline: float | timedelta | None = None,
                      jitter: float | timedelta | None = None,
                      expect_success_within: float | timedelta | None = None,
-                     pause_on_failure: bool = False, queue: str | None = None,
-                     priority: int | None = None) -> ScheduleDef:
-    """Check a declaration and describe its job by value (``task`` is a Task)."""
-    from .task import EnqueueOptions
-
+                     pause_on_failure: bool = False) -> ScheduleDef:
+    """Check a declaration; ``job`` is the task's job as every occurrence enqueues it
+    (built and validated by the task)."""
     if not isinstance(cron, str):
         raise ConfigurationError(f"schedule {name}: cron must be a string, not {cron!r}")
     where = f"schedule {name}"
-    job = task.build(args, kwargs, EnqueueOptions(queue=queue, priority=priority), None)
     return ScheduleDef(
-        name=name, cron=cron, tz=tz, task=task.name, args_json=job.args_json, queue=job.queue,
+        name=name, cron=cron, tz=tz, task=task, args_json=job.args_json, queue=job.queue,
         priority=job.priority, max_attempts=job.max_attempts, timeout=job.timeout,
         catchup=catchup,  # type: ignore[arg-type]
         catchup_window=seconds(catchup_window, f"{where}: catchup_window"),

@@ -7,19 +7,29 @@ import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 from .errors import ConfigurationError, PayloadError
 from .job import EnqueueResult, NewJob
 from .names import check_queue, check_task_name
 from .payload import check_text, encode_args, encode_json, unique_digest
 from .retry import DEFAULT_BACKOFF, Backoff
-
-if TYPE_CHECKING:
-    from .app import App
+from .settings import Settings
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+class TaskHost(Protocol):
+    """What a task needs of the App it is registered on (the App is the implementation)."""
+
+    settings: Settings
+
+    def enqueue_many(self, requests: Iterable[JobRequest], conn: Any = None
+                     ) -> list[EnqueueResult]: ...
+
+    def insert_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
+                      ) -> list[EnqueueResult]: ...
 
 PRIORITY_MIN, PRIORITY_MAX = -100, 100
 
@@ -72,7 +82,8 @@ def _takes_context(fn: Callable[..., Any]) -> bool:
 class Task(Generic[P, R]):
     """A function registered on an :class:`~shiftwork.App`."""
 
-    def __init__(self, app: App, fn: Callable[..., Any], name: str, options: TaskOptions) -> None:
+    def __init__(self, app: TaskHost, fn: Callable[..., Any], name: str,
+                 options: TaskOptions) -> None:
         self.app = app
         self.fn = fn
         self.name = check_task_name(name)

@@ -17,7 +17,8 @@ from .job import Job
 from .outcome import Outcome
 from .states import WAITING, JobState
 from .task import Task
-from .worker.executor import Executor, Run
+from .worker.executor import Executor
+from .worker.run import Run
 
 __all__ = ["DrainResult", "drain", "enqueued"]
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from shiftwork import FakeClock
-from shiftwork.checkpoint import Touch
+from shiftwork.records import Touch
 from shiftwork.states import JobState
 from shiftwork.store.base import Store
 

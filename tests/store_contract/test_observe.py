@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from shiftwork import FakeClock
-from shiftwork.observe.records import QueueMinute
+from shiftwork.records import QueueMinute
 from shiftwork.states import JobState
 from shiftwork.store.base import Store
 

@@ -13,22 +13,10 @@ from typing import TYPE_CHECKING
 
 from ..errors import StorageError
 from ..job import QueueStats, WorkerInfo
-from .hooks import ScheduleStatus
+from .hooks import Problem, ScheduleStatus
 
 if TYPE_CHECKING:
     from ..app import App
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One reason the system is unhealthy."""
-
-    kind: str  # "queue_stalled", "schedule_late", "no_worker", "database", or a plugin's own
-    subject: str  # the queue, schedule or component concerned
-    message: str  # what is wrong and what to look at, in words
-
-    def __str__(self) -> str:
-        return self.message
 
 
 @dataclass(frozen=True)

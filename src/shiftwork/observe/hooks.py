@@ -16,11 +16,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from ..app import App
-    from .health import Problem
+from ..host import JobHost
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason the system is unhealthy."""
+
+    kind: str  # "queue_stalled", "schedule_late", "no_worker", "database", or a plugin's own
+    subject: str  # the queue, schedule or component concerned
+    message: str  # what is wrong and what to look at, in words
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass(frozen=True)
@@ -43,8 +53,9 @@ class SchedulesSource(Protocol):
         """Every schedule's state now (one or two cheap queries)."""
 
 
-HealthCheck = Callable[["App"], Iterable["Problem"]]
-MetricCollector = Callable[["App"], Iterable[Any]]
+# Called with the App (typed by what every check may rely on: its store and settings).
+HealthCheck = Callable[[JobHost], Iterable[Problem]]
+MetricCollector = Callable[[JobHost], Iterable[Any]]
 
 
 @dataclass

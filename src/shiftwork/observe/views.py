@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ..job import QueueStats, WorkerInfo
+from ..records import QueueMinute
 from .health import alive_workers, max_wait_for
 from .hooks import ScheduleStatus
-from .records import QueueMinute
 
 if TYPE_CHECKING:
     from ..app import App

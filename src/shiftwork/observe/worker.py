@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..worker.service import Service
-from .records import QueueMinute
+from ..records import QueueMinute
+from ..worker.service import Lifecycle, Service
 
 if TYPE_CHECKING:
     from ..app import App
-    from ..worker.worker import Worker
 
 log = logging.getLogger("shiftwork.observe")
 
@@ -21,14 +21,15 @@ MINUTES_KEPT = 24 * 3600.0
 _FIELD = {"job.succeeded": 0, "job.retried": 1, "job.dead": 2, "job.cancelled": 3}
 
 
-def worker_services(worker: Worker) -> list[Any]:
-    """Services a worker starts beside its own (called once from ``Worker.start``)."""
-    services: list[Any] = [ThroughputRecorder(worker.app)]
-    port = getattr(worker, "metrics_port", None)
-    if port is not None:
-        services.append(MetricsServer(worker.app, port, getattr(worker, "metrics_host",
-                                                                "127.0.0.1"),
-                                      in_flight=lambda: {worker.id: len(worker.runs_snapshot())}))
+def worker_services(app: App, worker_id: str, in_flight: Callable[[], int],
+                    metrics_port: int | None, metrics_host: str = "127.0.0.1"
+                    ) -> list[Lifecycle]:
+    """Services a worker starts beside its own (called once from ``Worker.start``);
+    ``in_flight`` counts the jobs the worker holds now."""
+    services: list[Lifecycle] = [ThroughputRecorder(app)]
+    if metrics_port is not None:
+        services.append(MetricsServer(app, metrics_port, metrics_host,
+                                      in_flight=lambda: {worker_id: in_flight()}))
     return services
 
 

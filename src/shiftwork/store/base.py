@@ -13,13 +13,11 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..checkpoint import Touch
 from ..job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, RescuedJob, WorkerInfo
-from ..observe.records import QueueMinute
 from ..outcome import Outcome
+from ..records import EffectRecord, QueueMinute, Touch
 from ..schedule import Applied, LateRun, Plan, RunStatus, ScheduleDef, ScheduleInfo, ScheduleRun
 from ..states import JobState
-from .records import EffectRecord
 from .rows import StepRecord
 from .wakeups import WakeListener
 

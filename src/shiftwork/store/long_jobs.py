@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..checkpoint import Touch
+from ..records import Touch
 from .engine_sql import EngineSql
 from .rows import log_rejected
 

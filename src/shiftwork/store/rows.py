@@ -99,3 +99,11 @@ def queue_stats_from_rows(active: list[Any],
     for queue, (succeeded, cancelled) in finished.items():
         out.setdefault(queue, QueueStats(queue, 0, 0, 0, succeeded, 0, cancelled, None))
     return [out[k] for k in sorted(out)]
+
+
+def search_params(text: str | None, state: JobState | None, queue: str | None,
+                   limit: int) -> dict[str, Any]:
+    text = (text or "").strip() or None
+    job_id = int(text) if text is not None and text.isdigit() and len(text) < 19 else None
+    return {"text": text, "id": job_id, "state": state.value if state else None,
+            "queue": queue or None, "limit": limit}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..observe.records import QueueMinute
+from ..records import QueueMinute
 
 MINUTES = 60
 

@@ -11,161 +11,32 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import json
 import logging
 import threading
-import time
-import traceback
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..context import JobContext
-from ..errors import JobCancelled, JobPaused, LeaseLost, PayloadTooLargeError, RetryIn, Snooze
-from ..job import ClaimedJob
+from ..errors import JobCancelled, RetryIn
 from ..observe.tracing import execution_span, recording
-from ..outcome import Outcome
-from ..payload import encode_json, storable_text
-from ..states import JobState
+from .outcomes import Decide
+from .process import run_in_process
+from .run import JobTimeout, Run, flush_progress
 
 if TYPE_CHECKING:
     from ..app import App
-    from ..task import Task
     from .pool import ThreadPool
 
 log = logging.getLogger("shiftwork.worker.executor")
-
-
-class JobTimeout(BaseException):
-    """Raised inside a sync job's thread when its timeout passes."""
-
-
-@dataclass(eq=False)
-class Run:
-    job: ClaimedJob
-    task: Task[Any, Any]
-    ctx: JobContext
-    started: float  # claimed at; reset when the attempt begins to run
-    timeout: float | None
-    on_done: Callable[[Run, Outcome], None]
-    on_begin: Callable[[Run], None] | None = None
-    deadline: float | None = None  # set when it begins: a job claimed ahead is not timed yet
-    begun: bool = False
-    thread_id: int | None = None
-    atask: asyncio.Task[Any] | None = None
-    finished: bool = False
-    in_user_code: bool = False  # a sync job's thread is inside the task function
-    process: Any = None  # the child process, for queues run with the process executor
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @classmethod
-    def of(cls, app: App, job: ClaimedJob, task: Task[Any, Any],
-           on_done: Callable[[Run, Outcome], None],
-           on_begin: Callable[[Run], None] | None = None) -> Run:
-        """The run of a claimed job: its context, and its timeout (the job's, else the task's)."""
-        ctx = JobContext(app, job.id, job.task, job.queue, job.attempt, job.max_attempts,
-                         last_checkpoint=job.checkpoint, meta=job.meta)
-        return cls(job=job, task=task, ctx=ctx, started=time.monotonic(),
-                   timeout=task.options.timeout if job.timeout is None else job.timeout,
-                   on_done=on_done, on_begin=on_begin)
-
-    def begin(self) -> bool:
-        """The attempt starts running now; False if it was finalized while it waited."""
-        with self.lock:
-            if self.finished:
-                return False
-            self.begun = True
-            self.started = time.monotonic()
-            if self.timeout:
-                self.deadline = self.started + self.timeout
-        if self.on_begin is not None:
-            self.on_begin(self)
-        return True
-
-    def finalize(self, outcome: Outcome) -> bool:
-        """Deliver the outcome once; False if another path got there first."""
-        with self.lock:
-            if self.finished:
-                return False
-            self.finished = True
-        self.on_done(self, outcome)
-        return True
-
-
-def error_record(exc: BaseException, attempt: int, kind: str = "exception") -> dict[str, Any]:
-    return {
-        "attempt": attempt,
-        "kind": kind,
-        "type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
-        "message": storable_text(str(exc), 2000),
-        "traceback": storable_text("".join(traceback.format_exception(exc))[-8000:], 8000),
-    }
-
-
-def flush_progress(run: Run) -> None:
-    """The attempt ended: write progress that was still throttled, if any."""
-    if run.ctx._pending_progress is None or run.finished:
-        return
-    try:
-        run.ctx.flush_progress()
-    except (Exception, LeaseLost, JobCancelled):
-        log.debug("job %s: final progress not written", run.job.id, exc_info=True)
 
 
 class Executor:
     def __init__(self, app: App, loop: asyncio.AbstractEventLoop | None,
                  concurrency: dict[str, int] | None = None) -> None:
         self.app = app
+        self.decide = Decide(app.settings, app.clock)
         self.loop = loop
         # Async jobs run on one loop, not a pool of threads: a semaphore per queue keeps
         # them to the queue's concurrency when the producer claims ahead.
         self.slots = {q: asyncio.Semaphore(n) for q, n in (concurrency or {}).items()}
-
-    # -- deciding -----------------------------------------------------------------
-
-    def outcome_for_success(self, run: Run, result: Any) -> Outcome:
-        try:
-            result_json = encode_json(result, f"{run.job.task}: return value",
-                                      self.app.settings.limit("max_result_bytes")) \
-                if result is not None else None
-        except PayloadTooLargeError as exc:  # kept out of the database: the attempt fails
-            return self.outcome_for_error(run, exc)
-        except Exception:
-            result_json = json.dumps(repr(result)[:2000])
-        return self._outcome(run, JobState.SUCCEEDED, result_json=result_json)
-
-    def outcome_for_snooze(self, run: Run, snooze: Snooze) -> Outcome:
-        run_at = snooze.until or self.app.clock.now() + timedelta(seconds=snooze.seconds)
-        return self._outcome(run, JobState.SCHEDULED, run_at=run_at)
-
-    def outcome_for_error(self, run: Run, exc: BaseException, kind: str = "exception") -> Outcome:
-        if isinstance(exc, Snooze):
-            return self.outcome_for_snooze(run, exc)
-        job = run.job
-        record = error_record(exc, job.attempt, kind)
-        if isinstance(exc, JobPaused):  # the checkpoint already gave the job back
-            return self._outcome(run, JobState.AVAILABLE, error={**record, "kind": "paused"})
-        if isinstance(exc, (JobCancelled, asyncio.CancelledError)) and run.ctx.cancelled:
-            return self._outcome(run, JobState.CANCELLED, error={**record, "kind": "cancelled"})
-        policy = run.task.options.retry
-        return self.outcome_for_failure(run, record, policy.retryable(exc),
-                                        policy.delay(job.attempt, exc))
-
-    def outcome_for_failure(self, run: Run, record: dict[str, Any], retryable: bool,
-                            delay: float) -> Outcome:
-        """Retry after ``delay`` seconds, or dead when attempts are spent or it can't retry."""
-        job = run.job
-        if job.attempt >= job.max_attempts or not retryable:
-            return self._outcome(run, JobState.DEAD, error=record)
-        run_at = self.app.clock.now() + timedelta(seconds=delay)
-        return self._outcome(run, JobState.RETRYING, error={**record, "retry_in": delay},
-                             run_at=run_at)
-
-    def _outcome(self, run: Run, state: JobState, **kw: Any) -> Outcome:
-        return Outcome(job_id=run.job.id, attempt=run.job.attempt, state=state,
-                       duration=time.monotonic() - run.started, task=run.job.task,
-                       queue=run.job.queue, **kw)
 
     # -- running ------------------------------------------------------------------
 
@@ -199,15 +70,15 @@ class Executor:
                     with run.lock:
                         run.in_user_code = False
                     flush_progress(run)
-                outcome = self.outcome_for_success(run, result)
+                outcome = self.decide.success(run, result)
             except JobTimeout as exc:
-                outcome = self.outcome_for_error(run, TimeoutError(
+                outcome = self.decide.error(run, TimeoutError(
                     f"timed out after {run.task.options.timeout}s"), kind="timeout")
                 del exc
             except RetryIn as exc:
-                outcome = self.outcome_for_error(run, exc, kind="retry_requested")
+                outcome = self.decide.error(run, exc, kind="retry_requested")
             except BaseException as exc:
-                outcome = self.outcome_for_error(run, exc)
+                outcome = self.decide.error(run, exc)
             run.finalize(outcome)
         except BaseException:  # an exception injected after the job returned
             pass
@@ -237,26 +108,26 @@ class Executor:
             finally:
                 if run.ctx._pending_progress is not None:
                     await asyncio.to_thread(flush_progress, run)
-            outcome = self.outcome_for_success(run, result)
+            outcome = self.decide.success(run, result)
         except TimeoutError as exc:
-            outcome = self.outcome_for_error(run, TimeoutError(
+            outcome = self.decide.error(run, TimeoutError(
                 f"timed out after {timeout}s") if not str(exc) else exc, kind="timeout")
         except RetryIn as exc:
-            outcome = self.outcome_for_error(run, exc, kind="retry_requested")
+            outcome = self.decide.error(run, exc, kind="retry_requested")
         except asyncio.CancelledError as exc:
             if not run.ctx.cancelled:
-                run.finalize(self.outcome_for_error(run, exc))
+                run.finalize(self.decide.error(run, exc))
                 raise
-            outcome = self.outcome_for_error(run, exc)
+            outcome = self.decide.error(run, exc)
         except BaseException as exc:
-            outcome = self.outcome_for_error(run, exc)
+            outcome = self.decide.error(run, exc)
         run.finalize(outcome)
 
     def start(self, run: Run, pool: ThreadPool, in_process: bool = False) -> None:
         if in_process:
-            from .process import run_in_process
-
-            pool.submit(lambda: run_in_process(self, run))
+            import_path = self.app.import_path
+            assert import_path is not None, "the process executor needs the app's import path"
+            pool.submit(lambda: run_in_process(self.decide, import_path, run))
         elif run.task.is_async:
             assert self.loop is not None, "async task without an event loop"
             asyncio.run_coroutine_threadsafe(

@@ -23,6 +23,8 @@ RETRY_MOST = 10.0
 
 
 class Notifier:
+    name = "notifier"
+
     def __init__(self, store: Store, wake: Callable[[str], None]) -> None:
         self.store = store
         self.wake = wake
@@ -33,9 +35,9 @@ class Notifier:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 3.0) -> None:
         self._stop.set()
-        self._thread.join(3.0)
+        self._thread.join(timeout)
 
     def _run(self) -> None:
         backoff = RETRY_FIRST

@@ -14,7 +14,7 @@ import time
 import traceback
 from datetime import datetime
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import (
     JobCancelled,
@@ -26,9 +26,9 @@ from ..errors import (
 )
 from ..payload import encode_json, storable_text
 from ..states import JobState
-
-if TYPE_CHECKING:
-    from .executor import Executor, Run
+from . import outcomes
+from .outcomes import Decide
+from .run import Run
 
 _SPAWN = multiprocessing.get_context("spawn")
 
@@ -80,18 +80,18 @@ def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Con
         conn.close()
 
 
-def run_in_process(executor: Executor, run: Run) -> None:
+def run_in_process(decide: Decide, import_path: str, run: Run) -> None:
     """Body of a pool thread supervising one child process."""
     job = run.job
     if not run.begin():
         return  # handed back or cancelled before it started
     if run.ctx.cancelled:
-        run.finalize(executor.outcome_for_error(
+        run.finalize(decide.error(
             run, JobCancelled(f"job {job.id} was cancelled before it started")))
         return
     parent, child = _SPAWN.Pipe(duplex=False)
     proc = _SPAWN.Process(target=_child_main, name=f"shiftwork-job-{job.id}", daemon=True, args=(
-        executor.app.import_path, job.task,
+        import_path, job.task,
         {"id": job.id, "task": job.task, "queue": job.queue, "attempt": job.attempt,
          "max_attempts": job.max_attempts, "args": job.args, "kwargs": job.kwargs,
          "checkpoint": job.checkpoint, "meta": job.meta}, child))
@@ -119,29 +119,29 @@ def run_in_process(executor: Executor, run: Run) -> None:
     parent.close()
     attempt = job.attempt
     if report is not None and report[0] == "ok":
-        outcome = executor._outcome(run, JobState.SUCCEEDED, result_json=report[1])
+        outcome = outcomes.outcome(run, JobState.SUCCEEDED, result_json=report[1])
     elif report is not None and report[0] == "cancelled":
         run.ctx._request_cancel()
-        outcome = executor.outcome_for_error(run, JobCancelled(report[1]))
+        outcome = decide.error(run, JobCancelled(report[1]))
     elif report is not None and report[0] == "paused":
-        outcome = executor.outcome_for_error(run, JobPaused(report[1]))
+        outcome = decide.error(run, JobPaused(report[1]))
     elif report is not None and report[0] == "snooze":
         until = report[1]["until"]
-        outcome = executor.outcome_for_snooze(run, Snooze(
+        outcome = decide.snooze(run, Snooze(
             report[1]["seconds"], until=datetime.fromisoformat(until) if until else None))
     elif report is not None:
         info = report[1]
         record = {"attempt": attempt, "kind": info["kind"], "type": info["type"],
                   "message": info["message"], "traceback": info["traceback"]}
-        outcome = executor.outcome_for_failure(run, record, info["retryable"], info["delay"])
+        outcome = decide.failure(run, record, info["retryable"], info["delay"])
     elif run.ctx.cancelled:
-        outcome = executor.outcome_for_error(run, JobCancelled(f"job {job.id} was cancelled; "
+        outcome = decide.error(run, JobCancelled(f"job {job.id} was cancelled; "
                                                                "its process was killed"))
     elif deadline is not None and time.monotonic() >= deadline:
-        outcome = executor.outcome_for_error(run, TimeoutError(
+        outcome = decide.error(run, TimeoutError(
             f"timed out after {run.task.options.timeout}s; its process was killed"),
             kind="timeout")
     else:
-        outcome = executor.outcome_for_error(run, RuntimeError(
+        outcome = decide.error(run, RuntimeError(
             f"job process exited with code {proc.exitcode} before reporting"), kind="crash")
     run.finalize(outcome)

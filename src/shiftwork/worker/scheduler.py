@@ -1,4 +1,7 @@
-"""The scheduler: the leader's duty of firing due occurrences, plus people's actions.
+"""The scheduler service: the leader's duty of firing due occurrences.
+
+People's actions on schedules (pause, resume, trigger, backfill, preview) and how
+schedules look to visibility tools live on the App: :mod:`shiftwork.schedule_book`.
 
 Every worker runs a :class:`Scheduler` service. At start it reconciles the schedules
 declared in code into the database. It registers a leader duty (``app.leader_duties``)
@@ -20,27 +23,12 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING
 
-from ..errors import ConfigurationError
-from ..schedule import (
-    Catchup,
-    Decision,
-    Overlap,
-    Plan,
-    RunKind,
-    RunStatus,
-    ScheduleDef,
-    ScheduleInfo,
-    Snapshot,
-    backfill_instants,
-    iso_z,
-    jitter_offset,
-    plan_tick,
-    skipped_while_paused,
-)
-from ..store.schedules import NotLeader, UnknownScheduleError
+from ..schedule import Plan, RunStatus, ScheduleDef, Snapshot, iso_z, plan_tick
+from ..schedule_book import on_time_grace, report
+from ..store.schedules import NotLeader
 from .service import Service
 
 if TYPE_CHECKING:
@@ -53,15 +41,6 @@ log = logging.getLogger("shiftwork.scheduler")
 PASS_INTERVAL = 0.25
 #: Seconds between the bookkeeping steps (sync, deadlines, dead-man switch).
 HOUSEKEEPING_INTERVAL = 1.0
-
-
-def on_time_grace(app: App) -> timedelta:
-    """How late the scheduler may reach an occurrence and still call it on time.
-
-    Covers a leader handover (lease expiry plus a leader tick); occurrences found later
-    than this were missed during downtime, and the catch-up policy decides.
-    """
-    return timedelta(seconds=max(2.5 * app.settings.leader_ttl, 2.0))
 
 
 def reconcile(app: App) -> dict[str, str]:
@@ -90,7 +69,7 @@ def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
         for schedule, fire_at, job_id in store.schedule_runs_expire(owner, term):
             app.events.emit("schedule.missed", schedule=schedule, fire_at=iso_z(fire_at),
                             job_id=job_id, reason="starting deadline")
-    grace = on_time_grace(app)
+    grace = on_time_grace(app.settings)
 
     def planner(defn: ScheduleDef, snap: Snapshot, now: datetime) -> Plan:
         return plan_tick(defn, defn.cron_schedule(), snap, now, grace)
@@ -105,7 +84,7 @@ def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
             log.exception("schedule %s: firing failed; will try again next pass", name)
             continue
         count += len(applied.enqueued)
-        _report(app, name, applied.plan, applied.enqueued)
+        report(app, name, applied.plan, applied.enqueued)
     if housekeeping:
         for late in store.schedule_runs_check_late(owner, term):
             app.events.emit("schedule.late", schedule=late.schedule,
@@ -118,24 +97,6 @@ def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
                     log.exception("on_schedule_late hook failed for %s at %s", late.schedule,
                                   iso_z(late.fire_at))
     return count
-
-
-def _report(app: App, name: str, plan: Plan, enqueued: list[tuple[datetime, int]]) -> None:
-    """After commit: ask superseded runs to stop, and announce what was decided."""
-    for job_id in plan.cancel_jobs:
-        app.store.jobs_cancel(job_id)
-        app.events.emit("schedule.cancel_other", schedule=name, job_id=job_id)
-    for fire_at, job_id in enqueued:
-        app.events.emit("schedule.fired", schedule=name, fire_at=iso_z(fire_at), job_id=job_id)
-    for d in plan.new + plan.released:
-        if d.status in (RunStatus.SKIPPED, RunStatus.MISSED):
-            app.events.emit(f"schedule.{d.status.value}", schedule=name,
-                            fire_at=iso_z(d.fire_at), reason=d.reason)
-    for warning in plan.warnings:
-        log.warning("%s", warning)
-    if plan.missed_unrecorded:
-        log.warning("schedule %s: %d more occurrences missed during downtime than are "
-                    "recorded one by one", name, plan.missed_unrecorded)
 
 
 class Scheduler(Service):
@@ -204,181 +165,3 @@ class Scheduler(Service):
         if now - self._last_prune >= self.app.settings.prune_interval:
             self._last_prune = now
             self.app.store.schedule_runs_prune(self.app.settings.retention_dead)
-
-
-# -- people's actions ----------------------------------------------------------------------
-
-
-def trigger(app: App, name: str) -> int:
-    """Run a schedule now (``shiftwork schedules trigger``): one occurrence keyed on the
-    database's current instant, enqueued at once whatever the overlap policy or pause."""
-
-    def planner(defn: ScheduleDef, snap: Snapshot, now: datetime) -> Plan:
-        return Plan(new=[Decision(now, RunKind.TRIGGER, RunStatus.ENQUEUED, "triggered by hand",
-                                  now)])
-
-    applied = app.store.schedules_apply(name, planner)
-    _report(app, name, applied.plan, applied.enqueued)
-    return applied.enqueued[0][1]
-
-
-def backfill(app: App, name: str, start: datetime, end: datetime,
-             overlap: Overlap | str = Overlap.BUFFER_ALL) -> dict[str, int]:
-    """Run the occurrences in [start, end] that never ran, under the same keys.
-
-    An occurrence already recorded as enqueued, succeeded, failed or cancelled is left
-    alone (never duplicated); one recorded as missed or skipped is run now. With
-    ``buffer_all`` (the default) they run one at a time, oldest first, whenever no run of
-    the schedule is active; with ``allow_all`` they are all enqueued at once.
-    """
-    ov = Overlap(overlap)
-    if ov not in (Overlap.BUFFER_ALL, Overlap.ALLOW_ALL):
-        raise ConfigurationError(f"backfill overlap must be buffer_all or allow_all, not {ov}")
-    for t, what in ((start, "--from"), (end, "--to")):
-        if t.tzinfo is None:
-            raise ConfigurationError(f"backfill {what} must carry a time zone (e.g. ...Z)")
-    counts = {"new": 0, "rerun": 0, "already": 0}
-
-    def planner(defn: ScheduleDef, snap: Snapshot, now: datetime) -> Plan:
-        plan = Plan()
-        instants = backfill_instants(defn.cron_schedule(), start, end)
-        for f in instants:
-            if f > now:
-                break
-            status = RunStatus.ENQUEUED if ov is Overlap.ALLOW_ALL else RunStatus.PENDING
-            run_at = f + jitter_offset(defn.name, f, defn.jitter)
-            d = Decision(f, RunKind.BACKFILL, status, f"backfill (overlap={ov.value})",
-                         max(run_at, now))
-            plan.new.append(d)
-            plan.revive.append(d)
-        return plan
-
-    applied = app.store.schedules_apply(name, planner)
-    counts["new"] = sum(1 for how, _ in applied.written if how == "new")
-    counts["rerun"] = sum(1 for how, _ in applied.written if how == "revived")
-    counts["already"] = len(applied.plan.new) - counts["new"] - counts["rerun"]
-    _report(app, name, applied.plan, applied.enqueued)
-    return counts
-
-
-def pause(app: App, name: str, reason: str = "paused by hand") -> None:
-    app.store.schedules_set_paused(name, True, reason)
-    app.events.emit("schedule.paused", schedule=name, reason=reason)
-
-
-def resume(app: App, name: str, catchup: Catchup | str | None = None) -> Plan | None:
-    """Un-pause. Without ``catchup`` the occurrences that came due while paused are
-    recorded as skipped and the schedule continues from now; with it, the next pass
-    applies that catch-up policy to them."""
-    policy = Catchup(catchup) if catchup is not None else None
-
-    def plan(defn: ScheduleDef, cursor: datetime | None, now: datetime
-             ) -> tuple[Plan, str | None]:
-        cron = defn.cron_schedule()
-        if cursor is None:
-            return Plan(cursor=cron.next_after(now)), None
-        if policy is not None:
-            return Plan(), policy.value
-        kept, count, nxt = skipped_while_paused(cron, cursor, now)
-        p = Plan(cursor=nxt, missed_unrecorded=count - len(kept))
-        p.new = [Decision(f, RunKind.CRON, RunStatus.SKIPPED, "paused") for f in kept]
-        return p, None
-
-    out = app.store.schedules_resume(name, plan)
-    app.events.emit("schedule.resumed", schedule=name, catchup=policy.value if policy else None)
-    return out
-
-
-def preview(app: App, name: str, n: int = 10, after: datetime | None = None
-            ) -> list[datetime]:
-    """The next ``n`` fire instants of a stored or declared schedule."""
-    defn = app.schedules.get(name)
-    if defn is None:
-        defn = app.store.schedules_get(name).defn
-    cron = defn.cron_schedule()
-    t = after or app.store.db_now()
-    out: list[datetime] = []
-    for f in cron.iter_after(t):
-        out.append(f)
-        if len(out) >= n:
-            break
-    return out
-
-
-def schedules_health(app: App) -> list[str]:
-    """Problems with schedules, one sentence each, for the health check (empty: healthy).
-
-    Reports late schedules (dead-man switch), schedules whose next fire is overdue
-    (no leader is firing them), and schedules paused after a failure.
-    """
-    problems: list[str] = []
-    try:
-        infos = app.store.schedules_list()
-    except UnknownScheduleError:  # pragma: no cover - listing never raises it
-        return problems
-    grace = on_time_grace(app)
-    for info in infos:
-        problems += _problems(info, grace)
-    return problems
-
-
-class ScheduleObserver:
-    """Schedules as ``app.observers`` shows them (metrics, ``shiftwork health``, dashboard).
-
-    Late means: the dead-man switch found an occurrence late and nothing has succeeded
-    since, or the schedule is not firing at all (its next fire is overdue).
-    """
-
-    def __init__(self, app: App) -> None:
-        self.app = app
-
-    def schedules_status(self) -> list[Any]:
-        from ..observe.hooks import ScheduleStatus
-
-        grace = on_time_grace(self.app)
-        out = []
-        for info in self.app.store.schedules_list():
-            why = lateness(info, grace)
-            out.append(ScheduleStatus(
-                name=info.name, next_fire_at=info.next_fire_at,
-                last_success_at=info.last_success_at, late=why is not None,
-                reason=why or "", cron=f"{info.defn.cron} ({info.defn.tz})",
-                task=info.defn.task, paused=info.paused))
-        return out
-
-    def schedule_trigger(self, name: str) -> int:
-        return trigger(self.app, name)
-
-    @staticmethod
-    def paused_on_failure(app: App) -> list[Any]:
-        """A health check: schedules that paused themselves after a failed run."""
-        from ..observe.health import Problem
-
-        return [Problem("schedule_paused", i.name, f"schedule {i.name} is {i.paused_reason}")
-                for i in app.store.schedules_list()
-                if i.paused and (i.paused_reason or "").startswith("paused on failure")]
-
-
-def lateness(info: ScheduleInfo, grace: timedelta) -> str | None:
-    """Why a schedule is late, in words, or None when it is not."""
-    now = info.now
-    if info.late(now):
-        since = info.last_late_fire_at or info.next_fire_at
-        return (f"no success within {info.defn.expect_success_within:g}s of its fire at "
-                f"{iso_z(since) if since else '?'}")
-    if (not info.paused and info.removed_at is None and info.next_fire_at is not None
-            and now - info.next_fire_at > 2 * grace):
-        return (f"not firing: its fire at {iso_z(info.next_fire_at)} is "
-                f"{(now - info.next_fire_at).total_seconds():.0f}s overdue; "
-                "is any worker running?")
-    return None
-
-
-def _problems(info: ScheduleInfo, grace: timedelta) -> list[str]:
-    out: list[str] = []
-    why = lateness(info, grace)
-    if why is not None:
-        out.append(f"schedule {info.name} is late: {why}")
-    if info.paused and info.paused_reason and info.paused_reason.startswith("paused on failure"):
-        out.append(f"schedule {info.name} is {info.paused_reason}")
-    return out

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Protocol
 
 log = logging.getLogger("shiftwork.worker")
+
+
+class Lifecycle(Protocol):
+    """What a worker does with each of its background parts: start, and stop (safe twice)."""
+
+    name: str
+
+    def start(self) -> None: ...
+
+    def stop(self, timeout: float = 5.0) -> None: ...
 
 
 class Service:

@@ -21,13 +21,14 @@ from ..outcome import Outcome
 from ..retry import repeat_on_storage_error
 from ..states import JobState
 from .completer import Completer
-from .executor import Executor, JobTimeout, Run
+from .executor import Executor
 from .maintenance import Heartbeat, Leader, Rescuer
 from .notifier import Notifier
 from .pool import ThreadPool
 from .producer import Producer
+from .run import JobTimeout, Run
 from .scheduler import Scheduler
-from .service import Service
+from .service import Lifecycle, Service
 
 if TYPE_CHECKING:
     from ..app import App
@@ -89,7 +90,7 @@ class Worker:
         self.producers: dict[str, Producer] = {}
         self.pools: dict[str, ThreadPool] = {}
         self.completer = Completer(app)
-        self.services: list[Any] = []
+        self.services: list[Lifecycle] = []
         self.started = threading.Event()
 
     # -- start -----------------------------------------------------------------------
@@ -131,7 +132,9 @@ class Worker:
         self.services = [notifier, Heartbeat(self.app, self.id, self.held_leases,
                                                        self._on_heartbeat),
                          Rescuer(self.app), Scheduler(self.app, self.id, leader),
-                         leader, Watchdog(self), *worker_services(self)]
+                         leader, Watchdog(self),
+                         *worker_services(self.app, self.id, lambda: len(self.runs_snapshot()),
+                                          self.metrics_port, self.metrics_host)]
         for service in self.services:
             service.start()
         notifier.ready.wait(5.0)
@@ -196,7 +199,7 @@ class Worker:
         assert self.executor is not None
         if run.task.is_async or run.job.queue in self.process_queues:
             return  # asyncio.wait_for, or the process supervisor, handles these
-        outcome = self.executor.outcome_for_error(
+        outcome = self.executor.decide.error(
             run, TimeoutError(f"timed out after {run.task.options.timeout}s"), kind="timeout")
         if run.finalize(outcome):
             # The thread keeps running until JobTimeout reaches it; give the pool a fresh one.

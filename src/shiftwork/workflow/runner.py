@@ -6,23 +6,22 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..context import JobContext
 from ..errors import JobCancelled, Snooze
 from ..payload import encode_json
+from ..task import Task
 from .context import Workflow
 from .errors import CompensationFailed, LeaseLost, WorkflowError
-
-if TYPE_CHECKING:
-    from ..app import App
-    from ..task import Task
 
 log = logging.getLogger("shiftwork.workflow")
 
 
-def workflow_task(app: App, fn: Callable[..., Any], **options: Any) -> Task[Any, Any]:
-    """Register ``fn(wf, ...)`` as a task whose first argument is a :class:`Workflow`."""
+def workflow_task(register: Callable[[Callable[..., Any]], Task[Any, Any]],
+                  fn: Callable[..., Any]) -> Task[Any, Any]:
+    """Register ``fn(wf, ...)`` as a task whose first argument is a :class:`Workflow`;
+    ``register`` registers the job-side function on the App with the workflow's options."""
     if inspect.iscoroutinefunction(fn):
         raise WorkflowError(f"workflow {fn.__qualname__}: the body must be a plain function "
                             "(its steps may call anything)")
@@ -51,7 +50,7 @@ def workflow_task(app: App, fn: Callable[..., Any], **options: Any) -> Task[Any,
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD)
     run.__signature__ = inspect.signature(fn).replace(  # type: ignore[attr-defined]
         parameters=[ctx_param, *params[1:]])
-    task = app.task(run, **options)
+    task = register(run)
     holder["task"] = task
     return task
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from ..records import EffectRecord
+from ...records import EffectRecord
 from ..rows import aware
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 from psycopg.rows import dict_row
 
 from ...job import Job
-from ...observe.records import QueueMinute, search_params
+from ...records import QueueMinute
 from ...states import JobState
-from ..rows import aware, decoded, job_from_row
+from ..rows import aware, decoded, job_from_row, search_params
 
 
 class PostgresObserve:

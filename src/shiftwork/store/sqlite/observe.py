@@ -8,9 +8,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...job import Job
-from ...observe.records import QueueMinute, search_params
+from ...records import QueueMinute
 from ...states import JobState
-from ..rows import job_from_row, loads
+from ..rows import job_from_row, loads, search_params
 
 
 def _from_ts(value: float) -> datetime:

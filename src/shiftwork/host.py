@@ -1,0 +1,49 @@
+"""What the modules below the App need of it, and of a running job, as Protocols.
+
+The App (app.py) and the job context (context.py) are the one implementation of each.
+Naming them here lets the task, the job context and the checkpoint and effect-key
+helpers be typed without importing the App or the context, so no import runs back up.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from .clock import Clock
+from .events import EventBus
+from .records import Touch
+from .settings import Settings
+from .store.base import Store
+
+
+class JobHost(Protocol):
+    """What a running job's context needs of its App."""
+
+    settings: Settings
+    events: EventBus
+    clock: Clock
+
+    @property
+    def store(self) -> Store: ...
+
+
+class RunningJob(Protocol):
+    """What the checkpoint and effect-key helpers need of a job's context."""
+
+    job_id: int
+    attempt: int
+    last_checkpoint: Any
+    app: JobHost
+
+    def checkpoint(self, cursor: Any) -> None: ...
+
+    def stage_progress(self, done: float, total: float | None = None,
+                       message: str | None = None) -> None: ...
+
+    def progress(self, done: float, total: float | None = None,
+                 message: str | None = None) -> None: ...
+
+    def flush_progress(self) -> None: ...
+
+    def _touch(self, *, checkpoint: str | None = None, set_checkpoint: bool = False,
+               conn: Any = None) -> Touch: ...

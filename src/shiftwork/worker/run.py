@@ -1,0 +1,101 @@
+"""One claimed job's attempt as the worker tracks it: its context, timing and the one
+delivery of its outcome; and how an exception is recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..context import JobContext
+from ..errors import JobCancelled, LeaseLost
+from ..host import JobHost
+from ..job import ClaimedJob
+from ..outcome import Outcome
+from ..payload import storable_text
+
+if TYPE_CHECKING:
+    from ..task import Task
+
+log = logging.getLogger("shiftwork.worker.executor")
+
+
+class JobTimeout(BaseException):
+    """Raised inside a sync job's thread when its timeout passes."""
+
+
+@dataclass(eq=False)
+class Run:
+    job: ClaimedJob
+    task: Task[Any, Any]
+    ctx: JobContext
+    started: float  # claimed at; reset when the attempt begins to run
+    timeout: float | None
+    on_done: Callable[[Run, Outcome], None]
+    on_begin: Callable[[Run], None] | None = None
+    deadline: float | None = None  # set when it begins: a job claimed ahead is not timed yet
+    begun: bool = False
+    thread_id: int | None = None
+    atask: asyncio.Task[Any] | None = None
+    finished: bool = False
+    in_user_code: bool = False  # a sync job's thread is inside the task function
+    process: Any = None  # the child process, for queues run with the process executor
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def of(cls, app: JobHost, job: ClaimedJob, task: Task[Any, Any],
+           on_done: Callable[[Run, Outcome], None],
+           on_begin: Callable[[Run], None] | None = None) -> Run:
+        """The run of a claimed job: its context, and its timeout (the job's, else the task's)."""
+        ctx = JobContext(app, job.id, job.task, job.queue, job.attempt, job.max_attempts,
+                         last_checkpoint=job.checkpoint, meta=job.meta)
+        return cls(job=job, task=task, ctx=ctx, started=time.monotonic(),
+                   timeout=task.options.timeout if job.timeout is None else job.timeout,
+                   on_done=on_done, on_begin=on_begin)
+
+    def begin(self) -> bool:
+        """The attempt starts running now; False if it was finalized while it waited."""
+        with self.lock:
+            if self.finished:
+                return False
+            self.begun = True
+            self.started = time.monotonic()
+            if self.timeout:
+                self.deadline = self.started + self.timeout
+        if self.on_begin is not None:
+            self.on_begin(self)
+        return True
+
+    def finalize(self, outcome: Outcome) -> bool:
+        """Deliver the outcome once; False if another path got there first."""
+        with self.lock:
+            if self.finished:
+                return False
+            self.finished = True
+        self.on_done(self, outcome)
+        return True
+
+
+def error_record(exc: BaseException, attempt: int, kind: str = "exception") -> dict[str, Any]:
+    return {
+        "attempt": attempt,
+        "kind": kind,
+        "type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
+        "message": storable_text(str(exc), 2000),
+        "traceback": storable_text("".join(traceback.format_exception(exc))[-8000:], 8000),
+    }
+
+
+def flush_progress(run: Run) -> None:
+    """The attempt ended: write progress that was still throttled, if any."""
+    if run.ctx._pending_progress is None or run.finished:
+        return
+    try:
+        run.ctx.flush_progress()
+    except (Exception, LeaseLost, JobCancelled):
+        log.debug("job %s: final progress not written", run.job.id, exc_info=True)
