@@ -329,11 +329,14 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
 
     def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
                    limits: dict[str, int] | None = None) -> list[ClaimedJob]:
-        with self._conn() as c:
-            if not limits:
-                return claimed_jobs(c.execute(self.q["jobs_claim"], self._p(
+        # Rows are turned into jobs after the connection (and any lock) is given back.
+        if not limits:
+            with self._conn() as c:
+                rows = c.execute(self.q["jobs_claim"], self._p(
                     queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
-                    prepare=True).fetchall())
+                    prepare=True).fetchall()
+            return claimed_jobs(rows)
+        with self._conn() as c:
 
             def running(task: str) -> int:
                 c.execute(self.q["jobs_lock_task_limit"], {"task": task})
@@ -346,7 +349,8 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
                     only_task=only_task, exclude=exclude), prepare=False).fetchall()
 
             with c.transaction():
-                return claimed_jobs(claim_within_limits(limit, limits, running, claim))
+                rows = claim_within_limits(limit, limits, running, claim)
+        return claimed_jobs(rows)
 
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
         if not outcomes:
