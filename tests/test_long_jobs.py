@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from shiftwork import App, FakeClock, JobCancelled, JobContext, JobState
-from shiftwork import cli as cli_module
+from shiftwork.cli import format as cli_format
 from shiftwork.cli import main
 from shiftwork.errors import ConfigurationError, JobPaused, LeaseLost, PayloadError
 from shiftwork.outcome import Outcome
@@ -336,7 +336,7 @@ def cli(app: App, *args: str) -> Any:
 def test_commands_pause_resume_and_show_progress(clocked: tuple[App, FakeClock],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     app, _ = clocked
-    monkeypatch.setattr(cli_module.console, "width", 200)
+    monkeypatch.setattr(cli_format.console, "width", 200)
     job = app.enqueue("long")
     ctx = claim_ctx(app)
     ctx.progress(250, 1000, "copying")

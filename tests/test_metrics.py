@@ -224,3 +224,22 @@ def test_trace_context_travels_from_enqueue_into_the_job(app: App, span_exporter
     assert run.parent is not None and run.parent.span_id == enqueue.context.span_id
     assert enqueue.parent is not None
     assert enqueue.parent.span_id == request.get_span_context().span_id
+
+
+def test_a_fired_occurrence_is_enqueued_through_the_same_path(app: App,
+                                                               span_exporter: Any) -> None:
+    """A schedule's job goes in through the App's insert: it gets the enqueue span and
+    carries its context into the run, as any other enqueue."""
+
+    @app.task(name="scheduled_traced")
+    def scheduled_traced() -> None: ...
+
+    app.schedule("hourly", "0 * * * *", scheduled_traced)
+    from shiftwork.worker.scheduler import reconcile
+
+    reconcile(app)
+    span_exporter.clear()
+    job_id = app.schedules.trigger("hourly")
+    assert "traceparent" in app.get_job(job_id).meta["otel"]
+    assert "shiftwork enqueue scheduled_traced" in {
+        s.name for s in span_exporter.get_finished_spans()}

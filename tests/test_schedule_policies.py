@@ -147,7 +147,7 @@ def test_a_leader_paused_mid_transaction_rolls_back(sapp: App, clock: FakeClock)
         return plan
 
     with pytest.raises(NotLeader):
-        sapp.store.schedules_apply("s", paused_planner, "slow", term)
+        sapp.store.schedules_apply("s", paused_planner, "slow", term, insert=sapp.insert_rows)
     assert sapp.list_jobs() == [] and runs(sapp, "s") == {}
     assert sapp.store.schedules_get("s").next_fire_at == at(1)
 

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from .clock import Clock
 from .events import EventBus
+from .job import EnqueueResult, NewJob
 from .records import Touch
 from .settings import Settings
 from .store.base import Store
@@ -25,6 +26,9 @@ class JobHost(Protocol):
 
     @property
     def store(self) -> Store: ...
+
+    def insert_rows(self, rows: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
+        """The end of every enqueue path (tracing included)."""
 
 
 class RunningJob(Protocol):

@@ -60,6 +60,14 @@ class RunStatus(StrEnum):
     SKIPPED = "skipped"  # not run: overlap policy, a full buffer, or the schedule was paused
 
 
+class DeadManCheck(StrEnum):
+    """An occurrence's dead-man check (``expect_success_within``); None: not made yet."""
+
+    OK = "ok"  # a run of the schedule succeeded in time
+    LATE = "late"  # none did: alerted once
+    NONE = "none"  # not checked (no expectation, or skipped while paused)
+
+
 class RunKind(StrEnum):
     CRON = "cron"  # came due on time
     CATCHUP = "catchup"  # came due during downtime and was run by the catch-up policy
@@ -480,7 +488,7 @@ class ScheduleRun:
     run_at: datetime | None
     recorded_at: datetime
     finished_at: datetime | None
-    dms: str | None  # dead-man check: None (not yet), ok, late, none
+    dms: DeadManCheck | None  # None: not checked yet
 
 
 @dataclass(frozen=True)
@@ -534,3 +542,13 @@ def declare_schedule(name: str, cron: str, task: str, job: NewJob, *, tz: str = 
         expect_success_within=seconds(expect_success_within, f"{where}: expect_success_within"),
         pause_on_failure=bool(pause_on_failure),
     )
+
+
+def occurrence_job(defn: ScheduleDef, d: Decision) -> NewJob:
+    """The job one occurrence enqueues: the schedule's job by value, due at the decided
+    instant, unique per (schedule, fire instant), its meta saying which occurrence."""
+    meta = job_meta(defn, defn.cron_schedule(), d.fire_at, d.kind)
+    return NewJob(task=defn.task, queue=defn.queue, args_json=defn.args_json,
+                  priority=defn.priority, max_attempts=defn.max_attempts, run_at=d.run_at,
+                  unique_key=job_key(defn.name, d.fire_at), timeout=defn.timeout,
+                  meta_json=json.dumps(meta, separators=(",", ":")))

@@ -63,7 +63,7 @@ class ScheduleBook(dict[str, ScheduleDef]):
             return Plan(new=[Decision(now, RunKind.TRIGGER, RunStatus.ENQUEUED, "triggered by hand",
                                       now)])
 
-        applied = self._host.store.schedules_apply(name, planner)
+        applied = self._host.store.schedules_apply(name, planner, insert=self._host.insert_rows)
         report(self._host, name, applied.plan, applied.enqueued)
         return applied.enqueued[0][1]
 
@@ -99,7 +99,7 @@ class ScheduleBook(dict[str, ScheduleDef]):
                 plan.revive.append(d)
             return plan
 
-        applied = self._host.store.schedules_apply(name, planner)
+        applied = self._host.store.schedules_apply(name, planner, insert=self._host.insert_rows)
         counts["new"] = sum(1 for how, _ in applied.written if how == "new")
         counts["rerun"] = sum(1 for how, _ in applied.written if how == "revived")
         counts["already"] = len(applied.plan.new) - counts["new"] - counts["rerun"]

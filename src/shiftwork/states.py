@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from .errors import IllegalTransitionError
-
 
 class JobState(StrEnum):
     SCHEDULED = "scheduled"  # waiting for its run_at (delayed at enqueue)
@@ -59,12 +57,3 @@ TRANSITIONS: dict[JobState, frozenset[JobState]] = {
 def is_legal(old: JobState, new: JobState) -> bool:
     return new in TRANSITIONS[old]
 
-
-def check_transition(old: JobState, new: JobState) -> None:
-    if not is_legal(old, new):
-        raise IllegalTransitionError(f"a job cannot move from {old} to {new}")
-
-
-def sql_in(states: frozenset[JobState] | set[JobState] | list[JobState]) -> str:
-    """Render states as a SQL ``IN`` list, for statements guarded by expected state."""
-    return "(" + ", ".join(f"'{s.value}'" for s in sorted(states)) + ")"

@@ -7,12 +7,14 @@ hand it a true snapshot and to write its plan, whole, in one transaction.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import pytest
 
 from shiftwork import FakeClock
 from shiftwork.schedule import (
+    Applied,
     Catchup,
     Decision,
     Plan,
@@ -49,6 +51,13 @@ def fire_due(_d: ScheduleDef, snap: Snapshot, now: datetime) -> Plan:
                 cursor=snap.cursor + MINUTE)
 
 
+def apply(store: Store, name: str, planner: Callable[[ScheduleDef, Snapshot, datetime], Plan],
+          owner: str | None = None, term: int | None = None) -> Applied:
+    """The leader's or a person's pass; jobs go in through the store's own insert (the App
+    passes its enqueue path, with its span)."""
+    return store.schedules_apply(name, planner, owner, term, insert=store.jobs_insert)
+
+
 def reconciled(store: Store, clock: FakeClock, *defs: ScheduleDef) -> dict[str, str]:
     return store.schedules_reconcile(list(defs) or [defn()], next_minute)
 
@@ -83,14 +92,14 @@ def test_due_and_apply_enqueue_once(store: Store, clock: FakeClock) -> None:
     assert fire_at is not None
     clock.set(fire_at + timedelta(seconds=1))
     assert store.schedules_due() == ["s"]
-    applied = store.schedules_apply("s", fire_due)
+    applied = apply(store, "s", fire_due)
     [(at, job_id)] = applied.enqueued
     assert at == fire_at and applied.now == clock.now()
     job = store.jobs_get(job_id)
     assert (job.task, job.queue, job.state) == ("t", "q", JobState.AVAILABLE)
     assert store.schedules_get("s").next_fire_at == fire_at + MINUTE
     assert store.schedules_due() == []
-    assert store.schedules_apply("s", fire_due).enqueued == []  # not due again
+    assert apply(store, "s", fire_due).enqueued == []  # not due again
     [run] = store.schedule_runs_list("s")
     assert (run.fire_at, run.status, run.job_id, run.kind) == (fire_at, RunStatus.ENQUEUED,
                                                                job_id, RunKind.CRON)
@@ -104,8 +113,8 @@ def test_apply_writes_an_occurrence_once_even_if_planned_twice(store: Store,
     def trigger(_d: ScheduleDef, _s: Snapshot, _now: datetime) -> Plan:
         return Plan(new=[Decision(fire_at, RunKind.TRIGGER, RunStatus.ENQUEUED)])
 
-    assert len(store.schedules_apply("s", trigger).enqueued) == 1
-    assert store.schedules_apply("s", trigger).enqueued == []
+    assert len(apply(store, "s", trigger).enqueued) == 1
+    assert apply(store, "s", trigger).enqueued == []
     assert len(store.schedule_runs_list("s")) == 1
 
 
@@ -113,23 +122,23 @@ def test_apply_checks_leadership_when_given_a_term(store: Store, clock: FakeCloc
     reconciled(store, clock)
     clock.advance(120)
     with pytest.raises(NotLeader):
-        store.schedules_apply("s", fire_due, "me", 1)
+        apply(store, "s", fire_due, "me", 1)
     term = store.leader_acquire(LEADER_NAME, "me", ttl=30)
     assert term is not None
-    assert len(store.schedules_apply("s", fire_due, "me", term).enqueued) == 1
+    assert len(apply(store, "s", fire_due, "me", term).enqueued) == 1
     with pytest.raises(NotLeader):
-        store.schedules_apply("s", fire_due, "me", term + 1)
+        apply(store, "s", fire_due, "me", term + 1)
 
 
 def test_apply_of_an_unknown_schedule_raises(store: Store) -> None:
     with pytest.raises(UnknownScheduleError):
-        store.schedules_apply("nothing", fire_due)
+        apply(store, "nothing", fire_due)
 
 
 def test_runs_sync_copies_finished_outcomes(store: Store, clock: FakeClock) -> None:
     reconciled(store, clock)
     clock.advance(120)
-    [(fire_at, job_id)] = store.schedules_apply("s", fire_due).enqueued
+    [(fire_at, job_id)] = apply(store, "s", fire_due).enqueued
     term = store.leader_acquire(LEADER_NAME, "me", ttl=30)
     assert term is not None
     assert store.schedule_runs_sync("me", term) == []
@@ -144,7 +153,7 @@ def test_runs_expire_cancels_jobs_past_their_starting_deadline(store: Store,
                                                               clock: FakeClock) -> None:
     reconciled(store, clock, defn(starting_deadline=30))
     clock.advance(120)
-    [(fire_at, job_id)] = store.schedules_apply("s", fire_due).enqueued
+    [(fire_at, job_id)] = apply(store, "s", fire_due).enqueued
     term = store.leader_acquire(LEADER_NAME, "me", ttl=3600)
     assert term is not None
     clock.set(fire_at + timedelta(seconds=31))
@@ -157,7 +166,7 @@ def test_runs_expire_cancels_jobs_past_their_starting_deadline(store: Store,
 def test_runs_check_late_reports_each_late_run_once(store: Store, clock: FakeClock) -> None:
     reconciled(store, clock, defn(expect_success_within=60))
     clock.set(next_minute(defn(), clock.now()))
-    [(fire_at, job_id)] = store.schedules_apply("s", fire_due).enqueued
+    [(fire_at, job_id)] = apply(store, "s", fire_due).enqueued
     term = store.leader_acquire(LEADER_NAME, "me", ttl=3600)
     assert term is not None
     assert store.schedule_runs_check_late("me", term) == []
@@ -172,7 +181,7 @@ def test_runs_check_late_reports_each_late_run_once(store: Store, clock: FakeClo
 def test_runs_prune_deletes_old_finished_runs(store: Store, clock: FakeClock) -> None:
     reconciled(store, clock)
     clock.advance(120)
-    store.schedules_apply("s", fire_due)
+    apply(store, "s", fire_due)
     term = store.leader_acquire(LEADER_NAME, "me", ttl=3600)
     assert term is not None
     assert store.schedule_runs_prune(older_than=0) == 0  # still running: kept
@@ -198,8 +207,8 @@ def test_get_and_list_describe_a_schedule(store: Store, clock: FakeClock) -> Non
 def test_runs_list_is_newest_first_with_a_limit(store: Store, clock: FakeClock) -> None:
     reconciled(store, clock)
     clock.advance(180)
-    store.schedules_apply("s", fire_due)
-    store.schedules_apply("s", fire_due)
+    apply(store, "s", fire_due)
+    apply(store, "s", fire_due)
     first, second = sorted(r.fire_at for r in store.schedule_runs_list("s"))
     assert [r.fire_at for r in store.schedule_runs_list("s")] == [second, first]
     assert [r.fire_at for r in store.schedule_runs_list("s", limit=1)] == [second]

@@ -27,10 +27,6 @@ META_KEY = "otel"
 _SCOPE = "shiftwork"
 
 
-def enabled() -> bool:
-    return trace is not None
-
-
 def recording() -> bool:
     """False until an SDK tracer provider is installed: the API's default provider only
     hands out no-op spans, and building one per job costs more than a no-op job."""

@@ -52,7 +52,6 @@ class ThroughputRecorder(Service):
         self._counts: dict[tuple[str, datetime], list[int]] = {}
         self._lock = threading.Lock()
         self._unsubscribe = app.events.subscribe(self._on_event)
-        self._flushes = 0
 
     def _on_event(self, name: str, fields: dict[str, Any]) -> None:
         index = _FIELD.get(name)
@@ -81,9 +80,6 @@ class ThroughputRecorder(Service):
 
     def tick(self) -> None:
         self.flush()
-        self._flushes += 1
-        if self._flushes % 120 == 1:
-            self.app.store.queue_minutes_prune(MINUTES_KEPT)
 
     def stop(self, timeout: float = 5.0) -> None:
         super().stop(timeout)

@@ -192,10 +192,14 @@ class Store(Protocol):
 
     def schedules_apply(self, name: str,
                         planner: Callable[[ScheduleDef, Any, datetime], Plan],
-                        owner: str | None = None, term: int | None = None) -> Applied:
+                        owner: str | None = None, term: int | None = None, *,
+                        insert: Callable[[list[NewJob], Any], list[EnqueueResult]]
+                        ) -> Applied:
         """One transaction: snapshot, plan, write (jobs, occurrences, cursor).
 
-        With ``term``, raises NotLeader unless that leadership still holds.
+        With ``term``, raises NotLeader unless that leadership still holds. Jobs go in
+        through ``insert(jobs, conn)``: the App's insert path, so a fired job is enqueued
+        as every other (validation, tracing).
         """
 
     def schedule_runs_sync(self, owner: str, term: int

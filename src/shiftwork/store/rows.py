@@ -45,6 +45,11 @@ def job_from_row(row: dict[str, Any], to_dt: Any, json_col: Any) -> Job:
     )
 
 
+def from_ts(value: float | None) -> datetime | None:
+    """A time SQLite stored as Unix seconds, as an aware UTC datetime."""
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
 def aware(value: datetime | None) -> datetime | None:
     if value is None:
         return None

@@ -20,11 +20,12 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ShiftworkError
-from ..job import NewJob
+from ..job import EnqueueResult, NewJob
 from ..schedule import (
     ActiveRun,
     Applied,
     Catchup,
+    DeadManCheck,
     Decision,
     LateRun,
     PendingRun,
@@ -35,8 +36,7 @@ from ..schedule import (
     ScheduleInfo,
     ScheduleRun,
     Snapshot,
-    job_key,
-    job_meta,
+    occurrence_job,
 )
 from ..states import ACTIVE, JobState
 
@@ -50,6 +50,8 @@ TIME_COLUMNS = frozenset({
 })
 
 Planner = Callable[[ScheduleDef, Snapshot, datetime], Plan]
+#: The App's insert path (``App.insert_rows``): jobs and the open transaction's connection.
+Insert = Callable[[list[NewJob], Any], list[EnqueueResult]]
 
 
 class NotLeader(ShiftworkError):
@@ -90,7 +92,8 @@ def run_from_row(r: dict[str, Any]) -> ScheduleRun:
     return ScheduleRun(schedule=r["schedule"], fire_at=r["fire_at"], kind=RunKind(r["kind"]),
                        status=RunStatus(r["status"]), reason=r["reason"], job_id=r["job_id"],
                        run_at=r["run_at"], recorded_at=r["recorded_at"],
-                       finished_at=r["finished_at"], dms=r["dms"])
+                       finished_at=r["finished_at"],
+                       dms=DeadManCheck(r["dms"]) if r["dms"] is not None else None)
 
 
 class ScheduleStoreLogic:
@@ -188,12 +191,13 @@ class ScheduleStoreLogic:
             return [r["name"] for r in self._s_rows(c, "schedules_due")]
 
     def schedules_apply(self, name: str, planner: Planner, owner: str | None = None,
-                        term: int | None = None) -> Applied:
+                        term: int | None = None, *, insert: Insert) -> Applied:
         """Read a schedule's snapshot, ask ``planner``, write the plan: one transaction.
 
         With ``term`` the transaction first checks that this owner still holds that
         leadership (raising :class:`NotLeader` otherwise); without, it is a person's
-        action (trigger, backfill) and relies on the keys alone.
+        action (trigger, backfill) and relies on the keys alone. Jobs are inserted with
+        ``insert(jobs, conn)``, the App's insert path.
         """
         with self._s_tx() as c:
             now = self._s_now(c, owner, term)
@@ -217,7 +221,7 @@ class ScheduleStoreLogic:
                             active=tuple(active), pending=tuple(pending))
             plan = planner(defn, snap, now)
             written: list[tuple[str, Decision]] = []
-            enqueued = self._write_plan(c, defn, plan, term, now, written)
+            enqueued = self._write_plan(c, defn, plan, term, now, written, insert)
             if plan.cursor is not None or plan.clear_override or plan.missed_unrecorded:
                 moved = self._s_one(c, "schedules_advance", name=name,
                                     cursor=plan.cursor or snap.cursor,
@@ -229,21 +233,21 @@ class ScheduleStoreLogic:
         return Applied(plan, enqueued, now, written)
 
     def _write_plan(self, c: Any, defn: ScheduleDef, plan: Plan, term: int | None,
-                    now: datetime, written: list[tuple[str, Decision]] | None = None
-                    ) -> list[tuple[datetime, int]]:
+                    now: datetime, written: list[tuple[str, Decision]] | None = None,
+                    insert: Insert | None = None) -> list[tuple[datetime, int]]:
         enqueued: list[tuple[datetime, int]] = []
         written = [] if written is None else written
         for d in plan.new:
             dms = None
             if defn.expect_success_within is None or d.reason == "paused":
-                dms = "none"
+                dms = DeadManCheck.NONE.value
             inserted = self._s_one(c, "schedule_runs_insert", name=defn.name, fire_at=d.fire_at,
                                    kind=d.kind.value, status=d.status.value, reason=d.reason,
                                    run_at=d.run_at, term=term, dms=dms)
             if inserted is not None:
                 written.append(("new", d))
             if inserted is not None and d.status is RunStatus.ENQUEUED:
-                enqueued.append((d.fire_at, self._enqueue(c, defn, d)))
+                enqueued.append((d.fire_at, self._enqueue(c, defn, d, insert)))
         for d in plan.released:
             done = self._s_one(c, "schedule_runs_release", name=defn.name, fire_at=d.fire_at,
                                status=d.status.value, reason=d.reason, run_at=d.run_at,
@@ -252,24 +256,22 @@ class ScheduleStoreLogic:
             if done is not None:
                 written.append(("released", d))
             if done is not None and d.status is RunStatus.ENQUEUED:
-                enqueued.append((d.fire_at, self._enqueue(c, defn, d)))
+                enqueued.append((d.fire_at, self._enqueue(c, defn, d, insert)))
         for d in plan.revive:
-            dms = "none" if defn.expect_success_within is None else None
+            dms = DeadManCheck.NONE.value if defn.expect_success_within is None else None
             done = self._s_one(c, "schedule_runs_revive", name=defn.name, fire_at=d.fire_at,
                                status=d.status.value, reason=d.reason, run_at=d.run_at, dms=dms)
             if done is not None:
                 written.append(("revived", d))
             if done is not None and d.status is RunStatus.ENQUEUED:
-                enqueued.append((d.fire_at, self._enqueue(c, defn, d)))
+                enqueued.append((d.fire_at, self._enqueue(c, defn, d, insert)))
         return enqueued
 
-    def _enqueue(self, c: Any, defn: ScheduleDef, d: Decision) -> int:
-        meta = job_meta(defn, defn.cron_schedule(), d.fire_at, d.kind)
-        job = NewJob(task=defn.task, queue=defn.queue, args_json=defn.args_json,
-                     priority=defn.priority, max_attempts=defn.max_attempts, run_at=d.run_at,
-                     unique_key=job_key(defn.name, d.fire_at), timeout=defn.timeout,
-                     meta_json=json.dumps(meta, separators=(",", ":")))
-        job_id = int(self.jobs_insert([job], conn=c)[0].id)
+    def _enqueue(self, c: Any, defn: ScheduleDef, d: Decision, insert: Insert | None) -> int:
+        # Through the App's own insert (the end of every enqueue path: tracing and all),
+        # in this transaction.
+        assert insert is not None, "a plan that enqueues needs the App's insert"
+        job_id = int(insert([occurrence_job(defn, d)], c)[0].id)
         self._s_rows(c, "schedule_runs_set_job", name=defn.name, fire_at=d.fire_at,
                      job_id=job_id)
         return job_id
@@ -323,11 +325,11 @@ class ScheduleStoreLogic:
         with self._s_tx() as c:
             self._s_now(c, owner, term)
             for r in self._s_rows(c, "schedule_runs_dms_due"):
-                verdict = "ok" if r["ok"] else "late"
+                verdict = DeadManCheck.OK if r["ok"] else DeadManCheck.LATE
                 if self._s_one(c, "schedule_runs_dms_set", name=r["schedule"],
-                               fire_at=r["fire_at"], dms=verdict) is None:
+                               fire_at=r["fire_at"], dms=verdict.value) is None:
                     continue
-                if verdict == "late":
+                if verdict is DeadManCheck.LATE:
                     late.append(LateRun(r["schedule"], r["fire_at"], RunStatus(r["status"]),
                                         r["job_id"], r["expect_success_within"]))
             self._s_recheck(c, owner, term)

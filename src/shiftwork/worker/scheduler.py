@@ -33,7 +33,7 @@ from .service import Service
 
 if TYPE_CHECKING:
     from ..app import App
-    from .maintenance import Leader
+    from .leader import Leader
 
 log = logging.getLogger("shiftwork.scheduler")
 
@@ -77,7 +77,7 @@ def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
     count = 0
     for name in store.schedules_due():
         try:
-            applied = store.schedules_apply(name, planner, owner, term)
+            applied = store.schedules_apply(name, planner, owner, term, insert=app.insert_rows)
         except NotLeader:
             raise
         except Exception:  # one broken schedule must not starve the others
@@ -113,7 +113,6 @@ class Scheduler(Service):
         self._term: int | None = None
         self._term_seen = 0.0
         self._last_housekeeping = 0.0
-        self._last_prune = time.monotonic()
         self._any = False  # whether the database holds schedules at all
 
     def start(self) -> None:
@@ -162,6 +161,3 @@ class Scheduler(Service):
             log.info("scheduler: term %s is over; standing down", term)
             self._term = None
             return
-        if now - self._last_prune >= self.app.settings.prune_interval:
-            self._last_prune = now
-            self.app.store.schedule_runs_prune(self.app.settings.retention_dead)

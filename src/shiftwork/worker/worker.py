@@ -12,7 +12,6 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ..context import JobContext
 from ..errors import ConfigurationError, StorageError, UnknownTaskError, unknown_task_message
 from ..job import ClaimedJob
 from ..names import check_queue
@@ -22,10 +21,12 @@ from ..retry import repeat_on_storage_error
 from ..states import JobState
 from .completer import Completer
 from .executor import Executor
-from .maintenance import Heartbeat, Leader, Rescuer
+from .heartbeat import Heartbeat
+from .leader import Leader
 from .notifier import Notifier
 from .pool import ThreadPool
 from .producer import Producer
+from .rescuer import Rescuer
 from .run import JobTimeout, Run
 from .scheduler import Scheduler
 from .service import Lifecycle, Service
@@ -159,11 +160,9 @@ class Worker:
             task = self.app.get_task(job.task)
         except UnknownTaskError:
             # Claimed by a worker that does not know the task: fail it visibly, not silently.
-            ctx = JobContext(self.app, job.id, job.task, job.queue, job.attempt, job.max_attempts)
             self.completer.submit(Outcome(job.id, job.attempt, JobState.DEAD, error={
                 "attempt": job.attempt, "kind": "unknown_task", "type": "UnknownTaskError",
                 "message": unknown_task_message(job.task)}, task=job.task, queue=job.queue))
-            del ctx
             self.producers[job.queue].slot_freed()
             return
         run = Run.of(self.app, job, task, self._on_done, self._on_begin)

@@ -10,12 +10,10 @@ from typing import TYPE_CHECKING, Any
 from ...job import Job
 from ...records import QueueMinute
 from ...states import JobState
-from ..rows import job_from_row, loads, search_params
+from ..rows import from_ts, job_from_row, loads, search_params
 
 
 def _from_ts(value: float) -> datetime:
-    from .store import from_ts
-
     result = from_ts(value)
     assert result is not None
     return result
@@ -52,8 +50,6 @@ class SQLiteObserve:
 
     def jobs_search(self, text: str | None = None, state: JobState | None = None,
                     queue: str | None = None, limit: int = 50) -> list[Job]:
-        from .store import from_ts
-
         rows = self.conn.execute(self.q["jobs_search"], search_params(text, state, queue, limit))
         return [job_from_row(dict(r), from_ts, loads) for r in rows]
 

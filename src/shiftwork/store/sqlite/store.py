@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ...clock import Clock, SystemClock
@@ -36,7 +36,7 @@ from ..jobs import (
     rescued_jobs,
 )
 from ..long_jobs import LongJobsWrites
-from ..rows import job_from_row, legal_pairs, loads, queue_stats_from_rows
+from ..rows import from_ts, job_from_row, legal_pairs, loads, queue_stats_from_rows
 from ..sqlfile import load_all_queries, load_migrations
 from .long_jobs import SQLiteLongJobs
 from .observe import SQLiteObserve
@@ -49,10 +49,6 @@ log = logging.getLogger("shiftwork.store.sqlite")
 
 def to_ts(value: datetime | None) -> float | None:
     return None if value is None else value.timestamp()
-
-
-def from_ts(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
 #: Jobs are inserted in transactions of at most this many rows.

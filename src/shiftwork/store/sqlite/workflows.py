@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from ...errors import ShiftworkError
-from ..rows import StepRecord
+from ..rows import StepRecord, from_ts
 
 
 class SQLiteWorkflows:
@@ -17,8 +17,6 @@ class SQLiteWorkflows:
     _now: Any
 
     def workflow_steps_get(self, job_id: int) -> dict[str, StepRecord]:
-        from .store import from_ts
-
         rows = self.conn.execute(self.q["workflow_steps_get"], {"job": job_id}).fetchall()
         return {r[0]: StepRecord(r[0], r[1], json.loads(r[2]) if r[2] is not None else None,
                                  from_ts(r[3]), r[4], from_ts(r[5])) for r in rows}

@@ -5,41 +5,39 @@ from __future__ import annotations
 import json
 
 import click
-from rich.table import Table
 from rich.text import Text
 
-from .cli import _when, console, main
-from .cli_target import open_app, target_options
-from .errors import PayloadError
-from .safetext import escape_controls
+from ..errors import PayloadError
+from ..safetext import escape_controls
+from .format import console, format_state, format_time, make_table
+from .options import open_app, target_options, workflow_id_argument
 
 
-@main.group()
+@click.group()
 @target_options
 def workflows() -> None:
     """Durable workflows: history and events."""
 
 
 @workflows.command("show")
-@click.argument("workflow_id", type=int)
+@workflow_id_argument
 @target_options
 def workflows_show(workflow_id: int) -> None:
     """The workflow's job state and every recorded step."""
     app = open_app()
     job = app.get_job(workflow_id)
     console.print(Text.assemble((f"workflow {job.id}", "bold"), escape_controls(
-        f"  {job.task}  state={job.state.value}  next run {_when(job.run_at)}")))
-    table = Table()
-    for col in ("step", "status", "result", "wake at (UTC)", "attempt", "recorded (UTC)"):
-        table.add_column(col)
+        f"  {job.task}  state={format_state(job.state)}  next run {format_time(job.run_at)}")))
+    table = make_table(("step", "status", "result", "wake at (UTC)", "attempt",
+                        "recorded (UTC)"))
     for step in app.workflow_history(workflow_id):
-        table.add_row(step.name, step.status, json.dumps(step.result)[:60], _when(step.wake_at),
-                      str(step.attempt), _when(step.updated_at))
+        table.add_row(step.name, step.status, json.dumps(step.result)[:60],
+                      format_time(step.wake_at), str(step.attempt), format_time(step.updated_at))
     console.print(table)
 
 
 @workflows.command("signal")
-@click.argument("workflow_id", type=int)
+@workflow_id_argument
 @click.argument("event")
 @click.option("--payload", default="null", help="JSON payload of the event.")
 @target_options

@@ -1,5 +1,6 @@
-"""Which database a command works on: ``--app`` / ``--dsn`` / ``--schema``, one set of options.
+"""The command line's shared options: one definition of each option used in more than one place.
 
+Which database a command works on: ``--app`` / ``--dsn`` / ``--schema``, one set of options.
 Every command and group of ``shiftwork`` carries the same three options (``target_options``),
 so they are accepted wherever click allows them: ``shiftwork --app X schedules next N``,
 ``shiftwork schedules --app X next N`` and ``shiftwork schedules next N --app X`` are the
@@ -13,15 +14,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
 
-from .redact import redact
+from ..redact import redact
 
 if TYPE_CHECKING:
-    from .app import App
+    from ..app import App
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -109,8 +111,8 @@ def open_app(*, need_app: str | None = None) -> App:
     ``need_app``: why this command needs the application's code (its tasks), so that a
     bare ``--dsn`` is refused with that reason instead of failing later.
     """
-    from .app import App
-    from .loader import load_app
+    from ..app import App
+    from ..loader import load_app
 
     spec, dsn, schema = current_target().resolve()
     if spec:
@@ -121,3 +123,78 @@ def open_app(*, need_app: str | None = None) -> App:
         raise click.UsageError("give --app MODULE:ATTR or --dsn DSN (or SHIFTWORK_APP / "
                                "SHIFTWORK_DSN)")
     return App(dsn, schema=schema)
+
+
+# Options and arguments that several commands share. Each takes the help text of the command
+# using it (the same flag reads differently under `health` and under `cron`).
+
+def json_flag(help: str | None = None) -> Callable[[F], F]:
+    """``--json``: print the command's result as JSON instead of a table or text."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def limit_option(default: int) -> Callable[[F], F]:
+    """``--limit``: at most this many rows."""
+    return click.option("--limit", default=default, show_default=True)
+
+
+def count_option(default: int, help: str) -> Callable[[F], F]:
+    """``-n``: how many (fire instants) to print."""
+    return click.option("-n", "count", default=default, show_default=True, help=help)
+
+
+def after_option(help: str) -> Callable[[F], F]:
+    """``--after``: an ISO 8601 instant, read with :func:`parse_instant`."""
+    return click.option("--after", help=help)
+
+
+def interval_option(default: float, help: str) -> Callable[[F], F]:
+    """``--interval``: seconds between two reads of the database."""
+    return click.option("--interval", default=default, show_default=True, help=help)
+
+
+def log_level_option(default: str) -> Callable[[F], F]:
+    """``--log-level``: a logging level name."""
+    return click.option("--log-level", default=default, show_default=True)
+
+
+def queue_option(fn: F) -> F:
+    """``--queue``: a queue name."""
+    return click.option("--queue")(fn)
+
+
+def job_id_argument(fn: F) -> F:
+    """``JOB_ID``: one job's id."""
+    return click.argument("job_id", type=int)(fn)
+
+
+def job_ids_argument(fn: F) -> F:
+    """``JOB_IDS...``: one or more job ids."""
+    return click.argument("job_ids", type=int, nargs=-1, required=True)(fn)
+
+
+def workflow_id_argument(fn: F) -> F:
+    """``WORKFLOW_ID``: a workflow's id (the id of its job)."""
+    return click.argument("workflow_id", type=int)(fn)
+
+
+def name_argument(fn: F) -> F:
+    """``NAME``: the name of the queue or schedule the command acts on."""
+    return click.argument("name")(fn)
+
+
+def parse_instant(text: str, what: str) -> datetime:
+    """ISO 8601 with an offset or ``Z``; a bare date or time without a zone is refused.
+
+    Read in the command, not as a click type: a schedule's name is checked first, and the
+    message keeps its ``Invalid value for --after`` form.
+    """
+    try:
+        t = datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not an ISO 8601 instant, e.g. "
+                                 "2025-03-08T12:00:00Z", param_hint=what) from None
+    if t.tzinfo is None:
+        raise click.BadParameter(f"{text!r} has no time zone; add Z or an offset such as "
+                                 "+01:00", param_hint=what)
+    return t.astimezone(UTC)

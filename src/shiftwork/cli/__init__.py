@@ -1,0 +1,5 @@
+"""The ``shiftwork`` command line, one module per command of its tree (see ``root``)."""
+
+from .root import main
+
+__all__ = ["main"]

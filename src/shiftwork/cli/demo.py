@@ -1,0 +1,85 @@
+"""``shiftwork demo``: run the demo shop (``shiftwork.demo``) on a throwaway SQLite file.
+
+Two worker processes drain a burst of jobs while a queue table updates live; at the end it
+names the commands to look further with.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import click
+
+from .format import queue_table
+
+
+@click.command()
+@click.option("--db", default=None, help="SQLite file to use (default: a fresh temp file).")
+@click.option("--jobs", "n_jobs", default=1000, show_default=True, help="Jobs in the burst.")
+def demo(db: str | None, n_jobs: int) -> None:
+    """A small app with three queues: enqueue a burst, run workers, watch it drain."""
+    run_demo(db, n_jobs)
+
+
+def run_demo(db: str | None, n_jobs: int) -> None:
+    # Imported here: importing the demo makes its App, which no other command needs.
+    from rich.console import Console
+    from rich.live import Live
+
+    from .. import demo as shop
+
+    console = Console()  # markup on: it prints the demo's own text (its jobs' errors too)
+    path = db or shop.DB
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    app = shop.use_database(path)
+    console.print(f"[bold]shiftwork demo[/bold] on SQLite file {path}")
+    app.migrate()
+    workers = [subprocess.Popen(
+        [sys.executable, "-m", "shiftwork.cli", "worker", "shiftwork.demo:app",
+         "-q", "urgent=4", "-q", "bulk=8", "-q", "slow=2", "--grace", "5",
+         "--log-level", "CRITICAL"],
+        env={**os.environ, "SHIFTWORK_DEMO_DB": path}) for _ in range(2)]
+    started = time.monotonic()
+    console.print(f"2 worker processes started (pids {', '.join(str(w.pid) for w in workers)}); "
+                  f"enqueueing {n_jobs} jobs...")
+    shop.enqueue_burst(n_jobs)
+    try:
+        with Live(console=console, refresh_per_second=4) as live:
+            while time.monotonic() - started < 55:
+                stats = app.queue_stats()
+                elapsed = time.monotonic() - started
+                live.update(queue_table(stats, title=f"live, {elapsed:4.1f}s"))
+                if stats and all(s.available + s.running + s.scheduled == 0 for s in stats):
+                    break
+                time.sleep(0.25)
+    finally:
+        for w in workers:
+            w.send_signal(signal.SIGTERM)
+        for w in workers:
+            w.wait(15)
+    stats = app.queue_stats()
+    console.print(queue_table(stats, title=f"done in {time.monotonic() - started:.1f}s"))
+    dead = app.list_jobs(state="dead", limit=3)
+    if dead:
+        last = dead[0].errors[-1]
+        console.print(f"\n{len(dead)} sync_to_crm jobs are [bold red]dead[/bold red] after "
+                      f"{dead[0].attempt} attempts with backoff; the last error of job "
+                      f"{dead[0].id}: {last['type']}: {last['message']}", highlight=False)
+    dsn = f"sqlite:///{path}"
+    console.print("\n[bold]Where to look next[/bold] (after `source .venv/bin/activate`)",
+                  soft_wrap=True)
+    lines = [f"shiftwork queues --dsn {dsn}",
+             f"shiftwork jobs list --state dead --dsn {dsn}"]
+    if dead:
+        lines += [f"shiftwork jobs show {dead[0].id} --dsn {dsn}     # its error history",
+                  f"shiftwork jobs retry {dead[0].id} --dsn {dsn}"]
+    lines += [f"SHIFTWORK_DEMO_DB={path} shiftwork dashboard shiftwork.demo:app --token demo-token",
+              "README.md and docs/architecture.md for the API and the design"]
+    for line in lines:
+        console.print(f"  {line}", soft_wrap=True, highlight=False, markup=False)

@@ -1,0 +1,38 @@
+"""``shiftwork enqueue``: enqueue one job of a task with JSON arguments."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..errors import PayloadError
+from .format import console
+from .options import open_app, queue_option, target_options
+
+
+@click.command()
+@click.argument("task_name")
+@target_options
+@click.option("--args", "args_json", default="[]", help="JSON list of positional arguments.")
+@click.option("--kwargs", "kwargs_json", default="{}", help="JSON object of keyword arguments.")
+@click.option("--delay", type=float, help="Seconds from now.")
+@click.option("--priority", type=int)
+@queue_option
+@click.option("--key", help="Unique key: at most one active job per key.")
+def enqueue(task_name: str, args_json: str, kwargs_json: str,
+            delay: float | None, priority: int | None, queue: str | None,
+            key: str | None) -> None:
+    """Enqueue TASK_NAME with JSON arguments."""
+    app = open_app(need_app="enqueue checks the arguments against your task's code")
+    try:
+        args = json.loads(args_json)
+        kwargs = json.loads(kwargs_json)
+    except json.JSONDecodeError as exc:
+        raise PayloadError(f"--args/--kwargs must be JSON: {exc}") from None
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        raise PayloadError("--args must be a JSON list and --kwargs a JSON object")
+    task = app.get_task(task_name)
+    result = task.using(delay=delay, priority=priority, queue=queue, key=key) \
+        .enqueue(*args, **kwargs)
+    console.print(f"job {result.id} {'enqueued' if result.created else 'already active (key)'}")

@@ -1,0 +1,82 @@
+"""How the command line prints values: one formatter per kind of value, and its console.
+
+Job data (names, arguments, error messages) is user data: it is printed on a plain console,
+as text, never as Rich markup, with its control characters escaped (``safetext``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+from rich.table import Table
+
+from ..cron import CronSchedule
+from ..observe.top import format_age  # the one age formatter, shared with `top` and the web
+from ..safetext import plain_console
+from ..schedule import iso_z
+from ..states import JobState
+
+console = plain_console()
+
+
+def format_time(value: datetime | None) -> str:
+    """An instant for a table column headed "(UTC)": ``2025-03-08 12:00:00``."""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if value else "-"
+
+
+def format_instant(value: datetime | None) -> str:
+    """An instant in ISO 8601 UTC, to the second: ``2025-03-08T12:00:00Z``."""
+    return iso_z(value.replace(microsecond=0)) if value else "-"
+
+
+def format_local(value: datetime | None, tz: str) -> str:
+    """An instant on the wall clock of the IANA zone ``tz``: ``2025-03-08 13:00:00+0100``."""
+    if value is None:
+        return "-"
+    return CronSchedule("* * * * *", tz).local(value).strftime("%Y-%m-%d %H:%M:%S%z")
+
+
+def format_state(state: JobState) -> str:
+    """A job's state as the command line and its JSON name it (``dead``, ``running``)."""
+    return state.value
+
+
+def make_table(columns: Iterable[str], title: str | None = None,
+               right: Iterable[str] = ()) -> Table:
+    """A table with these column headings; the ``right`` ones (counts) right-aligned."""
+    table = Table(title=title)
+    right = set(right)
+    for col in columns:
+        table.add_column(col, justify="right" if col in right else "left")
+    return table
+
+
+def queue_table(stats: list[Any], title: str = "queues") -> Table:
+    """Per queue: its counts by state and the oldest waiting job's age."""
+    counts = ("waiting", "running", "scheduled", "succeeded", "dead", "oldest waiting")
+    table = make_table(("queue", *counts), title=title, right=counts)
+    for s in stats:
+        name = f"{s.queue} (paused)" if getattr(s, "paused", False) else s.queue
+        table.add_row(name, str(s.available), str(s.running), str(s.scheduled),
+                      str(s.succeeded), str(s.dead), format_age(s.oldest_waiting_age))
+    return table
+
+
+def job_dict(job: Any) -> dict[str, Any]:
+    """A job as its JSON object: every field, the state by name."""
+    d = dict(job.__dict__)
+    d["state"] = format_state(job.state)
+    return d
+
+
+def echo_json(data: Any, indent: int | None = 2) -> None:
+    """Print ``data`` as JSON on stdout (plain ``click.echo``: no console styling).
+
+    Any value JSON has no type for prints as its ``str()``: a datetime as ISO 8601 with a
+    space between date and time (``2025-03-08 12:00:00+00:00``).
+    """
+    click.echo(json.dumps(data, indent=indent, default=str))

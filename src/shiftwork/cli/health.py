@@ -1,0 +1,49 @@
+"""``shiftwork health``: a probe's exit code, 0 when work is flowing and 1 when not."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .format import echo_json
+from .options import app_argument, json_flag, open_app, target_options
+
+
+@click.command()
+@app_argument
+@target_options
+@click.option("--max-wait", type=float, metavar="SECONDS",
+              help="Threshold for queues that declare no max_wait of their own.")
+@click.option("--no-worker-ok", is_flag=True, help="Do not fail when no worker is alive.")
+@json_flag("Print the report as JSON.")
+def health(max_wait: float | None, no_worker_ok: bool, as_json: bool) -> None:
+    """Exit 0 when work is flowing; 1, saying why, when a queue is over its max_wait,
+    a schedule is late or no worker is alive (2 on a usage or connection error)."""
+    from ..observe.health import check_health
+
+    app = open_app()
+    if max_wait is not None and max_wait <= 0:
+        raise click.BadParameter("must be > 0 seconds", param_hint="--max-wait")
+    report = check_health(app, default_max_wait=max_wait, require_worker=not no_worker_ok)
+    if as_json:
+        echo_json({
+            "ok": report.ok, "workers_alive": report.workers_alive,
+            "problems": [p.__dict__ for p in report.problems],
+            "queues": [{"queue": s.queue, "waiting": s.available, "paused": s.paused,
+                        "oldest_waiting_age": s.oldest_waiting_age} for s in report.queues],
+        })
+        sys.exit(0 if report.ok else 1)
+    # A paused queue is not a failure, but a probe's reader must not take it for a live one.
+    paused = [s.queue for s in report.queues if s.paused]
+    note = f" (paused: {', '.join(paused)})" if paused else ""
+    if report.ok:
+        click.echo(f"ok: {len(report.queues)} queues within their thresholds{note}, "
+                   f"{report.workers_alive} workers alive"
+                   + (f", {len(report.schedules)} schedules on time" if report.schedules else ""))
+    else:
+        for problem in report.problems:
+            click.echo(f"UNHEALTHY {problem.kind}: {problem.message}")
+        if paused:
+            click.echo(f"paused: {', '.join(paused)}")
+    sys.exit(0 if report.ok else 1)

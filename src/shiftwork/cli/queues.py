@@ -1,0 +1,45 @@
+"""``shiftwork queues``: per-queue counts, and pausing or resuming a queue."""
+
+from __future__ import annotations
+
+import click
+
+from .format import console, echo_json, queue_table
+from .options import json_flag, name_argument, open_app, target_options
+
+
+@click.group(invoke_without_command=True)
+@target_options
+@json_flag("Print JSON.")
+@click.pass_context
+def queues(ctx: click.Context, as_json: bool) -> None:
+    """Per queue: waiting, running, scheduled, dead, and the oldest waiting job's age."""
+    if ctx.invoked_subcommand is not None:
+        return
+    app = open_app()
+    stats = app.queue_stats()
+    if as_json:
+        echo_json([s.__dict__ for s in stats])
+        return
+    console.print(queue_table(stats))
+
+
+@queues.command("pause")
+@name_argument
+@target_options
+def queues_pause(name: str) -> None:
+    """Stop claims on queue NAME; its running jobs stop at their next checkpoint."""
+    app = open_app()
+    app.pause_queue(name)
+    console.print(f"queue {name}: paused (running jobs go back to waiting at their next "
+                  "checkpoint; jobs that never checkpoint run to the end)", highlight=False)
+
+
+@queues.command("resume")
+@name_argument
+@target_options
+def queues_resume(name: str) -> None:
+    """Claim from queue NAME again; paused jobs continue from their checkpoints."""
+    app = open_app()
+    app.resume_queue(name)
+    console.print(f"queue {name}: resumed", highlight=False)

@@ -1,0 +1,62 @@
+"""``shiftwork worker``: run a worker process for an app's tasks."""
+
+from __future__ import annotations
+
+import click
+
+from .options import app_argument, log_level_option, open_app, target_options
+
+
+@click.command()
+@app_argument
+@target_options
+@click.option("--queue", "-q", "queues", multiple=True, metavar="NAME=CONCURRENCY[:process]",
+              help="A queue and its pool size; repeat for more. Default: every task's queue=10. "
+                   "':process' runs each of its jobs in a child process that a timeout or a "
+                   "cancel can kill.")
+@click.option("--grace", default=30.0, show_default=True,
+              help="Seconds running jobs get to finish on SIGTERM before they are handed back.")
+@click.option("--connect-timeout", default=60.0, show_default=True,
+              help="Seconds to keep retrying an unreachable database at start.")
+@log_level_option("INFO")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json: one object per line with the job event's fields.")
+@click.option("--metrics-port", type=int, help="Serve Prometheus /metrics on this port.")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True,
+              help="Address for --metrics-port (0.0.0.0 to let Prometheus reach it).")
+def worker(queues: tuple[str, ...], grace: float, connect_timeout: float,
+           log_level: str, log_format: str, metrics_port: int | None,
+           metrics_host: str) -> None:
+    """Run a worker process for APP's tasks."""
+    # Imported here: the worker machinery is not needed by the other commands' start-up.
+    from ..observe.logging import configure_logging
+    from ..worker import Worker
+
+    configure_logging(log_level, log_format)
+    app = open_app(need_app="a worker runs your tasks, so it needs your code")
+    pools, in_process = parse_queues(queues)
+    if not pools:
+        pools = {t.options.queue: 10 for t in app.tasks.values()} or {"default": 10}
+    Worker(app, pools, grace=grace, connect_timeout=connect_timeout,
+           process_queues=in_process, metrics_port=metrics_port,
+           metrics_host=metrics_host).run()
+
+
+def parse_queues(items: tuple[str, ...]) -> tuple[dict[str, int], set[str]]:
+    """``-q NAME=CONCURRENCY[:process]`` values -> (pool size per queue, process queues)."""
+    pools: dict[str, int] = {}
+    in_process: set[str] = set()
+    for item in items:
+        name, _, size = item.partition("=")
+        size, _, mode = size.partition(":")
+        if mode not in ("", "thread", "process"):
+            raise click.BadParameter(f"{item!r}: executor must be 'thread' or 'process'",
+                                     param_hint="--queue")
+        try:
+            pools[name] = int(size) if size else 10
+        except ValueError:
+            raise click.BadParameter(f"{item!r}: expected NAME=CONCURRENCY, e.g. emails=20",
+                                     param_hint="--queue") from None
+        if mode == "process":
+            in_process.add(name)
+    return pools, in_process

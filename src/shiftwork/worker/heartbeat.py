@@ -1,0 +1,37 @@
+"""The heartbeat: one statement renews the leases this worker holds."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .service import Service
+
+if TYPE_CHECKING:
+    from ..app import App
+
+
+class Heartbeat(Service):
+    """One statement renews the leases this worker holds and reports cancellations.
+
+    It names the (job id, attempt) pairs ``held()`` returns, never "every running job of
+    this worker": a job claimed by a call whose reply was lost is not known here, so its
+    lease runs out and the rescuer brings it back (docs/architecture.md, lost replies).
+    """
+
+    name = "heartbeat"
+
+    def __init__(self, app: App, worker_id: str, held: Callable[[], list[tuple[int, int]]],
+                 on_beat: Callable[[list[tuple[int, int, bool]], float], None]) -> None:
+        super().__init__(app.settings.heartbeat_interval)
+        self.app = app
+        self.worker_id = worker_id
+        self.held = held
+        self.on_beat = on_beat
+
+    def tick(self) -> None:
+        started = time.monotonic()
+        renewed = self.app.store.jobs_heartbeat(
+            self.worker_id, self.app.settings.lease_seconds, self.held())
+        self.on_beat(renewed, started)
