@@ -64,21 +64,30 @@ def db(engine: str, tmp_path: Path) -> Iterator[dict[str, str]]:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-@pytest.fixture
-def make_app(db: dict[str, str]) -> Iterator[Callable[..., App]]:
+@contextmanager
+def apps_on(dsn: str, schema: str) -> Iterator[Callable[..., App]]:
+    """A maker of migrated, transition-guarded apps on ``dsn``/``schema``, closed after."""
     apps: list[App] = []
 
     def make(**kwargs: Any) -> App:
         kwargs.setdefault("settings", FAST)
-        app = App(db["dsn"], schema=db["schema"], **kwargs)
+        app = App(dsn, schema=schema, **kwargs)
         app.migrate()
         app.store.debug_install_transition_guard()
         apps.append(app)
         return app
 
-    yield make
-    for app in apps:
-        app.close()
+    try:
+        yield make
+    finally:
+        for app in apps:
+            app.close()
+
+
+@pytest.fixture
+def make_app(db: dict[str, str]) -> Iterator[Callable[..., App]]:
+    with apps_on(db["dsn"], db["schema"]) as make:
+        yield make
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ import pytest
 
 from shiftwork import App, CommitUnknownError, JobContext, JobState, Workflow
 
-from .conftest import FAST, PG_DSN, require_pg, running_worker, wait_for
+from .conftest import FAST, PG_DSN, apps_on, require_pg, running_worker, wait_for
 from .faults.pgproxy import PgFaultProxy
 
 pytestmark = [pytest.mark.fault, pytest.mark.postgres]
@@ -70,19 +70,8 @@ def proxy() -> Iterator[PgFaultProxy]:
 def proxied(proxy: PgFaultProxy) -> Iterator[Callable[..., App]]:
     """Apps whose every connection goes through the proxy, on a fresh schema."""
     schema = f"t_{uuid.uuid4().hex[:12]}"
-    apps: list[App] = []
-
-    def make(**kwargs: Any) -> App:
-        kwargs.setdefault("settings", FAST)
-        app = App(proxy.dsn(), schema=schema, **kwargs)
-        app.migrate()
-        app.store.debug_install_transition_guard()
-        apps.append(app)
-        return app
-
-    yield make
-    for app in apps:
-        app.close()
+    with apps_on(proxy.dsn(), schema) as make:
+        yield make
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
