@@ -16,6 +16,7 @@ from psycopg_pool import ConnectionPool
 
 from ...clock import Clock, SystemClock
 from ...errors import CommitUnknownError, ConfigurationError, JobNotFoundError, StorageError
+from ...flow import ClaimFlow, RateLimit
 from ...job import (
     ClaimedJob,
     EnqueueResult,
@@ -30,9 +31,9 @@ from ...outcome import Outcome
 from ...redact import describe_dsn, redact
 from ...states import JobState
 from ..fleet import FleetWrites
+from ..flow_claim import ClaimSteps, claim_with_flow
 from ..jobs import (
     JobsActions,
-    claim_within_limits,
     claimed_jobs,
     error_json,
     held_jobs,
@@ -328,29 +329,71 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
     # -- claim / complete ------------------------------------------------------------------
 
     def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
-                   limits: dict[str, int] | None = None) -> list[ClaimedJob]:
+                   limits: dict[str, int] | None = None,
+                   flow: ClaimFlow | None = None) -> list[ClaimedJob]:
         # Rows are turned into jobs after the connection (and any lock) is given back.
-        if not limits:
+        if not limits and not flow:
             with self._conn() as c:
                 rows = c.execute(self.q["jobs_claim"], self._p(
                     queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
                     prepare=True).fetchall()
             return claimed_jobs(rows)
-        with self._conn() as c:
-
-            def running(task: str) -> int:
-                c.execute(self.q["jobs_lock_task_limit"], {"task": task})
-                row = c.execute(self.q["jobs_count_running_task"], {"task": task}).fetchone()
-                return int(row[0]) if row else 0
-
-            def claim(n: int, only_task: str | None, exclude: list[str]) -> list[Any]:
-                return c.execute(self.q["jobs_claim_filtered"], self._p(
-                    queue=queue, limit=n, worker=worker_id, lease=lease_seconds,
-                    only_task=only_task, exclude=exclude), prepare=False).fetchall()
-
-            with c.transaction():
-                rows = claim_within_limits(limit, limits, running, claim)
+        with self._conn() as c, c.transaction():
+            rows = claim_with_flow(queue, limit, limits or {}, flow or ClaimFlow(),
+                                   self._claim_steps(c, queue, worker_id, lease_seconds))
         return claimed_jobs(rows)
+
+    def _claim_steps(self, c: psycopg.Connection[Any], queue: str, worker: str,
+                     lease: float) -> ClaimSteps:
+        """The claim's statements on ``c`` (never prepared: planned for the values)."""
+        q = self.q
+
+        def lock_task(task: str) -> None:
+            c.execute(q["jobs_lock_task_limit"], {"task": task})
+
+        def running(task: str) -> int:
+            lock_task(task)
+            row = c.execute(q["jobs_count_running_task"], {"task": task}).fetchone()
+            return int(row[0]) if row else 0
+
+        def claim(n: int, only_task: str | None, exclude: list[str]) -> list[Any]:
+            return c.execute(q["jobs_claim_filtered"], self._p(
+                queue=queue, limit=n, worker=worker, lease=lease, only_task=only_task,
+                exclude=exclude), prepare=False).fetchall()
+
+        def bucket(key: str, rate: RateLimit) -> float:
+            c.execute(q["rate_bucket_ensure"], self._p(key=key, capacity=rate.capacity))
+            row = c.execute(q["rate_bucket_lock"], self._p(
+                key=key, capacity=rate.capacity, rate=rate.rate)).fetchone()
+            assert row is not None  # ensured just before, and never deleted
+            return float(row[0])
+
+        def set_bucket(key: str, tokens: float) -> None:
+            c.execute(q["rate_bucket_set"], self._p(key=key, tokens=tokens))
+
+        def group_running(task: str) -> dict[str, int]:
+            return {r[0]: int(r[1]) for r in c.execute(q["jobs_group_running"], {"task": task})}
+
+        def candidates(task: str, n: int, after: tuple[Any, Any, int] | None) -> list[Any]:
+            return c.execute(q["jobs_group_candidates"], self._p(
+                queue=queue, task=task, limit=n, after_priority=after and after[0],
+                after_run_at=after and after[1], after_id=after and after[2]),
+                prepare=False).fetchall()
+
+        def claim_ids(ids: list[int]) -> list[Any]:
+            return c.execute(q["jobs_claim_ids"], self._p(
+                ids=ids, worker=worker, lease=lease), prepare=False).fetchall()
+
+        return ClaimSteps(running, claim, lock_task, bucket, set_bucket, group_running,
+                          candidates, claim_ids)
+
+    def rate_limit_push_back(self, key: str, seconds: float) -> None:
+        with self._conn() as c:
+            c.execute(self.q["rate_bucket_push_back"], self._p(key=key, seconds=seconds))
+
+    def rate_buckets(self) -> list[tuple[str, float, datetime]]:
+        with self._conn() as c:
+            return [(r[0], float(r[1]), r[2]) for r in c.execute(self.q["rate_buckets_list"])]
 
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
         if not outcomes:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ...clock import Clock, SystemClock
 from ...errors import ConfigurationError, JobNotFoundError, StorageError
+from ...flow import ClaimFlow, RateLimit
 from ...job import (
     ClaimedJob,
     EnqueueResult,
@@ -27,6 +28,7 @@ from ...job import (
 from ...outcome import Outcome
 from ...states import JobState
 from ..fleet import FleetWrites
+from ..flow_claim import ClaimSteps, claim_with_flow
 from ..jobs import (
     JobsActions,
     claim_within_limits,
@@ -290,21 +292,64 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
     # -- claim / complete -----------------------------------------------------------------
 
     def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
-                   limits: dict[str, int] | None = None) -> list[ClaimedJob]:
-        base = {"queue": queue, "worker": worker_id, "lease": lease_seconds, "now": self._now()}
+                   limits: dict[str, int] | None = None,
+                   flow: ClaimFlow | None = None) -> list[ClaimedJob]:
+        now = self._now()
+        base = {"queue": queue, "worker": worker_id, "lease": lease_seconds, "now": now}
         with self._tx() as c:
-            # BEGIN IMMEDIATE serializes claimers: the write lock guards the counts.
+            # BEGIN IMMEDIATE serializes claimers: the write lock guards counts and tokens.
+            q = self.q
+
             def running(task: str) -> int:
-                return int(c.execute(self.q["jobs_count_running_task"],
-                                     {"task": task}).fetchone()[0])
+                return int(c.execute(q["jobs_count_running_task"], {"task": task}).fetchone()[0])
 
             def claim(n: int, only_task: str | None, exclude: list[str]) -> list[Any]:
-                return c.execute(self.q["jobs_claim"], {
+                return c.execute(q["jobs_claim"], {
                     **base, "limit": n, "only_task": only_task,
                     "exclude": json.dumps(exclude)}).fetchall()
 
-            rows = claim_within_limits(limit, limits or {}, running, claim)
+            if not flow:
+                rows = claim_within_limits(limit, limits or {}, running, claim)
+                return claimed_jobs(rows)
+
+            def bucket(key: str, rate: RateLimit) -> float:
+                c.execute(q["rate_bucket_ensure"], {"key": key, "capacity": rate.capacity,
+                                                    "now": now})
+                return float(c.execute(q["rate_bucket_lock"], {
+                    "key": key, "capacity": rate.capacity, "rate": rate.rate,
+                    "now": now}).fetchone()[0])
+
+            def set_bucket(key: str, tokens: float) -> None:
+                c.execute(q["rate_bucket_set"], {"key": key, "tokens": tokens, "now": now})
+
+            def group_running(task: str) -> dict[str, int]:
+                return {str(r[0]): int(r[1])
+                        for r in c.execute(q["jobs_group_running"], {"task": task})}
+
+            def candidates(task: str, n: int, after: tuple[Any, Any, int] | None
+                           ) -> list[Any]:
+                return c.execute(q["jobs_group_candidates"], {
+                    **base, "task": task, "limit": n,
+                    "after_priority": after and after[0], "after_run_at": after and after[1],
+                    "after_id": after and after[2]}).fetchall()
+
+            def claim_ids(ids: list[int]) -> list[Any]:
+                return c.execute(q["jobs_claim_ids"], {**base, "ids": json.dumps(ids)}
+                                 ).fetchall()
+
+            rows = claim_with_flow(queue, limit, limits or {}, flow, ClaimSteps(
+                running, claim, lambda task: None, bucket, set_bucket, group_running,
+                candidates, claim_ids))
         return claimed_jobs(rows)
+
+    def rate_limit_push_back(self, key: str, seconds: float) -> None:
+        with self._tx() as c:
+            c.execute(self.q["rate_bucket_push_back"], {"key": key, "seconds": seconds,
+                                                        "now": self._now()})
+
+    def rate_buckets(self) -> list[tuple[str, float, datetime]]:
+        rows = self.conn.execute(self.q["rate_buckets_list"]).fetchall()
+        return [(r[0], float(r[1]), from_ts(r[2])) for r in rows]  # type: ignore[misc]
 
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
         if not outcomes:
