@@ -141,6 +141,23 @@ def test_a_group_cap_skips_busy_groups_not_the_others(clocked: tuple[App, FakeCl
     assert vip.id == by_call.id
 
 
+def test_each_group_has_its_own_rate_limit(clocked: tuple[App, FakeClock]) -> None:
+    app, clock = clocked
+
+    @app.task(group_by="account", group_rate_limit=RateLimit(2, per=60, burst=2))
+    def sync(account: str) -> None: ...
+
+    for account in ["a"] * 5 + ["b"] * 5:
+        sync.enqueue(account)
+    flow = app.claim_flow("default")
+    first = app.store.jobs_claim("default", 10, "w", 30, None, flow)
+    assert Counter(j.meta["group"] for j in first) == Counter(a=2, b=2)
+    assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []
+    clock.advance(30)  # one token each
+    assert Counter(j.meta["group"] for j in app.store.jobs_claim(
+        "default", 10, "w", 30, None, flow)) == Counter(a=1, b=1)
+
+
 def test_rate_limited_holds_the_task_back_and_spends_no_attempt(
         clocked: tuple[App, FakeClock]) -> None:
     app, clock = clocked

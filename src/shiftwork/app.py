@@ -112,30 +112,37 @@ class App:
              priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
              concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
-             group_by: GroupBy | None = None, group_concurrency: int | None = None
+             group_by: GroupBy | None = None, group_concurrency: int | None = None,
+             group_rate_limit: RateLimit | str | None = None
              ) -> Callable[[F], Task[Any, Any]]: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
              priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
              concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
-             group_by: GroupBy | None = None, group_concurrency: int | None = None) -> Any:
+             group_by: GroupBy | None = None, group_concurrency: int | None = None,
+             group_rate_limit: RateLimit | str | None = None) -> Any:
         """Register a function as a task. Usable bare (``@app.task``) or with options.
 
         Flow control (docs/flow-control.md): ``rate_limit`` ("100/s", "10/m", "5/h" or a
         :class:`~shiftwork.flow.RateLimit`) caps starts fleet-wide; ``group_by`` names the
         argument (or a callable of the arguments) whose value is a job's group, and
-        ``group_concurrency`` caps each group's running jobs fleet-wide.
+        ``group_concurrency`` caps each group's running jobs fleet-wide, and
+        ``group_rate_limit`` gives each group its own rate limit.
         """
-        if group_concurrency is not None and group_by is None:
-            raise ConfigurationError("group_concurrency needs group_by (the argument that "
-                                     "names a job's group), e.g. group_by=\"account_id\"")
+        for option, value in (("group_concurrency", group_concurrency),
+                              ("group_rate_limit", group_rate_limit)):
+            if value is not None and group_by is None:
+                raise ConfigurationError(f"{option} needs group_by (the argument that names "
+                                         "a job's group), e.g. group_by=\"account_id\"")
         options = TaskOptions(queue=queue, priority=priority, max_attempts=max_attempts,
                               retry=retry, timeout=timeout,
                               unique=tuple(unique) if isinstance(unique, list) else unique,
                               concurrency=concurrency,
                               rate_limit=flow_rate_limit(rate_limit, f"task {name or fn}"),
-                              group_by=group_by, group_concurrency=group_concurrency)
+                              group_by=group_by, group_concurrency=group_concurrency,
+                              group_rate_limit=flow_rate_limit(group_rate_limit,
+                                                               f"task {name or fn}: group"))
 
         def register(f: F) -> Task[Any, Any]:
             task_name = name or f"{f.__module__}.{f.__qualname__}"
@@ -221,7 +228,9 @@ class App:
             queue_rate=declared.rate_limit if declared else None,
             task_rates={t.name: t.options.rate_limit for t in tasks if t.options.rate_limit},
             group_caps={t.name: t.options.group_concurrency for t in tasks
-                        if t.options.group_concurrency})
+                        if t.options.group_concurrency},
+            group_rates={t.name: t.options.group_rate_limit for t in tasks
+                         if t.options.group_rate_limit})
 
     # -- schedules -----------------------------------------------------------------------
 

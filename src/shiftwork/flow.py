@@ -106,17 +106,24 @@ class ClaimFlow:
     queue_rate: RateLimit | None = None
     task_rates: dict[str, RateLimit] = field(default_factory=dict)
     group_caps: dict[str, int] = field(default_factory=dict)  # task -> running per group
+    group_rates: dict[str, RateLimit] = field(default_factory=dict)  # task -> per group
 
     def __bool__(self) -> bool:
-        return bool(self.queue_rate or self.task_rates or self.group_caps)
+        return bool(self.queue_rate or self.task_rates or self.group_caps or self.group_rates)
 
     @property
     def tasks(self) -> set[str]:
         """Tasks claimed one at a time (each within its own room)."""
-        return set(self.task_rates) | set(self.group_caps)
+        return set(self.task_rates) | set(self.group_caps) | set(self.group_rates)
+
+    @property
+    def grouped(self) -> set[str]:
+        """Tasks whose jobs are chosen group by group (a cap or a rate per group)."""
+        return set(self.group_caps) | set(self.group_rates)
 
     def next_token_in(self) -> float | None:
         """Seconds until the fastest of these buckets has a new token (None: no buckets):
         how long a producer waits before trying again once a limit stopped its claim."""
-        rates = [r.rate for r in (self.queue_rate, *self.task_rates.values()) if r]
+        rates = [r.rate for r in (self.queue_rate, *self.task_rates.values(),
+                                  *self.group_rates.values()) if r]
         return 1.0 / max(rates) if rates else None

@@ -47,6 +47,7 @@ class TaskOptions:
     rate_limit: RateLimit | None = None  # at most N starts per period, fleet-wide
     group_by: GroupBy | None = None  # a parameter's name, or a callable of the arguments
     group_concurrency: int | None = None  # at most this many running per group, fleet-wide
+    group_rate_limit: RateLimit | None = None  # at most N starts per period per group
 
 
 @dataclass(frozen=True)

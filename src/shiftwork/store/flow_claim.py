@@ -64,10 +64,11 @@ def claim_with_flow(queue: str, limit: int, limits: dict[str, int], flow: ClaimF
             n = min(n, room(f"task:{task}", rate))
         if n <= 0:
             continue
-        if task in flow.group_caps:
+        if task in flow.grouped:
             if task not in limits:
                 steps.lock_task(task)
-            got = _within_group_caps(task, n, flow.group_caps[task], steps)
+            got = _within_groups(task, n, flow.group_caps.get(task),
+                                 flow.group_rates.get(task), room, tokens, steps)
         else:
             got = steps.claim(n, task, [])
         rows += got
@@ -82,18 +83,26 @@ def claim_with_flow(queue: str, limit: int, limits: dict[str, int], flow: ClaimF
     return rows
 
 
-def _within_group_caps(task: str, n: int, cap: int, steps: ClaimSteps) -> list[Row]:
+def _within_groups(task: str, n: int, cap: int | None, rate: RateLimit | None,
+                   room: Callable[[str, RateLimit], int], tokens: dict[str, float],
+                   steps: ClaimSteps) -> list[Row]:
     """Up to ``n`` due jobs of ``task``, in claim order, skipping jobs whose group already
-    runs ``cap``; pages through the backlog so one busy group does not hide the others."""
-    running = steps.group_running(task)
+    runs ``cap`` or has no token left in its own bucket; pages through the backlog so one
+    busy group does not hide the others."""
+    running = steps.group_running(task) if cap is not None else {}
     chosen: list[int] = []
     after: tuple[Any, Any, int] | None = None
     for _ in range(GROUP_PAGES):
         page = steps.candidates(task, GROUP_PAGE, after)
         for job_id, group in _rows(page):
             if group is not None:
-                if running.get(group, 0) >= cap:
+                if cap is not None and running.get(group, 0) >= cap:
                     continue
+                if rate is not None:
+                    key = f"group:{task}:{group}"
+                    if room(key, rate) < 1:
+                        continue
+                    tokens[key] -= 1
                 running[group] = running.get(group, 0) + 1
             chosen.append(job_id)
             if len(chosen) >= n:
