@@ -272,3 +272,40 @@ def test_an_in_process_worker_waits_for_tokens_not_the_poll_interval(
     with running_worker(app):
         wait_for(lambda: len(seen) >= 15, timeout=20, what="all 15 ran")
     assert seen[-1] - seen[0] < 3  # a token every 0.1 s: not one start per 30 s poll
+
+
+# -- visible -------------------------------------------------------------------------------
+
+
+def test_limits_and_their_tokens_are_visible(clocked: tuple[App, FakeClock]) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from shiftwork.observe.metrics import Metrics
+
+    app, _ = clocked
+    app.queue("default", rate_limit=RateLimit(10, burst=10))
+
+    @app.task(rate_limit="2/s", group_by="account", group_rate_limit="1/s")
+    def sync(ctx: JobContext, account: str) -> None:
+        ctx.rate_limited(retry_after=5)
+
+    sync.enqueue("a")
+    statuses = {s.key: s for s in app.rate_limits()}
+    assert statuses["queue:default"].tokens is None  # never used: full
+    from shiftwork.testing import drain
+
+    drain(app, max_jobs=1)  # claims one: spends a token of each bucket, then pushes back
+    statuses = {s.key: s for s in app.rate_limits()}
+    assert statuses["queue:default"].tokens == pytest.approx(9)
+    assert statuses["task:" + sync.name].tokens == 0  # pushed back by ctx.rate_limited
+    assert statuses["group:" + sync.name + ":*"].tokens is None
+    metrics = Metrics(app)
+    try:
+        seen = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                for f in text_string_to_metric_families(metrics.exposition().decode())
+                for s in f.samples}
+    finally:
+        metrics.close()
+    assert seen[("shiftwork_rate_limit_tokens", (("limit", "queue:default"),))] == 9
+    assert not any(name == "shiftwork_rate_limit_tokens" and "group:" in str(labels)
+                   for name, labels in seen)

@@ -10,7 +10,7 @@ from typing import Any, TypeVar, overload
 from .clock import Clock, SystemClock
 from .errors import ConfigurationError, PayloadError, UnknownTaskError
 from .events import EventBus
-from .flow import ClaimFlow, GroupBy, RateLimit
+from .flow import ClaimFlow, GroupBy, LimitStatus, RateLimit, tokens_now
 from .flow import rate_limit as flow_rate_limit
 from .job import EnqueueResult, Job, NewJob, QueueStats
 from .names import check_queue, did_you_mean
@@ -231,6 +231,25 @@ class App:
                         if t.options.group_concurrency},
             group_rates={t.name: t.options.group_rate_limit for t in tasks
                          if t.options.group_rate_limit})
+
+    def rate_limits(self) -> list[LimitStatus]:
+        """Every declared rate limit with its bucket's tokens now (for people and metrics)."""
+        declared: dict[str, RateLimit] = {
+            f"queue:{q.name}": q.rate_limit for q in self.queue_options.values() if q.rate_limit}
+        for t in self.tasks.values():
+            if t.options.rate_limit:
+                declared[f"task:{t.name}"] = t.options.rate_limit
+        buckets = {key: (tokens, at) for key, tokens, at in self.store.rate_buckets()}
+        now = self.store.db_now().timestamp()
+        out = []
+        for key, limit in sorted(declared.items()):
+            seen = buckets.get(key)
+            out.append(LimitStatus(key, limit, None if seen is None else
+                                   tokens_now(seen[0], seen[1].timestamp(), now, limit)))
+        for t in self.tasks.values():
+            if t.options.group_rate_limit:
+                out.append(LimitStatus(f"group:{t.name}:*", t.options.group_rate_limit, None))
+        return out
 
     # -- schedules -----------------------------------------------------------------------
 

@@ -127,3 +127,17 @@ class ClaimFlow:
         rates = [r.rate for r in (self.queue_rate, *self.task_rates.values(),
                                   *self.group_rates.values()) if r]
         return 1.0 / max(rates) if rates else None
+
+
+@dataclass(frozen=True)
+class LimitStatus:
+    """One declared rate limit and the tokens its bucket holds now."""
+
+    key: str  # queue:<name>, task:<name>, or group:<task>:* for per-group limits
+    limit: RateLimit
+    tokens: float | None  # None: never used yet (a full bucket); per-group: not shown
+
+
+def tokens_now(tokens: float, updated_at: float, now: float, limit: RateLimit) -> float:
+    """A bucket's tokens at ``now`` (seconds), refilled since it was last written."""
+    return min(limit.capacity, tokens + max(0.0, now - updated_at) * limit.rate)

@@ -49,8 +49,9 @@ def drain(app: App, queues: list[str] | None = None, max_jobs: int = 10_000) -> 
     done: list[Outcome] = []
     while result.ran < max_jobs:
         claimed = [job for q in names
-                   for job in app.store.jobs_claim(q, 100, "inline", 3600.0,
-                                                   app.concurrency_limits(q))]
+                   for job in app.store.jobs_claim(
+                       q, min(100, max_jobs - result.ran), "inline", 3600.0,
+                       app.concurrency_limits(q), app.claim_flow(q) or None)]
         if not claimed:
             return result
         for job in claimed:
