@@ -201,12 +201,9 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         return self.clock.now()
 
     def wakeups_listen(self) -> DataVersionWatcher:
-        return DataVersionWatcher(self._data_version)
-
-    def _data_version(self) -> int:
-        """Changes whenever another connection commits (read on this thread's connection)."""
-        row = self.conn.execute("PRAGMA data_version").fetchone()
-        return int(row[0])
+        # A connection of the watcher's own: data_version is per connection, so the first
+        # read and every later one must be on the same one, whichever thread reads.
+        return DataVersionWatcher(self._connect())
 
     # -- schema -----------------------------------------------------------------------
 

@@ -6,9 +6,10 @@ is arriving), every 5 ms when quiet: pickup within ~1 ms, ~200 cheap reads a sec
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from ..wakeups import ANY_QUEUE, ClosingListener
 
@@ -18,9 +19,15 @@ BUSY_SECONDS = 1.0
 
 
 class DataVersionWatcher(ClosingListener):
-    def __init__(self, read_version: Callable[[], int]) -> None:
-        self._read = read_version
-        self._last = read_version()
+    """Reads ``data_version`` on a connection of its own, opened (and its baseline read)
+    when the listener is made: a commit after that is never missed."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._last = self._read()
+
+    def _read(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
     def receive(self, stop: threading.Event) -> Iterator[str]:
         changed_at = time.monotonic()
@@ -37,4 +44,4 @@ class DataVersionWatcher(ClosingListener):
                 yield ANY_QUEUE
 
     def close(self) -> None:
-        pass  # the version is read on the store's own connection for this thread
+        self._conn.close()
