@@ -4,11 +4,11 @@ each job started and finished, in the same database. Run in real worker processe
 from __future__ import annotations
 
 import os
-import threading
 import time
 from typing import Any
 
 from shiftwork import App, JobContext, Settings
+from tests.apps.side_db import SideConnection
 
 DSN = os.environ["SHIFTWORK_TEST_DSN"]
 SCHEMA = os.environ.get("SHIFTWORK_TEST_SCHEMA", "shiftwork")
@@ -17,22 +17,11 @@ app = App(DSN, schema=SCHEMA, settings=Settings(
     heartbeat_interval=0.5, lease_seconds=1.5, rescue_interval=0.25, poll_interval=0.2,
     leader_ttl=3.0))
 
-_local = threading.local()
+_side = SideConnection(DSN)
 
 
 def _conn() -> Any:
-    conn = getattr(_local, "conn", None)
-    if conn is None:
-        if DSN.startswith("sqlite"):
-            import sqlite3
-
-            conn = sqlite3.connect(DSN.split(":///", 1)[1], timeout=30, isolation_level=None)
-        else:
-            import psycopg
-
-            conn = psycopg.connect(DSN, autocommit=True)
-        _local.conn = conn
-    return conn
+    return _side.get()
 
 
 def table() -> str:
