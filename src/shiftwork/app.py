@@ -5,9 +5,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar, overload
+from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from .clock import Clock, SystemClock
+from .context import JobContext
+from .decorators import TaskDecorator, WorkflowDecorator
 from .errors import ConfigurationError, UnknownTaskError
 from .events import EventBus
 from .job import EnqueueResult, Job, NewJob, QueueStats
@@ -15,15 +17,26 @@ from .names import check_queue, did_you_mean
 from .observe.hooks import Observers
 from .observe.tracing import enqueue_span, recording
 from .retry import DEFAULT_BACKOFF, Backoff
-from .schedule import LateRun, ScheduleDef, declare_schedule
+from .schedule import (
+    DEFAULT_CATCHUP_CAP,
+    CatchupPolicy,
+    Duration,
+    LateRun,
+    OverlapPolicy,
+    ScheduleDef,
+    declare_schedule,
+)
 from .schedule_book import ScheduleBook
 from .settings import Settings
 from .states import JobState
 from .store import Store, open_store
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
+from .workflow import Workflow
 from .workflow.runner import workflow_task
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -101,20 +114,30 @@ class App:
 
     # -- tasks ------------------------------------------------------------------------
 
+    # The overloads keep the function's signature (less the context it receives first),
+    # so a wrong argument to enqueue is a type error. The keyword list of the last one is
+    # the implementation's, in the same order.
     @overload
-    def task(self, fn: F) -> Task[Any, Any]: ...
+    def task(self, fn: Callable[Concatenate[JobContext, P], R]) -> Task[P, R]: ...
+
+    @overload
+    def task(self, fn: Callable[P, R]) -> Task[P, R]: ...
 
     @overload
     def task(self, fn: None = None, *, name: str | None = None, queue: str = "default",
              priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
-             concurrency: int | None = None) -> Callable[[F], Task[Any, Any]]: ...
+             concurrency: int | None = None) -> TaskDecorator: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
              priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
              concurrency: int | None = None) -> Any:
-        """Register a function as a task. Usable bare (``@app.task``) or with options."""
+        """Register a function as a task. Usable bare (``@app.task``) or with options.
+
+        A first parameter named ``ctx`` (or annotated :class:`JobContext`) receives the
+        job's context; the task's arguments are the others, checked at enqueue.
+        """
         options = TaskOptions(queue=queue, priority=priority, max_attempts=max_attempts,
                               retry=retry, timeout=timeout,
                               unique=tuple(unique) if isinstance(unique, list) else unique,
@@ -129,6 +152,12 @@ class App:
             return t
 
         return register(fn) if fn is not None else register
+
+    @overload
+    def workflow(self, fn: Callable[Concatenate[Workflow, P], R]) -> Task[P, R]: ...
+
+    @overload
+    def workflow(self, fn: None = None, **options: Any) -> WorkflowDecorator: ...
 
     def workflow(self, fn: Any = None, **options: Any) -> Any:
         """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks."""
@@ -182,7 +211,13 @@ class App:
 
     def schedule(self, name: str, cron: str, task: Task[Any, Any] | str,
                  args: tuple[Any, ...] | list[Any] = (), kwargs: dict[str, Any] | None = None,
-                 **policy: Any) -> ScheduleDef:
+                 *, tz: str = "UTC", catchup: CatchupPolicy = "latest",
+                 catchup_window: Duration | None = None,
+                 catchup_cap: int = DEFAULT_CATCHUP_CAP, overlap: OverlapPolicy = "skip",
+                 starting_deadline: Duration | None = None, jitter: Duration | None = None,
+                 expect_success_within: Duration | None = None,
+                 pause_on_failure: bool = False, queue: str | None = None,
+                 priority: int | None = None) -> ScheduleDef:
         """Declare a schedule that enqueues ``task(*args, **kwargs)`` at each fire.
 
         ``policy``: ``tz``, ``catchup``, ``catchup_window``, ``catchup_cap``, ``overlap``,
@@ -193,23 +228,28 @@ class App:
         t = task if isinstance(task, Task) else self.get_task(task)
         if name in self.schedules:
             raise ConfigurationError(f"schedule {name!r} is declared twice")
-        queue, priority = policy.pop("queue", None), policy.pop("priority", None)
         job = t.build(tuple(args), dict(kwargs or {}),
                       EnqueueOptions(queue=queue, priority=priority), None)
-        defn = declare_schedule(name, cron, t.name, job, **policy)
+        defn = declare_schedule(
+            name, cron, t.name, job, tz=tz, catchup=catchup, catchup_window=catchup_window,
+            catchup_cap=catchup_cap, overlap=overlap, starting_deadline=starting_deadline,
+            jitter=jitter, expect_success_within=expect_success_within,
+            pause_on_failure=pause_on_failure)
         self.schedules[name] = defn
         return defn
 
     def periodic(self, cron: str, *, name: str | None = None, tz: str = "UTC",
                  args: tuple[Any, ...] | list[Any] = (), kwargs: dict[str, Any] | None = None,
-                 catchup: str = "latest", catchup_window: Any = None, catchup_cap: int = 100,
-                 overlap: str = "skip", starting_deadline: Any = None, jitter: Any = None,
-                 expect_success_within: Any = None, pause_on_failure: bool = False,
-                 **task_options: Any) -> Callable[[F], Task[Any, Any]]:
+                 catchup: CatchupPolicy = "latest", catchup_window: Duration | None = None,
+                 catchup_cap: int = DEFAULT_CATCHUP_CAP, overlap: OverlapPolicy = "skip",
+                 starting_deadline: Duration | None = None, jitter: Duration | None = None,
+                 expect_success_within: Duration | None = None,
+                 pause_on_failure: bool = False,
+                 **task_options: Any) -> TaskDecorator:
         """Register a function as a task and schedule it: ``@app.periodic("0 2 * * *",
         tz="Europe/Berlin")``. ``task_options`` are :meth:`task`'s (queue, timeout...)."""
 
-        def register(fn: F) -> Task[Any, Any]:
+        def register(fn: Callable[..., Any]) -> Task[Any, Any]:
             t: Task[Any, Any] = self.task(name=name, **task_options)(fn)
             self.schedule(name or t.name, cron, t, args, kwargs, tz=tz, catchup=catchup,
                           catchup_window=catchup_window, catchup_cap=catchup_cap,

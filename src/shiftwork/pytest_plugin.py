@@ -1,0 +1,1 @@
+"""pytest fixtures for apps built on shiftwork (loaded by the ``pytest11`` entry point)."""
