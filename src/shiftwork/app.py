@@ -79,6 +79,9 @@ class App:
         #: Called once per occurrence the dead-man switch finds late (see on_schedule_late).
         self.schedule_late_hooks: list[Callable[[LateRun], None]] = []
         self.queue_options: dict[str, QueueOptions] = {}
+        #: Called after jobs are committed by an enqueue outside a caller's transaction,
+        #: with their results and queues (None: not known); the inline test mode's hook.
+        self.enqueue_hooks: list[Callable[[list[EnqueueResult], set[str] | None], None]] = []
         #: Visibility hooks (health checks, metric collectors, the schedules view): see
         #: shiftwork.observe and docs/observability.md.
         self.observers = Observers()
@@ -285,7 +288,7 @@ class App:
     def insert_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
                       ) -> list[EnqueueResult]:
         """Insert ``count`` jobs without unique keys, built as the store reads them."""
-        if recording():  # the enqueue span needs every row up front
+        if recording() or self.enqueue_hooks:  # the span and the hooks need every row
             return self.insert_rows(list(rows), conn)
         return self.store.jobs_insert_stream(count, rows, conn=conn)
 
@@ -296,7 +299,12 @@ class App:
         commits every 500 rows so workers can claim in between).
         """
         with enqueue_span(rows) as rows:  # OpenTelemetry, when installed: context into meta
-            return self.store.jobs_insert(rows, conn=conn)
+            results = self.store.jobs_insert(rows, conn=conn)
+        if self.enqueue_hooks and conn is None:  # in a caller's transaction: not yet real
+            queues = {r.queue for r in rows}
+            for hook in list(self.enqueue_hooks):
+                hook(results, queues)
+        return results
 
     # -- people and tools --------------------------------------------------------------
 
