@@ -97,6 +97,7 @@ class App:
 
     @property
     def store(self) -> Store:
+        """The storage engine (migrated on first use when ``auto_migrate``)."""
         assert self._store is not None
         if self.auto_migrate and not self._migrated:
             with self._store_lock:
@@ -106,12 +107,14 @@ class App:
         return self._store
 
     def migrate(self) -> list[int]:
+        """Create or upgrade the tables; returns the migration numbers applied."""
         assert self._store is not None
         applied = self._store.migrate()
         self._migrated = True
         return applied
 
     def close(self) -> None:
+        """Close the database connections."""
         if self._store is not None:
             self._store.close()
 
@@ -185,6 +188,7 @@ class App:
         return list(steps.values())
 
     def get_task(self, name: str) -> Task[Any, Any]:
+        """The task registered as ``name``; the error names the closest ones."""
         try:
             return self.tasks[name]
         except KeyError:
@@ -207,6 +211,7 @@ class App:
         return options
 
     def concurrency_limits(self, queue: str) -> dict[str, int]:
+        """Fleet-wide running limits of ``queue``'s tasks that have one, by task name."""
         return {t.name: t.options.concurrency for t in self.tasks.values()
                 if t.options.queue == queue and t.options.concurrency is not None}
 
@@ -309,17 +314,21 @@ class App:
     # -- people and tools --------------------------------------------------------------
 
     def get_job(self, job_id: int) -> Job:
+        """One job, with its arguments, result and error history."""
         return self.store.jobs_get(job_id)
 
     def list_jobs(self, state: JobState | str | None = None, queue: str | None = None,
                   task: str | None = None, limit: int = 50) -> list[Job]:
+        """Jobs, newest first, filtered by state, queue and task."""
         st = JobState(state) if isinstance(state, str) else state
         return self.store.jobs_list(state=st, queue=queue, task=task, limit=limit)
 
     def retry_job(self, job_id: int) -> Job:
+        """Run a dead or cancelled job again now."""
         return self.store.jobs_retry(job_id)
 
     def cancel_job(self, job_id: int) -> Job:
+        """Cancel a waiting job, or ask a running one to stop (seen at its next check)."""
         return self.store.jobs_cancel(job_id)
 
     def queue_stats(self, include_finished: bool = True) -> list[QueueStats]:
