@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -137,19 +138,25 @@ def test_saga_compensates_completed_steps_in_reverse(wapp: App, clock: FakeClock
 
 
 def test_bad_workflows(wapp: App) -> None:
-    with pytest.raises(WorkflowError, match="plain function"):
-        @wapp.workflow
-        async def nope(wf: Workflow) -> None: ...
+    with pytest.raises(WorkflowError, match="first parameter"):
+        wapp.workflow(lambda: None)
 
     @wapp.workflow(max_attempts=1)
     def twice(wf: Workflow) -> None:
         wf.step("a", lambda: 1)
         wf.step("a", lambda: 2)
 
+    @wapp.workflow(max_attempts=1)
+    def bad_options(wf: Workflow) -> None:
+        wf.step("a", lambda: 1, max_attempts=0)
+
     job = twice.enqueue()
+    bad = bad_options.enqueue()
     drain(wapp)
-    err = wapp.get_job(job.id).errors[0]
-    assert "used twice" in err["message"]
+    assert "used twice" in wapp.get_job(job.id).errors[0]["message"]
+    assert "max_attempts must be an integer >= 1" in wapp.get_job(bad.id).errors[0]["message"]
+    with pytest.raises(ShiftworkError, match="key must be a non-empty string"):
+        wapp.send_event(job.id, "go", {}, key="")
 
 
 def test_workflow_commands(db: dict[str, str], wapp: App, clock: FakeClock) -> None:
@@ -176,3 +183,68 @@ def test_workflow_commands(db: dict[str, str], wapp: App, clock: FakeClock) -> N
     bad = cli(env_db, "workflows", "signal", str(job.id), "go", "--payload", "{",
               "--dsn", db["dsn"], "--schema", db["schema"])
     assert bad.returncode == 2 and "--payload must be JSON" in bad.stderr
+    listed = cli(env_db, "workflows", "list", "--state", "succeeded", "--name", "greet_flow",
+                 "--dsn", db["dsn"], "--schema", db["schema"])
+    assert listed.returncode == 0 and "greet_flow" in listed.stdout, listed.stderr
+    shown = cli(env_db, "workflows", "show", str(job.id), "--dsn", db["dsn"], "--schema",
+                db["schema"])
+    assert "status=succeeded" in shown.stdout and "failed attempts=0" in shown.stdout
+    assert f"version={wapp.get_workflow(job.id).version}" in shown.stdout
+
+
+def test_workflows_cancel_command(db: dict[str, str], wapp: App, clock: FakeClock) -> None:
+    from .test_cli import cli
+
+    undone: list[str] = []
+
+    @wapp.workflow(name="parked")
+    def parked(wf: Workflow) -> None:
+        wf.step("a", lambda: 1, compensate=lambda _: undone.append("a"))
+        wf.wait_for_event("never")
+
+    job = parked.enqueue()
+    drain(wapp)
+    out = cli(dict(db), "workflows", "cancel", str(job.id), "--dsn", db["dsn"], "--schema",
+              db["schema"])
+    assert out.returncode == 0 and "cancel requested" in out.stdout, out.stderr
+    clock.advance(60)  # the command ran on the real clock, a little ahead of the fake one
+    drain(wapp)
+    assert undone == ["a"] and wapp.get_job(job.id).state is JobState.CANCELLED
+    shown = cli(dict(db), "workflows", "show", str(job.id), "--dsn", db["dsn"], "--schema",
+                db["schema"])
+    assert "status=cancelled" in shown.stdout and "compensate:a" in shown.stdout
+
+
+def test_dashboard_job_page_shows_the_step_timeline(tmp_path: Any) -> None:
+    from .test_dashboard import (
+        CHROMIUM,
+        CHROMIUM_FLAGS,
+        FAST,
+        TOKEN,
+        Served,
+        _login,
+        _need_browser,
+        create_dashboard,
+    )
+
+    sync_playwright = _need_browser()
+    app = App(f"sqlite:///{tmp_path / 'jobs.db'}", settings=FAST)
+    app.migrate()
+
+    @app.workflow(name="timeline")
+    def timeline(wf: Workflow) -> None:
+        wf.step("charge", lambda: 1)
+        wf.sleep("nap", 3600)
+
+    job = timeline.enqueue()
+    drain(app)
+    with Served(create_dashboard(app, token=TOKEN)) as served, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=CHROMIUM_FLAGS)
+        page = _login(browser, served)
+        page.goto(f"{served.url}/jobs/{job.id}")
+        assert "running" in page.inner_text("#workflow-status")
+        rows = page.inner_text("#workflow-steps")
+        assert "charge" in rows and "nap" in rows and "sleeping" in rows
+        browser.close()
+    app.close()

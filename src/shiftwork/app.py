@@ -10,7 +10,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 from .clock import Clock, SystemClock
 from .context import JobContext
 from .decorators import TaskDecorator, WorkflowDecorator
-from .errors import ConfigurationError, UnknownTaskError
+from .errors import ConfigurationError, PayloadError, UnknownTaskError
 from .events import EventBus
 from .job import EnqueueResult, Job, NewJob, QueueStats
 from .names import check_queue, did_you_mean
@@ -163,29 +163,45 @@ class App:
     def workflow(self, fn: Callable[Concatenate[Workflow, P], R]) -> Task[P, R]: ...
 
     @overload
-    def workflow(self, fn: None = None, **options: Any) -> WorkflowDecorator: ...
+    def workflow(self, fn: None = None, *, version: str | None = None,
+                 **options: Any) -> WorkflowDecorator: ...
 
-    def workflow(self, fn: Any = None, **options: Any) -> Any:
-        """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks."""
-        def register(run: Callable[..., Any]) -> Task[Any, Any]:
-            return self.task(run, **options)
+    def workflow(self, fn: Any = None, *, version: str | None = None, **options: Any) -> Any:
+        """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks,
+        plus ``version`` (recorded per instance; default: a digest of the body's source)."""
+        def register(run: Callable[..., Any], **fixed: Any) -> Task[Any, Any]:
+            return self.task(run, **{**options, **fixed})
 
+        retry = options.get("retry")
         if fn is not None:
-            return workflow_task(register, fn)
-        return lambda f: workflow_task(register, f)
+            return workflow_task(register, fn, version=version, retry=retry)
+        return lambda f: workflow_task(register, f, version=version, retry=retry)
 
-    def send_event(self, workflow_id: int, name: str, payload: Any = None) -> int:
-        """Deliver an event to a workflow (kept until a ``wait_for_event`` takes it)."""
+    def send_event(self, workflow_id: int, name: str, payload: Any = None, *,
+                   key: str | None = None) -> int:
+        """Deliver an event to a workflow (kept until a ``wait_for_event`` takes it).
+
+        With ``key``, an event already sent under that key (for this workflow and name)
+        is not stored again: a webhook delivered twice wakes one wait, not two.
+        """
         from .payload import encode_json
 
+        if key is not None and (not isinstance(key, str) or not key):
+            raise PayloadError(f"event {name!r}: key must be a non-empty string, not {key!r}")
         return self.store.workflow_event_send(
             workflow_id, name, encode_json(payload, f"event {name!r}: payload",
-                                           self.settings.limit("max_event_payload_bytes")))
+                                           self.settings.limit("max_event_payload_bytes")),
+            key)
 
     def workflow_history(self, workflow_id: int) -> list[Any]:
         """The recorded steps of a workflow, in the order they were first recorded."""
         steps = self.store.workflow_steps_get(workflow_id)
         return list(steps.values())
+
+    def get_workflow(self, workflow_id: int) -> Any:
+        """The workflow's status (running, compensating, succeeded, failed, compensated,
+        cancelled), code version and cause; None before its first run."""
+        return self.store.workflow_run_read(workflow_id)
 
     def get_task(self, name: str) -> Task[Any, Any]:
         """The task registered as ``name``; the error names the closest ones."""
@@ -329,6 +345,9 @@ class App:
 
     def cancel_job(self, job_id: int) -> Job:
         """Cancel a waiting job, or ask a running one to stop (seen at its next check)."""
+        # A started workflow is woken to cancel itself, so its compensations run.
+        if self.store.workflow_cancel(job_id):
+            return self.store.jobs_get(job_id)
         return self.store.jobs_cancel(job_id)
 
     def queue_stats(self, include_finished: bool = True) -> list[QueueStats]:

@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 
 from shiftwork import App, Backoff, JobContext, Settings, Workflow
+from shiftwork.workflow import set_boundary_hook
 
 DSN = os.environ["SHIFTWORK_TEST_DSN"]
 SCHEMA = os.environ.get("SHIFTWORK_TEST_SCHEMA", "shiftwork")
@@ -111,3 +112,65 @@ def freeze_in_write(ctx: JobContext, n: int) -> int:
             os.kill(os.getpid(), signal.SIGSTOP)
     record(ctx.job_id, ctx.attempt, "done")
     return n
+
+
+# -- the saga of the crash-point tests (tests/test_workflow_chaos.py) -----------------------
+
+#: workflow id -> the boundary label at which its worker process must die (once)
+_CRASH_AT: dict[int, str] = {}
+
+
+def _crash_hook(workflow_id: int, label: str) -> None:
+    if _CRASH_AT.get(workflow_id) != label:
+        return
+    phase = f"crash:{label}"
+    mark = "?" if DSN.startswith("sqlite") else "%s"
+    done = _conn().execute(f"SELECT 1 FROM {effects_table()} WHERE job_id = {mark} "
+                           f"AND phase = {mark}", (workflow_id, phase)).fetchone()
+    if done is None:
+        record(workflow_id, 0, phase)
+        os._exit(17)  # a real crash: no cleanup, no hand-back, the lease just runs out
+
+
+if os.environ.get("SHIFTWORK_TEST_CRASHES"):
+    set_boundary_hook(_crash_hook)
+
+
+def _fail(wf: Workflow, phase: str) -> None:
+    record(wf.id, wf.ctx.attempt, phase)
+    raise ValueError(f"step {phase} cannot succeed")
+
+
+def _undo(wf: Workflow, phase: str) -> Any:
+    return lambda result: record(wf.id, wf.ctx.attempt, phase)
+
+
+def _saga(wf: Workflow, crash_at: str, fail: bool = True) -> str:
+    _CRASH_AT[wf.id] = crash_at
+    wf.step("a", _effect, wf, "a", compensate=_undo(wf, "undo-a"))
+    wf.sleep("nap", 0.05)
+    wf.step("b", _effect, wf, "b", compensate=_undo(wf, "undo-b"))
+    wf.wait_for_event("go")
+    wf.step("c", _fail if fail else _effect, wf, "c", compensate=_undo(wf, "undo-c"))
+    return "done"
+
+
+_SAGA_RETRY = Backoff(initial=0.05, maximum=0.2, non_retryable=(ValueError,))
+saga = app.workflow(name="saga", queue="saga", max_attempts=10, retry=_SAGA_RETRY)(_saga)
+#: the same saga on its last attempt from the start (issue 13, failure 2)
+saga_once = app.workflow(name="saga_once", queue="saga_last", max_attempts=1,
+                         retry=_SAGA_RETRY)(_saga)
+
+
+@app.workflow(queue="saga", max_attempts=10, retry=Backoff(initial=0.05, maximum=0.2))
+def cancellable(wf: Workflow, where: str) -> str:
+    """Parks where the cancel tests want it: in a long step, sleeping, or waiting."""
+    wf.step("a", _effect, wf, "a", compensate=_undo(wf, "undo-a"))
+    if where == "step":
+        wf.step("slow", _effect, wf, "slow", 2.0, compensate=_undo(wf, "undo-slow"))
+    elif where == "sleep":
+        wf.sleep("nap", 3600)
+    elif where == "wait":
+        wf.wait_for_event("go")
+    wf.step("b", _effect, wf, "b", compensate=_undo(wf, "undo-b"))
+    return "done"

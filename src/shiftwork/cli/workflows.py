@@ -1,4 +1,4 @@
-"""``shiftwork workflows``: a workflow's recorded steps, and sending it events."""
+"""``shiftwork workflows``: list instances, show one's history, cancel one, send it events."""
 
 from __future__ import annotations
 
@@ -12,41 +12,87 @@ from ..safetext import escape_controls
 from .format import console, format_state, format_time, make_table
 from .options import open_app, target_options, workflow_id_argument
 
+STATUSES = ("running", "compensating", "succeeded", "failed", "compensated", "cancelled")
+
 
 @click.group()
 @target_options
 def workflows() -> None:
-    """Durable workflows: history and events."""
+    """Durable workflows: instances, history, cancel and events."""
+
+
+@workflows.command("list")
+@click.option("--state", "status", default=None,
+              help=f"Workflow status ({', '.join(STATUSES)}) or job state.")
+@click.option("--name", "task", default=None, help="Only this workflow (its task name).")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
+@target_options
+def workflows_list(status: str | None, task: str | None, limit: int) -> None:
+    """Workflow instances that have started, newest first."""
+    app = open_app()
+    table = make_table(("id", "workflow", "status", "job state", "steps", "version",
+                        "updated (UTC)"), right=("id", "steps"))
+    for w in app.store.workflows_list(status=status, task=task, limit=limit):
+        table.add_row(str(w.id), w.task, w.status, w.state, str(w.steps), w.version or "-",
+                      format_time(w.updated_at))
+    console.print(table)
 
 
 @workflows.command("show")
 @workflow_id_argument
 @target_options
 def workflows_show(workflow_id: int) -> None:
-    """The workflow's job state and every recorded step."""
+    """The workflow's status, version and every recorded step with its timings."""
     app = open_app()
     job = app.get_job(workflow_id)
+    run = app.get_workflow(workflow_id)
+    # Suspensions and hand-backs give their attempt back, so the job's attempt counter
+    # counts runs; what was spent is the failures.
+    failures = sum(1 for e in job.errors if e.get("kind") in ("exception", "timeout",
+                                                             "lease_expired", "retry_requested"))
+    status = run.status if run else "pending (not started)"
     console.print(Text.assemble((f"workflow {job.id}", "bold"), escape_controls(
-        f"  {job.task}  state={format_state(job.state)}  next run {format_time(job.run_at)}")))
-    table = make_table(("step", "status", "result", "wake at (UTC)", "attempt",
-                        "recorded (UTC)"))
+        f"  {job.task}  status={status}  job={format_state(job.state)}  runs={job.attempt}  "
+        f"failed attempts={failures}  version={run.version if run else '-'}  "
+        f"next run {format_time(job.run_at)}")))
+    if run and run.cause:
+        console.print(Text(escape_controls(f"cause: {run.cause}"
+                                           + ("  (cancelled)" if run.cancelled else ""))))
+    table = make_table(("#", "step", "kind", "status", "result", "started (UTC)",
+                        "recorded (UTC)", "wake at (UTC)", "tries", "attempt"))
     for step in app.workflow_history(workflow_id):
-        table.add_row(step.name, step.status, json.dumps(step.result)[:60],
-                      format_time(step.wake_at), str(step.attempt), format_time(step.updated_at))
+        table.add_row("-" if step.position is None else str(step.position), step.name,
+                      step.kind, step.outcome or step.status, json.dumps(step.result)[:60],
+                      format_time(step.started_at), format_time(step.updated_at),
+                      format_time(step.wake_at), str(step.tries), str(step.attempt))
     console.print(table)
+
+
+@workflows.command("cancel")
+@workflow_id_argument
+@target_options
+def workflows_cancel(workflow_id: int) -> None:
+    """Cancel a workflow wherever it is: it compensates, then ends cancelled."""
+    app = open_app()
+    job = app.cancel_job(workflow_id)
+    console.print(f"workflow {workflow_id}: cancel requested (job {format_state(job.state)}); "
+                  "it stops at its next durable call and runs its compensations",
+                  highlight=False)
 
 
 @workflows.command("signal")
 @workflow_id_argument
 @click.argument("event")
 @click.option("--payload", default="null", help="JSON payload of the event.")
+@click.option("--key", default=None, help="Dedupe key: an event sent twice under one key "
+                                          "is delivered once.")
 @target_options
-def workflows_signal(workflow_id: int, event: str, payload: str) -> None:
+def workflows_signal(workflow_id: int, event: str, payload: str, key: str | None) -> None:
     """Send EVENT to a workflow waiting for it (kept if it is not waiting yet)."""
     app = open_app()
     try:
         value = json.loads(payload)
     except json.JSONDecodeError as exc:
         raise PayloadError(f"--payload must be JSON: {exc}") from None
-    event_id = app.send_event(workflow_id, event, value)
+    event_id = app.send_event(workflow_id, event, value, key=key)
     console.print(f"event {event_id} sent to workflow {workflow_id}")

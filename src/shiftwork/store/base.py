@@ -18,7 +18,7 @@ from ..outcome import Outcome
 from ..records import EffectRecord, QueueMinute, Touch
 from ..schedule import Applied, LateRun, Plan, RunStatus, ScheduleDef, ScheduleInfo, ScheduleRun
 from ..states import JobState
-from .rows import StepRecord
+from .rows import StepRecord, WorkflowRun, WorkflowSummary
 
 
 class Store(Protocol):
@@ -223,16 +223,39 @@ class Store(Protocol):
     # -- durable workflows ------------------------------------------------------------
     def workflow_steps_get(self, job_id: int) -> dict[str, StepRecord]: ...
 
-    def workflow_step_record(self, job_id: int, attempt: int, name: str, status: str,
-                             result_json: str | None, wake_at: datetime | None) -> bool:
-        """Record a step, fenced by attempt; False if this attempt no longer holds the job."""
+    def workflow_begin(self, job_id: int, attempt: int, version: str
+                       ) -> tuple[WorkflowRun, dict[str, StepRecord]] | None:
+        """Create the instance row on its first run; read it and its steps. None: lease lost."""
 
-    def workflow_event_take(self, job_id: int, attempt: int, name: str,
-                            step: str) -> tuple[bool, Any]:
+    def workflow_run_set(self, job_id: int, attempt: int, status: str, *, cancelled: bool,
+                         cause: str | None = None, last_attempt: int | None = None,
+                         extend_attempts: int | None = None) -> bool:
+        """Record the instance's status (fenced); ``extend_attempts`` gives the job room."""
+
+    def workflow_run_read(self, job_id: int) -> WorkflowRun | None: ...
+
+    def workflow_step_record(self, job_id: int, attempt: int, name: str, status: str,
+                             result_json: str | None, wake_at: datetime | None, *,
+                             position: int | None = None, kind: str = "step",
+                             digest: str | None = None, outcome: str | None = None,
+                             tries: int = 0, started_at: datetime | None = None) -> bool | None:
+        """Record a step, fenced by attempt: None if this attempt no longer holds the job,
+        else whether a cancel was requested."""
+
+    def workflow_event_take(self, job_id: int, attempt: int, name: str, step: str, *,
+                            position: int | None = None, digest: str | None = None,
+                            started_at: datetime | None = None) -> tuple[bool, Any]:
         """Consume the oldest pending event ``name`` and record it as ``step``, atomically."""
 
-    def workflow_event_send(self, job_id: int, name: str, payload_json: str) -> int:
-        """Store an event for a workflow and wake it."""
+    def workflow_event_send(self, job_id: int, name: str, payload_json: str,
+                            key: str | None = None) -> int:
+        """Store an event for a workflow and wake it; a repeated ``key`` stores nothing."""
+
+    def workflow_cancel(self, job_id: int) -> bool:
+        """Flag a started workflow for cancel and wake it; False if it is not one."""
+
+    def workflows_list(self, status: str | None = None, task: str | None = None,
+                       limit: int = 50) -> list[WorkflowSummary]: ...
 
     # -- test support ----------------------------------------------------------------
     def debug_install_transition_guard(self) -> None:

@@ -71,13 +71,46 @@ def log_rejected(kind: str, stale: list[tuple[int, int]]) -> None:
 
 @dataclass(frozen=True)
 class StepRecord:
-    """One recorded workflow step."""
+    """One recorded workflow step (a step, sleep, wait, patch marker or compensation)."""
 
     name: str
-    status: str  # done | sleeping | waiting
+    status: str  # done | sleeping | waiting (a step's retry backoff is 'sleeping')
     result: Any
     wake_at: datetime | None
     attempt: int
+    updated_at: datetime | None
+    position: int | None = None  # its place among the body's durable calls
+    kind: str = "step"  # step | sleep | wait | patch | compensate
+    digest: str | None = None  # of its arguments, checked on replay
+    outcome: str | None = None  # None: ``result`` is the value; 'timed_out' | 'failed'
+    tries: int = 0  # failures of a step with its own retry policy
+    started_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class WorkflowRun:
+    """A workflow instance's durable status, read at the start of each run."""
+
+    status: str  # running | compensating | succeeded | failed | compensated | cancelled
+    version: str
+    cancelled: bool  # compensating (or ended) because of a cancel
+    cause: str | None
+    last_attempt: int | None
+    cancel_requested: bool  # the job's flag, read in the same statement
+    max_attempts: int
+
+
+@dataclass(frozen=True)
+class WorkflowSummary:
+    """One line of ``workflows list``: the job and its workflow status."""
+
+    id: int
+    task: str
+    state: str  # the job's state
+    status: str  # the workflow's (running ... cancelled); 'pending' before its first run
+    version: str | None
+    steps: int
+    created_at: datetime | None
     updated_at: datetime | None
 
 

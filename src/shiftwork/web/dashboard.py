@@ -310,7 +310,11 @@ class Dashboard:
             job = await run_in_threadpool(self.app.get_job, request.path_params["job_id"])
         except JobNotFoundError as exc:
             return self.page(request, "error.html", status=404, error=str(exc))
-        return self.page(request, "job.html", job=job, retryable=job.state in (
+        # A workflow's job page shows its status and step timeline.
+        workflow = await run_in_threadpool(self.app.get_workflow, job.id)
+        steps = await run_in_threadpool(self.app.workflow_history, job.id) if workflow else []
+        return self.page(request, "job.html", job=job, workflow=workflow, steps=steps,
+                         retryable=job.state in (
             JobState.DEAD, JobState.CANCELLED, JobState.SCHEDULED, JobState.RETRYING),
             cancellable=job.state in (JobState.SCHEDULED, JobState.AVAILABLE, JobState.RETRYING,
                                       JobState.RUNNING))

@@ -1,6 +1,19 @@
 """Durable workflows: recorded steps replayed after a crash, durable sleep, events, sagas."""
 
+from .aio import AsyncWorkflow
 from .context import Workflow
-from .errors import CompensationFailed, EventTimeout, LeaseLost, WorkflowError
+from .errors import (
+                     CompensationFailed,
+                     EventTimeout,
+                     LeaseLost,
+                     NonDeterminismError,
+                     StepFailed,
+                     WorkflowCompensated,
+                     WorkflowError,
+                     WorkflowFailed,
+)
+from .hooks import set_boundary_hook
 
-__all__ = ["CompensationFailed", "EventTimeout", "LeaseLost", "Workflow", "WorkflowError"]
+__all__ = ["AsyncWorkflow", "CompensationFailed", "EventTimeout", "LeaseLost",
+           "NonDeterminismError", "StepFailed", "Workflow", "WorkflowCompensated",
+           "WorkflowError", "WorkflowFailed", "set_boundary_hook"]

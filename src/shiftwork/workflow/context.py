@@ -1,87 +1,202 @@
-"""What a workflow body sees: recorded steps, durable sleep, events, compensation.
+"""What a workflow body sees: recorded steps, durable sleep, events, patches.
 
-A workflow is an ordinary job whose body is replayed from the top on every run.
-Each ``step`` runs its function once and records its JSON result; a replay returns
-the recorded result without running it again. ``sleep`` and ``wait_for_event``
-suspend the job (``Snooze``: back to ``scheduled`` without spending an attempt)
-and the replay continues past them once their time or event has come. The body
-between steps must therefore be deterministic: take decisions from step results,
-not from the clock or random numbers (use a step for those).
+A workflow is an ordinary job whose body is replayed from the top on every run. Each
+durable call (``step``, ``sleep``, ``wait_for_event``, ``patched``) takes the next place
+in the body's history: a recorded one returns its record (checked against the history,
+see ``replay.py``), the first unrecorded one does its work and records it. The body
+between calls must be deterministic: take decisions from step results, not from the
+clock or random numbers (use a step for those).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 from ..context import JobContext
-from ..errors import Snooze
+from ..errors import JobCancelled, LeaseLost
 from ..payload import Limit, encode_json
-from ..retry import repeat_on_storage_error
-from ..store.rows import StepRecord
-from .errors import EventTimeout, LeaseLost, WorkflowError
+from ..retry import Backoff, repeat_on_storage_error
+from ..store.rows import StepRecord, WorkflowRun
+from .errors import EventTimeout, StepFailed, StopReplay, Suspend, WorkflowError
+from .hooks import boundary
+from .replay import Replay, digest
 
 #: How far ahead a wait without a timeout schedules its job (an event wakes it sooner).
 FOREVER = timedelta(days=3650)
+#: A step given ``retry=`` without ``max_attempts=`` gets this many tries.
+STEP_ATTEMPTS = 3
 
 
-def _seconds(value: float | timedelta) -> timedelta:
-    return value if isinstance(value, timedelta) else timedelta(seconds=float(value))
+def _seconds(value: float | timedelta, what: str) -> timedelta:
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise WorkflowError(f"{what} must be a number of seconds >= 0 or a timedelta, "
+                            f"not {value!r}")
+    return timedelta(seconds=float(value))
+
+
+def _call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+          timeout: float | None, name: str) -> Any:
+    if timeout is None:
+        return fn(*args, **kwargs)
+    # A thread of its own so the step can be abandoned at its timeout (Python cannot stop
+    # it: it runs on in the background, which is why steps must be idempotent).
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = fn(*args, **kwargs)
+        except BaseException as exc:  # handed to the workflow's thread below
+            box["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True, name=f"shiftwork-step-{name}")
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        raise TimeoutError(f"workflow step {name!r} timed out after {timeout}s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
 
 
 class Workflow:
     """Passed as the first argument of an ``@app.workflow`` function."""
 
-    def __init__(self, ctx: JobContext) -> None:
+    def __init__(self, ctx: JobContext, run: WorkflowRun, history: dict[str, StepRecord]
+                 ) -> None:
         self.ctx = ctx
         self.app = ctx.app
         self.id = ctx.job_id
+        self.run = run
+        self.version = run.version
+        self.history = history
         self._store = ctx.app.store
-        self.history: dict[str, StepRecord] = self._store.workflow_steps_get(ctx.job_id)
+        self._replay = Replay(ctx.job_id, history)
         self._used: set[str] = set()
-        self.compensations: list[tuple[str, Callable[..., Any], Any]] = []
+        self._cancel_requested = run.cancel_requested
+        #: (step name, compensation, step result), in the order the steps completed
+        self.compensations: list[tuple[str, Callable[[Any], Any], Any]] = []
+        self.compensating = run.status == "compensating"  # replay only, to collect them
+
+    @classmethod
+    def begin(cls, ctx: JobContext, version: str) -> Workflow:
+        """The workflow of this run: its recorded history, read once (the runner's)."""
+        loaded = repeat_on_storage_error(
+            lambda: ctx.app.store.workflow_begin(ctx.job_id, ctx.attempt, version))
+        if loaded is None:
+            raise LeaseLost(f"workflow {ctx.job_id} attempt {ctx.attempt} lost its lease "
+                            "before it began")
+        return cls(ctx, *loaded)
 
     # -- recording ----------------------------------------------------------------
 
-    def _claim_name(self, name: str) -> StepRecord | None:
+    def _step_limit(self) -> Limit:
+        return self.ctx.app.settings.limit("max_step_result_bytes")
+
+    @property
+    def cancel_requested(self) -> bool:
+        """True once someone asked this workflow to cancel."""
+        return self._cancel_requested or self.ctx.cancelled
+
+    def _enter(self, name: str, kind: str, digest_: str | None) -> tuple[StepRecord | None, int]:
         if not isinstance(name, str) or not name:
             raise WorkflowError("a step needs a non-empty name that is stable across replays")
         if name in self._used:
             raise WorkflowError(f"workflow step name {name!r} is used twice in one run; "
                                 "give each step its own name (e.g. f'charge-{i}')")
         self._used.add(name)
-        return self.history.get(name)
-
-    def _step_limit(self) -> Limit:
-        return self.ctx.app.settings.limit("max_step_result_bytes")
+        pos = self._replay.position
+        rec = self._replay.match(name, kind, digest_)
+        if rec is None or rec.status != "done":  # the frontier: new work would happen here
+            if self.compensating:
+                raise StopReplay(name)
+            if self.cancel_requested:
+                raise JobCancelled(f"workflow {self.id} was cancelled; stopped at {name!r}")
+        return rec, pos
 
     def _record(self, name: str, status: str, result_json: str | None,
-                wake_at: datetime | None = None) -> None:
+                wake_at: datetime | None = None, **fields: Any) -> None:
         # An upsert fenced by attempt: safe to repeat after a lost reply.
-        if not repeat_on_storage_error(lambda: self._store.workflow_step_record(
-                self.id, self.ctx.attempt, name, status, result_json, wake_at)):
+        boundary(self.id, f"before:{name}:{status}")
+        flag = repeat_on_storage_error(lambda: self._store.workflow_step_record(
+            self.id, self.ctx.attempt, name, status, result_json, wake_at, **fields))
+        if flag is None:
             raise LeaseLost(f"workflow {self.id} attempt {self.ctx.attempt} lost its lease "
                             f"before recording step {name!r}")
+        boundary(self.id, f"after:{name}:{status}")
+        self._cancel_requested = self._cancel_requested or flag
 
     # -- the API -----------------------------------------------------------------------
 
     def step(self, name: str, fn: Callable[..., Any], *args: Any,
-             compensate: Callable[[Any], Any] | None = None, **kwargs: Any) -> Any:
-        """Run ``fn(*args, **kwargs)`` once, record its JSON result, return it.
+             compensate: Callable[[Any], Any] | None = None, retry: Backoff | None = None,
+             max_attempts: int | None = None, timeout: float | None = None,
+             **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` at least once, record its JSON result, return it.
 
-        ``compensate(result)`` is called (once) if the workflow later fails for good.
+        ``compensate(result)`` is called if the workflow later fails for good or is
+        cancelled. With ``retry=`` or ``max_attempts=`` the step retries itself (durably,
+        holding no worker while it backs off) without spending the workflow's attempts;
+        when its attempts are spent it raises :class:`StepFailed`, on every replay.
+        ``timeout`` (seconds) abandons one try of the step.
         """
-        record = self._claim_name(name)
-        if record is not None and record.status == "done":
-            result = record.result
+        if max_attempts is not None and (not isinstance(max_attempts, int)
+                                         or isinstance(max_attempts, bool) or max_attempts < 1):
+            raise WorkflowError(f"step {name!r}: max_attempts must be an integer >= 1, "
+                                f"not {max_attempts!r}")
+        if timeout is not None:
+            timeout = _seconds(timeout, f"step {name!r}: timeout").total_seconds()
+        if retry is not None and not isinstance(retry, Backoff):
+            raise WorkflowError(f"step {name!r}: retry must be a shiftwork.Backoff, "
+                                f"not {retry!r}")
+        d = digest(args, kwargs)
+        rec, pos = self._enter(name, "step", d)
+        if rec is not None and rec.status == "done":
+            if rec.outcome == "failed":
+                raise StepFailed(f"workflow step {name!r} failed for good: "
+                                 f"{(rec.result or {}).get('message')}")
+            result = rec.result
         else:
-            self.ctx.raise_if_cancelled()
-            result = fn(*args, **kwargs)
-            self._record(name, "done", encode_json(result, f"workflow step {name!r}: result",
-                                                     self._step_limit()))
+            result = self._run_step(name, fn, args, kwargs, rec, pos, d,
+                                    retry, max_attempts, timeout)
         if compensate is not None:
             self.compensations.append((name, compensate, result))
+        return result
+
+    def _run_step(self, name: str, fn: Callable[..., Any], args: tuple[Any, ...],
+                  kwargs: dict[str, Any], rec: StepRecord | None, pos: int, d: str,
+                  retry: Backoff | None, max_attempts: int | None,
+                  timeout: float | None) -> Any:
+        now = self.app.clock.now()
+        if rec is not None and rec.wake_at is not None and now < rec.wake_at:
+            raise Suspend(rec.wake_at, f"workflow step {name!r} backing off")
+        tries = rec.tries if rec is not None else 0
+        fields: dict[str, Any] = {"position": pos, "kind": "step", "digest": d,
+                                  "started_at": now}
+        try:
+            result = _call(fn, args, kwargs, timeout, name)
+        except Exception as exc:
+            if retry is None and max_attempts is None:
+                raise  # the workflow's own retry policy decides
+            policy = retry or Backoff()
+            tries += 1
+            if tries >= (max_attempts or STEP_ATTEMPTS) or not policy.retryable(exc):
+                error = {"type": type(exc).__name__, "message": str(exc)[:2000]}
+                self._record(name, "done", encode_json(error, name, self._step_limit()),
+                             outcome="failed",
+                             tries=tries, **fields)
+                raise StepFailed(f"workflow step {name!r} failed for good after {tries} "
+                                 f"tries: {type(exc).__name__}: {exc}") from exc
+            wake = now + timedelta(seconds=policy.delay(tries, exc))
+            self._record(name, "sleeping", None, wake, tries=tries, **fields)
+            raise Suspend(wake, f"workflow step {name!r} failed ({exc}); retrying") from exc
+        self._record(name, "done", encode_json(result, f"workflow step {name!r}: result",
+                                                      self._step_limit()),
+                     tries=tries, **fields)
         return result
 
     def now(self, name: str) -> datetime:
@@ -91,49 +206,103 @@ class Workflow:
 
     def sleep(self, name: str, duration: float | timedelta) -> None:
         """Durable sleep: the job waits in the database, holding no worker, then resumes."""
-        record = self._claim_name(name)
+        delta = _seconds(duration, f"sleep {name!r}: duration")
+        rec, pos = self._enter(name, "sleep", None)
+        if rec is not None and rec.status == "done":
+            return
         now = self.app.clock.now()
-        if record is not None and record.status == "done":
-            return
-        if record is None:
-            wake_at = now + _seconds(duration)
-            self._record(name, "sleeping", None, wake_at)
+        fields: dict[str, Any] = {"position": pos, "kind": "sleep", "started_at": now}
+        if rec is None:
+            wake_at = now + delta
+            self._record(name, "sleeping", None, wake_at, **fields)
+            if self._cancel_requested:  # the record's statement saw the cancel
+                raise JobCancelled(f"workflow {self.id} was cancelled; stopped at {name!r}")
         else:
-            wake_at = record.wake_at or now
+            wake_at = rec.wake_at or now
         if now >= wake_at:
-            self._record(name, "done", None)
+            self._record(name, "done", None, wake_at, **fields)
             return
-        raise Snooze(until=wake_at, reason=f"workflow sleeping in step {name!r}")
+        raise Suspend(wake_at, f"workflow sleeping in step {name!r}")
 
     def wait_for_event(self, name: str, *, timeout: float | timedelta | None = None,
                        step: str | None = None) -> Any:
         """Wait (durably) for ``app.send_event(workflow_id, name, payload)``; return the payload.
 
-        Raises :class:`EventTimeout` if ``timeout`` passes first (the same on every replay).
+        Raises :class:`EventTimeout` if ``timeout`` passes first (recorded as a timeout,
+        apart from any payload, so every replay raises it too).
         """
+        delta = _seconds(timeout, f"wait {name!r}: timeout") if timeout is not None else None
         step_name = step or f"event:{name}"
-        record = self._claim_name(step_name)
-        if record is not None and record.status == "done":
-            return self._event_result(name, record.result)
-        took, payload = self._store.workflow_event_take(self.id, self.ctx.attempt, name,
-                                                        step_name)
+        rec, pos = self._enter(step_name, "wait", None)
+        if rec is not None and rec.status == "done":
+            if rec.outcome == "timed_out":
+                raise EventTimeout(f"event {name!r} did not arrive in time")
+            return rec.result
+        now = self.app.clock.now()
+        boundary(self.id, f"before:{step_name}:take")
+        took, payload = self._store.workflow_event_take(
+            self.id, self.ctx.attempt, name, step_name, position=pos,
+            started_at=rec.started_at if rec else now)
+        boundary(self.id, f"after:{step_name}:take")
         if took:
             return payload
-        now = self.app.clock.now()
-        if record is None:
-            deadline = now + _seconds(timeout) if timeout is not None else None
-            self._record(step_name, "waiting", None, deadline)
+        fields: dict[str, Any] = {"position": pos, "kind": "wait", "started_at": now}
+        if rec is None:
+            deadline = now + delta if delta is not None else None
+            self._record(step_name, "waiting", None, deadline, **fields)
+            if self._cancel_requested:
+                raise JobCancelled(f"workflow {self.id} was cancelled; stopped at {step_name!r}")
         else:
-            deadline = record.wake_at
+            deadline = rec.wake_at
         if deadline is not None and now >= deadline:
-            self._record(step_name, "done",
-                         encode_json({"timed_out": True}, step_name, self._step_limit()))
-            return self._event_result(name, {"timed_out": True})
-        raise Snooze(until=deadline or now + FOREVER,
-                     reason=f"workflow waiting for event {name!r}")
-
-    @staticmethod
-    def _event_result(name: str, stored: Any) -> Any:
-        if isinstance(stored, dict) and stored == {"timed_out": True}:
+            self._record(step_name, "done", None, deadline, outcome="timed_out", **fields)
             raise EventTimeout(f"event {name!r} did not arrive in time")
-        return stored
+        raise Suspend(deadline or now + FOREVER, f"workflow waiting for event {name!r}")
+
+    # -- versioning ----------------------------------------------------------------
+
+    def patched(self, patch_id: str) -> bool:
+        """True on the new code path, False on the old one (the Temporal/DBOS idiom)::
+
+            if wf.patched("charge-v2"):
+                wf.step("charge-v2", charge_with_tax, order)
+            else:
+                wf.step("charge", charge, order)
+
+        New instances (and in-flight ones that have not reached this place yet) take the
+        new path and record a marker; instances whose history already went past this
+        place on the old code keep the old path. Retire it with :meth:`deprecate_patch`.
+        """
+        marker = self._patch_marker(patch_id)
+        if marker not in self.history and self._replay.passed():
+            self._used.add(marker)
+            return False  # the history went past here on the old code: no place taken
+        rec, pos = self._enter(marker, "patch", None)
+        if rec is None:
+            self._record(marker, "done", None, position=pos, kind="patch",
+                         started_at=self.app.clock.now())
+        return True
+
+    def deprecate_patch(self, patch_id: str) -> None:
+        """The old path is gone: accept histories with or without the patch's marker.
+
+        Replace ``if wf.patched(x): new() else: old()`` by ``wf.deprecate_patch(x); new()``
+        once no instance can take the old path; remove the call once none holds the marker.
+        """
+        marker = self._patch_marker(patch_id)
+        if marker in self.history:
+            self._enter(marker, "patch", None)
+        else:
+            self._used.add(marker)
+
+    def _patch_marker(self, patch_id: str) -> str:
+        if not isinstance(patch_id, str) or not patch_id:
+            raise WorkflowError("a patch needs a non-empty id, e.g. wf.patched('charge-v2')")
+        marker = f"patch:{patch_id}"
+        if marker in self._used:
+            raise WorkflowError(f"patch {patch_id!r} is checked twice in one run")
+        return marker
+
+    def check_complete(self) -> None:
+        """The body returned: fail if it skipped steps its history records (the runner's)."""
+        self._replay.check_complete()

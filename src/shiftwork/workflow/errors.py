@@ -1,19 +1,59 @@
-"""Errors of durable workflows."""
+"""Errors of durable workflows, and the two signals the runner uses internally."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from ..errors import LeaseLost, ShiftworkError
 
-__all__ = ["CompensationFailed", "EventTimeout", "LeaseLost", "WorkflowError"]
+__all__ = ["CompensationFailed", "EventTimeout", "LeaseLost", "NonDeterminismError",
+           "StepFailed", "WorkflowCompensated", "WorkflowError", "WorkflowFailed"]
 
 
 class WorkflowError(ShiftworkError):
-    """A workflow was written or used wrongly (a step name used twice, an async body...)."""
+    """A workflow was written or used wrongly (a step name used twice, a bad option...)."""
+
+
+class NonDeterminismError(WorkflowError):
+    """A replay called something other than what the history recorded at that place.
+
+    The workflow stops (its job is dead, its history untouched) until the code is fixed
+    (or guarded with ``wf.patched``) and the job retried.
+    """
 
 
 class EventTimeout(ShiftworkError):
     """``wait_for_event`` gave up: the event did not arrive before its timeout."""
 
 
-class CompensationFailed(WorkflowError):
-    """A compensating action failed while undoing a failed workflow."""
+class StepFailed(ShiftworkError):
+    """A step with its own retry policy spent its attempts; recorded, so replays raise it too."""
+
+
+class WorkflowFailed(WorkflowError):
+    """The workflow failed for good (compensations, if any, were run first)."""
+
+
+class WorkflowCompensated(WorkflowFailed):
+    """The workflow failed for good and every compensation ran: it ended ``compensated``."""
+
+
+class CompensationFailed(WorkflowFailed):
+    """A compensating action failed for good while undoing a failed workflow."""
+
+
+class Suspend(BaseException):
+    """A sleep or wait suspends the workflow (the runner turns it into a ``Snooze``).
+
+    A BaseException, like ``JobCancelled`` and ``LeaseLost``: a body's ``except Exception``
+    must not swallow a suspension and run on as if the sleep had passed.
+    """
+
+    def __init__(self, until: datetime, reason: str) -> None:
+        super().__init__(reason)
+        self.until = until
+        self.reason = reason
+
+
+class StopReplay(BaseException):
+    """While compensating, the replay reached a call with no record: stop the body there."""

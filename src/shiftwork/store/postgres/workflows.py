@@ -1,12 +1,13 @@
-"""Durable workflow storage for PostgreSQL: recorded steps and events."""
+"""Durable workflow storage for PostgreSQL: instances, recorded steps and events."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
-from ...errors import ShiftworkError
-from ..rows import StepRecord, aware
+from ...errors import LeaseLost, ShiftworkError
+from ..rows import StepRecord, WorkflowRun, WorkflowSummary, aware
 
 
 class PostgresWorkflows:
@@ -17,18 +18,52 @@ class PostgresWorkflows:
     def workflow_steps_get(self, job_id: int) -> dict[str, StepRecord]:
         with self._conn() as c:
             rows = c.execute(self.q["workflow_steps_get"], {"job": job_id}).fetchall()
-        return {r[0]: StepRecord(r[0], r[1], r[2], aware(r[3]), r[4], aware(r[5])) for r in rows}
+        return {r[0]: _step(r) for r in rows}
+
+    def workflow_begin(self, job_id: int, attempt: int, version: str
+                       ) -> tuple[WorkflowRun, dict[str, StepRecord]] | None:
+        with self._conn() as c, c.transaction():
+            c.execute(self.q["workflow_run_insert"], self._p(job=job_id, attempt=attempt,
+                                                             version=version))
+            row = c.execute(self.q["workflow_run_get"], {"job": job_id, "attempt": attempt}
+                            ).fetchone()
+            if row is None:
+                return None
+            steps = c.execute(self.q["workflow_steps_get"], {"job": job_id}).fetchall()
+        return WorkflowRun(*row), {r[0]: _step(r) for r in steps}
+
+    def workflow_run_set(self, job_id: int, attempt: int, status: str, *, cancelled: bool,
+                         cause: str | None = None, last_attempt: int | None = None,
+                         extend_attempts: int | None = None) -> bool:
+        with self._conn() as c, c.transaction():
+            done = c.execute(self.q["workflow_run_set"], self._p(
+                job=job_id, attempt=attempt, status=status, cancelled=cancelled, cause=cause,
+                last_attempt=last_attempt)).rowcount
+            if done and extend_attempts:
+                c.execute(self.q["workflow_job_extend"],
+                          {"job": job_id, "attempt": attempt, "extra": extend_attempts})
+            return bool(done)
+
+    def workflow_run_read(self, job_id: int) -> WorkflowRun | None:
+        with self._conn() as c:
+            row = c.execute(self.q["workflow_run_read"], {"job": job_id}).fetchone()
+        return WorkflowRun(*row) if row else None
 
     def workflow_step_record(self, job_id: int, attempt: int, name: str, status: str,
-                             result_json: str | None, wake_at: datetime | None) -> bool:
+                             result_json: str | None, wake_at: datetime | None, *,
+                             position: int | None = None, kind: str = "step",
+                             digest: str | None = None, outcome: str | None = None,
+                             tries: int = 0, started_at: datetime | None = None) -> bool | None:
         with self._conn() as c:
-            cur = c.execute(self.q["workflow_step_record"], self._p(
+            row = c.execute(self.q["workflow_step_record"], self._p(
                 job=job_id, attempt=attempt, name=name, status=status, result=result_json,
-                wake_at=wake_at))
-            return bool(cur.rowcount)
+                wake_at=wake_at, position=position, kind=kind, digest=digest, outcome=outcome,
+                tries=tries, started_at=started_at)).fetchone()
+        return None if row is None else bool(row[0])
 
-    def workflow_event_take(self, job_id: int, attempt: int, name: str,
-                            step: str) -> tuple[bool, Any]:
+    def workflow_event_take(self, job_id: int, attempt: int, name: str, step: str, *,
+                            position: int | None = None, digest: str | None = None,
+                            started_at: datetime | None = None) -> tuple[bool, Any]:
         """Consume the oldest pending event and record it as ``step``, in one transaction."""
         with self._conn() as c, c.transaction():
             if c.execute(self.q["workflow_job_lock"], {"job": job_id, "attempt": attempt}
@@ -40,14 +75,21 @@ class PostgresWorkflows:
                 return False, None
             c.execute(self.q["workflow_step_record"], self._p(
                 job=job_id, attempt=attempt, name=step, status="done",
-                result=_dumps(row[0]), wake_at=None))
+                result=json.dumps(row[0]), wake_at=None, position=position, kind="wait",
+                digest=digest, outcome=None, tries=0, started_at=started_at))
             return True, row[0]
 
-    def workflow_event_send(self, job_id: int, name: str, payload_json: str) -> int:
+    def workflow_event_send(self, job_id: int, name: str, payload_json: str,
+                            key: str | None = None) -> int:
         with self._conn() as c, c.transaction():
             row = c.execute(self.q["workflow_event_insert"], self._p(
-                job=job_id, name=name, payload=payload_json)).fetchone()
+                job=job_id, name=name, payload=payload_json, key=key)).fetchone()
             if row is None:
+                if key is not None and c.execute(self.q["workflow_job_active"],
+                                                 {"job": job_id}).fetchone() is not None:
+                    dup = c.execute(self.q["workflow_event_by_key"],
+                                    {"job": job_id, "name": name, "key": key}).fetchone()
+                    return int(dup[0])  # sent before with this key: not again
                 raise ShiftworkError(f"workflow {job_id} is not active (finished or unknown); "
                                      "its events can no longer be delivered")
             c.execute(self.q["workflow_wake"], self._p(job=job_id))
@@ -55,14 +97,27 @@ class PostgresWorkflows:
                                               "queues": ["*"]})
             return int(row[0])
 
+    def workflow_cancel(self, job_id: int) -> bool:
+        with self._conn() as c, c.transaction():
+            row = c.execute(self.q["workflow_cancel"], self._p(job=job_id)).fetchone()
+            if row is not None:
+                c.execute(self.q["jobs_notify"], {"channel": self.channel,  # type: ignore[attr-defined]
+                                                  "queues": ["*"]})
+            return row is not None
 
-def _dumps(value: Any) -> str:
-    import json
+    def workflows_list(self, status: str | None = None, task: str | None = None,
+                       limit: int = 50) -> list[WorkflowSummary]:
+        with self._conn() as c:
+            rows = c.execute(self.q["workflows_list"],
+                             {"status": status, "task": task, "limit": limit}).fetchall()
+        return [WorkflowSummary(r[0], r[1], r[2], r[3], r[4], int(r[5]), aware(r[6]),
+                                aware(r[7])) for r in rows]
 
-    return json.dumps(value)
+
+def _step(r: Any) -> StepRecord:
+    return StepRecord(r[0], r[1], r[2], aware(r[3]), r[4], aware(r[5]), r[6], r[7], r[8], r[9],
+                      r[10], aware(r[11]))
 
 
 def _lost(job_id: int, attempt: int) -> BaseException:
-    from ...errors import LeaseLost
-
     return LeaseLost(f"job {job_id} attempt {attempt} no longer holds its lease")

@@ -1,4 +1,4 @@
-"""Durable workflow storage for SQLite: recorded steps and events."""
+"""Durable workflow storage for SQLite: instances, recorded steps and events."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from ...errors import ShiftworkError
-from ..rows import StepRecord, from_ts
+from ...errors import LeaseLost, ShiftworkError
+from ..rows import StepRecord, WorkflowRun, WorkflowSummary, from_ts
 
 
 class SQLiteWorkflows:
@@ -18,25 +18,58 @@ class SQLiteWorkflows:
 
     def workflow_steps_get(self, job_id: int) -> dict[str, StepRecord]:
         rows = self.conn.execute(self.q["workflow_steps_get"], {"job": job_id}).fetchall()
-        return {r[0]: StepRecord(r[0], r[1], json.loads(r[2]) if r[2] is not None else None,
-                                 from_ts(r[3]), r[4], from_ts(r[5])) for r in rows}
+        return {r[0]: _step(r) for r in rows}
+
+    def workflow_begin(self, job_id: int, attempt: int, version: str
+                       ) -> tuple[WorkflowRun, dict[str, StepRecord]] | None:
+        with self._tx() as c:
+            c.execute(self.q["workflow_run_insert"], {"job": job_id, "attempt": attempt,
+                                                      "version": version, "now": self._now()})
+            row = c.execute(self.q["workflow_run_get"], {"job": job_id, "attempt": attempt}
+                            ).fetchone()
+            if row is None:
+                return None
+            steps = c.execute(self.q["workflow_steps_get"], {"job": job_id}).fetchall()
+        return _run(row), {r[0]: _step(r) for r in steps}
+
+    def workflow_run_set(self, job_id: int, attempt: int, status: str, *, cancelled: bool,
+                         cause: str | None = None, last_attempt: int | None = None,
+                         extend_attempts: int | None = None) -> bool:
+        with self._tx() as c:
+            done = c.execute(self.q["workflow_run_set"], {
+                "job": job_id, "attempt": attempt, "status": status, "cancelled": int(cancelled),
+                "cause": cause, "last_attempt": last_attempt, "now": self._now()}).rowcount
+            if done and extend_attempts:
+                c.execute(self.q["workflow_job_extend"],
+                          {"job": job_id, "attempt": attempt, "extra": extend_attempts})
+            return bool(done)
+
+    def workflow_run_read(self, job_id: int) -> WorkflowRun | None:
+        row = self.conn.execute(self.q["workflow_run_read"], {"job": job_id}).fetchone()
+        return _run(row) if row else None
 
     def workflow_step_record(self, job_id: int, attempt: int, name: str, status: str,
-                             result_json: str | None, wake_at: datetime | None) -> bool:
+                             result_json: str | None, wake_at: datetime | None, *,
+                             position: int | None = None, kind: str = "step",
+                             digest: str | None = None, outcome: str | None = None,
+                             tries: int = 0, started_at: datetime | None = None) -> bool | None:
         with self._tx() as c:
             cur = c.execute(self.q["workflow_step_record"], {
                 "job": job_id, "attempt": attempt, "name": name, "status": status,
-                "result": result_json, "now": self._now(),
-                "wake_at": wake_at.timestamp() if wake_at else None})
-            return bool(cur.rowcount)
+                "result": result_json, "now": self._now(), "wake_at": _ts(wake_at),
+                "position": position, "kind": kind, "digest": digest, "outcome": outcome,
+                "tries": tries, "started_at": _ts(started_at)})
+            if not cur.rowcount:
+                return None
+            flag = c.execute(self.q["workflow_cancel_flag"], {"job": job_id}).fetchone()
+            return bool(flag[0])
 
-    def workflow_event_take(self, job_id: int, attempt: int, name: str,
-                            step: str) -> tuple[bool, Any]:
+    def workflow_event_take(self, job_id: int, attempt: int, name: str, step: str, *,
+                            position: int | None = None, digest: str | None = None,
+                            started_at: datetime | None = None) -> tuple[bool, Any]:
         with self._tx() as c:
             if c.execute(self.q["workflow_job_held"], {"job": job_id, "attempt": attempt}
                          ).fetchone() is None:
-                from ...errors import LeaseLost
-
                 raise LeaseLost(f"job {job_id} attempt {attempt} no longer holds its lease")
             row = c.execute(self.q["workflow_event_take"],
                             {"job": job_id, "name": name, "step": step}).fetchone()
@@ -44,16 +77,51 @@ class SQLiteWorkflows:
                 return False, None
             c.execute(self.q["workflow_step_record"], {
                 "job": job_id, "attempt": attempt, "name": step, "status": "done",
-                "result": row[0], "now": self._now(), "wake_at": None})
+                "result": row[0], "now": self._now(), "wake_at": None, "position": position,
+                "kind": "wait", "digest": digest, "outcome": None, "tries": 0,
+                "started_at": _ts(started_at)})
             return True, json.loads(row[0]) if row[0] is not None else None
 
-    def workflow_event_send(self, job_id: int, name: str, payload_json: str) -> int:
+    def workflow_event_send(self, job_id: int, name: str, payload_json: str,
+                            key: str | None = None) -> int:
         with self._tx() as c:
             now = self._now()
             row = c.execute(self.q["workflow_event_insert"], {
-                "job": job_id, "name": name, "payload": payload_json, "now": now}).fetchone()
+                "job": job_id, "name": name, "payload": payload_json, "now": now,
+                "key": key}).fetchone()
             if row is None:
+                if key is not None and c.execute(self.q["workflow_job_active"],
+                                                 {"job": job_id}).fetchone() is not None:
+                    dup = c.execute(self.q["workflow_event_by_key"],
+                                    {"job": job_id, "name": name, "key": key}).fetchone()
+                    return int(dup[0])  # sent before with this key: not again
                 raise ShiftworkError(f"workflow {job_id} is not active (finished or unknown); "
                                      "its events can no longer be delivered")
             c.execute(self.q["workflow_wake"], {"job": job_id, "now": now})
             return int(row[0])
+
+    def workflow_cancel(self, job_id: int) -> bool:
+        with self._tx() as c:
+            row = c.execute(self.q["workflow_cancel"], {"job": job_id, "now": self._now()}
+                            ).fetchone()
+            return row is not None
+
+    def workflows_list(self, status: str | None = None, task: str | None = None,
+                       limit: int = 50) -> list[WorkflowSummary]:
+        rows = self.conn.execute(self.q["workflows_list"],
+                                 {"status": status, "task": task, "limit": limit}).fetchall()
+        return [WorkflowSummary(r[0], r[1], r[2], r[3], r[4], int(r[5]), from_ts(r[6]),
+                                from_ts(r[7])) for r in rows]
+
+
+def _ts(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def _run(r: Any) -> WorkflowRun:
+    return WorkflowRun(r[0], r[1], bool(r[2]), r[3], r[4], bool(r[5]), int(r[6]))
+
+
+def _step(r: Any) -> StepRecord:
+    return StepRecord(r[0], r[1], json.loads(r[2]) if r[2] is not None else None, from_ts(r[3]),
+                      r[4], from_ts(r[5]), r[6], r[7], r[8], r[9], r[10], from_ts(r[11]))

@@ -1,0 +1,63 @@
+"""Async workflow bodies: ``async def body(wf, ...)`` with ``await wf.step(...)``.
+
+The same recording core as sync bodies (one implementation, so the two cannot drift):
+each call runs the sync :class:`Workflow` method on a thread (its database writes must
+not block the event loop); an ``async def`` step function runs back on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..retry import Backoff
+from .context import Workflow
+
+
+class AsyncWorkflow:
+    """Passed as the first argument of an ``async def`` workflow."""
+
+    def __init__(self, wf: Workflow, loop: asyncio.AbstractEventLoop) -> None:
+        self.wf = wf
+        self.id = wf.id
+        self.ctx = wf.ctx
+        self.app = wf.app
+        self._loop = loop
+
+    def _sync(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        if not inspect.iscoroutinefunction(fn):
+            return fn
+
+        def on_loop(*args: Any, **kwargs: Any) -> Any:
+            return asyncio.run_coroutine_threadsafe(fn(*args, **kwargs), self._loop).result()
+        return on_loop
+
+    async def step(self, name: str, fn: Callable[..., Any], *args: Any,
+                   compensate: Callable[[Any], Any] | None = None,
+                   retry: Backoff | None = None, max_attempts: int | None = None,
+                   timeout: float | None = None, **kwargs: Any) -> Any:
+        """As :meth:`Workflow.step`; ``fn`` and ``compensate`` may be ``async def``."""
+        undo = self._sync(compensate) if compensate is not None else None
+        return await asyncio.to_thread(
+            self.wf.step, name, self._sync(fn), *args, compensate=undo, retry=retry,
+            max_attempts=max_attempts, timeout=timeout, **kwargs)
+
+    async def now(self, name: str) -> datetime:
+        return await asyncio.to_thread(self.wf.now, name)
+
+    async def sleep(self, name: str, duration: float | timedelta) -> None:
+        await asyncio.to_thread(self.wf.sleep, name, duration)
+
+    async def wait_for_event(self, name: str, *, timeout: float | timedelta | None = None,
+                             step: str | None = None) -> Any:
+        return await asyncio.to_thread(self.wf.wait_for_event, name, timeout=timeout,
+                                       step=step)
+
+    async def patched(self, patch_id: str) -> bool:
+        return await asyncio.to_thread(self.wf.patched, patch_id)
+
+    async def deprecate_patch(self, patch_id: str) -> None:
+        await asyncio.to_thread(self.wf.deprecate_patch, patch_id)
