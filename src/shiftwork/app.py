@@ -12,6 +12,8 @@ from .context import JobContext
 from .decorators import TaskDecorator, WorkflowDecorator
 from .errors import ConfigurationError, PayloadError, UnknownTaskError
 from .events import EventBus
+from .flow import ClaimFlow, GroupBy, LimitStatus, RateLimit, tokens_now
+from .flow import rate_limit as flow_rate_limit
 from .job import EnqueueResult, Job, NewJob, QueueStats
 from .names import check_queue, did_you_mean
 from .observe.hooks import Observers
@@ -45,6 +47,7 @@ class QueueOptions:
 
     name: str
     max_wait: float | None = None  # seconds the oldest waiting job may wait before alerting
+    rate_limit: RateLimit | None = None  # at most N starts per period, fleet-wide
 
 
 class App:
@@ -133,21 +136,41 @@ class App:
     def task(self, fn: None = None, *, name: str | None = None, queue: str = "default",
              priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
-             concurrency: int | None = None) -> TaskDecorator: ...
+             concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
+             group_by: GroupBy | None = None, group_concurrency: int | None = None,
+             group_rate_limit: RateLimit | str | None = None
+             ) -> TaskDecorator: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
              priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
-             concurrency: int | None = None) -> Any:
+             concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
+             group_by: GroupBy | None = None, group_concurrency: int | None = None,
+             group_rate_limit: RateLimit | str | None = None) -> Any:
         """Register a function as a task. Usable bare (``@app.task``) or with options.
 
         A first parameter named ``ctx`` (or annotated :class:`JobContext`) receives the
         job's context; the task's arguments are the others, checked at enqueue.
+
+        Flow control (docs/flow-control.md): ``rate_limit`` ("100/s", "10/m", "5/h" or a
+        :class:`~shiftwork.flow.RateLimit`) caps starts fleet-wide; ``group_by`` names the
+        argument (or a callable of the arguments) whose value is a job's group, and
+        ``group_concurrency`` caps each group's running jobs fleet-wide, and
+        ``group_rate_limit`` gives each group its own rate limit.
         """
+        for option, value in (("group_concurrency", group_concurrency),
+                              ("group_rate_limit", group_rate_limit)):
+            if value is not None and group_by is None:
+                raise ConfigurationError(f"{option} needs group_by (the argument that names "
+                                         "a job's group), e.g. group_by=\"account_id\"")
         options = TaskOptions(queue=queue, priority=priority, max_attempts=max_attempts,
                               retry=retry, timeout=timeout,
                               unique=tuple(unique) if isinstance(unique, list) else unique,
-                              concurrency=concurrency)
+                              concurrency=concurrency,
+                              rate_limit=flow_rate_limit(rate_limit, f"task {name or fn}"),
+                              group_by=group_by, group_concurrency=group_concurrency,
+                              group_rate_limit=flow_rate_limit(group_rate_limit,
+                                                               f"task {name or fn}: group"))
 
         def register(f: F) -> Task[Any, Any]:
             task_name = name or f"{f.__module__}.{f.__qualname__}"
@@ -212,17 +235,20 @@ class App:
             hint = did_you_mean(name, sorted(self.tasks))
             raise UnknownTaskError(f"unknown task {name!r}{hint} (registered: {known})") from None
 
-    def queue(self, name: str, *, max_wait: float | None = None) -> QueueOptions:
-        """Declare a queue's alert threshold: ``app.queue("emails", max_wait=60)``.
+    def queue(self, name: str, *, max_wait: float | None = None,
+              rate_limit: RateLimit | str | None = None) -> QueueOptions:
+        """Declare what a queue promises: ``app.queue("emails", max_wait=60)``.
 
         ``max_wait``: seconds the oldest waiting (due) job may wait; past it,
-        ``shiftwork health`` fails and the dashboard marks the queue.
+        ``shiftwork health`` fails and the dashboard marks the queue. ``rate_limit``: at
+        most N job starts per period from this queue, across every worker ("500/s").
         """
         check_queue(name)
         if max_wait is not None and (not isinstance(max_wait, (int, float)) or max_wait <= 0):
             raise ConfigurationError(f"queue {name}: max_wait must be a number of seconds > 0, "
                                      f"got {max_wait!r}")
-        options = QueueOptions(name, float(max_wait) if max_wait is not None else None)
+        options = QueueOptions(name, float(max_wait) if max_wait is not None else None,
+                               flow_rate_limit(rate_limit, f"queue {name}"))
         self.queue_options[name] = options
         return options
 
@@ -230,6 +256,37 @@ class App:
         """Fleet-wide running limits of ``queue``'s tasks that have one, by task name."""
         return {t.name: t.options.concurrency for t in self.tasks.values()
                 if t.options.queue == queue and t.options.concurrency is not None}
+
+    def claim_flow(self, queue: str) -> ClaimFlow:
+        """The rate limits and group caps a claim for ``queue`` must respect."""
+        tasks = [t for t in self.tasks.values() if t.options.queue == queue]
+        declared = self.queue_options.get(queue)
+        return ClaimFlow(
+            queue_rate=declared.rate_limit if declared else None,
+            task_rates={t.name: t.options.rate_limit for t in tasks if t.options.rate_limit},
+            group_caps={t.name: t.options.group_concurrency for t in tasks
+                        if t.options.group_concurrency},
+            group_rates={t.name: t.options.group_rate_limit for t in tasks
+                         if t.options.group_rate_limit})
+
+    def rate_limits(self) -> list[LimitStatus]:
+        """Every declared rate limit with its bucket's tokens now (for people and metrics)."""
+        declared: dict[str, RateLimit] = {
+            f"queue:{q.name}": q.rate_limit for q in self.queue_options.values() if q.rate_limit}
+        for t in self.tasks.values():
+            if t.options.rate_limit:
+                declared[f"task:{t.name}"] = t.options.rate_limit
+        buckets = {key: (tokens, at) for key, tokens, at in self.store.rate_buckets()}
+        now = self.store.db_now().timestamp()
+        out = []
+        for key, limit in sorted(declared.items()):
+            seen = buckets.get(key)
+            out.append(LimitStatus(key, limit, None if seen is None else
+                                   tokens_now(seen[0], seen[1].timestamp(), now, limit)))
+        for t in self.tasks.values():
+            if t.options.group_rate_limit:
+                out.append(LimitStatus(f"group:{t.name}:*", t.options.group_rate_limit, None))
+        return out
 
     # -- schedules -----------------------------------------------------------------------
 

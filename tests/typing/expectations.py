@@ -28,6 +28,10 @@ async def fetch(url: str) -> bytes:
     return b""
 
 
+@app.task(queue="sync", rate_limit="10/s", group_by="account_id", group_concurrency=2)
+def sync_account(account_id: int) -> None: ...
+
+
 @app.workflow
 def place_order(wf: Workflow, order_id: int) -> None: ...
 
@@ -50,6 +54,8 @@ report.enqueue(7, "2026-11")
 report.enqueue(7)  # E: call-arg
 place_order.enqueue("order-1")  # E: arg-type
 fetch.call("https://example.com")
+sync_account.enqueue(3)
+sync_account.enqueue(account="3")  # E: call-arg
 
 app.schedule("nightly", "0 2 * * *", report, (7, "2026-11"), catchup="all", overlap="buffer_one")
 app.schedule("hourly", "0 * * * *", send_welcome, (1,), catchup=Catchup.SKIP)

@@ -51,7 +51,7 @@ def drain(app: App, queues: list[str] | None = None, max_jobs: int = 10_000) -> 
     executor = Executor(app, loop=None)
     result = DrainResult()
     while result.ran < max_jobs:
-        claimed = claim_due(app, names)
+        claimed = claim_due(app, names, min(100, max_jobs - result.ran))
         if not claimed:
             return result
         for job in claimed:
@@ -67,11 +67,13 @@ def app_queues(app: App) -> list[str]:
     return sorted({t.options.queue for t in app.tasks.values()} | set(app.queue_options))
 
 
-def claim_due(app: App, queues: list[str]) -> list[ClaimedJob]:
-    """Claim the due jobs of ``queues`` (a batch each), as a worker's producer would."""
+def claim_due(app: App, queues: list[str], limit: int = 100) -> list[ClaimedJob]:
+    """Claim the due jobs of ``queues`` (up to ``limit`` each), as a worker's producer
+    would: within the tasks' concurrency limits and the queues' flow control."""
     return [job for q in queues
-            for job in app.store.jobs_claim(q, 100, INLINE_WORKER, INLINE_LEASE,
-                                            app.concurrency_limits(q))]
+            for job in app.store.jobs_claim(q, limit, INLINE_WORKER, INLINE_LEASE,
+                                            app.concurrency_limits(q),
+                                            app.claim_flow(q) or None)]
 
 
 def run_attempt(app: App, executor: Executor, job: ClaimedJob) -> list[Outcome]:
