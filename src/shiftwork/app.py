@@ -5,9 +5,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar, overload
+from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from .clock import Clock, SystemClock
+from .context import JobContext
+from .decorators import TaskDecorator, WorkflowDecorator
 from .errors import ConfigurationError, PayloadError, UnknownTaskError
 from .events import EventBus
 from .flow import ClaimFlow, GroupBy, LimitStatus, RateLimit, tokens_now
@@ -17,15 +19,26 @@ from .names import check_queue, did_you_mean
 from .observe.hooks import Observers
 from .observe.tracing import enqueue_span, recording
 from .retry import DEFAULT_BACKOFF, Backoff
-from .schedule import LateRun, ScheduleDef, declare_schedule
+from .schedule import (
+    DEFAULT_CATCHUP_CAP,
+    CatchupPolicy,
+    Duration,
+    LateRun,
+    OverlapPolicy,
+    ScheduleDef,
+    declare_schedule,
+)
 from .schedule_book import ScheduleBook
 from .settings import Settings
 from .states import JobState
 from .store import Store, open_store
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
+from .workflow import Workflow
 from .workflow.runner import workflow_task
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,9 @@ class App:
         #: Called once per occurrence the dead-man switch finds late (see on_schedule_late).
         self.schedule_late_hooks: list[Callable[[LateRun], None]] = []
         self.queue_options: dict[str, QueueOptions] = {}
+        #: Called after jobs are committed by an enqueue outside a caller's transaction,
+        #: with their results and queues (None: not known); the inline test mode's hook.
+        self.enqueue_hooks: list[Callable[[list[EnqueueResult], set[str] | None], None]] = []
         #: Visibility hooks (health checks, metric collectors, the schedules view): see
         #: shiftwork.observe and docs/observability.md.
         self.observers = Observers()
@@ -84,6 +100,7 @@ class App:
 
     @property
     def store(self) -> Store:
+        """The storage engine (migrated on first use when ``auto_migrate``)."""
         assert self._store is not None
         if self.auto_migrate and not self._migrated:
             with self._store_lock:
@@ -93,19 +110,27 @@ class App:
         return self._store
 
     def migrate(self) -> list[int]:
+        """Create or upgrade the tables; returns the migration numbers applied."""
         assert self._store is not None
         applied = self._store.migrate()
         self._migrated = True
         return applied
 
     def close(self) -> None:
+        """Close the database connections."""
         if self._store is not None:
             self._store.close()
 
     # -- tasks ------------------------------------------------------------------------
 
+    # The overloads keep the function's signature (less the context it receives first),
+    # so a wrong argument to enqueue is a type error. The keyword list of the last one is
+    # the implementation's, in the same order.
     @overload
-    def task(self, fn: F) -> Task[Any, Any]: ...
+    def task(self, fn: Callable[Concatenate[JobContext, P], R]) -> Task[P, R]: ...
+
+    @overload
+    def task(self, fn: Callable[P, R]) -> Task[P, R]: ...
 
     @overload
     def task(self, fn: None = None, *, name: str | None = None, queue: str = "default",
@@ -114,7 +139,7 @@ class App:
              concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
              group_by: GroupBy | None = None, group_concurrency: int | None = None,
              group_rate_limit: RateLimit | str | None = None
-             ) -> Callable[[F], Task[Any, Any]]: ...
+             ) -> TaskDecorator: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
              priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
@@ -123,6 +148,9 @@ class App:
              group_by: GroupBy | None = None, group_concurrency: int | None = None,
              group_rate_limit: RateLimit | str | None = None) -> Any:
         """Register a function as a task. Usable bare (``@app.task``) or with options.
+
+        A first parameter named ``ctx`` (or annotated :class:`JobContext`) receives the
+        job's context; the task's arguments are the others, checked at enqueue.
 
         Flow control (docs/flow-control.md): ``rate_limit`` ("100/s", "10/m", "5/h" or a
         :class:`~shiftwork.flow.RateLimit`) caps starts fleet-wide; ``group_by`` names the
@@ -153,6 +181,13 @@ class App:
             return t
 
         return register(fn) if fn is not None else register
+
+    @overload
+    def workflow(self, fn: Callable[Concatenate[Workflow, P], R]) -> Task[P, R]: ...
+
+    @overload
+    def workflow(self, fn: None = None, *, version: str | None = None,
+                 **options: Any) -> WorkflowDecorator: ...
 
     def workflow(self, fn: Any = None, *, version: str | None = None, **options: Any) -> Any:
         """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks,
@@ -192,6 +227,7 @@ class App:
         return self.store.workflow_run_read(workflow_id)
 
     def get_task(self, name: str) -> Task[Any, Any]:
+        """The task registered as ``name``; the error names the closest ones."""
         try:
             return self.tasks[name]
         except KeyError:
@@ -217,6 +253,7 @@ class App:
         return options
 
     def concurrency_limits(self, queue: str) -> dict[str, int]:
+        """Fleet-wide running limits of ``queue``'s tasks that have one, by task name."""
         return {t.name: t.options.concurrency for t in self.tasks.values()
                 if t.options.queue == queue and t.options.concurrency is not None}
 
@@ -255,7 +292,13 @@ class App:
 
     def schedule(self, name: str, cron: str, task: Task[Any, Any] | str,
                  args: tuple[Any, ...] | list[Any] = (), kwargs: dict[str, Any] | None = None,
-                 **policy: Any) -> ScheduleDef:
+                 *, tz: str = "UTC", catchup: CatchupPolicy = "latest",
+                 catchup_window: Duration | None = None,
+                 catchup_cap: int = DEFAULT_CATCHUP_CAP, overlap: OverlapPolicy = "skip",
+                 starting_deadline: Duration | None = None, jitter: Duration | None = None,
+                 expect_success_within: Duration | None = None,
+                 pause_on_failure: bool = False, queue: str | None = None,
+                 priority: int | None = None) -> ScheduleDef:
         """Declare a schedule that enqueues ``task(*args, **kwargs)`` at each fire.
 
         ``policy``: ``tz``, ``catchup``, ``catchup_window``, ``catchup_cap``, ``overlap``,
@@ -266,23 +309,28 @@ class App:
         t = task if isinstance(task, Task) else self.get_task(task)
         if name in self.schedules:
             raise ConfigurationError(f"schedule {name!r} is declared twice")
-        queue, priority = policy.pop("queue", None), policy.pop("priority", None)
         job = t.build(tuple(args), dict(kwargs or {}),
                       EnqueueOptions(queue=queue, priority=priority), None)
-        defn = declare_schedule(name, cron, t.name, job, **policy)
+        defn = declare_schedule(
+            name, cron, t.name, job, tz=tz, catchup=catchup, catchup_window=catchup_window,
+            catchup_cap=catchup_cap, overlap=overlap, starting_deadline=starting_deadline,
+            jitter=jitter, expect_success_within=expect_success_within,
+            pause_on_failure=pause_on_failure)
         self.schedules[name] = defn
         return defn
 
     def periodic(self, cron: str, *, name: str | None = None, tz: str = "UTC",
                  args: tuple[Any, ...] | list[Any] = (), kwargs: dict[str, Any] | None = None,
-                 catchup: str = "latest", catchup_window: Any = None, catchup_cap: int = 100,
-                 overlap: str = "skip", starting_deadline: Any = None, jitter: Any = None,
-                 expect_success_within: Any = None, pause_on_failure: bool = False,
-                 **task_options: Any) -> Callable[[F], Task[Any, Any]]:
+                 catchup: CatchupPolicy = "latest", catchup_window: Duration | None = None,
+                 catchup_cap: int = DEFAULT_CATCHUP_CAP, overlap: OverlapPolicy = "skip",
+                 starting_deadline: Duration | None = None, jitter: Duration | None = None,
+                 expect_success_within: Duration | None = None,
+                 pause_on_failure: bool = False,
+                 **task_options: Any) -> TaskDecorator:
         """Register a function as a task and schedule it: ``@app.periodic("0 2 * * *",
         tz="Europe/Berlin")``. ``task_options`` are :meth:`task`'s (queue, timeout...)."""
 
-        def register(fn: F) -> Task[Any, Any]:
+        def register(fn: Callable[..., Any]) -> Task[Any, Any]:
             t: Task[Any, Any] = self.task(name=name, **task_options)(fn)
             self.schedule(name or t.name, cron, t, args, kwargs, tz=tz, catchup=catchup,
                           catchup_window=catchup_window, catchup_cap=catchup_cap,
@@ -318,7 +366,7 @@ class App:
     def insert_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
                       ) -> list[EnqueueResult]:
         """Insert ``count`` jobs without unique keys, built as the store reads them."""
-        if recording():  # the enqueue span needs every row up front
+        if recording() or self.enqueue_hooks:  # the span and the hooks need every row
             return self.insert_rows(list(rows), conn)
         return self.store.jobs_insert_stream(count, rows, conn=conn)
 
@@ -329,22 +377,31 @@ class App:
         commits every 500 rows so workers can claim in between).
         """
         with enqueue_span(rows) as rows:  # OpenTelemetry, when installed: context into meta
-            return self.store.jobs_insert(rows, conn=conn)
+            results = self.store.jobs_insert(rows, conn=conn)
+        if self.enqueue_hooks and conn is None:  # in a caller's transaction: not yet real
+            queues = {r.queue for r in rows}
+            for hook in list(self.enqueue_hooks):
+                hook(results, queues)
+        return results
 
     # -- people and tools --------------------------------------------------------------
 
     def get_job(self, job_id: int) -> Job:
+        """One job, with its arguments, result and error history."""
         return self.store.jobs_get(job_id)
 
     def list_jobs(self, state: JobState | str | None = None, queue: str | None = None,
                   task: str | None = None, limit: int = 50) -> list[Job]:
+        """Jobs, newest first, filtered by state, queue and task."""
         st = JobState(state) if isinstance(state, str) else state
         return self.store.jobs_list(state=st, queue=queue, task=task, limit=limit)
 
     def retry_job(self, job_id: int) -> Job:
+        """Run a dead or cancelled job again now."""
         return self.store.jobs_retry(job_id)
 
     def cancel_job(self, job_id: int) -> Job:
+        """Cancel a waiting job, or ask a running one to stop (seen at its next check)."""
         # A started workflow is woken to cancel itself, so its compensations run.
         if self.store.workflow_cancel(job_id):
             return self.store.jobs_get(job_id)

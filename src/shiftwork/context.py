@@ -55,6 +55,7 @@ class JobContext:
         return self._cancelled
 
     def raise_if_cancelled(self) -> None:
+        """Raise :class:`JobCancelled` if someone asked to cancel this job."""
         if self._cancelled:
             raise JobCancelled(f"job {self.job_id} was cancelled")
 

@@ -20,6 +20,8 @@ from enum import StrEnum
 
 
 class JobState(StrEnum):
+    """Where a job is in its life (see the state diagram in docs/architecture.md)."""
+
     SCHEDULED = "scheduled"  # waiting for its run_at (delayed at enqueue)
     AVAILABLE = "available"  # waiting, ready to be claimed
     RUNNING = "running"  # claimed by a worker holding a lease

@@ -198,6 +198,7 @@ class Task(Generic[P, R]):
 
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
               now: datetime | None) -> NewJob:
+        """Validate a call's arguments and options into the row an enqueue inserts."""
         if (not self._arguments_fit(args, kwargs) or self.options.unique is not False
                 or self.options.group_by is not None):
             try:

@@ -86,6 +86,7 @@ class Workflow:
 
     @classmethod
     def begin(cls, ctx: JobContext, version: str) -> Workflow:
+        """The workflow of this run: its recorded history, read once (the runner's)."""
         loaded = repeat_on_storage_error(
             lambda: ctx.app.store.workflow_begin(ctx.job_id, ctx.attempt, version))
         if loaded is None:
@@ -100,6 +101,7 @@ class Workflow:
 
     @property
     def cancel_requested(self) -> bool:
+        """True once someone asked this workflow to cancel."""
         return self._cancel_requested or self.ctx.cancelled
 
     def _enter(self, name: str, kind: str, digest_: str | None) -> tuple[StepRecord | None, int]:
@@ -305,4 +307,5 @@ class Workflow:
         return marker
 
     def check_complete(self) -> None:
+        """The body returned: fail if it skipped steps its history records (the runner's)."""
         self._replay.check_complete()
