@@ -23,6 +23,9 @@ PG_DSN = os.environ.get("SHIFTWORK_TEST_PG", "postgresql://postgres@127.0.0.1:54
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 ROOT = Path(__file__).resolve().parents[1]
 
+# The plugin's sample project runs in a pytest of its own (tests/test_pytest_plugin.py).
+collect_ignore = ["plugin_sample"]
+
 FAST = Settings(heartbeat_interval=0.5, lease_seconds=1.5, rescue_interval=0.25,
                 poll_interval=0.2, leader_ttl=2.0, prune_interval=3600)
 

@@ -52,7 +52,7 @@ def _count(module: Any, sql: str, params: tuple[Any, ...] = ()) -> int:
         try:
             return int(module._conn().execute(sql, params).fetchone()[0])
         except Exception:
-            module._local.conn = None
+            module._side.forget()
             time.sleep(0.2)
     raise AssertionError(f"could not run {sql!r}")
 

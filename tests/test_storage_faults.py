@@ -119,7 +119,7 @@ def test_the_notifier_keeps_trying_to_listen_and_then_wakes_workers(
     def work(ctx: JobContext) -> None:
         rec.ran(ctx)
 
-    plan = inject_faults(app).fail("connect_listener", times=2)
+    plan = inject_faults(app).fail("wakeups_listen", times=2)
     with running_worker(app):
         wait_for(lambda: plan.calls >= 3, what="the listener connected on its third try")
         time.sleep(0.5)  # LISTEN issued

@@ -6,26 +6,41 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar, overload
+from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from .clock import Clock, SystemClock
+from .context import JobContext
+from .decorators import TaskDecorator, WorkflowDecorator
 from .errors import ConfigurationError, PayloadError, UnknownTaskError
 from .events import EventBus
+from .flow import ClaimFlow, GroupBy, LimitStatus, RateLimit, tokens_now
+from .flow import rate_limit as flow_rate_limit
 from .job import EnqueueResult, Job, NewJob, QueueStats
 from .names import check_queue, did_you_mean
 from .observe.hooks import Observers
 from .observe.tracing import enqueue_span, recording
 from .retry import DEFAULT_BACKOFF, Backoff
-from .schedule import LateRun, ScheduleDef, declare_schedule
+from .schedule import (
+    DEFAULT_CATCHUP_CAP,
+    CatchupPolicy,
+    Duration,
+    LateRun,
+    OverlapPolicy,
+    ScheduleDef,
+    declare_schedule,
+)
 from .schedule_book import ScheduleBook
 from .schema_check import describe_database, require_migrated
 from .settings import Settings
 from .states import JobState
 from .store import Store, open_store
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
+from .workflow import Workflow
 from .workflow.runner import workflow_task
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 log = logging.getLogger("shiftwork.migrate")
 
 
@@ -35,6 +50,7 @@ class QueueOptions:
 
     name: str
     max_wait: float | None = None  # seconds the oldest waiting job may wait before alerting
+    rate_limit: RateLimit | None = None  # at most N starts per period, fleet-wide
 
 
 class App:
@@ -72,6 +88,9 @@ class App:
         #: Called once per occurrence the dead-man switch finds late (see on_schedule_late).
         self.schedule_late_hooks: list[Callable[[LateRun], None]] = []
         self.queue_options: dict[str, QueueOptions] = {}
+        #: Called after jobs are committed by an enqueue outside a caller's transaction,
+        #: with their results and queues (None: not known); the inline test mode's hook.
+        self.enqueue_hooks: list[Callable[[list[EnqueueResult], set[str] | None], None]] = []
         #: Visibility hooks (health checks, metric collectors, the schedules view): see
         #: shiftwork.observe and docs/observability.md.
         self.observers = Observers()
@@ -87,6 +106,8 @@ class App:
 
     @property
     def store(self) -> Store:
+        """The storage engine. Its first use migrates when ``auto_migrate``, else checks
+        that the schema is migrated (``NotMigratedError`` if not)."""
         assert self._store is not None
         if not self._ready:
             with self._store_lock:
@@ -99,8 +120,8 @@ class App:
         return self._store
 
     def migrate(self) -> list[int]:
-        """Create the tables or apply pending migrations; returns the versions applied
-        (logged at INFO). Safe to call from many processes at once."""
+        """Create or upgrade the tables; returns the migration numbers applied (logged
+        at INFO). Safe to call from many processes at once."""
         assert self._store is not None
         applied = self._store.migrate()
         self._ready = True
@@ -117,29 +138,60 @@ class App:
         return describe_database(self._store, self.schema)
 
     def close(self) -> None:
+        """Close the database connections."""
         if self._store is not None:
             self._store.close()
 
     # -- tasks ------------------------------------------------------------------------
 
+    # The overloads keep the function's signature (less the context it receives first),
+    # so a wrong argument to enqueue is a type error. The keyword list of the last one is
+    # the implementation's, in the same order.
     @overload
-    def task(self, fn: F) -> Task[Any, Any]: ...
+    def task(self, fn: Callable[Concatenate[JobContext, P], R]) -> Task[P, R]: ...
+
+    @overload
+    def task(self, fn: Callable[P, R]) -> Task[P, R]: ...
 
     @overload
     def task(self, fn: None = None, *, name: str | None = None, queue: str = "default",
              priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
-             concurrency: int | None = None) -> Callable[[F], Task[Any, Any]]: ...
+             concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
+             group_by: GroupBy | None = None, group_concurrency: int | None = None,
+             group_rate_limit: RateLimit | str | None = None
+             ) -> TaskDecorator: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
              priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
-             concurrency: int | None = None) -> Any:
-        """Register a function as a task. Usable bare (``@app.task``) or with options."""
+             concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
+             group_by: GroupBy | None = None, group_concurrency: int | None = None,
+             group_rate_limit: RateLimit | str | None = None) -> Any:
+        """Register a function as a task. Usable bare (``@app.task``) or with options.
+
+        A first parameter named ``ctx`` (or annotated :class:`JobContext`) receives the
+        job's context; the task's arguments are the others, checked at enqueue.
+
+        Flow control (docs/flow-control.md): ``rate_limit`` ("100/s", "10/m", "5/h" or a
+        :class:`~shiftwork.flow.RateLimit`) caps starts fleet-wide; ``group_by`` names the
+        argument (or a callable of the arguments) whose value is a job's group, and
+        ``group_concurrency`` caps each group's running jobs fleet-wide, and
+        ``group_rate_limit`` gives each group its own rate limit.
+        """
+        for option, value in (("group_concurrency", group_concurrency),
+                              ("group_rate_limit", group_rate_limit)):
+            if value is not None and group_by is None:
+                raise ConfigurationError(f"{option} needs group_by (the argument that names "
+                                         "a job's group), e.g. group_by=\"account_id\"")
         options = TaskOptions(queue=queue, priority=priority, max_attempts=max_attempts,
                               retry=retry, timeout=timeout,
                               unique=tuple(unique) if isinstance(unique, list) else unique,
-                              concurrency=concurrency)
+                              concurrency=concurrency,
+                              rate_limit=flow_rate_limit(rate_limit, f"task {name or fn}"),
+                              group_by=group_by, group_concurrency=group_concurrency,
+                              group_rate_limit=flow_rate_limit(group_rate_limit,
+                                                               f"task {name or fn}: group"))
 
         def register(f: F) -> Task[Any, Any]:
             task_name = name or f"{f.__module__}.{f.__qualname__}"
@@ -150,6 +202,13 @@ class App:
             return t
 
         return register(fn) if fn is not None else register
+
+    @overload
+    def workflow(self, fn: Callable[Concatenate[Workflow, P], R]) -> Task[P, R]: ...
+
+    @overload
+    def workflow(self, fn: None = None, *, version: str | None = None,
+                 **options: Any) -> WorkflowDecorator: ...
 
     def workflow(self, fn: Any = None, *, version: str | None = None, **options: Any) -> Any:
         """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks,
@@ -189,6 +248,7 @@ class App:
         return self.store.workflow_run_read(workflow_id)
 
     def get_task(self, name: str) -> Task[Any, Any]:
+        """The task registered as ``name``; the error names the closest ones."""
         try:
             return self.tasks[name]
         except KeyError:
@@ -196,29 +256,70 @@ class App:
             hint = did_you_mean(name, sorted(self.tasks))
             raise UnknownTaskError(f"unknown task {name!r}{hint} (registered: {known})") from None
 
-    def queue(self, name: str, *, max_wait: float | None = None) -> QueueOptions:
-        """Declare a queue's alert threshold: ``app.queue("emails", max_wait=60)``.
+    def queue(self, name: str, *, max_wait: float | None = None,
+              rate_limit: RateLimit | str | None = None) -> QueueOptions:
+        """Declare what a queue promises: ``app.queue("emails", max_wait=60)``.
 
         ``max_wait``: seconds the oldest waiting (due) job may wait; past it,
-        ``shiftwork health`` fails and the dashboard marks the queue.
+        ``shiftwork health`` fails and the dashboard marks the queue. ``rate_limit``: at
+        most N job starts per period from this queue, across every worker ("500/s").
         """
         check_queue(name)
         if max_wait is not None and (not isinstance(max_wait, (int, float)) or max_wait <= 0):
             raise ConfigurationError(f"queue {name}: max_wait must be a number of seconds > 0, "
                                      f"got {max_wait!r}")
-        options = QueueOptions(name, float(max_wait) if max_wait is not None else None)
+        options = QueueOptions(name, float(max_wait) if max_wait is not None else None,
+                               flow_rate_limit(rate_limit, f"queue {name}"))
         self.queue_options[name] = options
         return options
 
     def concurrency_limits(self, queue: str) -> dict[str, int]:
+        """Fleet-wide running limits of ``queue``'s tasks that have one, by task name."""
         return {t.name: t.options.concurrency for t in self.tasks.values()
                 if t.options.queue == queue and t.options.concurrency is not None}
+
+    def claim_flow(self, queue: str) -> ClaimFlow:
+        """The rate limits and group caps a claim for ``queue`` must respect."""
+        tasks = [t for t in self.tasks.values() if t.options.queue == queue]
+        declared = self.queue_options.get(queue)
+        return ClaimFlow(
+            queue_rate=declared.rate_limit if declared else None,
+            task_rates={t.name: t.options.rate_limit for t in tasks if t.options.rate_limit},
+            group_caps={t.name: t.options.group_concurrency for t in tasks
+                        if t.options.group_concurrency},
+            group_rates={t.name: t.options.group_rate_limit for t in tasks
+                         if t.options.group_rate_limit})
+
+    def rate_limits(self) -> list[LimitStatus]:
+        """Every declared rate limit with its bucket's tokens now (for people and metrics)."""
+        declared: dict[str, RateLimit] = {
+            f"queue:{q.name}": q.rate_limit for q in self.queue_options.values() if q.rate_limit}
+        for t in self.tasks.values():
+            if t.options.rate_limit:
+                declared[f"task:{t.name}"] = t.options.rate_limit
+        buckets = {key: (tokens, at) for key, tokens, at in self.store.rate_buckets()}
+        now = self.store.db_now().timestamp()
+        out = []
+        for key, limit in sorted(declared.items()):
+            seen = buckets.get(key)
+            out.append(LimitStatus(key, limit, None if seen is None else
+                                   tokens_now(seen[0], seen[1].timestamp(), now, limit)))
+        for t in self.tasks.values():
+            if t.options.group_rate_limit:
+                out.append(LimitStatus(f"group:{t.name}:*", t.options.group_rate_limit, None))
+        return out
 
     # -- schedules -----------------------------------------------------------------------
 
     def schedule(self, name: str, cron: str, task: Task[Any, Any] | str,
                  args: tuple[Any, ...] | list[Any] = (), kwargs: dict[str, Any] | None = None,
-                 **policy: Any) -> ScheduleDef:
+                 *, tz: str = "UTC", catchup: CatchupPolicy = "latest",
+                 catchup_window: Duration | None = None,
+                 catchup_cap: int = DEFAULT_CATCHUP_CAP, overlap: OverlapPolicy = "skip",
+                 starting_deadline: Duration | None = None, jitter: Duration | None = None,
+                 expect_success_within: Duration | None = None,
+                 pause_on_failure: bool = False, queue: str | None = None,
+                 priority: int | None = None) -> ScheduleDef:
         """Declare a schedule that enqueues ``task(*args, **kwargs)`` at each fire.
 
         ``policy``: ``tz``, ``catchup``, ``catchup_window``, ``catchup_cap``, ``overlap``,
@@ -229,23 +330,28 @@ class App:
         t = task if isinstance(task, Task) else self.get_task(task)
         if name in self.schedules:
             raise ConfigurationError(f"schedule {name!r} is declared twice")
-        queue, priority = policy.pop("queue", None), policy.pop("priority", None)
         job = t.build(tuple(args), dict(kwargs or {}),
                       EnqueueOptions(queue=queue, priority=priority), None)
-        defn = declare_schedule(name, cron, t.name, job, **policy)
+        defn = declare_schedule(
+            name, cron, t.name, job, tz=tz, catchup=catchup, catchup_window=catchup_window,
+            catchup_cap=catchup_cap, overlap=overlap, starting_deadline=starting_deadline,
+            jitter=jitter, expect_success_within=expect_success_within,
+            pause_on_failure=pause_on_failure)
         self.schedules[name] = defn
         return defn
 
     def periodic(self, cron: str, *, name: str | None = None, tz: str = "UTC",
                  args: tuple[Any, ...] | list[Any] = (), kwargs: dict[str, Any] | None = None,
-                 catchup: str = "latest", catchup_window: Any = None, catchup_cap: int = 100,
-                 overlap: str = "skip", starting_deadline: Any = None, jitter: Any = None,
-                 expect_success_within: Any = None, pause_on_failure: bool = False,
-                 **task_options: Any) -> Callable[[F], Task[Any, Any]]:
+                 catchup: CatchupPolicy = "latest", catchup_window: Duration | None = None,
+                 catchup_cap: int = DEFAULT_CATCHUP_CAP, overlap: OverlapPolicy = "skip",
+                 starting_deadline: Duration | None = None, jitter: Duration | None = None,
+                 expect_success_within: Duration | None = None,
+                 pause_on_failure: bool = False,
+                 **task_options: Any) -> TaskDecorator:
         """Register a function as a task and schedule it: ``@app.periodic("0 2 * * *",
         tz="Europe/Berlin")``. ``task_options`` are :meth:`task`'s (queue, timeout...)."""
 
-        def register(fn: F) -> Task[Any, Any]:
+        def register(fn: Callable[..., Any]) -> Task[Any, Any]:
             t: Task[Any, Any] = self.task(name=name, **task_options)(fn)
             self.schedule(name or t.name, cron, t, args, kwargs, tz=tz, catchup=catchup,
                           catchup_window=catchup_window, catchup_cap=catchup_cap,
@@ -281,7 +387,7 @@ class App:
     def insert_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
                       ) -> list[EnqueueResult]:
         """Insert ``count`` jobs without unique keys, built as the store reads them."""
-        if recording():  # the enqueue span needs every row up front
+        if recording() or self.enqueue_hooks:  # the span and the hooks need every row
             return self.insert_rows(list(rows), conn)
         return self.store.jobs_insert_stream(count, rows, conn=conn)
 
@@ -292,22 +398,31 @@ class App:
         commits every 500 rows so workers can claim in between).
         """
         with enqueue_span(rows) as rows:  # OpenTelemetry, when installed: context into meta
-            return self.store.jobs_insert(rows, conn=conn)
+            results = self.store.jobs_insert(rows, conn=conn)
+        if self.enqueue_hooks and conn is None:  # in a caller's transaction: not yet real
+            queues = {r.queue for r in rows}
+            for hook in list(self.enqueue_hooks):
+                hook(results, queues)
+        return results
 
     # -- people and tools --------------------------------------------------------------
 
     def get_job(self, job_id: int) -> Job:
+        """One job, with its arguments, result and error history."""
         return self.store.jobs_get(job_id)
 
     def list_jobs(self, state: JobState | str | None = None, queue: str | None = None,
                   task: str | None = None, limit: int = 50) -> list[Job]:
+        """Jobs, newest first, filtered by state, queue and task."""
         st = JobState(state) if isinstance(state, str) else state
         return self.store.jobs_list(state=st, queue=queue, task=task, limit=limit)
 
     def retry_job(self, job_id: int) -> Job:
+        """Run a dead or cancelled job again now."""
         return self.store.jobs_retry(job_id)
 
     def cancel_job(self, job_id: int) -> Job:
+        """Cancel a waiting job, or ask a running one to stop (seen at its next check)."""
         # A started workflow is woken to cancel itself, so its compensations run.
         if self.store.workflow_cancel(job_id):
             return self.store.jobs_get(job_id)

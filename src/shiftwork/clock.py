@@ -15,6 +15,8 @@ from typing import Protocol
 
 
 class Clock(Protocol):
+    """Where shiftwork reads the time: :class:`SystemClock`, or :class:`FakeClock` in tests."""
+
     def now(self) -> datetime:
         """The current instant, aware, in UTC."""
 
@@ -26,13 +28,18 @@ class Clock(Protocol):
 
 
 class SystemClock:
+    """The real time; SQL uses the database's own ``now()``."""
+
     def now(self) -> datetime:
+        """The current instant, aware, in UTC."""
         return datetime.now(UTC)
 
     def db_now(self) -> datetime | None:
+        """None: SQL uses the database's clock."""
         return None
 
     def monotonic(self) -> float:
+        """Seconds for measuring intervals (:func:`time.monotonic`)."""
         return time.monotonic()
 
 
@@ -45,23 +52,28 @@ class FakeClock:
         self._lock = threading.Lock()
 
     def now(self) -> datetime:
+        """The clock's instant (2030-01-01 UTC unless started elsewhere)."""
         with self._lock:
             return self._now
 
     def db_now(self) -> datetime | None:
+        """The same instant: SQL uses it instead of the database's clock."""
         return self.now()
 
     def monotonic(self) -> float:
+        """Seconds moved since the clock was made."""
         with self._lock:
             return self._mono
 
     def advance(self, seconds: float) -> datetime:
+        """Move time forward by ``seconds``; returns the new instant."""
         with self._lock:
             self._now += timedelta(seconds=seconds)
             self._mono += seconds
             return self._now
 
     def set(self, instant: datetime) -> None:
+        """Jump to ``instant`` (an aware datetime)."""
         with self._lock:
             delta = (instant - self._now).total_seconds()
             self._now = instant

@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from .checkpoint import Batch, batches, encode_progress
-from .errors import JobCancelled, JobPaused, LeaseLost
+from .errors import ConfigurationError, JobCancelled, JobPaused, LeaseLost, Snooze
 from .host import JobHost
 from .idempotency import Transaction, once_outside
 from .payload import encode_json
@@ -55,6 +55,7 @@ class JobContext:
         return self._cancelled
 
     def raise_if_cancelled(self) -> None:
+        """Raise :class:`JobCancelled` if someone asked to cancel this job."""
         if self._cancelled:
             raise JobCancelled(f"job {self.job_id} was cancelled")
 
@@ -165,6 +166,21 @@ class JobContext:
         self._touch()
         if self.cancelled:
             raise JobCancelled(f"job {self.job_id} was cancelled; stopped at a heartbeat")
+
+    # -- flow control -------------------------------------------------------------------
+
+    def rate_limited(self, retry_after: float) -> NoReturn:
+        """The service this task calls said "too many requests": hold the task's rate
+        limit for ``retry_after`` seconds, fleet-wide (no job of the task starts before
+        then), and run this job again after it, without spending an attempt."""
+        if isinstance(retry_after, bool) or not isinstance(retry_after, (int, float)) \
+                or retry_after <= 0:
+            raise ConfigurationError(f"rate_limited: retry_after must be seconds > 0, "
+                                     f"got {retry_after!r}")
+        self.app.store.rate_limit_push_back(f"task:{self.task}", float(retry_after))
+        self.app.events.emit("job.rate_limited", job_id=self.job_id, task=self.task,
+                             queue=self.queue, retry_after=retry_after)
+        raise Snooze(float(retry_after))
 
     # -- effects that must happen once --------------------------------------------------
 

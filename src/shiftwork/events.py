@@ -27,6 +27,7 @@ LEVELS = {
     "job.stale_write": logging.WARNING,
     "job.handed_back": logging.INFO,
     "job.released": logging.WARNING,
+    "job.rate_limited": logging.INFO,
     "worker.started": logging.INFO,
     "worker.stopping": logging.INFO,
     "worker.stopped": logging.INFO,

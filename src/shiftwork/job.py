@@ -88,6 +88,8 @@ class Job:
 
 @dataclass(frozen=True)
 class QueueStats:
+    """One queue's counts, as ``shiftwork queues`` shows them."""
+
     queue: str
     available: int  # waiting and due
     scheduled: int  # waiting for a future run_at (delayed or backing off)

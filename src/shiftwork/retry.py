@@ -34,6 +34,7 @@ class Backoff:
             raise ConfigurationError("Backoff: coefficient must be >= 1")
 
     def cap(self, failures: int) -> float:
+        """The longest delay after ``failures`` failures (before jitter)."""
         exponent = max(failures - 1, 0)
         # Guard against float overflow for large attempt counts.
         if exponent > 200:
@@ -44,12 +45,14 @@ class Backoff:
         self, failures: int, error: BaseException | None = None,
         rand: Callable[[], float] = random.random,
     ) -> float:
+        """Seconds to wait after ``failures`` failures (a ``RetryIn`` error says its own)."""
         if isinstance(error, RetryIn):
             return error.seconds
         cap = self.cap(failures)
         return cap * rand() if self.jitter else cap
 
     def retryable(self, error: BaseException) -> bool:
+        """False for the ``non_retryable`` exception types: the job goes dead at once."""
         return not (self.non_retryable and isinstance(error, self.non_retryable))
 
 

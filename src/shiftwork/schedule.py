@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from .cron import CronError, CronSchedule
 from .errors import ConfigurationError
@@ -46,6 +46,15 @@ class Overlap(StrEnum):
     CANCEL_OTHER = "cancel_other"  # ask the active run to stop; start after it has
     TERMINATE_OTHER = "terminate_other"  # ask the active run to stop; start now
     ALLOW_ALL = "allow_all"  # start regardless
+
+
+#: What ``catchup=`` accepts: the enum or its value.
+CatchupPolicy = Catchup | Literal["skip", "latest", "all"]
+#: What ``overlap=`` accepts: the enum or its value.
+OverlapPolicy = Overlap | Literal["skip", "buffer_one", "buffer_all", "cancel_other",
+                                  "terminate_other", "allow_all"]
+#: A length of time: seconds, or a timedelta.
+Duration = float | timedelta
 
 
 class RunStatus(StrEnum):
@@ -519,12 +528,12 @@ def cron_for(cron: str, tz: str) -> CronSchedule:
 
 
 def declare_schedule(name: str, cron: str, task: str, job: NewJob, *, tz: str = "UTC",
-                     catchup: str = "latest",
-                     catchup_window: float | timedelta | None = None,
-                     catchup_cap: int = DEFAULT_CATCHUP_CAP, overlap: str = "skip",
-                     starting_deadline: float | timedelta | None = None,
-                     jitter: float | timedelta | None = None,
-                     expect_success_within: float | timedelta | None = None,
+                     catchup: CatchupPolicy = "latest",
+                     catchup_window: Duration | None = None,
+                     catchup_cap: int = DEFAULT_CATCHUP_CAP, overlap: OverlapPolicy = "skip",
+                     starting_deadline: Duration | None = None,
+                     jitter: Duration | None = None,
+                     expect_success_within: Duration | None = None,
                      pause_on_failure: bool = False) -> ScheduleDef:
     """Check a declaration; ``job`` is the task's job as every occurrence enqueues it
     (built and validated by the task)."""

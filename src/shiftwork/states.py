@@ -20,6 +20,8 @@ from enum import StrEnum
 
 
 class JobState(StrEnum):
+    """Where a job is in its life (see the state diagram in docs/architecture.md)."""
+
     SCHEDULED = "scheduled"  # waiting for its run_at (delayed at enqueue)
     AVAILABLE = "available"  # waiting, ready to be claimed
     RUNNING = "running"  # claimed by a worker holding a lease
@@ -57,3 +59,22 @@ TRANSITIONS: dict[JobState, frozenset[JobState]] = {
 def is_legal(old: JobState, new: JobState) -> bool:
     return new in TRANSITIONS[old]
 
+
+class StepStatus(StrEnum):
+    """A recorded workflow step's status."""
+
+    DONE = "done"  # its result (or its failure, or a timeout) is recorded
+    SLEEPING = "sleeping"  # a durable sleep, or a step's retry backoff, until wake_at
+    WAITING = "waiting"  # waiting for an event, until its deadline
+
+
+class WorkflowStatus(StrEnum):
+    """A workflow instance's durable status (its job's state is separate)."""
+
+    PENDING = "pending"  # enqueued, never run yet
+    RUNNING = "running"
+    COMPENSATING = "compensating"  # the decision to undo completed steps is recorded
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # a compensation itself failed for good
+    COMPENSATED = "compensated"
+    CANCELLED = "cancelled"

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 from .errors import ConfigurationError, PayloadError
+from .flow import GROUP_META_KEY, GroupBy, RateLimit, check_group, positive_int
 from .job import EnqueueResult, NewJob
 from .names import check_queue, check_task_name
 from .payload import check_text, encode_args, encode_json, unique_digest
@@ -43,6 +44,10 @@ class TaskOptions:
     timeout: float | None = None  # seconds per attempt
     unique: bool | tuple[str, ...] = False  # True: all arguments; a tuple: those arguments
     concurrency: int | None = None  # at most this many running across the whole fleet
+    rate_limit: RateLimit | None = None  # at most N starts per period, fleet-wide
+    group_by: GroupBy | None = None  # a parameter's name, or a callable of the arguments
+    group_concurrency: int | None = None  # at most this many running per group, fleet-wide
+    group_rate_limit: RateLimit | None = None  # at most N starts per period per group
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class EnqueueOptions:
     max_attempts: int | None = None
     conn: Any = None  # a psycopg connection whose transaction the job joins
     meta: dict[str, Any] | None = None
+    group: str | int | None = None  # the job's group (else the task's group_by decides)
 
 
 _NO_OPTIONS = EnqueueOptions()  # frozen: one shared instance for calls without overrides
@@ -115,6 +121,15 @@ class Task(Generic[P, R]):
             raise ConfigurationError(f"task {name}: concurrency must be >= 1 or None")
         if options.timeout is not None and options.timeout <= 0:
             raise ConfigurationError(f"task {name}: timeout must be > 0 seconds")
+        positive_int(options.group_concurrency, f"task {name}: group_concurrency")
+        if isinstance(options.group_by, str) and options.group_by not in self._param_names:
+            raise ConfigurationError(
+                f"task {name}: group_by={options.group_by!r} is not a parameter of the "
+                f"function (its parameters: {', '.join(self._param_names) or 'none'})")
+        if options.group_by is not None and not isinstance(options.group_by, str) \
+                and not callable(options.group_by):
+            raise ConfigurationError(f"task {name}: group_by must be a parameter's name or a "
+                                     "callable of the arguments")
 
     def __repr__(self) -> str:
         return f"<Task {self.name} queue={self.options.queue}>"
@@ -145,7 +160,8 @@ class Task(Generic[P, R]):
         self, calls: Iterable[tuple[Any, ...] | dict[str, Any]], conn: Any = None
     ) -> list[EnqueueResult]:
         """Enqueue many jobs in one round trip per batch: each item a tuple or a dict."""
-        if self.options.unique is False and self._plain_params:
+        if (self.options.unique is False and self._plain_params
+                and self.options.group_by is None):
             # The bulk path: the task's own options, so each job is only its arguments;
             # each is validated as the store streams it (a bad one aborts them all).
             calls = calls if isinstance(calls, (list, tuple)) else list(calls)
@@ -182,7 +198,9 @@ class Task(Generic[P, R]):
 
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
               now: datetime | None) -> NewJob:
-        if not self._arguments_fit(args, kwargs) or self.options.unique is not False:
+        """Validate a call's arguments and options into the row an enqueue inserts."""
+        if (not self._arguments_fit(args, kwargs) or self.options.unique is not False
+                or self.options.group_by is not None):
             try:
                 bound = self._signature.bind(*args, **kwargs)
             except TypeError as exc:
@@ -212,14 +230,26 @@ class Task(Generic[P, R]):
             names = self._param_names if unique is True else list(unique or ())
             unique_key = unique_digest(self.name, {n: bound.arguments.get(n) for n in names})
         max_attempts = opts.max_attempts or self.options.max_attempts
+        meta = opts.meta
+        group = opts.group if opts.group is not None else self._group_of(bound) \
+            if self.options.group_by is not None else None
+        if group is not None:  # the claim reads a job's group from its meta
+            meta = {**(meta or {}), GROUP_META_KEY: check_group(group, f"{self.name}: group")}
         return NewJob(
             task=self.name, queue=queue, args_json=args_json, priority=priority,
             max_attempts=max_attempts, run_at=run_at, unique_key=unique_key,
             timeout=self.options.timeout,
-            meta_json=encode_json(opts.meta, f"{self.name}: meta",
+            meta_json=encode_json(meta, f"{self.name}: meta",
                                   self.app.settings.limit("max_args_bytes"))
-            if opts.meta else "{}",
+            if meta else "{}",
         )
+
+    def _group_of(self, bound: inspect.BoundArguments) -> Any:
+        group_by = self.options.group_by
+        bound.apply_defaults()
+        if callable(group_by):
+            return group_by(*bound.args, **bound.kwargs)
+        return bound.arguments.get(str(group_by))
 
     def _arguments_fit(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """The fast check: True when ``inspect`` would bind these arguments (False: ask it)."""

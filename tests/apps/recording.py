@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
-import threading
 import time
 from typing import Any
 
-import psycopg
-
 from shiftwork import App, Backoff, JobContext, Settings, Workflow
 from shiftwork.workflow import set_boundary_hook
+from tests.apps.side_db import SideConnection
 
 DSN = os.environ["SHIFTWORK_TEST_DSN"]
 SCHEMA = os.environ.get("SHIFTWORK_TEST_SCHEMA", "shiftwork")
@@ -25,20 +22,11 @@ app = App(DSN, schema=SCHEMA, settings=Settings(
     heartbeat_interval=HEARTBEAT, lease_seconds=HEARTBEAT * 3, rescue_interval=HEARTBEAT / 2,
     poll_interval=0.2, leader_ttl=3.0))
 
-_local = threading.local()
+_side = SideConnection(DSN)
 
 
 def _conn() -> Any:
-    conn = getattr(_local, "conn", None)
-    if conn is not None and getattr(conn, "closed", False):
-        conn = None  # the server restarted (tests/test_pg_restart.py): connect again
-    if conn is None:
-        if DSN.startswith("sqlite"):
-            conn = sqlite3.connect(DSN.split(":///", 1)[1], timeout=30, isolation_level=None)
-        else:
-            conn = psycopg.connect(DSN, autocommit=True)
-        _local.conn = conn
-    return conn
+    return _side.get()
 
 
 def effects_table() -> str:

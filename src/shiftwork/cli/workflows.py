@@ -9,10 +9,11 @@ from rich.text import Text
 
 from ..errors import PayloadError
 from ..safetext import escape_controls
+from ..states import WorkflowStatus
 from .format import console, format_state, format_time, make_table
 from .options import open_app, target_options, workflow_id_argument
 
-STATUSES = ("running", "compensating", "succeeded", "failed", "compensated", "cancelled")
+STATUSES = tuple(s.value for s in WorkflowStatus if s is not WorkflowStatus.PENDING)
 
 
 @click.group()

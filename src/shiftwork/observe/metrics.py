@@ -62,6 +62,10 @@ class Metrics:
         self.rescued = Counter("shiftwork_jobs_rescued",
                                "Jobs whose worker stopped renewing the lease, by what became of "
                                "them.", ["state"], registry=r)
+        self.rate_limited = Counter("shiftwork_rate_limited",
+                                    "Jobs that reported a rate limit upstream "
+                                    "(ctx.rate_limited), holding their task back.", labels,
+                                    registry=r)
         self.duration = Histogram("shiftwork_job_duration_seconds",
                                   "Time one attempt ran, by task, for finished attempts.", labels,
                                   buckets=DURATION_BUCKETS, registry=r)
@@ -76,6 +80,10 @@ class Metrics:
     def _on_event(self, name: str, fields: dict[str, Any]) -> None:
         if name == "job.rescued":
             self.rescued.labels(str(fields.get("state", ""))).inc()
+            return
+        if name == "job.rate_limited":
+            self.rate_limited.labels(str(fields.get("task", "")),
+                                     str(fields.get("queue", ""))).inc()
             return
         kind = _COUNTED.get(name)
         task = fields.get("task")
@@ -165,6 +173,15 @@ class _StoreCollector:
                 limit.add_metric([queue], max_wait)
         yield from g.values()
         yield limit
+        tokens = GaugeMetricFamily("shiftwork_rate_limit_tokens",
+                                   "Starts a queue's or task's rate limit allows right now "
+                                   "(per-group limits are not labelled one by one).",
+                                   labels=["limit"])
+        for status in app.rate_limits():
+            if not status.key.startswith("group:"):
+                tokens.add_metric([status.key], status.limit.capacity if status.tokens is None
+                                  else status.tokens)
+        yield tokens
 
         alive = {w.id for w in alive_workers(app, workers, now)}
         w = ["worker"]

@@ -13,12 +13,14 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
+from ..flow import ClaimFlow
 from ..job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, RescuedJob, WorkerInfo
 from ..outcome import Outcome
 from ..records import EffectRecord, QueueMinute, Touch
 from ..schedule import Applied, LateRun, Plan, RunStatus, ScheduleDef, ScheduleInfo, ScheduleRun
 from ..states import JobState
 from .rows import StepRecord, WorkflowRun, WorkflowSummary
+from .wakeups import WakeListener
 
 
 class Store(Protocol):
@@ -42,6 +44,11 @@ class Store(Protocol):
     def db_now(self) -> datetime:
         """The database's clock (or the injected fake clock)."""
 
+    def wakeups_listen(self) -> WakeListener:
+        """Open a subscription to wake-ups: each names a queue that may have work (``"*"``:
+        any). Raises StorageError when it cannot open; the caller retries (store/wakeups.py).
+        """
+
     # -- jobs: the hot path ---------------------------------------------------
     def jobs_insert(self, jobs: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
         """Insert jobs in one round trip; an active job with the same unique key wins."""
@@ -55,11 +62,19 @@ class Store(Protocol):
         """
 
     def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
-                   limits: dict[str, int] | None = None) -> list[ClaimedJob]:
+                   limits: dict[str, int] | None = None,
+                   flow: ClaimFlow | None = None) -> list[ClaimedJob]:
         """Claim up to ``limit`` due jobs; each claim increments ``attempt``.
 
-        ``limits`` maps task names to fleet-wide concurrency limits.
+        ``limits`` maps task names to fleet-wide concurrency limits; ``flow`` adds rate
+        buckets and per-group caps (store/flow_claim.py), spent only for jobs claimed.
         """
+
+    def rate_limit_push_back(self, key: str, seconds: float) -> None:
+        """Empty the bucket ``key`` and hold its refill for ``seconds`` (a 429 upstream)."""
+
+    def rate_buckets(self) -> list[tuple[str, float, datetime]]:
+        """Every rate bucket: (key, tokens as last written, when)."""
 
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
         """Record outcomes, fenced by attempt; returns the ids whose write took effect."""

@@ -34,9 +34,22 @@ def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
         # Resolved once, here: a later chdir does not move the database.
         return SQLiteStore(os.path.abspath(path) if path else path, clock=clock)
     if scheme in ("postgresql", "postgres"):
+        _require_postgres_extra()
         from .postgres.store import PostgresStore
 
         return PostgresStore(dsn, schema=schema, clock=clock, pool_size=pool_size)
     raise ConfigurationError(
         f"unsupported database scheme {scheme!r} in DSN: use sqlite:/// or postgresql://"
     )
+
+
+def _require_postgres_extra() -> None:
+    """PostgreSQL's driver is an extra (SQLite users need none): say which one is missing."""
+    import importlib.util
+
+    missing = [m for m in ("psycopg", "psycopg_pool") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ConfigurationError(
+            f"a postgresql:// DSN needs {' and '.join(missing)}, which are not installed: "
+            "pip install 'shiftwork[postgres]'"
+        )

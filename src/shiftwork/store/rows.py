@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import ShiftworkError
 from ..job import Job, QueueStats
-from ..states import TRANSITIONS, JobState
+from ..states import TRANSITIONS, JobState, StepStatus, WorkflowStatus
 
 log = logging.getLogger("shiftwork.store")
 
@@ -74,7 +74,7 @@ class StepRecord:
     """One recorded workflow step (a step, sleep, wait, patch marker or compensation)."""
 
     name: str
-    status: str  # done | sleeping | waiting (a step's retry backoff is 'sleeping')
+    status: StepStatus  # a step's retry backoff is SLEEPING
     result: Any
     wake_at: datetime | None
     attempt: int
@@ -86,18 +86,24 @@ class StepRecord:
     tries: int = 0  # failures of a step with its own retry policy
     started_at: datetime | None = None
 
+    def __post_init__(self) -> None:  # the engines hand back text
+        object.__setattr__(self, "status", StepStatus(self.status))
+
 
 @dataclass(frozen=True)
 class WorkflowRun:
     """A workflow instance's durable status, read at the start of each run."""
 
-    status: str  # running | compensating | succeeded | failed | compensated | cancelled
+    status: WorkflowStatus
     version: str
     cancelled: bool  # compensating (or ended) because of a cancel
     cause: str | None
     last_attempt: int | None
     cancel_requested: bool  # the job's flag, read in the same statement
     max_attempts: int
+
+    def __post_init__(self) -> None:  # the engines hand back text
+        object.__setattr__(self, "status", WorkflowStatus(self.status))
 
 
 @dataclass(frozen=True)
@@ -107,11 +113,14 @@ class WorkflowSummary:
     id: int
     task: str
     state: str  # the job's state
-    status: str  # the workflow's (running ... cancelled); 'pending' before its first run
+    status: WorkflowStatus  # PENDING before its first run
     version: str | None
     steps: int
     created_at: datetime | None
     updated_at: datetime | None
+
+    def __post_init__(self) -> None:  # the engines hand back text
+        object.__setattr__(self, "status", WorkflowStatus(self.status))
 
 
 def retry_blocked_by_key(job_id: int) -> ShiftworkError:

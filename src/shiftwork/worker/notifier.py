@@ -1,4 +1,5 @@
-"""Wake-ups: LISTEN/NOTIFY on PostgreSQL, ``PRAGMA data_version`` on SQLite.
+"""The worker's wake-up thread: listens through ``Store.wakeups_listen`` (store/wakeups.py)
+and wakes the producers; opens the listener again, with backoff, when it fails.
 
 Either way a missed wake-up only costs latency: producers also poll.
 """
@@ -7,21 +8,24 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+from ..store.wakeups import ANY_QUEUE
+
+if TYPE_CHECKING:
+    from ..store.base import Store
 
 log = logging.getLogger("shiftwork.worker.notifier")
 
-SQLITE_POLL_BUSY = 0.001  # seconds between data_version reads while work arrives
-SQLITE_POLL_IDLE = 0.005
-SQLITE_BUSY_SECONDS = 1.0
+RETRY_FIRST = 0.5  # seconds before opening a listener again; doubles up to RETRY_MOST
+RETRY_MOST = 10.0
 
 
 class Notifier:
     name = "notifier"
 
-    def __init__(self, store: Any, wake: Callable[[str], None]) -> None:
+    def __init__(self, store: Store, wake: Callable[[str], None]) -> None:
         self.store = store
         self.wake = wake
         self._stop = threading.Event()
@@ -36,50 +40,23 @@ class Notifier:
         self._thread.join(timeout)
 
     def _run(self) -> None:
-        if self.store.engine == "postgres":
-            self._listen_postgres()
-        else:
-            self._watch_sqlite()
-
-    def _listen_postgres(self) -> None:
-        backoff = 0.5
+        backoff = RETRY_FIRST
         while not self._stop.is_set():
             try:
-                conn = self.store.connect_listener()
+                listener = self.store.wakeups_listen()
             except Exception as exc:
-                log.warning("cannot LISTEN (%s); polling until it works, retry in %.1fs",
-                            exc, backoff)
+                log.warning("cannot listen for wake-ups (%s); polling until it works, "
+                            "retry in %.1fs", exc, backoff)
                 self._stop.wait(backoff)
-                backoff = min(backoff * 2, 10.0)
+                backoff = min(backoff * 2, RETRY_MOST)
                 continue
-            backoff = 0.5
+            backoff = RETRY_FIRST
             try:
-                with conn:
-                    conn.execute(f'LISTEN "{self.store.channel}"')
+                with listener:
                     self.ready.set()
-                    while not self._stop.is_set():
-                        for note in conn.notifies(timeout=0.5):
-                            self.wake(note.payload)
+                    for queue in listener.receive(self._stop):
+                        self.wake(queue)
             except Exception as exc:
                 if not self._stop.is_set():
-                    log.warning("LISTEN connection lost (%s); reconnecting", exc)
-                    self.wake("*")  # something may have been missed
-
-    def _watch_sqlite(self) -> None:
-        # data_version changes when any other connection commits: a cheap, local signal.
-        # Polled every millisecond for a second after the last change (work is arriving),
-        # every 5 ms when quiet: pickup within ~1 ms, and ~200 cheap reads a second idle.
-        last = self.store.data_version()
-        changed_at = time.monotonic()
-        self.ready.set()
-        while not self._stop.is_set():
-            busy = time.monotonic() - changed_at < SQLITE_BUSY_SECONDS
-            time.sleep(SQLITE_POLL_BUSY if busy else SQLITE_POLL_IDLE)
-            try:
-                current = self.store.data_version()
-            except Exception:
-                continue
-            if current != last:
-                last = current
-                changed_at = time.monotonic()
-                self.wake("*")
+                    log.warning("wake-up listener lost (%s); listening again", exc)
+                    self.wake(ANY_QUEUE)  # something may have been missed

@@ -43,6 +43,11 @@ class Producer:
         self.dispatch = dispatch
         self.held = held  # the (job id, attempt) pairs the worker holds, all queues
         self.limits = app.concurrency_limits(queue)
+        self.flow = app.claim_flow(queue)  # rate buckets and group caps, if any
+        # Once a limit stopped a claim, try again when the next token is due.
+        token_in = self.flow.next_token_in()
+        self._retry_in = (app.settings.poll_interval if token_in is None
+                          else min(app.settings.poll_interval, max(token_in, 0.005)))
         self.in_flight = 0  # claimed and not finished: running, or waiting to begin
         self._job_seconds: float | None = None  # moving averages, for claiming ahead
         self._claim_seconds: float | None = None
@@ -81,7 +86,7 @@ class Producer:
             # all are (idle() waits for that). A notify per job costs more than the job.
             if self.in_flight in (self.capacity - 1, self._half, 0):
                 self._cond.notify_all()
-        if self.limits:  # room under a task's fleet-wide limit may have opened
+        if self.limits or self.flow.group_caps:  # room under a fleet-wide cap may have opened
             self._wake.set()
 
     def _plan_capacity(self) -> None:
@@ -97,6 +102,7 @@ class Producer:
         settings = self.app.settings
         errors = 0
         unsure = False  # a claim failed: it may have taken jobs we never received
+        empty = 0  # claims in a row that found nothing
         while not self._stop.is_set():
             with self._cond:
                 self._plan_capacity()
@@ -116,7 +122,8 @@ class Producer:
                     unsure = False
                 started = time.monotonic()
                 jobs = self.app.store.jobs_claim(
-                    self.queue, want, self.worker_id, settings.lease_seconds, self.limits)
+                    self.queue, want, self.worker_id, settings.lease_seconds, self.limits,
+                    self.flow or None)
                 if jobs:
                     self._claim_seconds = _average(self._claim_seconds,
                                                    time.monotonic() - started)
@@ -134,9 +141,12 @@ class Producer:
                     self.in_flight += len(jobs)
                 for job in jobs:
                     self.dispatch(job)
+            empty = 0 if jobs else min(empty + 1, 16)
             if len(jobs) < want:
-                # Queue drained (or limited): sleep until a wake-up or the poll interval.
-                self._wake.wait(settings.poll_interval)
+                # Queue drained (or limited): sleep until a wake-up or the poll interval;
+                # under a rate limit, until its next token, backing off while claims
+                # come back empty (an idle queue is not polled at the token rate).
+                self._wake.wait(min(settings.poll_interval, self._retry_in * 2 ** empty))
 
     def _release_unknown(self) -> None:
         released = self.app.store.jobs_release_unknown(self.worker_id, self.queue, self.held())

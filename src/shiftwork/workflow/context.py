@@ -19,6 +19,7 @@ from ..context import JobContext
 from ..errors import JobCancelled, LeaseLost
 from ..payload import Limit, encode_json
 from ..retry import Backoff, repeat_on_storage_error
+from ..states import StepStatus, WorkflowStatus
 from ..store.rows import StepRecord, WorkflowRun
 from .errors import EventTimeout, StepFailed, StopReplay, Suspend, WorkflowError
 from .hooks import boundary
@@ -80,10 +81,12 @@ class Workflow:
         self._cancel_requested = run.cancel_requested
         #: (step name, compensation, step result), in the order the steps completed
         self.compensations: list[tuple[str, Callable[[Any], Any], Any]] = []
-        self.compensating = run.status == "compensating"  # replay only, to collect them
+        # replay only, to collect them
+        self.compensating = run.status is WorkflowStatus.COMPENSATING
 
     @classmethod
     def begin(cls, ctx: JobContext, version: str) -> Workflow:
+        """The workflow of this run: its recorded history, read once (the runner's)."""
         loaded = repeat_on_storage_error(
             lambda: ctx.app.store.workflow_begin(ctx.job_id, ctx.attempt, version))
         if loaded is None:
@@ -98,6 +101,7 @@ class Workflow:
 
     @property
     def cancel_requested(self) -> bool:
+        """True once someone asked this workflow to cancel."""
         return self._cancel_requested or self.ctx.cancelled
 
     def _enter(self, name: str, kind: str, digest_: str | None) -> tuple[StepRecord | None, int]:
@@ -109,14 +113,15 @@ class Workflow:
         self._used.add(name)
         pos = self._replay.position
         rec = self._replay.match(name, kind, digest_)
-        if rec is None or rec.status != "done":  # the frontier: new work would happen here
+        # the frontier: new work would happen here
+        if rec is None or rec.status is not StepStatus.DONE:
             if self.compensating:
                 raise StopReplay(name)
             if self.cancel_requested:
                 raise JobCancelled(f"workflow {self.id} was cancelled; stopped at {name!r}")
         return rec, pos
 
-    def _record(self, name: str, status: str, result_json: str | None,
+    def _record(self, name: str, status: StepStatus, result_json: str | None,
                 wake_at: datetime | None = None, **fields: Any) -> None:
         # An upsert fenced by attempt: safe to repeat after a lost reply.
         boundary(self.id, f"before:{name}:{status}")
@@ -153,7 +158,7 @@ class Workflow:
                                 f"not {retry!r}")
         d = digest(args, kwargs)
         rec, pos = self._enter(name, "step", d)
-        if rec is not None and rec.status == "done":
+        if rec is not None and rec.status is StepStatus.DONE:
             if rec.outcome == "failed":
                 raise StepFailed(f"workflow step {name!r} failed for good: "
                                  f"{(rec.result or {}).get('message')}")
@@ -184,15 +189,15 @@ class Workflow:
             tries += 1
             if tries >= (max_attempts or STEP_ATTEMPTS) or not policy.retryable(exc):
                 error = {"type": type(exc).__name__, "message": str(exc)[:2000]}
-                self._record(name, "done", encode_json(error, name, self._step_limit()),
+                self._record(name, StepStatus.DONE, encode_json(error, name, self._step_limit()),
                              outcome="failed",
                              tries=tries, **fields)
                 raise StepFailed(f"workflow step {name!r} failed for good after {tries} "
                                  f"tries: {type(exc).__name__}: {exc}") from exc
             wake = now + timedelta(seconds=policy.delay(tries, exc))
-            self._record(name, "sleeping", None, wake, tries=tries, **fields)
+            self._record(name, StepStatus.SLEEPING, None, wake, tries=tries, **fields)
             raise Suspend(wake, f"workflow step {name!r} failed ({exc}); retrying") from exc
-        self._record(name, "done", encode_json(result, f"workflow step {name!r}: result",
+        self._record(name, StepStatus.DONE, encode_json(result, f"workflow step {name!r}: result",
                                                       self._step_limit()),
                      tries=tries, **fields)
         return result
@@ -206,19 +211,19 @@ class Workflow:
         """Durable sleep: the job waits in the database, holding no worker, then resumes."""
         delta = _seconds(duration, f"sleep {name!r}: duration")
         rec, pos = self._enter(name, "sleep", None)
-        if rec is not None and rec.status == "done":
+        if rec is not None and rec.status is StepStatus.DONE:
             return
         now = self.app.clock.now()
         fields: dict[str, Any] = {"position": pos, "kind": "sleep", "started_at": now}
         if rec is None:
             wake_at = now + delta
-            self._record(name, "sleeping", None, wake_at, **fields)
+            self._record(name, StepStatus.SLEEPING, None, wake_at, **fields)
             if self._cancel_requested:  # the record's statement saw the cancel
                 raise JobCancelled(f"workflow {self.id} was cancelled; stopped at {name!r}")
         else:
             wake_at = rec.wake_at or now
         if now >= wake_at:
-            self._record(name, "done", None, wake_at, **fields)
+            self._record(name, StepStatus.DONE, None, wake_at, **fields)
             return
         raise Suspend(wake_at, f"workflow sleeping in step {name!r}")
 
@@ -232,7 +237,7 @@ class Workflow:
         delta = _seconds(timeout, f"wait {name!r}: timeout") if timeout is not None else None
         step_name = step or f"event:{name}"
         rec, pos = self._enter(step_name, "wait", None)
-        if rec is not None and rec.status == "done":
+        if rec is not None and rec.status is StepStatus.DONE:
             if rec.outcome == "timed_out":
                 raise EventTimeout(f"event {name!r} did not arrive in time")
             return rec.result
@@ -247,13 +252,13 @@ class Workflow:
         fields: dict[str, Any] = {"position": pos, "kind": "wait", "started_at": now}
         if rec is None:
             deadline = now + delta if delta is not None else None
-            self._record(step_name, "waiting", None, deadline, **fields)
+            self._record(step_name, StepStatus.WAITING, None, deadline, **fields)
             if self._cancel_requested:
                 raise JobCancelled(f"workflow {self.id} was cancelled; stopped at {step_name!r}")
         else:
             deadline = rec.wake_at
         if deadline is not None and now >= deadline:
-            self._record(step_name, "done", None, deadline, outcome="timed_out", **fields)
+            self._record(step_name, StepStatus.DONE, None, deadline, outcome="timed_out", **fields)
             raise EventTimeout(f"event {name!r} did not arrive in time")
         raise Suspend(deadline or now + FOREVER, f"workflow waiting for event {name!r}")
 
@@ -277,7 +282,7 @@ class Workflow:
             return False  # the history went past here on the old code: no place taken
         rec, pos = self._enter(marker, "patch", None)
         if rec is None:
-            self._record(marker, "done", None, position=pos, kind="patch",
+            self._record(marker, StepStatus.DONE, None, position=pos, kind="patch",
                          started_at=self.app.clock.now())
         return True
 
@@ -302,4 +307,5 @@ class Workflow:
         return marker
 
     def check_complete(self) -> None:
+        """The body returned: fail if it skipped steps its history records (the runner's)."""
         self._replay.check_complete()

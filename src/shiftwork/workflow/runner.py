@@ -34,6 +34,7 @@ from ..context import JobContext
 from ..errors import JobCancelled, LeaseLost, Snooze
 from ..payload import encode_json
 from ..retry import DEFAULT_BACKOFF, Backoff, repeat_on_storage_error
+from ..states import StepStatus, WorkflowStatus
 from ..task import Task
 from .aio import AsyncWorkflow
 from .context import Workflow
@@ -51,7 +52,7 @@ from .hooks import boundary
 
 log = logging.getLogger("shiftwork.workflow")
 
-FINAL = frozenset({"failed", "compensated", "cancelled"})
+FINAL = frozenset({WorkflowStatus.FAILED, WorkflowStatus.COMPENSATED, WorkflowStatus.CANCELLED})
 #: Compensating gets at least this many attempts of its own (or the workflow's max_attempts,
 #: if more): undoing half a saga must outlast an outage of the service it calls.
 COMPENSATION_ATTEMPTS = 10
@@ -121,13 +122,13 @@ def _prologue(wf: Workflow, task: Task[Any, Any]) -> str | None:
     run, ctx = wf.run, wf.ctx
     if run.status in FINAL:
         _reraise_final(wf)
-    if run.status != "running":
+    if run.status is not WorkflowStatus.RUNNING:
         return None
     last = run.last_attempt
     if last is not None and ctx.attempt > last and _lost(wf, last):
         return f"its last attempt ({last}) was lost (the worker stopped renewing its lease)"
     if ctx.attempt >= run.max_attempts:
-        _set(wf, "running", last_attempt=ctx.attempt, extend=1)
+        _set(wf, WorkflowStatus.RUNNING, last_attempt=ctx.attempt, extend=1)
     return None
 
 
@@ -165,7 +166,7 @@ def _drive(wf: Workflow, task: Task[Any, Any], body: Callable[[], Any]) -> Any:
             raise
         _decide(wf, task, f"{type(exc).__name__}: {exc}", cancelled=False)
         return _compensate(wf, task, exc)
-    _finish(wf, "succeeded")
+    _finish(wf, WorkflowStatus.SUCCEEDED)
     return result
 
 
@@ -195,7 +196,7 @@ async def _drive_async(wf: Workflow, task: Task[Any, Any], body: Callable[[], An
             raise
         await asyncio.to_thread(_decide, wf, task, f"{type(exc).__name__}: {exc}", False)
         return await asyncio.to_thread(_compensate, wf, task, exc)
-    await asyncio.to_thread(_finish, wf, "succeeded")
+    await asyncio.to_thread(_finish, wf, WorkflowStatus.SUCCEEDED)
     return result
 
 
@@ -209,10 +210,11 @@ def _collect(body: Callable[[], Any]) -> None:
 # -- durable status --------------------------------------------------------------------
 
 
-def _set(wf: Workflow, status: str, *, cause: str | None = None, cancelled: bool | None = None,
-         last_attempt: int | None = None, extend: int | None = None) -> None:
+def _set(wf: Workflow, status: WorkflowStatus, *, cause: str | None = None,
+         cancelled: bool | None = None, last_attempt: int | None = None,
+         extend: int | None = None) -> None:
     flag = wf.run.cancelled if cancelled is None else cancelled
-    label = "decide" if status == "compensating" else "finish"
+    label = "decide" if status is WorkflowStatus.COMPENSATING else "finish"
     boundary(wf.id, f"before:{label}:{status}")
     ok = repeat_on_storage_error(lambda: wf.app.store.workflow_run_set(
         wf.id, wf.ctx.attempt, status, cancelled=flag, cause=cause, last_attempt=last_attempt,
@@ -230,11 +232,11 @@ def _decide(wf: Workflow, task: Task[Any, Any], cause: str, cancelled: bool) -> 
     """Record the decision to compensate, with a fresh attempt budget to do it in."""
     wf.app.events.emit("workflow.compensating", workflow_id=wf.id, cause=cause,
                        cancelled=cancelled)
-    _set(wf, "compensating", cause=cause, cancelled=cancelled,
+    _set(wf, WorkflowStatus.COMPENSATING, cause=cause, cancelled=cancelled,
          extend=max(task.options.max_attempts, COMPENSATION_ATTEMPTS))
 
 
-def _finish(wf: Workflow, status: str) -> None:
+def _finish(wf: Workflow, status: WorkflowStatus) -> None:
     _set(wf, status)
 
 
@@ -248,7 +250,7 @@ def _compensate(wf: Workflow, task: Task[Any, Any], cause: BaseException | None 
     for name, undo, result in reversed(wf.compensations):
         step_name = f"compensate:{name}"
         rec = wf.history.get(step_name)
-        if rec is not None and rec.status == "done":
+        if rec is not None and rec.status is StepStatus.DONE:
             continue
         now = wf.app.clock.now()
         if rec is not None and rec.wake_at is not None and now < rec.wake_at:
@@ -262,24 +264,25 @@ def _compensate(wf: Workflow, task: Task[Any, Any], cause: BaseException | None 
             log.error("workflow %s: %s failed (try %d of %d): %s", wf.id, step_name, tries,
                       budget, exc)
             if tries >= budget:
-                _set(wf, "failed", cause=f"{step_name} failed: {type(exc).__name__}: {exc}")
+                _set(wf, WorkflowStatus.FAILED,
+                     cause=f"{step_name} failed: {type(exc).__name__}: {exc}")
                 raise CompensationFailed(
                     f"workflow {wf.id} ({wf.run.cause}): {step_name} failed {tries} times: "
                     f"{type(exc).__name__}: {exc}") from exc
             wake = now + timedelta(seconds=task.options.retry.delay(tries, exc))
-            wf._record(step_name, "sleeping", None, wake, kind="compensate", tries=tries,
+            wf._record(step_name, StepStatus.SLEEPING, None, wake, kind="compensate", tries=tries,
                        started_at=now)
             raise Snooze(until=wake, reason=f"workflow {step_name} failed ({exc}); retrying"
                          ) from exc
-        wf._record(step_name, "done", _json_or_none(outcome, step_name, wf), kind="compensate",
-                   started_at=now, tries=rec.tries if rec is not None else 0)
+        wf._record(step_name, StepStatus.DONE, _json_or_none(outcome, step_name, wf),
+                   kind="compensate", started_at=now, tries=rec.tries if rec is not None else 0)
     wf.app.events.emit("workflow.compensated", workflow_id=wf.id, cause=wf.run.cause)
     if wf.run.cancelled:
-        _finish(wf, "cancelled")
+        _finish(wf, WorkflowStatus.CANCELLED)
     elif wf.compensations:
-        _finish(wf, "compensated")
+        _finish(wf, WorkflowStatus.COMPENSATED)
     else:
-        _finish(wf, "failed")
+        _finish(wf, WorkflowStatus.FAILED)
     _reraise_final(wf, cause)
 
 
@@ -292,10 +295,10 @@ def _json_or_none(value: Any, what: str, wf: Workflow) -> str | None:
 
 def _reraise_final(wf: Workflow, cause: BaseException | None = None) -> Any:
     status, why = wf.run.status, wf.run.cause
-    if status == "cancelled":
+    if status is WorkflowStatus.CANCELLED:
         wf.ctx._request_cancel()  # the executor records a cancel only if it was asked for
         raise JobCancelled(f"workflow {wf.id} was cancelled; its compensations ran")
-    if status == "compensated":
+    if status is WorkflowStatus.COMPENSATED:
         raise WorkflowCompensated(f"workflow {wf.id} failed ({why}) and was compensated: "
                                   + ", ".join(f"compensate:{n}"
                                               for n, _, _ in reversed(wf.compensations))

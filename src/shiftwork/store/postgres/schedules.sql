@@ -234,3 +234,4 @@ RETURNING name
 DELETE FROM {schema}.schedule_runs
 WHERE status NOT IN ('pending', 'enqueued')
   AND recorded_at < {now} - make_interval(secs => %(older_than)s)
+RETURNING schedule  -- counted by the caller

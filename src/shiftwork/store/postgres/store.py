@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +16,7 @@ from psycopg_pool import ConnectionPool
 
 from ...clock import Clock, SystemClock
 from ...errors import CommitUnknownError, ConfigurationError, JobNotFoundError, StorageError
+from ...flow import ClaimFlow, RateLimit
 from ...job import (
     ClaimedJob,
     EnqueueResult,
@@ -30,22 +30,24 @@ from ...names import check_schema
 from ...outcome import Outcome
 from ...redact import describe_dsn, redact
 from ...states import JobState
-from ..rows import (
-    aware,
-    decoded,
-    job_from_row,
-    legal_pairs,
-    not_retryable,
-    queue_stats_from_rows,
-    retry_blocked_by_key,
-    split_args,
+from ..fleet import FleetWrites
+from ..flow_claim import ClaimSteps, claim_with_flow
+from ..jobs import (
+    JobsActions,
+    claimed_jobs,
+    error_json,
+    held_jobs,
+    rescued_jobs,
 )
+from ..long_jobs import LongJobsWrites
+from ..rows import aware, decoded, job_from_row, legal_pairs, queue_stats_from_rows
 from ..sqlfile import load_all_queries, load_migrations
 from .connect_errors import refusal
 from .copy_rows import copy_jobs
 from .long_jobs import PostgresLongJobs
 from .observe import PostgresObserve
 from .schedules import PostgresSchedules
+from .wakeups import PostgresWakeListener
 from .workflows import PostgresWorkflows
 
 log = logging.getLogger("shiftwork.store.postgres")
@@ -58,7 +60,7 @@ COPY_MIN_ROWS = 200  # from this many jobs without unique keys, COPY beats one I
 
 
 class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
-                    PostgresSchedules):
+                    PostgresSchedules, JobsActions, LongJobsWrites, FleetWrites):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,
@@ -140,10 +142,29 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         params["now"] = self.clock.db_now()
         return params
 
-    def connect_listener(self) -> psycopg.Connection[Any]:
-        """A dedicated autocommit connection for LISTEN (not from the pool)."""
-        return psycopg.connect(self.dsn, autocommit=True,
-                               connect_timeout=int(self._connect_timeout))
+    # -- the primitives of the shared Python (../engine_sql.py) --------------------------
+
+    _unique_violation = psycopg.errors.UniqueViolation
+
+    def _session(self, conn: Any = None) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._conn(conn)
+
+    def _one(self, c: psycopg.Connection[Any], query: str, **params: Any) -> Any:
+        cur = c.execute(self.q[query], self._p(**params))
+        return cur.fetchone() if cur.description else None
+
+    def _notify(self, c: psycopg.Connection[Any], queues: list[str]) -> None:
+        c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": queues})
+
+    def wakeups_listen(self) -> PostgresWakeListener:
+        """LISTEN on a dedicated autocommit connection (not from the pool)."""
+        try:
+            conn = psycopg.connect(self.dsn, autocommit=True,
+                                   connect_timeout=int(self._connect_timeout))
+            return PostgresWakeListener(conn, self.channel)
+        except psycopg.Error as exc:
+            raise StorageError(f"cannot LISTEN on PostgreSQL at {describe_dsn(self.dsn)}: "
+                               f"{exc}".strip()) from exc
 
     def close(self) -> None:
         if self._pool is not None:
@@ -317,42 +338,71 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
     # -- claim / complete ------------------------------------------------------------------
 
     def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
-                   limits: dict[str, int] | None = None) -> list[ClaimedJob]:
-        limits = limits or {}
-        rows: list[Any] = []
-        with self._conn() as c:
-            if limits:
-                with c.transaction():
-                    for task in sorted(limits):
-                        if len(rows) >= limit:
-                            break
-                        c.execute(self.q["jobs_lock_task_limit"], {"task": task})
-                        running = c.execute(self.q["jobs_count_running_task"],
-                                            {"task": task}).fetchone()
-                        room = limits[task] - (running[0] if running else 0)
-                        if room > 0:
-                            rows += c.execute(self.q["jobs_claim_filtered"], self._p(
-                                queue=queue, limit=min(room, limit - len(rows)), worker=worker_id,
-                                lease=lease_seconds, only_task=task, exclude=[]),
-                                prepare=False).fetchall()
-                    if len(rows) < limit:
-                        rows += c.execute(self.q["jobs_claim_filtered"], self._p(
-                            queue=queue, limit=limit - len(rows), worker=worker_id,
-                            lease=lease_seconds, only_task=None, exclude=sorted(limits)),
-                            prepare=False).fetchall()
-            else:
+                   limits: dict[str, int] | None = None,
+                   flow: ClaimFlow | None = None) -> list[ClaimedJob]:
+        # Rows are turned into jobs after the connection (and any lock) is given back.
+        if not limits and not flow:
+            with self._conn() as c:
                 rows = c.execute(self.q["jobs_claim"], self._p(
                     queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
                     prepare=True).fetchall()
-        rows.sort(key=lambda r: (-r[9], r[10], r[0]))
-        claimed = []
-        for r in rows:
-            args, kwargs = split_args(r[3])
-            claimed.append(ClaimedJob(id=r[0], task=r[1], queue=r[2], args=args, kwargs=kwargs,
-                                      attempt=r[4], max_attempts=r[5], timeout=r[6],
-                                      checkpoint=None if r[7] is None else json.loads(r[7]),
-                                      meta={} if r[8] == "{}" else json.loads(r[8])))
-        return claimed
+            return claimed_jobs(rows)
+        with self._conn() as c, c.transaction():
+            rows = claim_with_flow(queue, limit, limits or {}, flow or ClaimFlow(),
+                                   self._claim_steps(c, queue, worker_id, lease_seconds))
+        return claimed_jobs(rows)
+
+    def _claim_steps(self, c: psycopg.Connection[Any], queue: str, worker: str,
+                     lease: float) -> ClaimSteps:
+        """The claim's statements on ``c`` (never prepared: planned for the values)."""
+        q = self.q
+
+        def lock_task(task: str) -> None:
+            c.execute(q["jobs_lock_task_limit"], {"task": task})
+
+        def running(task: str) -> int:
+            lock_task(task)
+            row = c.execute(q["jobs_count_running_task"], {"task": task}).fetchone()
+            return int(row[0]) if row else 0
+
+        def claim(n: int, only_task: str | None, exclude: list[str]) -> list[Any]:
+            return c.execute(q["jobs_claim_filtered"], self._p(
+                queue=queue, limit=n, worker=worker, lease=lease, only_task=only_task,
+                exclude=exclude), prepare=False).fetchall()
+
+        def bucket(key: str, rate: RateLimit) -> float:
+            c.execute(q["rate_bucket_ensure"], self._p(key=key, capacity=rate.capacity))
+            row = c.execute(q["rate_bucket_lock"], self._p(
+                key=key, capacity=rate.capacity, rate=rate.rate)).fetchone()
+            assert row is not None  # ensured just before, and never deleted
+            return float(row[0])
+
+        def set_bucket(key: str, tokens: float) -> None:
+            c.execute(q["rate_bucket_set"], self._p(key=key, tokens=tokens))
+
+        def group_running(task: str) -> dict[str, int]:
+            return {r[0]: int(r[1]) for r in c.execute(q["jobs_group_running"], {"task": task})}
+
+        def candidates(task: str, n: int, after: tuple[Any, Any, int] | None) -> list[Any]:
+            return c.execute(q["jobs_group_candidates"], self._p(
+                queue=queue, task=task, limit=n, after_priority=after and after[0],
+                after_run_at=after and after[1], after_id=after and after[2]),
+                prepare=False).fetchall()
+
+        def claim_ids(ids: list[int]) -> list[Any]:
+            return c.execute(q["jobs_claim_ids"], self._p(
+                ids=ids, worker=worker, lease=lease), prepare=False).fetchall()
+
+        return ClaimSteps(running, claim, lock_task, bucket, set_bucket, group_running,
+                          candidates, claim_ids)
+
+    def rate_limit_push_back(self, key: str, seconds: float) -> None:
+        with self._conn() as c:
+            c.execute(self.q["rate_bucket_push_back"], self._p(key=key, seconds=seconds))
+
+    def rate_buckets(self) -> list[tuple[str, float, datetime]]:
+        with self._conn() as c:
+            return [(r[0], float(r[1]), r[2]) for r in c.execute(self.q["rate_buckets_list"])]
 
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
         if not outcomes:
@@ -360,7 +410,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         params = self._p(
             ids=[o.job_id for o in outcomes], attempts=[o.attempt for o in outcomes],
             states=[o.state.value for o in outcomes], run_ats=[o.run_at for o in outcomes],
-            errors=[json.dumps(o.error) if o.error is not None else None for o in outcomes],
+            errors=[error_json(o) for o in outcomes],
             results=[o.result_json for o in outcomes],
         )
         with self._conn() as c:
@@ -374,7 +424,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             rows = c.execute(self.q["jobs_heartbeat"], self._p(
                 worker=worker_id, lease=lease_seconds, ids=[h[0] for h in held],
                 attempts=[h[1] for h in held]), prepare=False).fetchall()
-        return [(r[0], r[1], r[2]) for r in rows]
+        return held_jobs(rows)
 
     def jobs_release_unknown(self, worker_id: str, queue: str,
                              held: list[tuple[int, int]]) -> list[int]:
@@ -398,7 +448,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
     def jobs_rescue(self, limit: int = 1000) -> list[RescuedJob]:
         with self._conn() as c:
             rows = c.execute(self.q["jobs_rescue"], self._p(limit=limit)).fetchall()
-        return [RescuedJob(r[0], JobState(r[1]), r[2], r[3], r[4]) for r in rows]
+        return rescued_jobs(rows)
 
     def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]]) -> int:
         if not jobs:
@@ -429,25 +479,6 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             rows = cur.execute(self.q["jobs_list"], params).fetchall()
         return [job_from_row(r, aware, decoded) for r in rows]
 
-    def jobs_retry(self, job_id: int) -> Job:
-        try:
-            with self._conn() as c:
-                row = c.execute(self.q["jobs_retry"], self._p(id=job_id)).fetchone()
-                if row is not None:
-                    c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": ["*"]})
-        except psycopg.errors.UniqueViolation as exc:
-            raise retry_blocked_by_key(job_id) from exc
-        job = self.jobs_get(job_id)
-        if row is None:
-            raise not_retryable(job)
-        return job
-
-    def jobs_cancel(self, job_id: int) -> Job:
-        with self._conn() as c:
-            if c.execute(self.q["jobs_cancel_waiting"], self._p(id=job_id)).fetchone() is None:
-                c.execute(self.q["jobs_cancel_running"], {"id": job_id})
-        return self.jobs_get(job_id)
-
     def jobs_prune(self, finished_older_than: float, dead_older_than: float,
                    limit: int = 10_000) -> int:
         with self._conn() as c:
@@ -463,15 +494,6 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
 
     # -- workers and leadership ---------------------------------------------------------
 
-    def workers_upsert(self, worker_id: str, host: str, pid: int, queues: dict[str, int]) -> None:
-        with self._conn() as c:
-            c.execute(self.q["workers_upsert"], self._p(id=worker_id, host=host, pid=pid,
-                                                        queues=json.dumps(queues)))
-
-    def workers_delete(self, worker_id: str) -> None:
-        with self._conn() as c:
-            c.execute(self.q["workers_delete"], {"id": worker_id})
-
     def workers_list(self) -> list[WorkerInfo]:
         with self._conn() as c:
             rows = c.execute(self.q["workers_list"]).fetchall()
@@ -481,16 +503,6 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
     def workers_prune(self, stale_after: float) -> int:
         with self._conn() as c:
             return c.execute(self.q["workers_prune"], self._p(stale=stale_after)).rowcount
-
-    def leader_acquire(self, name: str, owner: str, ttl: float) -> int | None:
-        with self._conn() as c:
-            row = c.execute(self.q["leader_acquire"],
-                            self._p(name=name, owner=owner, ttl=ttl)).fetchone()
-        return int(row[0]) if row else None
-
-    def leader_release(self, name: str, owner: str) -> None:
-        with self._conn() as c:
-            c.execute(self.q["leader_release"], self._p(name=name, owner=owner))
 
     # -- test support ---------------------------------------------------------------
 

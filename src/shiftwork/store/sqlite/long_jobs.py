@@ -1,4 +1,5 @@
-"""SQLite: checkpoints and progress (fenced by attempt), paused queues, effect keys."""
+"""SQLite: paused queues, reading effect keys, the caller's transaction
+(touch and effect key writes: ../long_jobs.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ...records import EffectRecord, Touch
-from ..rows import log_rejected
+from ...records import EffectRecord
 
 
 class SQLiteLongJobs:
@@ -34,27 +34,6 @@ class SQLiteLongJobs:
         with self._tx() as c:
             yield c
 
-    def jobs_touch(self, job_id: int, attempt: int, lease_seconds: float, *,
-                   checkpoint: str | None = None, set_checkpoint: bool = False,
-                   progress: str | None = None, yield_if_paused: bool = False,
-                   conn: Any = None) -> Touch | None:
-        now = self._now()
-        with self._tx(conn) as c:
-            row = c.execute(self.q["jobs_touch"], {
-                "id": job_id, "attempt": attempt, "lease": lease_seconds, "now": now,
-                "set_checkpoint": set_checkpoint, "checkpoint": checkpoint,
-                "progress": progress}).fetchone()
-            if row is None:
-                log_rejected("checkpoint" if set_checkpoint else "progress", [(job_id, attempt)])
-                return None
-            cancel, paused = bool(row[0]), bool(row[1])
-            yielded = False
-            if paused and yield_if_paused and not cancel:
-                yielded = c.execute(self.q["jobs_yield"], {
-                    "id": job_id, "attempt": attempt, "now": now,
-                    "now_iso": datetime.fromtimestamp(now, UTC).isoformat()}).fetchone() is not None
-        return Touch(cancel_requested=cancel, paused=paused, yielded=yielded)
-
     def queues_set_paused(self, queue: str, paused: bool) -> None:
         with self._tx() as c:
             c.execute(self.q["queues_set_paused"],
@@ -62,19 +41,6 @@ class SQLiteLongJobs:
 
     def queues_paused(self) -> set[str]:
         return {r[0] for r in self.conn.execute(self.q["queues_paused"])}
-
-    def effect_keys_insert(self, key: str, job_id: int | None, attempt: int | None,
-                           keep_seconds: float, result: str | None = None,
-                           conn: Any = None) -> bool:
-        with self._tx(conn) as c:
-            row = c.execute(self.q["effect_keys_insert"], {
-                "key": key, "job_id": job_id, "attempt": attempt, "result": result,
-                "keep": keep_seconds, "now": self._now()}).fetchone()
-        return row is not None
-
-    def effect_keys_set_result(self, key: str, result: str, conn: Any = None) -> None:
-        with self._tx(conn) as c:
-            c.execute(self.q["effect_keys_set_result"], {"key": key, "result": result})
 
     def effect_keys_get(self, key: str, conn: Any = None) -> EffectRecord | None:
         row = (conn or self.conn).execute(self.q["effect_keys_get"], {"key": key}).fetchone()

@@ -232,3 +232,4 @@ RETURNING name
 DELETE FROM schedule_runs
 WHERE status NOT IN ('pending', 'enqueued')
   AND recorded_at < :now - :older_than
+RETURNING schedule  -- counted by the caller

@@ -9,12 +9,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import datetime
 from typing import Any
 
 from ...clock import Clock, SystemClock
 from ...errors import ConfigurationError, JobNotFoundError, StorageError
+from ...flow import ClaimFlow, RateLimit
 from ...job import (
     ClaimedJob,
     EnqueueResult,
@@ -26,20 +27,23 @@ from ...job import (
 )
 from ...outcome import Outcome
 from ...states import JobState
-from ..rows import (
-    from_ts,
-    job_from_row,
-    legal_pairs,
-    loads,
-    not_retryable,
-    queue_stats_from_rows,
-    retry_blocked_by_key,
-    split_args,
+from ..fleet import FleetWrites
+from ..flow_claim import ClaimSteps, claim_with_flow
+from ..jobs import (
+    JobsActions,
+    claim_within_limits,
+    claimed_jobs,
+    error_json,
+    held_jobs,
+    rescued_jobs,
 )
+from ..long_jobs import LongJobsWrites
+from ..rows import from_ts, job_from_row, legal_pairs, loads, queue_stats_from_rows
 from ..sqlfile import load_all_queries, load_migrations
 from .long_jobs import SQLiteLongJobs
 from .observe import SQLiteObserve
 from .schedules import SQLiteSchedules
+from .wakeups import DataVersionWatcher
 from .workflows import SQLiteWorkflows
 
 log = logging.getLogger("shiftwork.store.sqlite")
@@ -68,7 +72,8 @@ COMPLETE_BATCH = 200
 #: Page cache per connection (KiB); see _connect.
 PAGE_CACHE_KIB = 16 * 1024
 
-class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedules):
+class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedules,
+                  JobsActions, LongJobsWrites, FleetWrites):
     engine = "sqlite"
 
     def __init__(self, path: str, clock: Clock | None = None, busy_timeout: float = 30.0) -> None:
@@ -166,6 +171,21 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
     def _now(self) -> float:
         return self.clock.now().timestamp()
 
+    # -- the primitives of the shared Python (../engine_sql.py) --------------------------
+
+    _unique_violation = sqlite3.IntegrityError
+
+    def _session(self, conn: Any = None) -> AbstractContextManager[sqlite3.Connection]:
+        return self._tx(conn)
+
+    def _one(self, c: sqlite3.Connection, query: str, **params: Any) -> Any:
+        now = self.clock.now()
+        params["now"], params["now_iso"] = now.timestamp(), now.isoformat()
+        return c.execute(self.q[query], params).fetchone()
+
+    def _notify(self, c: sqlite3.Connection, queues: list[str]) -> None:
+        pass  # workers see every commit through PRAGMA data_version (wakeups.py)
+
     def close(self) -> None:
         with self._lock:
             for c in self._all:
@@ -180,10 +200,10 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
     def db_now(self) -> datetime:
         return self.clock.now()
 
-    def data_version(self) -> int:
-        """Changes whenever another connection commits: a cheap wake-up signal."""
-        row = self.conn.execute("PRAGMA data_version").fetchone()
-        return int(row[0])
+    def wakeups_listen(self) -> DataVersionWatcher:
+        # A connection of the watcher's own: data_version is per connection, so the first
+        # read and every later one must be on the same one, whichever thread reads.
+        return DataVersionWatcher(self._connect())
 
     # -- schema -----------------------------------------------------------------------
 
@@ -272,36 +292,64 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
     # -- claim / complete -----------------------------------------------------------------
 
     def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
-                   limits: dict[str, int] | None = None) -> list[ClaimedJob]:
-        limits = limits or {}
+                   limits: dict[str, int] | None = None,
+                   flow: ClaimFlow | None = None) -> list[ClaimedJob]:
         now = self._now()
         base = {"queue": queue, "worker": worker_id, "lease": lease_seconds, "now": now}
-        rows: list[Any] = []
         with self._tx() as c:
-            # BEGIN IMMEDIATE serializes claimers, so count-then-claim is safe here.
-            for task in sorted(limits):
-                if len(rows) >= limit:
-                    break
-                running = c.execute(self.q["jobs_count_running_task"], {"task": task}).fetchone()
-                room = limits[task] - running[0]
-                if room > 0:
-                    rows += c.execute(self.q["jobs_claim"], {
-                        **base, "limit": min(room, limit - len(rows)), "only_task": task,
-                        "exclude": "[]"}).fetchall()
-            if len(rows) < limit:
-                rows += c.execute(self.q["jobs_claim"], {
-                    **base, "limit": limit - len(rows), "only_task": None,
-                    "exclude": json.dumps(sorted(limits))}).fetchall()
-        rows.sort(key=lambda r: (-r["priority"], r["run_at"], r["id"]))
-        claimed = []
-        for r in rows:
-            args, kwargs = split_args(r["args"])
-            claimed.append(ClaimedJob(
-                id=r["id"], task=r["task"], queue=r["queue"], args=args, kwargs=kwargs,
-                attempt=r["attempt"], max_attempts=r["max_attempts"], timeout=r["timeout"],
-                checkpoint=json.loads(r["checkpoint"]) if r["checkpoint"] else None,
-                meta=json.loads(r["meta"]) if r["meta"] else {}))
-        return claimed
+            # BEGIN IMMEDIATE serializes claimers: the write lock guards counts and tokens.
+            q = self.q
+
+            def running(task: str) -> int:
+                return int(c.execute(q["jobs_count_running_task"], {"task": task}).fetchone()[0])
+
+            def claim(n: int, only_task: str | None, exclude: list[str]) -> list[Any]:
+                return c.execute(q["jobs_claim"], {
+                    **base, "limit": n, "only_task": only_task,
+                    "exclude": json.dumps(exclude)}).fetchall()
+
+            if not flow:
+                rows = claim_within_limits(limit, limits or {}, running, claim)
+                return claimed_jobs(rows)
+
+            def bucket(key: str, rate: RateLimit) -> float:
+                c.execute(q["rate_bucket_ensure"], {"key": key, "capacity": rate.capacity,
+                                                    "now": now})
+                return float(c.execute(q["rate_bucket_lock"], {
+                    "key": key, "capacity": rate.capacity, "rate": rate.rate,
+                    "now": now}).fetchone()[0])
+
+            def set_bucket(key: str, tokens: float) -> None:
+                c.execute(q["rate_bucket_set"], {"key": key, "tokens": tokens, "now": now})
+
+            def group_running(task: str) -> dict[str, int]:
+                return {str(r[0]): int(r[1])
+                        for r in c.execute(q["jobs_group_running"], {"task": task})}
+
+            def candidates(task: str, n: int, after: tuple[Any, Any, int] | None
+                           ) -> list[Any]:
+                return c.execute(q["jobs_group_candidates"], {
+                    **base, "task": task, "limit": n,
+                    "after_priority": after and after[0], "after_run_at": after and after[1],
+                    "after_id": after and after[2]}).fetchall()
+
+            def claim_ids(ids: list[int]) -> list[Any]:
+                return c.execute(q["jobs_claim_ids"], {**base, "ids": json.dumps(ids)}
+                                 ).fetchall()
+
+            rows = claim_with_flow(queue, limit, limits or {}, flow, ClaimSteps(
+                running, claim, lambda task: None, bucket, set_bucket, group_running,
+                candidates, claim_ids))
+        return claimed_jobs(rows)
+
+    def rate_limit_push_back(self, key: str, seconds: float) -> None:
+        with self._tx() as c:
+            c.execute(self.q["rate_bucket_push_back"], {"key": key, "seconds": seconds,
+                                                        "now": self._now()})
+
+    def rate_buckets(self) -> list[tuple[str, float, datetime]]:
+        rows = self.conn.execute(self.q["rate_buckets_list"]).fetchall()
+        return [(r[0], float(r[1]), from_ts(r[2])) for r in rows]  # type: ignore[misc]
 
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
         if not outcomes:
@@ -335,7 +383,7 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                 c.executemany(self.q["jobs_complete_one"], [{
                     "id": o.job_id, "attempt": o.attempt, "state": o.state.value, "now": now,
                     "run_at": to_ts(o.run_at),
-                    "error": json.dumps(o.error) if o.error is not None else None,
+                    "error": error_json(o),
                     "result": o.result_json} for o in other])
         return {o.job_id for o in fenced}
 
@@ -347,7 +395,7 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
             rows = c.execute(self.q["jobs_heartbeat"], {
                 "worker": worker_id, "now": now, "lease": lease_seconds,
                 "held": json.dumps(held)}).fetchall()
-        return [(r[0], r[1], bool(r[2])) for r in rows]
+        return held_jobs(rows)
 
     def jobs_release_unknown(self, worker_id: str, queue: str,
                              held: list[tuple[int, int]]) -> list[int]:
@@ -370,7 +418,7 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         with self._tx() as c:
             rows = c.execute(self.q["jobs_rescue"], {
                 "now": now.timestamp(), "now_iso": now.isoformat(), "limit": limit}).fetchall()
-        return [RescuedJob(r[0], JobState(r[1]), r[2], r[3], r[4]) for r in rows]
+        return rescued_jobs(rows)
 
     def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]]) -> int:
         now = self.clock.now()
@@ -398,24 +446,6 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         rows = self.conn.execute(self.q["jobs_list"], params)
         return [job_from_row(dict(r), from_ts, loads) for r in rows]
 
-    def jobs_retry(self, job_id: int) -> Job:
-        try:
-            with self._tx() as c:
-                row = c.execute(self.q["jobs_retry"], {"id": job_id, "now": self._now()}).fetchone()
-        except sqlite3.IntegrityError as exc:
-            raise retry_blocked_by_key(job_id) from exc
-        job = self.jobs_get(job_id)
-        if row is None:
-            raise not_retryable(job)
-        return job
-
-    def jobs_cancel(self, job_id: int) -> Job:
-        with self._tx() as c:
-            params = {"id": job_id, "now": self._now()}
-            if c.execute(self.q["jobs_cancel_waiting"], params).fetchone() is None:
-                c.execute(self.q["jobs_cancel_running"], {"id": job_id})
-        return self.jobs_get(job_id)
-
     def jobs_prune(self, finished_older_than: float, dead_older_than: float,
                    limit: int = 10_000) -> int:
         with self._tx() as c:
@@ -433,15 +463,6 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
 
     # -- workers and leadership --------------------------------------------------------
 
-    def workers_upsert(self, worker_id: str, host: str, pid: int, queues: dict[str, int]) -> None:
-        with self._tx() as c:
-            c.execute(self.q["workers_upsert"], {"id": worker_id, "host": host, "pid": pid,
-                                                 "queues": json.dumps(queues), "now": self._now()})
-
-    def workers_delete(self, worker_id: str) -> None:
-        with self._tx() as c:
-            c.execute(self.q["workers_delete"], {"id": worker_id})
-
     def workers_list(self) -> list[WorkerInfo]:
         return [WorkerInfo(r[0], r[1], r[2], json.loads(r[3]), from_ts(r[4]), from_ts(r[5]))  # type: ignore[arg-type]
                 for r in self.conn.execute(self.q["workers_list"])]
@@ -450,16 +471,6 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         with self._tx() as c:
             return c.execute(self.q["workers_prune"],
                              {"now": self._now(), "stale": stale_after}).rowcount
-
-    def leader_acquire(self, name: str, owner: str, ttl: float) -> int | None:
-        with self._tx() as c:
-            row = c.execute(self.q["leader_acquire"], {"name": name, "owner": owner, "ttl": ttl,
-                                                       "now": self._now()}).fetchone()
-        return int(row[0]) if row else None
-
-    def leader_release(self, name: str, owner: str) -> None:
-        with self._tx() as c:
-            c.execute(self.q["leader_release"], {"name": name, "owner": owner, "now": self._now()})
 
     # -- test support ------------------------------------------------------------------
 

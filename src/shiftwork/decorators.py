@@ -1,0 +1,35 @@
+"""The static types of ``@app.task(...)`` and ``@app.workflow(...)``: a decorator keeps
+the function's signature, less the job context (or the Workflow) it receives first.
+
+Type checkers only: at run time the App decides by the first parameter's name (``ctx``)
+or annotation (``JobContext``). To a type checker a first parameter that is
+``JobContext``, or not annotated at all, is the context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Concatenate, ParamSpec, Protocol, TypeVar, overload
+
+from .context import JobContext
+from .task import Task
+from .workflow import Workflow
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class TaskDecorator(Protocol):
+    """What ``app.task(queue=...)`` returns: turns a function into a :class:`Task`."""
+
+    @overload
+    def __call__(self, fn: Callable[Concatenate[JobContext, P], R], /) -> Task[P, R]: ...
+
+    @overload
+    def __call__(self, fn: Callable[P, R], /) -> Task[P, R]: ...
+
+
+class WorkflowDecorator(Protocol):
+    """What ``app.workflow(queue=...)`` returns: turns ``body(wf, ...)`` into a task."""
+
+    def __call__(self, fn: Callable[Concatenate[Workflow, P], R], /) -> Task[P, R]: ...

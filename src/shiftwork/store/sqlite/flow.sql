@@ -1,0 +1,43 @@
+-- Named queries for flow control (SQLite): rate buckets and group caps. Claims run
+-- inside BEGIN IMMEDIATE, which already makes claimers take turns.
+
+-- name: rate_bucket_ensure
+INSERT INTO rate_buckets (key, tokens, updated_at) VALUES (:key, :capacity, :now)
+ON CONFLICT (key) DO NOTHING
+
+-- name: rate_bucket_lock
+SELECT min(:capacity, tokens + max(0, :now - updated_at) * :rate)
+FROM rate_buckets WHERE key = :key
+
+-- name: rate_bucket_set
+UPDATE rate_buckets SET tokens = :tokens, updated_at = max(updated_at, :now) WHERE key = :key
+
+-- name: rate_bucket_push_back
+INSERT INTO rate_buckets (key, tokens, updated_at) VALUES (:key, 0, :now + :seconds)
+ON CONFLICT (key) DO UPDATE
+SET tokens = 0, updated_at = max(rate_buckets.updated_at, excluded.updated_at)
+
+-- name: rate_buckets_list
+SELECT key, tokens, updated_at FROM rate_buckets ORDER BY key
+
+-- name: jobs_group_running
+SELECT json_extract(meta, '$.group'), count(*) FROM jobs
+WHERE state = 'running' AND task = :task AND json_extract(meta, '$.group') IS NOT NULL
+GROUP BY 1
+
+-- name: jobs_group_candidates
+SELECT id, json_extract(meta, '$.group'), priority, run_at FROM jobs INDEXED BY jobs_claim_idx
+WHERE queue = :queue AND task = :task
+  AND state IN ('available', 'scheduled', 'retrying') AND run_at <= :now
+  AND NOT EXISTS (SELECT 1 FROM queue_settings s WHERE s.queue = :queue AND s.paused)
+  AND (:after_id IS NULL OR (-priority, run_at, id) > (-:after_priority, :after_run_at, :after_id))
+ORDER BY priority DESC, run_at, id
+LIMIT :limit
+
+-- name: jobs_claim_ids
+UPDATE jobs
+SET state = 'running', attempt = attempt + 1, worker_id = :worker, attempted_at = :now,
+    lease_expires_at = :now + :lease
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND state IN ('available', 'scheduled', 'retrying')
+RETURNING id, task, queue, args, attempt, max_attempts, timeout, checkpoint, meta, priority, run_at

@@ -1,0 +1,105 @@
+"""Run due jobs in the test's own thread (``drain``), and look at what was enqueued."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..app import App
+from ..job import ClaimedJob, Job
+from ..outcome import Outcome
+from ..states import WAITING, JobState
+from ..task import Task
+from ..worker.executor import Executor
+from ..worker.run import Run
+
+INLINE_WORKER = "inline"  # the worker id of jobs run by drain and the inline mode
+INLINE_LEASE = 3600.0
+
+
+@dataclass
+class DrainResult:
+    """What a :func:`drain` ran, counted by how each attempt ended."""
+
+    succeeded: int = 0
+    retrying: int = 0
+    dead: int = 0
+    cancelled: int = 0
+    snoozed: int = 0  # suspended until later (Snooze, workflow sleeps and waits)
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def ran(self) -> int:
+        """How many attempts ran."""
+        return len(self.outcomes)
+
+    def add(self, outcome: Outcome) -> None:
+        """Count one attempt's outcome."""
+        self.outcomes.append(outcome)
+        name = "snoozed" if outcome.state is JobState.SCHEDULED else outcome.state.value
+        setattr(self, name, getattr(self, name) + 1)
+
+
+def drain(app: App, queues: list[str] | None = None, max_jobs: int = 10_000) -> DrainResult:
+    """Run every due job of ``queues`` (default: all the app's queues) in this thread.
+
+    Jobs go through the real storage and the real retry decisions; a job that
+    fails is left ``retrying`` with its backoff (advance a FakeClock to run it again).
+    """
+    names = queues or app_queues(app)
+    executor = Executor(app, loop=None)
+    result = DrainResult()
+    while result.ran < max_jobs:
+        claimed = claim_due(app, names, min(100, max_jobs - result.ran))
+        if not claimed:
+            return result
+        for job in claimed:
+            outcomes = run_attempt(app, executor, job)
+            app.store.jobs_complete_many(outcomes)
+            for outcome in outcomes:
+                result.add(outcome)
+    return result
+
+
+def app_queues(app: App) -> list[str]:
+    """The queues of the app's tasks and declared queues."""
+    return sorted({t.options.queue for t in app.tasks.values()} | set(app.queue_options))
+
+
+def claim_due(app: App, queues: list[str], limit: int = 100) -> list[ClaimedJob]:
+    """Claim the due jobs of ``queues`` (up to ``limit`` each), as a worker's producer
+    would: within the tasks' concurrency limits and the queues' flow control."""
+    return [job for q in queues
+            for job in app.store.jobs_claim(q, limit, INLINE_WORKER, INLINE_LEASE,
+                                            app.concurrency_limits(q),
+                                            app.claim_flow(q) or None)]
+
+
+def run_attempt(app: App, executor: Executor, job: ClaimedJob) -> list[Outcome]:
+    """Run one claimed attempt in this thread, as the worker's executor does; its
+    outcome is decided (not yet written)."""
+    done: list[Outcome] = []
+    task = app.get_task(job.task)
+    run = Run.of(app, job, task, lambda _run, outcome: done.append(outcome))
+    if task.is_async:
+        asyncio.run(executor.run_async(run))
+    else:
+        executor.run_sync(run)
+    return done
+
+
+def enqueued(app: App, task: Task[Any, Any] | str | None = None,
+             queue: str | None = None) -> list[Job]:
+    """Jobs waiting to run (oldest first), optionally of one task or queue."""
+    name = task.name if isinstance(task, Task) else task
+    jobs = app.list_jobs(task=name, queue=queue, limit=10_000)
+    return sorted((j for j in jobs if j.state in WAITING), key=lambda j: j.id)
+
+
+def job_states(app: App) -> dict[JobState, int]:
+    """How many jobs are in each state (for assertions in tests)."""
+    counts: dict[JobState, int] = {}
+    for job in app.list_jobs(limit=100_000):
+        counts[job.state] = counts.get(job.state, 0) + 1
+    return counts

@@ -1,0 +1,58 @@
+"""Visibility: per-minute counts, search, discarding dead jobs."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from shiftwork import FakeClock
+from shiftwork.records import QueueMinute
+from shiftwork.states import JobState
+from shiftwork.store.base import Store
+
+from .helpers import claim, claim_one, done, insert, new_job
+
+
+def test_queue_minutes_add_sums_and_list_reads_since(store: Store, clock: FakeClock) -> None:
+    store.queue_minutes_add([])
+    minute = clock.now().replace(second=0)
+    before = minute - timedelta(minutes=1)
+    store.queue_minutes_add([QueueMinute("q", minute, succeeded=2, retried=1),
+                             QueueMinute("q", before, dead=1)])
+    store.queue_minutes_add([QueueMinute("q", minute, succeeded=3, cancelled=1),
+                             QueueMinute("r", minute, dead=4)])
+    assert store.queue_minutes_list(minute) == [QueueMinute("q", minute, 5, 1, 0, 1),
+                                                QueueMinute("r", minute, 0, 0, 4, 0)]
+    assert store.queue_minutes_list(before)[0] == QueueMinute("q", before, 0, 0, 1, 0)
+
+
+def test_queue_minutes_prune_keeps_the_recent_ones(store: Store, clock: FakeClock) -> None:
+    minute = clock.now().replace(second=0)
+    store.queue_minutes_add([QueueMinute("q", minute - timedelta(hours=2), 1),
+                             QueueMinute("q", minute, 1)])
+    assert store.queue_minutes_prune(keep_seconds=3600) == 1
+    assert [m.minute for m in store.queue_minutes_list(minute - timedelta(days=1))] == [minute]
+
+
+def test_search_by_id_task_or_key_newest_first(store: Store) -> None:
+    [a] = insert(store, task="send")
+    [(b, _)] = store.jobs_insert([new_job("send", unique_key="send:42")])
+    [c] = insert(store, task="other", queue="r")
+    assert [j.id for j in store.jobs_search()] == [c, b, a]
+    assert [j.id for j in store.jobs_search(str(a))] == [a]
+    assert [j.id for j in store.jobs_search("send")] == [b, a]
+    assert [j.id for j in store.jobs_search("send:42")] == [b]
+    assert [j.id for j in store.jobs_search("42")] == [b]  # the key after "task:"
+    assert [j.id for j in store.jobs_search(queue="r")] == [c]
+    assert [j.id for j in store.jobs_search(limit=1)] == [c]
+    assert store.jobs_search("nothing") == []
+    claim_one(store)
+    assert [j.id for j in store.jobs_search(state=JobState.RUNNING)] == [a]
+
+
+def test_discard_deletes_dead_jobs_only(store: Store) -> None:
+    assert store.jobs_discard([]) == []
+    insert(store, 3)
+    dead, ok, running = claim(store)
+    store.jobs_complete_many([done(dead, JobState.DEAD), done(ok)])
+    assert store.jobs_discard([running.id, ok.id, dead.id, 9999]) == [dead.id]
+    assert sorted(j.id for j in store.jobs_list()) == [ok.id, running.id]

@@ -1,0 +1,238 @@
+"""Schedule storage: declarations, the leader's transactions, what people read and do.
+
+The planner is a test double here (a plain function): what the store promises is to
+hand it a true snapshot and to write its plan, whole, in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+import pytest
+
+from shiftwork import FakeClock
+from shiftwork.schedule import (
+    Applied,
+    Catchup,
+    Decision,
+    Plan,
+    RunKind,
+    RunStatus,
+    ScheduleDef,
+    Snapshot,
+)
+from shiftwork.states import JobState
+from shiftwork.store.base import Store
+from shiftwork.store.schedules import LEADER_NAME, NotLeader, UnknownScheduleError
+
+from .helpers import claim_one, done
+
+MINUTE = timedelta(minutes=1)
+
+
+def defn(name: str = "s", cron: str = "* * * * *", **kwargs: object) -> ScheduleDef:
+    return ScheduleDef(name=name, cron=cron, tz="UTC", task="t",
+                       args_json=json.dumps({"args": [], "kwargs": {}}), queue="q",
+                       **kwargs)
+
+
+def next_minute(_d: ScheduleDef, now: datetime) -> datetime:
+    return now.replace(second=0) + MINUTE
+
+
+def fire_due(_d: ScheduleDef, snap: Snapshot, now: datetime) -> Plan:
+    """Enqueue the cursor's occurrence when due; the cursor moves a minute on."""
+    assert snap.cursor is not None
+    if snap.cursor > now:
+        return Plan()
+    return Plan(new=[Decision(snap.cursor, RunKind.CRON, RunStatus.ENQUEUED)],
+                cursor=snap.cursor + MINUTE)
+
+
+def apply(store: Store, name: str, planner: Callable[[ScheduleDef, Snapshot, datetime], Plan],
+          owner: str | None = None, term: int | None = None) -> Applied:
+    """The leader's or a person's pass; jobs go in through the store's own insert (the App
+    passes its enqueue path, with its span)."""
+    return store.schedules_apply(name, planner, owner, term, insert=store.jobs_insert)
+
+
+def reconciled(store: Store, clock: FakeClock, *defs: ScheduleDef) -> dict[str, str]:
+    return store.schedules_reconcile(list(defs) or [defn()], next_minute)
+
+
+def test_reconcile_reports_what_it_did(store: Store, clock: FakeClock) -> None:
+    assert not store.schedules_exist()
+    assert reconciled(store, clock, defn("a"), defn("b")) == {"a": "created", "b": "created"}
+    assert store.schedules_exist()
+    assert reconciled(store, clock, defn("a"), defn("b", cron="*/5 * * * *")) == {
+        "a": "unchanged", "b": "changed"}
+    assert reconciled(store, clock, defn("a")) == {"a": "unchanged", "b": "removed"}
+    assert [i.name for i in store.schedules_list()] == ["a"]
+    assert [i.name for i in store.schedules_list(include_removed=True)] == ["a", "b"]
+    assert reconciled(store, clock, defn("a"), defn("b"))["b"] == "revived"
+
+
+def test_reconcile_keeps_the_cursor_unless_the_cron_changes(store: Store,
+                                                           clock: FakeClock) -> None:
+    reconciled(store, clock, defn())
+    cursor = store.schedules_get("s").next_fire_at
+    clock.advance(600)
+    reconciled(store, clock, defn(priority=3))  # changed, same cron
+    assert store.schedules_get("s").next_fire_at == cursor
+    reconciled(store, clock, defn(cron="*/2 * * * *"))
+    assert store.schedules_get("s").next_fire_at == next_minute(defn(), clock.now())
+
+
+def test_due_and_apply_enqueue_once(store: Store, clock: FakeClock) -> None:
+    reconciled(store, clock)
+    assert store.schedules_due() == []
+    fire_at = store.schedules_get("s").next_fire_at
+    assert fire_at is not None
+    clock.set(fire_at + timedelta(seconds=1))
+    assert store.schedules_due() == ["s"]
+    applied = apply(store, "s", fire_due)
+    [(at, job_id)] = applied.enqueued
+    assert at == fire_at and applied.now == clock.now()
+    job = store.jobs_get(job_id)
+    assert (job.task, job.queue, job.state) == ("t", "q", JobState.AVAILABLE)
+    assert store.schedules_get("s").next_fire_at == fire_at + MINUTE
+    assert store.schedules_due() == []
+    assert apply(store, "s", fire_due).enqueued == []  # not due again
+    [run] = store.schedule_runs_list("s")
+    assert (run.fire_at, run.status, run.job_id, run.kind) == (fire_at, RunStatus.ENQUEUED,
+                                                               job_id, RunKind.CRON)
+
+
+def test_apply_writes_an_occurrence_once_even_if_planned_twice(store: Store,
+                                                               clock: FakeClock) -> None:
+    reconciled(store, clock)
+    fire_at = clock.now().replace(second=0)
+
+    def trigger(_d: ScheduleDef, _s: Snapshot, _now: datetime) -> Plan:
+        return Plan(new=[Decision(fire_at, RunKind.TRIGGER, RunStatus.ENQUEUED)])
+
+    assert len(apply(store, "s", trigger).enqueued) == 1
+    assert apply(store, "s", trigger).enqueued == []
+    assert len(store.schedule_runs_list("s")) == 1
+
+
+def test_apply_checks_leadership_when_given_a_term(store: Store, clock: FakeClock) -> None:
+    reconciled(store, clock)
+    clock.advance(120)
+    with pytest.raises(NotLeader):
+        apply(store, "s", fire_due, "me", 1)
+    term = store.leader_acquire(LEADER_NAME, "me", ttl=30)
+    assert term is not None
+    assert len(apply(store, "s", fire_due, "me", term).enqueued) == 1
+    with pytest.raises(NotLeader):
+        apply(store, "s", fire_due, "me", term + 1)
+
+
+def test_apply_of_an_unknown_schedule_raises(store: Store) -> None:
+    with pytest.raises(UnknownScheduleError):
+        apply(store, "nothing", fire_due)
+
+
+def test_runs_sync_copies_finished_outcomes(store: Store, clock: FakeClock) -> None:
+    reconciled(store, clock)
+    clock.advance(120)
+    [(fire_at, job_id)] = apply(store, "s", fire_due).enqueued
+    term = store.leader_acquire(LEADER_NAME, "me", ttl=30)
+    assert term is not None
+    assert store.schedule_runs_sync("me", term) == []
+    store.jobs_complete_many([done(claim_one(store), JobState.DEAD)])
+    assert store.schedule_runs_sync("me", term) == [("s", fire_at, RunStatus.FAILED, job_id)]
+    assert store.schedule_runs_sync("me", term) == []
+    with pytest.raises(NotLeader):
+        store.schedule_runs_sync("other", term)
+
+
+def test_runs_expire_cancels_jobs_past_their_starting_deadline(store: Store,
+                                                              clock: FakeClock) -> None:
+    reconciled(store, clock, defn(starting_deadline=30))
+    clock.advance(120)
+    [(fire_at, job_id)] = apply(store, "s", fire_due).enqueued
+    term = store.leader_acquire(LEADER_NAME, "me", ttl=3600)
+    assert term is not None
+    clock.set(fire_at + timedelta(seconds=31))
+    assert store.schedule_runs_expire("me", term) == [("s", fire_at, job_id)]
+    assert store.jobs_get(job_id).state is JobState.CANCELLED
+    assert store.schedule_runs_list("s")[0].status is RunStatus.MISSED
+    assert store.schedule_runs_expire("me", term) == []
+
+
+def test_runs_check_late_reports_each_late_run_once(store: Store, clock: FakeClock) -> None:
+    reconciled(store, clock, defn(expect_success_within=60))
+    clock.set(next_minute(defn(), clock.now()))
+    [(fire_at, job_id)] = apply(store, "s", fire_due).enqueued
+    term = store.leader_acquire(LEADER_NAME, "me", ttl=3600)
+    assert term is not None
+    assert store.schedule_runs_check_late("me", term) == []
+    clock.set(fire_at + timedelta(seconds=61))
+    [late] = store.schedule_runs_check_late("me", term)
+    assert (late.schedule, late.fire_at, late.job_id, late.expect_success_within) == (
+        "s", fire_at, job_id, 60)
+    assert store.schedule_runs_check_late("me", term) == []
+    assert store.schedules_get("s").last_late_fire_at == fire_at
+
+
+def test_runs_prune_deletes_old_finished_runs(store: Store, clock: FakeClock) -> None:
+    reconciled(store, clock)
+    clock.advance(120)
+    apply(store, "s", fire_due)
+    term = store.leader_acquire(LEADER_NAME, "me", ttl=3600)
+    assert term is not None
+    assert store.schedule_runs_prune(older_than=0) == 0  # still running: kept
+    store.jobs_complete_many([done(claim_one(store))])
+    store.schedule_runs_sync("me", term)
+    clock.advance(100)
+    assert store.schedule_runs_prune(older_than=1000) == 0
+    assert store.schedule_runs_prune(older_than=50) == 1
+    assert store.schedule_runs_list("s") == []
+
+
+def test_get_and_list_describe_a_schedule(store: Store, clock: FakeClock) -> None:
+    reconciled(store, clock, defn(priority=2))
+    info = store.schedules_get("s")
+    assert (info.defn.cron, info.defn.priority, info.paused, info.removed_at, info.pending,
+            info.not_run, info.last_fire_at) == ("* * * * *", 2, False, None, 0, 0, None)
+    assert info.now == clock.now()
+    assert store.schedules_list() == [info]
+    with pytest.raises(UnknownScheduleError):
+        store.schedules_get("nothing")
+
+
+def test_runs_list_is_newest_first_with_a_limit(store: Store, clock: FakeClock) -> None:
+    reconciled(store, clock)
+    clock.advance(180)
+    apply(store, "s", fire_due)
+    apply(store, "s", fire_due)
+    first, second = sorted(r.fire_at for r in store.schedule_runs_list("s"))
+    assert [r.fire_at for r in store.schedule_runs_list("s")] == [second, first]
+    assert [r.fire_at for r in store.schedule_runs_list("s", limit=1)] == [second]
+    assert store.schedule_runs_list("nothing") == []
+
+
+def test_pause_and_resume(store: Store, clock: FakeClock) -> None:
+    reconciled(store, clock)
+    store.schedules_set_paused("s", True, reason="maintenance")
+    info = store.schedules_get("s")
+    assert info.paused and info.paused_reason == "maintenance"
+    seen: list[datetime | None] = []
+
+    def resume(_d: ScheduleDef, cursor: datetime | None, now: datetime
+               ) -> tuple[Plan, str | None]:
+        seen.append(cursor)
+        return Plan(cursor=now.replace(second=0) + 2 * MINUTE), Catchup.SKIP.value
+
+    plan = store.schedules_resume("s", resume)
+    assert plan is not None and seen == [info.next_fire_at]
+    after = store.schedules_get("s")
+    assert not after.paused and after.next_fire_at == plan.cursor
+    assert store.schedules_resume("s", resume) is None  # not paused: nothing to do
+    with pytest.raises(UnknownScheduleError):
+        store.schedules_set_paused("nothing", True)
+    with pytest.raises(UnknownScheduleError):
+        store.schedules_resume("nothing", resume)

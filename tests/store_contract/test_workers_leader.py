@@ -1,0 +1,74 @@
+"""The worker registry and the named leader lease; the store's own life cycle."""
+
+from __future__ import annotations
+
+import pytest
+
+from shiftwork import FakeClock
+from shiftwork.store.base import Store
+
+from .helpers import claim, insert
+
+
+def test_migrate_twice_applies_nothing_the_second_time(store: Store) -> None:
+    assert store.migrate() == []
+
+
+def test_ping_and_db_now(store: Store, clock: FakeClock) -> None:
+    store.ping()
+    assert store.db_now() == clock.now()  # the injected clock stands in for the database's
+
+
+def test_workers_upsert_list_and_delete(store: Store, clock: FakeClock) -> None:
+    assert store.workers_list() == []
+    store.workers_upsert("w1", "host-a", 11, {"q": 4})
+    started = clock.now()
+    clock.advance(5)
+    store.workers_upsert("w2", "host-b", 22, {})
+    clock.advance(5)
+    store.workers_upsert("w1", "host-a", 11, {"q": 4, "r": 1})  # again: a heartbeat
+    w1, w2 = store.workers_list()  # oldest first
+    assert (w1.id, w1.host, w1.pid, w1.queues) == ("w1", "host-a", 11, {"q": 4, "r": 1})
+    assert (w1.started_at, w1.heartbeat_at) == (started, clock.now())
+    assert w2.id == "w2"
+    store.workers_delete("w1")
+    store.workers_delete("nobody")
+    assert [w.id for w in store.workers_list()] == ["w2"]
+
+
+def test_workers_prune_deletes_the_silent_ones(store: Store, clock: FakeClock) -> None:
+    store.workers_upsert("old", "h", 1, {})
+    clock.advance(100)
+    store.workers_upsert("new", "h", 2, {})
+    assert store.workers_prune(stale_after=50) == 1
+    assert [w.id for w in store.workers_list()] == ["new"]
+    assert store.workers_prune(stale_after=50) == 0
+
+
+def test_workers_running_counts_running_jobs_per_worker(store: Store) -> None:
+    assert store.workers_running() == {}
+    insert(store, 3)
+    claim(store, limit=2, worker="w1")
+    claim(store, limit=2, worker="w2")
+    assert store.workers_running() == {"w1": 2, "w2": 1}
+
+
+def test_leader_lease_is_held_renewed_and_taken_over(store: Store, clock: FakeClock) -> None:
+    assert store.leader_acquire("lead", "a", ttl=10) == 1
+    assert store.leader_acquire("lead", "b", ttl=10) is None
+    clock.advance(5)
+    assert store.leader_acquire("lead", "a", ttl=10) == 1  # renewed, same term
+    clock.advance(9)
+    assert store.leader_acquire("lead", "b", ttl=10) is None  # the renewal holds
+    clock.advance(2)
+    assert store.leader_acquire("lead", "b", ttl=10) == 2  # expired: a new term
+    assert store.leader_acquire("lead", "a", ttl=10) is None
+    assert store.leader_acquire("other", "a", ttl=10) == 1  # names are independent
+
+
+@pytest.mark.parametrize("releaser", ["b", "a"])
+def test_leader_release_by_its_owner_only(store: Store, releaser: str) -> None:
+    assert store.leader_acquire("lead", "a", ttl=60) == 1
+    store.leader_release("lead", releaser)
+    expected = 2 if releaser == "a" else None
+    assert store.leader_acquire("lead", "b", ttl=60) == expected

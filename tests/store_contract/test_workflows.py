@@ -1,0 +1,111 @@
+"""Workflow storage: the instance row, steps fenced by attempt, events sent and taken once,
+cancelling, listing."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from shiftwork import FakeClock, LeaseLost, ShiftworkError
+from shiftwork.store.base import Store
+
+from .helpers import claim, claim_one, done, insert
+
+
+def test_steps_recorded_by_the_holding_attempt_only(store: Store, clock: FakeClock) -> None:
+    [job_id] = insert(store)
+    assert store.workflow_steps_get(job_id) == {}
+    job = claim_one(store)
+    wake = clock.now() + timedelta(minutes=5)
+    # False: recorded, and no cancel requested; None: this attempt no longer holds the job
+    assert store.workflow_step_record(job_id, job.attempt, "a", "done", '{"x": 1}', None) is False
+    assert store.workflow_step_record(job_id, job.attempt, "nap", "sleeping", None,
+                                      wake) is False
+    assert store.workflow_step_record(job_id, job.attempt + 1, "b", "done", "1", None) is None
+    steps = store.workflow_steps_get(job_id)
+    assert sorted(steps) == ["a", "nap"]
+    assert (steps["a"].result, steps["a"].status, steps["a"].attempt) == ({"x": 1}, "done",
+                                                                          job.attempt)
+    assert (steps["nap"].status, steps["nap"].wake_at) == ("sleeping", wake)
+
+
+def test_an_event_is_taken_once_oldest_first(store: Store) -> None:
+    [job_id] = insert(store)
+    job = claim_one(store)
+    assert store.workflow_event_take(job_id, job.attempt, "go", "step1") == (False, None)
+    first = store.workflow_event_send(job_id, "go", '{"n": 1}')
+    second = store.workflow_event_send(job_id, "go", '{"n": 2}')
+    assert second > first
+    assert store.workflow_event_take(job_id, job.attempt, "go", "step1") == (True, {"n": 1})
+    assert store.workflow_steps_get(job_id)["step1"].result == {"n": 1}
+    assert store.workflow_event_take(job_id, job.attempt, "go", "step2") == (True, {"n": 2})
+    assert store.workflow_event_take(job_id, job.attempt, "go", "step3") == (False, None)
+
+
+def test_event_take_is_fenced_by_attempt(store: Store) -> None:
+    [job_id] = insert(store)
+    job = claim_one(store)
+    store.workflow_event_send(job_id, "go", "1")
+    with pytest.raises(LeaseLost):
+        store.workflow_event_take(job_id, job.attempt + 1, "go", "step")
+
+
+def test_events_for_finished_or_unknown_workflows_are_refused(store: Store) -> None:
+    [job_id] = insert(store)
+    store.jobs_complete_many([done(claim_one(store))])
+    with pytest.raises(ShiftworkError, match="not active"):
+        store.workflow_event_send(job_id, "go", "1")
+    with pytest.raises(ShiftworkError, match="not active"):
+        store.workflow_event_send(99999, "go", "1")
+
+
+def test_begin_creates_the_instance_once_and_reads_its_steps(store: Store) -> None:
+    [job_id] = insert(store)
+    job = claim_one(store)
+    assert store.workflow_run_read(job_id) is None
+    assert store.workflow_begin(job_id, job.attempt + 1, "v1") is None  # stale: nothing
+    began = store.workflow_begin(job_id, job.attempt, "v1")
+    assert began is not None
+    run, steps = began
+    assert (run.status, run.version, run.cancelled, run.cancel_requested, steps) == (
+        "running", "v1", False, False, {})
+    store.workflow_step_record(job_id, job.attempt, "a", "done", "1", None)
+    again = store.workflow_begin(job_id, job.attempt, "v2")  # the first version stays
+    assert again is not None and again[0].version == "v1" and list(again[1]) == ["a"]
+    assert store.workflow_run_read(job_id) == again[0]
+
+
+def test_run_set_is_fenced_and_can_extend_the_attempts(store: Store) -> None:
+    [job_id] = insert(store)
+    job = claim_one(store)
+    store.workflow_begin(job_id, job.attempt, "v1")
+    assert not store.workflow_run_set(job_id, job.attempt + 1, "failed", cancelled=False)
+    assert store.workflow_run_set(job_id, job.attempt, "compensating", cancelled=False,
+                                  cause="boom", last_attempt=job.attempt, extend_attempts=5)
+    run = store.workflow_run_read(job_id)
+    assert run is not None
+    assert (run.status, run.cause, run.last_attempt, run.max_attempts) == (
+        "compensating", "boom", job.attempt, job.attempt + 5)  # room for 5 more attempts
+
+
+def test_cancel_flags_a_started_workflow_only(store: Store) -> None:
+    [plain] = insert(store)
+    assert not store.workflow_cancel(plain)  # never began: not a workflow
+    [job_id] = insert(store)
+    job = next(j for j in claim(store) if j.id == job_id)
+    store.workflow_begin(job_id, job.attempt, "v1")
+    assert store.workflow_cancel(job_id)
+    assert store.workflow_step_record(job_id, job.attempt, "a", "done", "1", None) is True
+
+
+def test_list_shows_workflows_with_their_status(store: Store) -> None:
+    [job_id] = insert(store, task="flow")
+    job = claim_one(store)
+    store.workflow_begin(job_id, job.attempt, "v1")
+    store.workflow_step_record(job_id, job.attempt, "a", "done", "1", None)
+    [summary] = store.workflows_list()
+    assert (summary.id, summary.task, summary.status, summary.version, summary.steps) == (
+        job_id, "flow", "running", "v1", 1)
+    assert store.workflows_list(status="failed") == []
+    assert store.workflows_list(task="other") == []
