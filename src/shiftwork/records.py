@@ -1,7 +1,8 @@
-"""Records the storage layer returns that are not jobs themselves (jobs: job.py).
+"""Records the storage layer returns that are not jobs themselves (jobs: job.py;
+schedule records stay beside the schedule definitions, in schedule.py).
 
-A bottom module: it imports nothing of shiftwork, so the store and everything above it
-can share these types without importing one another.
+A bottom module (it imports only the state enums), so the store and everything above
+it share these types without importing one another.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+from .states import StepStatus, WorkflowStatus
 
 
 @dataclass(frozen=True)
@@ -46,3 +49,57 @@ class QueueMinute:
     @property
     def finished(self) -> int:
         return self.succeeded + self.dead + self.cancelled
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One recorded workflow step (a step, sleep, wait, patch marker or compensation)."""
+
+    name: str
+    status: StepStatus  # a step's retry backoff is SLEEPING
+    result: Any
+    wake_at: datetime | None
+    attempt: int
+    updated_at: datetime | None
+    position: int | None = None  # its place among the body's durable calls
+    kind: str = "step"  # step | sleep | wait | patch | compensate
+    digest: str | None = None  # of its arguments, checked on replay
+    outcome: str | None = None  # None: ``result`` is the value; 'timed_out' | 'failed'
+    tries: int = 0  # failures of a step with its own retry policy
+    started_at: datetime | None = None
+
+    def __post_init__(self) -> None:  # the engines hand back text
+        object.__setattr__(self, "status", StepStatus(self.status))
+
+
+@dataclass(frozen=True)
+class WorkflowRun:
+    """A workflow instance's durable status, read at the start of each run."""
+
+    status: WorkflowStatus
+    version: str
+    cancelled: bool  # compensating (or ended) because of a cancel
+    cause: str | None
+    last_attempt: int | None
+    cancel_requested: bool  # the job's flag, read in the same statement
+    max_attempts: int
+
+    def __post_init__(self) -> None:  # the engines hand back text
+        object.__setattr__(self, "status", WorkflowStatus(self.status))
+
+
+@dataclass(frozen=True)
+class WorkflowSummary:
+    """One line of ``workflows list``: the job and its workflow status."""
+
+    id: int
+    task: str
+    state: str  # the job's state
+    status: WorkflowStatus  # PENDING before its first run
+    version: str | None
+    steps: int
+    created_at: datetime | None
+    updated_at: datetime | None
+
+    def __post_init__(self) -> None:  # the engines hand back text
+        object.__setattr__(self, "status", WorkflowStatus(self.status))

@@ -16,10 +16,9 @@ from typing import Any, Protocol
 from ..flow import ClaimFlow
 from ..job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, RescuedJob, WorkerInfo
 from ..outcome import Outcome
-from ..records import EffectRecord, QueueMinute, Touch
+from ..records import EffectRecord, QueueMinute, StepRecord, Touch, WorkflowRun, WorkflowSummary
 from ..schedule import Applied, LateRun, Plan, RunStatus, ScheduleDef, ScheduleInfo, ScheduleRun
 from ..states import JobState
-from .rows import StepRecord, WorkflowRun, WorkflowSummary
 from .wakeups import WakeListener
 
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import ShiftworkError
 from ..job import Job, QueueStats
-from ..states import TRANSITIONS, JobState, StepStatus, WorkflowStatus
+from ..states import TRANSITIONS, JobState
 
 log = logging.getLogger("shiftwork.store")
 
@@ -67,60 +66,6 @@ def log_rejected(kind: str, stale: list[tuple[int, int]]) -> None:
             "(lease lost and re-claimed, or cancelled)", kind, job_id, attempt,
             extra={"job_id": job_id, "attempt": attempt, "event": "job.stale_write"},
         )
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    """One recorded workflow step (a step, sleep, wait, patch marker or compensation)."""
-
-    name: str
-    status: StepStatus  # a step's retry backoff is SLEEPING
-    result: Any
-    wake_at: datetime | None
-    attempt: int
-    updated_at: datetime | None
-    position: int | None = None  # its place among the body's durable calls
-    kind: str = "step"  # step | sleep | wait | patch | compensate
-    digest: str | None = None  # of its arguments, checked on replay
-    outcome: str | None = None  # None: ``result`` is the value; 'timed_out' | 'failed'
-    tries: int = 0  # failures of a step with its own retry policy
-    started_at: datetime | None = None
-
-    def __post_init__(self) -> None:  # the engines hand back text
-        object.__setattr__(self, "status", StepStatus(self.status))
-
-
-@dataclass(frozen=True)
-class WorkflowRun:
-    """A workflow instance's durable status, read at the start of each run."""
-
-    status: WorkflowStatus
-    version: str
-    cancelled: bool  # compensating (or ended) because of a cancel
-    cause: str | None
-    last_attempt: int | None
-    cancel_requested: bool  # the job's flag, read in the same statement
-    max_attempts: int
-
-    def __post_init__(self) -> None:  # the engines hand back text
-        object.__setattr__(self, "status", WorkflowStatus(self.status))
-
-
-@dataclass(frozen=True)
-class WorkflowSummary:
-    """One line of ``workflows list``: the job and its workflow status."""
-
-    id: int
-    task: str
-    state: str  # the job's state
-    status: WorkflowStatus  # PENDING before its first run
-    version: str | None
-    steps: int
-    created_at: datetime | None
-    updated_at: datetime | None
-
-    def __post_init__(self) -> None:  # the engines hand back text
-        object.__setattr__(self, "status", WorkflowStatus(self.status))
 
 
 def retry_blocked_by_key(job_id: int) -> ShiftworkError:

@@ -18,9 +18,9 @@ from typing import Any
 from ..context import JobContext
 from ..errors import JobCancelled, LeaseLost
 from ..payload import Limit, encode_json
+from ..records import StepRecord, WorkflowRun
 from ..retry import Backoff, repeat_on_storage_error
 from ..states import StepStatus, WorkflowStatus
-from ..store.rows import StepRecord, WorkflowRun
 from .errors import EventTimeout, StepFailed, StopReplay, Suspend, WorkflowError
 from .hooks import boundary
 from .replay import Replay, digest

@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Any
 
-from ..store.rows import StepRecord
+from ..records import StepRecord
 from .errors import NonDeterminismError
 
 #: Kinds that are part of the body's sequence (compensations are not: they run after it).

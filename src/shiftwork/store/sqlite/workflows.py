@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from ...errors import LeaseLost, ShiftworkError
-from ..rows import StepRecord, WorkflowRun, WorkflowSummary, from_ts
+from ...records import StepRecord, WorkflowRun, WorkflowSummary
+from ..rows import from_ts
 
 
 class SQLiteWorkflows:
