@@ -14,6 +14,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -57,10 +58,12 @@ def _count(module: Any, sql: str, params: tuple[Any, ...] = ()) -> int:
     raise AssertionError(f"could not run {sql!r}")
 
 
-def test_immediate_restarts_under_load_lose_nothing(rec: Any, cluster: ThrowawayCluster) -> None:
+def test_immediate_restarts_under_load_lose_nothing(rec: Any, cluster: ThrowawayCluster,
+                                                    tmp_path: Path) -> None:
     app = rec.app
     db = {"dsn": cluster.dsn, "schema": "shiftwork"}
-    workers = [spawn_worker(db, "recording", ["work=4"]) for _ in range(2)]
+    logs = [tmp_path / f"worker-{i}.log" for i in range(2)]
+    workers = [spawn_worker(db, "recording", ["work=4"], log_path=log) for log in logs]
     acknowledged: list[int] = []
     retried: set[str] = set()  # keys whose first enqueue raised (its commit unknown)
     sending = threading.Event()
@@ -100,7 +103,9 @@ def test_immediate_restarts_under_load_lose_nothing(rec: Any, cluster: Throwaway
         wait_for(lambda: _count(rec, 'SELECT count(*) FROM "shiftwork".jobs '
                                      "WHERE state = 'succeeded'") >= len(acknowledged),
                  timeout=120, what="every acknowledged job succeeded")
-        assert all(w.poll() is None for w in workers), "workers carried on without a restart"
+        assert all(w.poll() is None for w in workers), (
+            "workers carried on without a restart; their logs:\n"
+            + "\n".join(log.read_text()[-3000:] for log in logs))
     finally:
         sending.clear()
         for w in workers:

@@ -26,6 +26,7 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from ..errors import StorageError
 from ..schedule import Plan, RunStatus, ScheduleDef, Snapshot, iso_z, plan_tick
 from ..schedule_book import on_time_grace, report
 from ..store.schedules import NotLeader
@@ -114,10 +115,15 @@ class Scheduler(Service):
         self._term_seen = 0.0
         self._last_housekeeping = 0.0
         self._any = False  # whether the database holds schedules at all
+        self._reconciled = False
 
     def start(self) -> None:
-        reconcile(self.app)
-        self._any = self.app.store.schedules_exist()
+        try:
+            reconcile(self.app)
+            self._any = self.app.store.schedules_exist()
+            self._reconciled = True
+        except StorageError as exc:  # the database is restarting: reconcile on a tick
+            log.warning("scheduler: could not reconcile schedules yet (%s); will retry", exc)
         if self.on_leader_tick not in self.app.leader_duties:
             self.app.leader_duties.append(self.on_leader_tick)
         super().start()
@@ -144,6 +150,10 @@ class Scheduler(Service):
         return self._term
 
     def tick(self) -> None:
+        if not self._reconciled:
+            reconcile(self.app)
+            self._any = self.app.store.schedules_exist()
+            self._reconciled = True
         term = self.term
         if term is None:
             return

@@ -106,6 +106,12 @@ class Worker:
                 if self.migrate:
                     self.app.migrate()  # before the first use, which checks the schema
                 self.app.store.ping()
+                for queue in self.queues:  # a typo in -q would wait forever for jobs: say so
+                    unknown = self.app.unknown_queue_warning(queue)
+                    if unknown:
+                        log.warning("%s", unknown)
+                self.app.store.workers_upsert(self.id, socket.gethostname(), os.getpid(),
+                                              self.queues)
                 return
             except StorageError as exc:
                 if time.monotonic() + delay > deadline:
@@ -117,18 +123,15 @@ class Worker:
                 delay = min(delay * 2, 5.0)
 
     def start(self) -> None:
+        # Everything start-up asks of the database is retried there, so a server that
+        # restarts while a worker starts (or that is not up yet) is waited for.
         self._connect()
-        for queue in self.queues:  # a typo in -q would wait forever for jobs: say so
-            unknown = self.app.unknown_queue_warning(queue)
-            if unknown:
-                log.warning("%s", unknown)
         if any(t.is_async for t in self.app.tasks.values() if t.options.queue in self.queues):
             self.loop = asyncio.new_event_loop()
             self._loop_thread = threading.Thread(target=self.loop.run_forever,
                                                  name="shiftwork-asyncio", daemon=True)
             self._loop_thread.start()
         self.executor = Executor(self.app, self.loop, self.queues)
-        self.app.store.workers_upsert(self.id, socket.gethostname(), os.getpid(), self.queues)
         self.completer.start()
         for queue, concurrency in self.queues.items():
             self.pools[queue] = ThreadPool(concurrency, queue)
