@@ -82,7 +82,7 @@ def test_output_fits_80_columns_without_ellipsis(project: Path) -> None:
     out = run(project, "enqueue", "typo_app.send_the_very_long_named_welcome_email_to_a_user",
               "--args", "[1]")
     assert out.returncode == 0
-    for argv in (["jobs", "list"], ["queues"], ["jobs", "show", "1"]):
+    for argv in (["jobs", "list"], ["queues"], ["jobs", "show", "1"], ["top", "--once"]):
         out = run(project, *argv)
         assert out.returncode == 0, out.stderr
         lines = out.stdout.splitlines()

@@ -13,11 +13,10 @@ from enum import Enum
 from typing import Any
 
 import click
-from rich import box
 from rich.table import Table
 
 from ..cron import CronSchedule
-from ..observe.top import format_age  # the one age formatter, shared with `top` and the web
+from ..observe.text import format_age, make_table  # shared with `top` and the web
 from ..safetext import plain_console
 from ..schedule import iso_z
 from ..states import JobState
@@ -45,22 +44,6 @@ def format_local(value: datetime | None, tz: str) -> str:
 def format_state(state: JobState) -> str:
     """A job's state as the command line and its JSON name it (``dead``, ``running``)."""
     return state.value
-
-
-def make_table(columns: Iterable[str], title: str | None = None,
-               right: Iterable[str] = (), whole: Iterable[str] = ()) -> Table:
-    """A table with these column headings; the ``right`` ones (counts) right-aligned.
-
-    Made to fit 80 columns: no vertical rules, and a long value wraps inside its cell
-    (never ``myapp.e…``); the ``whole`` columns (ids, states, times) never wrap.
-    """
-    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    right, whole = set(right), set(whole)
-    for col in columns:
-        table.add_column(col, justify="right" if col in right else "left",
-                         overflow="fold", no_wrap=col in whole,
-                         ratio=None if col in whole else 1)
-    return table
 
 
 def queue_table(stats: list[Any], title: str = "queues") -> Table:

@@ -8,8 +8,9 @@ import click
 from rich.text import Text
 
 from ..names import did_you_mean
+from ..observe.text import make_table
 from ..schedule import Catchup, DeadManCheck, Overlap, ScheduleInfo, iso_z
-from .format import console, echo_json, format_instant, format_local, make_table
+from .format import console, echo_json, format_instant, format_local
 from .options import (
     after_option,
     count_option,

@@ -7,32 +7,21 @@ from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.live import Live
-from rich.table import Table
 from rich.text import Text
 
+from .text import format_age, make_table
 from .views import Overview, overview
 
 if TYPE_CHECKING:
     from ..app import App
 
 
-def format_age(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    seconds = max(seconds, 0.0)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f}{unit}"
-    return f"{seconds:.1f}s"
-
-
 def render(view: Overview, title: str = "shiftwork top") -> Group:
     head = Text(f"{title}   {view.now:%Y-%m-%d %H:%M:%S} UTC   workers alive: "
                 f"{view.workers_alive}", style="bold")
-    queues = Table(title="queues", expand=True)
-    for col in ("queue", "waiting", "scheduled", "running", "dead", "oldest waiting",
-                "max wait", "done/min (5m)", "last minute"):
-        queues.add_column(col, justify="left" if col == "queue" else "right")
+    numbers = ("waiting", "scheduled", "running", "dead", "oldest waiting", "max wait",
+               "done/min (5m)", "last minute")
+    queues = make_table(("queue", *numbers), title="queues", right=numbers)
     for row in view.queues:
         s = row.stats
         last = row.last_hour[-1].finished if row.last_hour else 0
@@ -41,18 +30,16 @@ def render(view: Overview, title: str = "shiftwork top") -> Group:
         queues.add_row(name, str(s.available), str(s.scheduled), str(s.running),
                        Text(str(s.dead), style="red" if s.dead else ""), age,
                        format_age(row.max_wait), f"{row.per_minute:.1f}", str(last))
-    workers = Table(title="workers", expand=True)
-    for col in ("worker", "queues", "in flight", "heartbeat", "alive"):
-        workers.add_column(col)
+    workers = make_table(("worker", "queues", "in flight", "heartbeat", "alive"),
+                         title="workers", right=("in flight",))
     for w in view.workers:
         workers.add_row(w.info.id, ", ".join(f"{q}={n}" for q, n in w.info.queues.items()),
                         str(w.in_flight), f"{format_age(w.heartbeat_age)} ago",
                         Text("yes", style="green") if w.alive else Text("no", style="red"))
     parts: list[object] = [head, queues, workers]
     if view.schedules:
-        sched = Table(title="schedules", expand=True)
-        for col in ("schedule", "next fire", "last success", "late"):
-            sched.add_column(col)
+        sched = make_table(("schedule", "next fire", "last success", "late"),
+                           title="schedules")
         for sc in view.schedules:
             sched.add_row(sc.name, f"{sc.next_fire_at:%Y-%m-%d %H:%M:%S}" if sc.next_fire_at
                           else "-", f"{sc.last_success_at:%Y-%m-%d %H:%M:%S}"

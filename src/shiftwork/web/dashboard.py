@@ -24,7 +24,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import ConfigurationError, JobNotFoundError, ShiftworkError
 from ..names import check_queue
-from ..observe.top import format_age
+from ..observe.text import format_age
 from ..observe.views import overview
 from ..states import JobState
 from .chart import minute_chart

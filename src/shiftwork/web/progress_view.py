@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from ..checkpoint import Progress
-from ..observe.top import format_age
+from ..observe.text import format_age
 from ..states import JobState
 
 

@@ -1,0 +1,36 @@
+"""How values are written for people, one formatter per kind, shared by the command line,
+``top`` and the dashboard: ages, and tables that fit a narrow terminal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich import box
+from rich.table import Table
+
+
+def format_age(seconds: float | None) -> str:
+    """``12.5s``, ``3.0m``, ``1.2h``, ``2.0d``; ``-`` when there is none."""
+    if seconds is None:
+        return "-"
+    seconds = max(seconds, 0.0)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f}{unit}"
+    return f"{seconds:.1f}s"
+
+
+def make_table(columns: Iterable[str], title: str | None = None,
+               right: Iterable[str] = (), whole: Iterable[str] = ()) -> Table:
+    """A table with these column headings; the ``right`` ones (counts) right-aligned.
+
+    Made to fit 80 columns: no vertical rules, and a long value wraps inside its cell
+    (never ``myapp.e…``); the ``whole`` columns (ids, states, times) never wrap.
+    """
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    right, whole = set(right), set(whole)
+    for col in columns:
+        table.add_column(col, justify="right" if col in right else "left",
+                         overflow="fold", no_wrap=col in whole,
+                         ratio=None if col in whole else 1)
+    return table
