@@ -10,13 +10,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
-from shiftwork import App, Settings
+from shiftwork import App, FakeClock, Settings
 from shiftwork.worker import Worker
 
 PG_DSN = os.environ.get("SHIFTWORK_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
@@ -94,6 +95,18 @@ def make_app(db: dict[str, str]) -> Iterator[Callable[..., App]]:
 
 
 @pytest.fixture
+def clock() -> FakeClock:
+    """A fake clock starting now (modules that need a fixed start define their own)."""
+    return FakeClock(datetime.now(UTC))
+
+
+@pytest.fixture
+def wapp(make_app: Callable[..., App], clock: FakeClock) -> App:
+    """An app on the fake clock (the workflow tests move time instead of sleeping)."""
+    return make_app(clock=clock)
+
+
+@pytest.fixture
 def app(make_app: Callable[..., App]) -> App:
     return make_app()
 
@@ -144,23 +157,31 @@ def spawn_worker(db: dict[str, str], app_module: str, queues: list[str],
 
 
 @contextmanager
-def recording_app(monkeypatch: pytest.MonkeyPatch, dsn: str, schema: str) -> Iterator[Any]:
-    """The recording test app (tests/apps/recording.py), imported in this process against
-    ``dsn``/``schema``, migrated, with its effects table."""
+def imported_app(monkeypatch: pytest.MonkeyPatch, name: str, dsn: str,
+                 schema: str) -> Iterator[Any]:
+    """The test app ``tests/apps/<name>.py``, imported in this process against
+    ``dsn``/``schema`` (as its worker processes will be), migrated and transition-guarded."""
     import importlib
 
     monkeypatch.setenv("SHIFTWORK_TEST_DSN", dsn)
     monkeypatch.setenv("SHIFTWORK_TEST_SCHEMA", schema)
-    sys.modules.pop("tests.apps.recording", None)
-    module = importlib.import_module("tests.apps.recording")
+    sys.modules.pop(f"tests.apps.{name}", None)
+    module = importlib.import_module(f"tests.apps.{name}")
     module.app.migrate()
     module.app.store.debug_install_transition_guard()
-    module.create_effects_table()
     try:
         yield module
     finally:
         module.app.close()
-        sys.modules.pop("tests.apps.recording", None)
+        sys.modules.pop(f"tests.apps.{name}", None)
+
+
+@contextmanager
+def recording_app(monkeypatch: pytest.MonkeyPatch, dsn: str, schema: str) -> Iterator[Any]:
+    """The recording test app (tests/apps/recording.py), with its effects table."""
+    with imported_app(monkeypatch, "recording", dsn, schema) as module:
+        module.create_effects_table()
+        yield module
 
 
 @pytest.fixture

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
 import itertools
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -16,7 +14,7 @@ from shiftwork import App, ConfigurationError, FakeClock, JobContext, JobState
 from shiftwork.flow import ClaimFlow, RateLimit, rate_limit
 from shiftwork.outcome import Outcome
 
-from .conftest import running_worker, spawn_worker, wait_for
+from .conftest import imported_app, running_worker, spawn_worker, wait_for
 from .test_chaos import stop
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
@@ -194,15 +192,9 @@ def test_claim_flow_is_empty_without_limits(app: App) -> None:
 
 @pytest.fixture
 def flow_app(db: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setenv("SHIFTWORK_TEST_DSN", db["dsn"])
-    monkeypatch.setenv("SHIFTWORK_TEST_SCHEMA", db["schema"])
-    sys.modules.pop("tests.apps.flow", None)
-    module = importlib.import_module("tests.apps.flow")
-    module.app.migrate()
-    module.create_table()
-    yield module
-    module.app.close()
-    sys.modules.pop("tests.apps.flow", None)
+    with imported_app(monkeypatch, "flow", db["dsn"], db["schema"]) as module:
+        module.create_table()
+        yield module
 
 
 def _starts(module: Any) -> list[tuple[int, str, float, float]]:

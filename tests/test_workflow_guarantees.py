@@ -7,7 +7,6 @@ with real processes is tests/test_workflow_chaos.py.
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,16 +14,6 @@ import pytest
 from shiftwork import App, Backoff, FakeClock, JobState, Workflow
 from shiftwork.testing import drain
 from shiftwork.workflow import AsyncWorkflow, EventTimeout
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(datetime.now(UTC))
-
-
-@pytest.fixture
-def wapp(make_app, clock: FakeClock) -> App:  # type: ignore[no-untyped-def]
-    return make_app(clock=clock)  # type: ignore[no-any-return]
 
 
 def errors_of(app: App, job_id: int) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -10,16 +9,6 @@ import pytest
 from shiftwork import App, Backoff, FakeClock, JobState, ShiftworkError, Workflow
 from shiftwork.testing import drain
 from shiftwork.workflow import EventTimeout, WorkflowError
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(datetime.now(UTC))
-
-
-@pytest.fixture
-def wapp(make_app, clock: FakeClock) -> App:  # type: ignore[no-untyped-def]
-    return make_app(clock=clock)  # type: ignore[no-any-return]
 
 
 def test_steps_run_once_and_replay_after_a_failure(wapp: App) -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
 
+from ..observe.text import make_table
 from .format import console, echo_json, queue_table, warn_unknown_queues
 from .options import json_flag, name_argument, open_app, target_options
 
@@ -25,10 +25,12 @@ def queues(ctx: click.Context, as_json: bool) -> None:
     console.print(queue_table(stats))
     limits = app.rate_limits()
     if limits:
-        table = Table("rate limit", "allows", "tokens now", box=None, header_style="bold")
+        table = make_table(("rate limit", "allows", "tokens now"), whole=("tokens now",))
         for s in limits:
-            tokens = "full" if s.tokens is None and not s.key.endswith(":*") else (
-                "per group" if s.tokens is None else f"{s.tokens:.1f}")
+            if s.key.endswith(":*"):
+                tokens = "per group"
+            else:
+                tokens = "full" if s.tokens is None else f"{s.tokens:.1f}"
             table.add_row(s.key, str(s.limit), tokens)
         console.print(table)
 
