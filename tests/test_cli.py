@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 
@@ -73,3 +74,11 @@ def test_demo_runs_to_the_end(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert r.returncode == 0, r.stderr
     assert "Where to look next" in r.stdout
     assert "dead" in r.stdout
+    # Every task enqueued into the chosen file (the login codes, enqueued one by one through
+    # their task, once went to the default file) and all of it ran.
+    with sqlite3.connect(tmp_path / "demo.db") as db:
+        by_task = dict(db.execute("SELECT task, count(*) FROM jobs GROUP BY task"))
+        waiting = db.execute("SELECT count(*) FROM jobs WHERE state IN "
+                             "('available', 'running')").fetchone()[0]
+    assert by_task["shiftwork.demo.send_login_code"] >= 10, by_task
+    assert waiting == 0

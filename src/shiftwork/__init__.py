@@ -19,7 +19,7 @@ from .errors import (
     StorageError,
     UnknownTaskError,
 )
-from .job import EnqueueResult, Job, QueueStats
+from .records import EnqueueResult, Job, QueueStats
 from .retry import Backoff
 from .settings import Settings
 from .states import JobState

@@ -15,16 +15,16 @@ from .errors import ConfigurationError, PayloadError, UnknownTaskError
 from .events import EventBus
 from .flow import ClaimFlow, GroupBy, LimitStatus, RateLimit, tokens_now
 from .flow import rate_limit as flow_rate_limit
-from .job import EnqueueResult, Job, NewJob, QueueStats
+from .job import NewJob
 from .names import check_queue, did_you_mean
 from .observe.hooks import Observers
 from .observe.tracing import enqueue_span, recording
+from .records import EnqueueResult, Job, LateRun, QueueStats
 from .retry import DEFAULT_BACKOFF, Backoff
 from .schedule import (
     DEFAULT_CATCHUP_CAP,
     CatchupPolicy,
     Duration,
-    LateRun,
     OverlapPolicy,
     ScheduleDef,
     declare_schedule,

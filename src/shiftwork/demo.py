@@ -17,7 +17,10 @@ from .app import App
 from .retry import Backoff
 from .settings import Settings
 
-DB = os.environ.get("SHIFTWORK_DEMO_DB", os.path.join(tempfile.gettempdir(), "shiftwork-demo.db"))
+DEFAULT_DB = os.path.join(tempfile.gettempdir(), "shiftwork-demo.db")
+# Read once, when this module makes its App: `shiftwork demo` sets it before importing this
+# module, and passes it to the worker processes it starts.
+DB = os.environ.get("SHIFTWORK_DEMO_DB") or DEFAULT_DB
 
 app = App(f"sqlite:///{DB}", settings=Settings(heartbeat_interval=1.0, lease_seconds=5.0,
                                                poll_interval=0.2))
@@ -60,13 +63,3 @@ def enqueue_burst(n_jobs: int) -> None:
     app.enqueue_many([sync_to_crm.call(c) for c in range(3)])
     for u in range(n_codes):  # one at a time, as a web app would
         send_login_code.enqueue(u)
-
-
-def use_database(path: str) -> App:
-    """Point the demo's App at the SQLite file ``path`` (the workers read it from the env)."""
-    os.environ["SHIFTWORK_DEMO_DB"] = path
-    global app
-    if path != DB:
-        app.close()
-        app = App(f"sqlite:///{path}", settings=app.settings)
-    return app

@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 from .clock import Clock
 from .events import EventBus
-from .job import EnqueueResult, NewJob
-from .records import Touch
+from .job import NewJob
+from .records import EnqueueResult, Touch
 from .settings import Settings
 from .store.base import Store
 

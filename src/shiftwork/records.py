@@ -1,17 +1,194 @@
-"""Records the storage layer returns that are not jobs themselves (jobs: job.py;
-schedule records stay beside the schedule definitions, in schedule.py).
+"""Every record the storage layer returns: jobs, schedules, workflow steps and runs,
+fenced-write outcomes and per-minute counts.
 
-A bottom module (it imports only the state enums), so the store and everything above
-it share these types without importing one another.
+A bottom module: at run time it imports only the state enums; the schedule definitions a
+schedule record carries are named for type checkers only, so the store and everything
+above it share these types without importing one another.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .states import StepStatus, WorkflowStatus
+from .states import JobState, StepStatus, WorkflowStatus
+
+if TYPE_CHECKING:  # definitions and planner output, carried by schedule records
+    from .schedule import DeadManCheck, Decision, Plan, RunKind, RunStatus, ScheduleDef
+
+
+# -- jobs ----------------------------------------------------------------------------------
+
+
+class EnqueueResult(NamedTuple):  # a NamedTuple: 100,000 of these for one bulk enqueue
+    """What enqueue returns for each job."""
+
+    id: int
+    created: bool  # False: a job with the same unique key was already active
+
+
+class RescuedJob(NamedTuple):
+    """A job whose lease expired, and what it became (available again, or dead)."""
+
+    id: int
+    state: JobState
+    task: str
+    queue: str
+    attempt: int
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    """What a worker needs to run one attempt."""
+
+    id: int
+    task: str
+    queue: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    checkpoint: Any = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A full job row, for inspection (command, dashboard, API)."""
+
+    id: int
+    task: str
+    queue: str
+    state: JobState
+    args: list[Any]
+    kwargs: dict[str, Any]
+    priority: int
+    attempt: int
+    max_attempts: int
+    run_at: datetime
+    created_at: datetime
+    attempted_at: datetime | None
+    finished_at: datetime | None
+    lease_expires_at: datetime | None
+    worker_id: str | None
+    unique_key: str | None
+    timeout: float | None
+    errors: list[dict[str, Any]]
+    result: Any
+    progress: Any
+    checkpoint: Any
+    cancel_requested: bool
+    meta: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """One queue's counts, as ``shiftwork queues`` shows them."""
+
+    queue: str
+    available: int  # waiting and due
+    scheduled: int  # waiting for a future run_at (delayed or backing off)
+    running: int
+    succeeded: int
+    dead: int
+    cancelled: int
+    oldest_waiting_age: float | None  # seconds the longest-waiting due job has waited
+    paused: bool = False
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    id: str
+    host: str
+    pid: int
+    queues: dict[str, int]
+    started_at: datetime
+    heartbeat_at: datetime
+
+
+# -- schedules -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScheduleInfo:
+    """A stored schedule with its state, for people and tools."""
+
+    defn: ScheduleDef
+    next_fire_at: datetime | None
+    paused: bool
+    paused_reason: str | None
+    removed_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    last_fire_at: datetime | None  # newest occurrence that got a job
+    last_success_at: datetime | None  # when a run of it last succeeded
+    last_late_fire_at: datetime | None  # newest occurrence the dead-man switch found late
+    not_run: int  # occurrences recorded as missed or skipped
+    pending: int  # occurrences buffered by the overlap policy or a backfill
+    missed_unrecorded: int  # missed during a very long outage, counted but not recorded
+    now: datetime  # the database's clock when this was read
+
+    @property
+    def name(self) -> str:
+        return self.defn.name
+
+    def late(self, now: datetime | None = None) -> bool:
+        """The dead-man switch: no success within ``expect_success_within`` of a fire.
+
+        Late when the newest occurrence found late has had no success since, or when
+        the cursor itself is overdue by more than that time (nothing is firing at all).
+        """
+        w = self.defn.expect_success_within
+        if w is None or self.removed_at is not None:
+            return False
+        now = now or self.now
+        if self.last_late_fire_at is not None and (
+                self.last_success_at is None or self.last_success_at < self.last_late_fire_at):
+            return True
+        return (not self.paused and self.next_fire_at is not None
+                and self.next_fire_at + timedelta(seconds=w) <= now)
+
+
+@dataclass(frozen=True)
+class ScheduleRun:
+    """One recorded occurrence."""
+
+    schedule: str
+    fire_at: datetime
+    kind: RunKind
+    status: RunStatus
+    reason: str | None
+    job_id: int | None
+    run_at: datetime | None
+    recorded_at: datetime
+    finished_at: datetime | None
+    dms: DeadManCheck | None  # None: not checked yet
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What one firing transaction wrote."""
+
+    plan: Plan
+    enqueued: list[tuple[datetime, int]]  # (fire instant, job id)
+    now: datetime
+    written: list[tuple[str, Decision]] = field(default_factory=list)  # new|released|revived
+
+
+@dataclass(frozen=True)
+class LateRun:
+    """An occurrence the dead-man switch has just found late (alerted once)."""
+
+    schedule: str
+    fire_at: datetime
+    status: RunStatus
+    job_id: int | None
+    expect_success_within: float
+
+
+# -- workflows, fenced writes and counts ---------------------------------------------------
 
 
 @dataclass(frozen=True)

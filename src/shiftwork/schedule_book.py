@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from .errors import ConfigurationError
 from .host import JobHost
 from .observe.hooks import Problem, ScheduleStatus
+from .records import ScheduleInfo
 from .schedule import (
     Catchup,
     Decision,
@@ -22,7 +23,6 @@ from .schedule import (
     RunKind,
     RunStatus,
     ScheduleDef,
-    ScheduleInfo,
     Snapshot,
     backfill_instants,
     iso_z,

@@ -11,9 +11,10 @@ from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 from .errors import ConfigurationError, PayloadError
 from .flow import GROUP_META_KEY, GroupBy, RateLimit, check_group, positive_int
-from .job import EnqueueResult, NewJob
+from .job import NewJob
 from .names import check_queue, check_task_name
 from .payload import check_text, encode_args, encode_json, unique_digest
+from .records import EnqueueResult
 from .retry import DEFAULT_BACKOFF, Backoff
 from .settings import Settings
 

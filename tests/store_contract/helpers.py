@@ -6,8 +6,9 @@ import json
 from datetime import datetime
 from typing import Any
 
-from shiftwork.job import ClaimedJob, NewJob
+from shiftwork.job import NewJob
 from shiftwork.outcome import Outcome
+from shiftwork.records import ClaimedJob
 from shiftwork.states import JobState
 from shiftwork.store.base import Store
 

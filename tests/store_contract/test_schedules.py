@@ -13,16 +13,8 @@ from datetime import datetime, timedelta
 import pytest
 
 from shiftwork import FakeClock
-from shiftwork.schedule import (
-    Applied,
-    Catchup,
-    Decision,
-    Plan,
-    RunKind,
-    RunStatus,
-    ScheduleDef,
-    Snapshot,
-)
+from shiftwork.records import Applied
+from shiftwork.schedule import Catchup, Decision, Plan, RunKind, RunStatus, ScheduleDef, Snapshot
 from shiftwork.states import JobState
 from shiftwork.store.base import Store
 from shiftwork.store.schedules import LEADER_NAME, NotLeader, UnknownScheduleError

@@ -8,7 +8,7 @@ from collections.abc import Coroutine
 from typing import Any, assert_type
 
 from shiftwork import App, JobContext, Task, Workflow
-from shiftwork.job import EnqueueResult
+from shiftwork.records import EnqueueResult
 from shiftwork.schedule import Catchup
 
 app = App("sqlite:///typing.db")

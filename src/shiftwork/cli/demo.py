@@ -10,11 +10,16 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import click
 
 from .format import queue_table
+
+# The same default as shiftwork/demo.py, named here so choosing the file does not import
+# (and so build) the demo's App.
+DEFAULT_DB = os.path.join(tempfile.gettempdir(), "shiftwork-demo.db")
 
 
 @click.command()
@@ -30,14 +35,18 @@ def run_demo(db: str | None, n_jobs: int) -> None:
     from rich.console import Console
     from rich.live import Live
 
-    from .. import demo as shop
-
     console = Console()  # markup on: it prints the demo's own text (its jobs' errors too)
-    path = db or shop.DB
+    path = os.path.abspath(db or os.environ.get("SHIFTWORK_DEMO_DB") or DEFAULT_DB)
+    # The demo's App and its tasks are made when shiftwork.demo is imported, from this
+    # variable: set it first, so every task enqueues into this file (never the default one).
+    os.environ["SHIFTWORK_DEMO_DB"] = path
+    from .. import demo as shop
+    if os.path.abspath(shop.DB) != path:
+        raise click.UsageError(f"the demo app is already bound to {shop.DB}, not {path}")
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
-    app = shop.use_database(path)
+    app = shop.app
     console.print(f"[bold]shiftwork demo[/bold] on SQLite file {path}")
     app.migrate()
     workers = [subprocess.Popen(
@@ -48,8 +57,8 @@ def run_demo(db: str | None, n_jobs: int) -> None:
     started = time.monotonic()
     console.print(f"2 worker processes started (pids {', '.join(str(w.pid) for w in workers)}); "
                   f"enqueueing {n_jobs} jobs...")
-    shop.enqueue_burst(n_jobs)
-    try:
+    try:  # whatever happens from here on, the workers are stopped
+        shop.enqueue_burst(n_jobs)
         with Live(console=console, refresh_per_second=4) as live:
             while time.monotonic() - started < 55:
                 stats = app.queue_stats()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import Enum
 from typing import Any
 
@@ -16,22 +16,12 @@ import click
 from rich.table import Table
 
 from ..cron import CronSchedule
-from ..observe.text import format_age, make_table  # shared with `top` and the web
+from ..observe.text import format_age, make_table  # shared with `top`, the web
 from ..safetext import plain_console
 from ..schedule import iso_z
 from ..states import JobState
 
 console = plain_console()
-
-
-def format_time(value: datetime | None) -> str:
-    """An instant for a table column headed "(UTC)": ``2025-03-08 12:00:00``."""
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if value else "-"
-
-
-def format_instant(value: datetime | None) -> str:
-    """An instant in ISO 8601 UTC, to the second: ``2025-03-08T12:00:00Z``."""
-    return iso_z(value.replace(microsecond=0)) if value else "-"
 
 
 def format_local(value: datetime | None, tz: str) -> str:

@@ -19,10 +19,10 @@ from rich.text import Text
 
 from ..checkpoint import Progress as JobProgress
 from ..checkpoint import describe_progress
-from ..observe.text import make_table
+from ..observe.text import format_time, make_table
 from ..safetext import escape_controls
 from ..states import FINAL, JobState
-from .format import console, echo_json, format_state, format_time, job_dict
+from .format import console, echo_json, format_state, job_dict
 from .options import (
     interval_option,
     job_id_argument,

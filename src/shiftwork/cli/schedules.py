@@ -8,9 +8,10 @@ import click
 from rich.text import Text
 
 from ..names import did_you_mean
-from ..observe.text import make_table
-from ..schedule import Catchup, DeadManCheck, Overlap, ScheduleInfo, iso_z
-from .format import console, echo_json, format_instant, format_local
+from ..observe.text import format_time, make_table
+from ..records import ScheduleInfo
+from ..schedule import Catchup, DeadManCheck, Overlap, iso_z
+from .format import console, echo_json, format_local
 from .options import (
     after_option,
     count_option,
@@ -59,12 +60,12 @@ def schedules(ctx: click.Context, as_json: bool) -> None:
         echo_json([info_dict(i) for i in infos])
         return
     table = make_table(("name", "cron", "tz", "next fire (UTC)", "next fire (local)",
-                        "last fire", "last success", "late", "paused", "not run"),
+                        "last fire (UTC)", "last success (UTC)", "late", "paused", "not run"),
                        title="schedules")
     for i in infos:
-        table.add_row(i.name, i.defn.cron, i.defn.tz, format_instant(i.next_fire_at),
-                      format_local(i.next_fire_at, i.defn.tz), format_instant(i.last_fire_at),
-                      format_instant(i.last_success_at),
+        table.add_row(i.name, i.defn.cron, i.defn.tz, format_time(i.next_fire_at),
+                      format_local(i.next_fire_at, i.defn.tz), format_time(i.last_fire_at),
+                      format_time(i.last_success_at),
                       Text("LATE", style="red") if i.late() else "",
                       "paused" if i.paused else "", str(i.not_run))
     console.print(table)

@@ -8,10 +8,10 @@ import click
 from rich.text import Text
 
 from ..errors import PayloadError
-from ..observe.text import make_table
+from ..observe.text import format_time, make_table
 from ..safetext import escape_controls
 from ..states import WorkflowStatus
-from .format import console, format_state, format_time
+from .format import console, format_state
 from .options import open_app, target_options, workflow_id_argument
 
 STATUSES = tuple(s.value for s in WorkflowStatus if s is not WorkflowStatus.PENDING)

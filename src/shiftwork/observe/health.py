@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..errors import StorageError
-from ..job import QueueStats, WorkerInfo
+from ..records import QueueStats, WorkerInfo
 from .hooks import Problem, ScheduleStatus
 
 if TYPE_CHECKING:

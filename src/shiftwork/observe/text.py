@@ -1,12 +1,22 @@
 """How values are written for people, one formatter per kind, shared by the command line,
-``top`` and the dashboard: ages, and tables that fit a narrow terminal."""
+``top`` and the dashboard: instants, ages, and tables that fit a narrow terminal."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 
 from rich import box
 from rich.table import Table
+
+
+def format_time(value: datetime | None) -> str:
+    """An instant in a column headed "(UTC)": ``2025-03-08 12:00:00``; ``-`` when none.
+
+    The one way a table shows an instant (JSON and the schedule preview print ISO 8601
+    instead, as input other tools and ``--after`` take back).
+    """
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if value else "-"
 
 
 def format_age(seconds: float | None) -> str:

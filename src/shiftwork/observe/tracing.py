@@ -15,7 +15,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..job import ClaimedJob, NewJob
+    from ..job import NewJob
+    from ..records import ClaimedJob
 
 try:
     from opentelemetry import propagate, trace

@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ..job import QueueStats, WorkerInfo
-from ..records import QueueMinute
+from ..records import QueueMinute, QueueStats, WorkerInfo
 from .health import alive_workers, max_wait_for
 from .hooks import ScheduleStatus
 

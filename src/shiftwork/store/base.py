@@ -14,10 +14,27 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ..flow import ClaimFlow
-from ..job import ClaimedJob, EnqueueResult, Job, NewJob, QueueStats, RescuedJob, WorkerInfo
+from ..job import NewJob
 from ..outcome import Outcome
-from ..records import EffectRecord, QueueMinute, StepRecord, Touch, WorkflowRun, WorkflowSummary
-from ..schedule import Applied, LateRun, Plan, RunStatus, ScheduleDef, ScheduleInfo, ScheduleRun
+from ..records import (
+    Applied,
+    ClaimedJob,
+    EffectRecord,
+    EnqueueResult,
+    Job,
+    LateRun,
+    QueueMinute,
+    QueueStats,
+    RescuedJob,
+    ScheduleInfo,
+    ScheduleRun,
+    StepRecord,
+    Touch,
+    WorkerInfo,
+    WorkflowRun,
+    WorkflowSummary,
+)
+from ..schedule import Plan, RunStatus, ScheduleDef
 from ..states import JobState
 from .wakeups import WakeListener
 

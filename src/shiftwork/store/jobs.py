@@ -9,8 +9,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..job import ClaimedJob, Job, RescuedJob
 from ..outcome import Outcome
+from ..records import ClaimedJob, Job, RescuedJob
 from ..states import JobState
 from .engine_sql import EngineSql
 from .rows import not_retryable, retry_blocked_by_key, split_args

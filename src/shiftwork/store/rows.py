@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import ShiftworkError
-from ..job import Job, QueueStats
+from ..records import Job, QueueStats
 from ..states import TRANSITIONS, JobState
 
 log = logging.getLogger("shiftwork.store")

@@ -20,21 +20,18 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ShiftworkError
-from ..job import EnqueueResult, NewJob
+from ..job import NewJob
+from ..records import Applied, EnqueueResult, LateRun, ScheduleInfo, ScheduleRun
 from ..schedule import (
     ActiveRun,
-    Applied,
     Catchup,
     DeadManCheck,
     Decision,
-    LateRun,
     PendingRun,
     Plan,
     RunKind,
     RunStatus,
     ScheduleDef,
-    ScheduleInfo,
-    ScheduleRun,
     Snapshot,
     occurrence_job,
 )

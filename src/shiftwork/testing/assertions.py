@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..app import App
-from ..job import Job
+from ..records import Job
 from ..task import Task
 from .drain import enqueued
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..app import App
-from ..job import ClaimedJob, Job
 from ..outcome import Outcome
+from ..records import ClaimedJob, Job
 from ..states import WAITING, JobState
 from ..task import Task
 from ..worker.executor import Executor

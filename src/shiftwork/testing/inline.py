@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from ..app import App
-from ..job import EnqueueResult
+from ..records import EnqueueResult
 from ..states import JobState
 from ..worker.executor import Executor
 from .drain import DrainResult, app_queues, claim_due, run_attempt

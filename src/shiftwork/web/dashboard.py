@@ -24,7 +24,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import ConfigurationError, JobNotFoundError, ShiftworkError
 from ..names import check_queue
-from ..observe.text import format_age
+from ..observe.text import format_age, format_time
 from ..observe.views import overview
 from ..states import JobState
 from .chart import minute_chart
@@ -127,7 +127,7 @@ class Dashboard:
         self.env.filters["age"] = format_age
         self.env.filters["json"] = _json
         self.env.filters["compact"] = lambda v: json.dumps(v, default=str, ensure_ascii=False)
-        self.env.filters["when"] = lambda d: f"{d:%Y-%m-%d %H:%M:%S}" if d else "-"
+        self.env.filters["when"] = format_time
         routes = [
             Route("/", self.index), Route("/login", self.login, methods=["GET", "POST"]),
             Route("/logout", self.logout, methods=["POST"]),

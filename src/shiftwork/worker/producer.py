@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..errors import StorageError
-from ..job import ClaimedJob
+from ..records import ClaimedJob
 
 if TYPE_CHECKING:
     from ..app import App

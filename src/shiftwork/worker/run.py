@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from ..context import JobContext
 from ..errors import JobCancelled, LeaseLost
 from ..host import JobHost
-from ..job import ClaimedJob
 from ..outcome import Outcome
 from ..payload import storable_text
+from ..records import ClaimedJob
 
 if TYPE_CHECKING:
     from ..task import Task

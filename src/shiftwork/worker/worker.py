@@ -13,10 +13,10 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, StorageError, UnknownTaskError, unknown_task_message
-from ..job import ClaimedJob
 from ..names import check_queue
 from ..observe.worker import worker_services
 from ..outcome import Outcome
+from ..records import ClaimedJob
 from ..retry import repeat_on_storage_error
 from ..states import JobState
 from .completer import Completer

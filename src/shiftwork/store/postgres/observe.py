@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg.rows import dict_row
 
-from ...job import Job
-from ...records import QueueMinute
+from ...records import Job, QueueMinute
 from ...states import JobState
 from ..rows import aware, decoded, job_from_row, search_params
 

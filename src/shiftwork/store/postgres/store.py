@@ -17,17 +17,10 @@ from psycopg_pool import ConnectionPool
 from ...clock import Clock, SystemClock
 from ...errors import CommitUnknownError, ConfigurationError, JobNotFoundError, StorageError
 from ...flow import ClaimFlow, RateLimit
-from ...job import (
-    ClaimedJob,
-    EnqueueResult,
-    Job,
-    NewJob,
-    QueueStats,
-    RescuedJob,
-    WorkerInfo,
-)
+from ...job import NewJob
 from ...names import check_schema
 from ...outcome import Outcome
+from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, WorkerInfo
 from ...redact import describe_dsn, redact
 from ...states import JobState
 from ..fleet import FleetWrites

@@ -7,8 +7,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ...job import Job
-from ...records import QueueMinute
+from ...records import Job, QueueMinute
 from ...states import JobState
 from ..rows import from_ts, job_from_row, loads, search_params
 

@@ -16,16 +16,9 @@ from typing import Any
 from ...clock import Clock, SystemClock
 from ...errors import ConfigurationError, JobNotFoundError, StorageError
 from ...flow import ClaimFlow, RateLimit
-from ...job import (
-    ClaimedJob,
-    EnqueueResult,
-    Job,
-    NewJob,
-    QueueStats,
-    RescuedJob,
-    WorkerInfo,
-)
+from ...job import NewJob
 from ...outcome import Outcome
+from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, WorkerInfo
 from ...states import JobState
 from ..fleet import FleetWrites
 from ..flow_claim import ClaimSteps, claim_with_flow
