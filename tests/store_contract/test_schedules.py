@@ -144,15 +144,46 @@ def test_runs_sync_copies_finished_outcomes(store: Store, clock: FakeClock) -> N
 def test_runs_expire_cancels_jobs_past_their_starting_deadline(store: Store,
                                                               clock: FakeClock) -> None:
     reconciled(store, clock, defn(starting_deadline=30))
-    clock.advance(120)
-    [(fire_at, job_id)] = apply(store, "s", fire_due).enqueued
+    fire_at = store.schedules_get("s").next_fire_at
+    assert fire_at is not None
+    clock.set(fire_at)
+    [(_, job_id)] = apply(store, "s", fire_due).enqueued
     term = store.leader_acquire(LEADER_NAME, "me", ttl=3600)
     assert term is not None
+    clock.set(fire_at + timedelta(seconds=30))
+    assert store.schedule_runs_expire("me", term) == []
     clock.set(fire_at + timedelta(seconds=31))
     assert store.schedule_runs_expire("me", term) == [("s", fire_at, job_id)]
     assert store.jobs_get(job_id).state is JobState.CANCELLED
     assert store.schedule_runs_list("s")[0].status is RunStatus.MISSED
     assert store.schedule_runs_expire("me", term) == []
+
+
+def catch_up_due(_d: ScheduleDef, snap: Snapshot, now: datetime) -> Plan:
+    assert snap.cursor is not None
+    return Plan(new=[Decision(snap.cursor, RunKind.CATCHUP, RunStatus.ENQUEUED)],
+                cursor=snap.cursor + MINUTE)
+
+
+@pytest.mark.parametrize("kind", ["cron", "catchup"])
+def test_runs_expire_counts_an_on_time_run_from_its_recording(store: Store, clock: FakeClock,
+                                                               kind: str) -> None:
+    """An occurrence taken on time but written late by a long burst (kind cron, recorded
+    after its fire instant) gets its whole starting deadline from when it was written; one
+    caught up after downtime counts from its fire instant."""
+    reconciled(store, clock, defn(starting_deadline=30))
+    fire_at = store.schedules_get("s").next_fire_at
+    assert fire_at is not None
+    clock.set(fire_at + timedelta(seconds=20))  # the burst reached it 20 s late
+    [(_, job_id)] = apply(store, "s", fire_due if kind == "cron" else catch_up_due).enqueued
+    term = store.leader_acquire(LEADER_NAME, "me", ttl=3600)
+    assert term is not None
+    clock.set(fire_at + timedelta(seconds=45))
+    expired = store.schedule_runs_expire("me", term)
+    assert expired == ([] if kind == "cron" else [("s", fire_at, job_id)])
+    clock.set(fire_at + timedelta(seconds=51))
+    assert store.schedule_runs_expire("me", term) == ([("s", fire_at, job_id)]
+                                                       if kind == "cron" else [])
 
 
 def test_runs_check_late_reports_each_late_run_once(store: Store, clock: FakeClock) -> None:

@@ -221,6 +221,19 @@ class Store(Protocol):
     def schedules_due(self) -> list[str]:
         """Names of schedules with a cursor due or buffered runs to release."""
 
+    def schedules_due_as_of(self) -> tuple[datetime, list[str]]:
+        """The database's instant and the schedules due then, earliest cursor first;
+        reads only those (indexes), however many are not due."""
+
+    def schedules_fire(self, names: list[str],
+                       planner: Callable[[ScheduleDef, Any, datetime], Plan],
+                       owner: str, term: int, *,
+                       insert: Callable[[list[NewJob], Any], list[EnqueueResult]]
+                       ) -> list[tuple[str, Applied]]:
+        """The leader's batch: many schedules decided and written in one transaction
+        (a few statements in all); ones another transaction holds are skipped. Raises
+        NotLeader unless ``(owner, term)`` holds."""
+
     def schedules_apply(self, name: str,
                         planner: Callable[[ScheduleDef, Any, datetime], Plan],
                         owner: str | None = None, term: int | None = None, *,

@@ -110,6 +110,10 @@ class ScheduleStoreLogic:
     def jobs_insert(self, jobs: list[NewJob], conn: Any = None) -> Any:
         raise NotImplementedError
 
+    def _s_json(self, value: Any) -> str:
+        """A JSON text for a batch statement, instants in the engine's own form."""
+        raise NotImplementedError
+
     def _s_one(self, c: Any, query: str, **params: Any) -> dict[str, Any] | None:
         rows = self._s_rows(c, query, **params)
         return rows[0] if rows else None
@@ -184,8 +188,15 @@ class ScheduleStoreLogic:
 
     def schedules_due(self) -> list[str]:
         """Schedules with something to decide: a cursor due, buffered runs to release."""
+        return self.schedules_due_as_of()[1]
+
+    def schedules_due_as_of(self) -> tuple[datetime, list[str]]:
+        """The database's instant and the schedules with something to decide then,
+        earliest cursor first. Reads only those (indexes), whatever the number not due."""
         with self._s_read() as c:
-            return [r["name"] for r in self._s_rows(c, "schedules_due")]
+            rows = self._s_rows(c, "schedules_due")
+            now = rows[0]["now"] if rows else self._s_now(c, None, None)
+        return now, [r["name"] for r in rows]
 
     def schedules_apply(self, name: str, planner: Planner, owner: str | None = None,
                         term: int | None = None, *, insert: Insert) -> Applied:
@@ -204,9 +215,41 @@ class ScheduleStoreLogic:
                 if term is not None and self._s_one(c, "schedules_get", name=name):
                     return Applied(Plan(), [], now)  # another transaction is deciding it
                 raise UnknownScheduleError(f"no schedule named {name!r}")
+            [(_, applied)] = self._fire_locked(c, [row], planner, term, now, insert)
+            self._s_recheck(c, owner, term)
+        return applied
+
+    def schedules_fire(self, names: list[str], planner: Planner, owner: str, term: int, *,
+                       insert: Insert) -> list[tuple[str, Applied]]:
+        """The leader's batch: many schedules' snapshots, plans and writes in one
+        transaction, a few statements in all (not a few per occurrence).
+
+        Schedules another transaction is deciding are skipped (the next pass finds them).
+        Exactly-once still rests on the keys: the occurrences' primary key, the jobs'
+        unique key. Raises :class:`NotLeader` unless ``(owner, term)`` holds, before and
+        at commit. Returns ``(name, Applied)`` for each schedule decided.
+        """
+        with self._s_tx() as c:
+            now = self._s_now(c, owner, term)
+            rows = self._s_rows(c, "schedules_try_lock_batch", names=self._s_json(names))
+            out = self._fire_locked(c, rows, planner, term, now, insert)
+            self._s_recheck(c, owner, term)
+        return out
+
+    def _fire_locked(self, c: Any, rows: list[dict[str, Any]], planner: Planner,
+                     term: int | None, now: datetime, insert: Insert | None
+                     ) -> list[tuple[str, Applied]]:
+        """Snapshots, plans and writes for schedule rows locked in this transaction."""
+        if not rows:
+            return []
+        opens: dict[str, list[dict[str, Any]]] = {r["name"]: [] for r in rows}
+        for r in self._s_rows(c, "schedule_runs_open_batch", names=self._s_json(list(opens))):
+            opens[r["schedule"]].append(r)
+        decided: list[tuple[ScheduleDef, Plan, datetime | None]] = []
+        for row in rows:
             defn = def_from_row(row)
             active, pending = [], []
-            for r in self._s_rows(c, "schedule_runs_open", name=name):
+            for r in opens[defn.name]:
                 if r["status"] == RunStatus.PENDING:
                     pending.append(PendingRun(r["fire_at"], RunKind(r["kind"])))
                 elif r["job_state"] is not None and JobState(r["job_state"]) in ACTIVE:
@@ -216,62 +259,86 @@ class ScheduleStoreLogic:
             snap = Snapshot(cursor=row["next_fire_at"], paused=bool(row["paused"]),
                             catchup_override=Catchup(override) if override else None,
                             active=tuple(active), pending=tuple(pending))
-            plan = planner(defn, snap, now)
-            written: list[tuple[str, Decision]] = []
-            enqueued = self._write_plan(c, defn, plan, term, now, written, insert)
-            if plan.cursor is not None or plan.clear_override or plan.missed_unrecorded:
-                moved = self._s_one(c, "schedules_advance", name=name,
-                                    cursor=plan.cursor or snap.cursor,
-                                    old_cursor=snap.cursor, clear_override=plan.clear_override,
-                                    missed_unrecorded=plan.missed_unrecorded)
-                if moved is None:  # cannot happen under the row lock; never write half a plan
-                    raise ShiftworkError(f"schedule {name}: cursor moved under us; retrying")
-            self._s_recheck(c, owner, term)
-        return Applied(plan, enqueued, now, written)
+            decided.append((defn, planner(defn, snap, now), snap.cursor))
+        results = self._write_plans(c, [(d, p) for d, p, _ in decided], term, now, insert)
+        moves = [{"name": d.name, "cursor": p.cursor or cursor, "old_cursor": cursor,
+                  "clear_override": p.clear_override, "missed_unrecorded": p.missed_unrecorded}
+                 for d, p, cursor in decided
+                 if p.cursor is not None or p.clear_override or p.missed_unrecorded]
+        if moves:
+            moved = self._s_rows(c, "schedules_advance_batch", rows=self._s_json(moves))
+            if len(moved) != len(moves):  # cannot happen under the row locks; never half a plan
+                raise ShiftworkError("a schedule's cursor moved under us; retrying")
+        return [(d.name, Applied(p, enqueued, now, written))
+                for (d, p, _), (enqueued, written) in zip(decided, results, strict=True)]
 
     def _write_plan(self, c: Any, defn: ScheduleDef, plan: Plan, term: int | None,
                     now: datetime, written: list[tuple[str, Decision]] | None = None,
                     insert: Insert | None = None) -> list[tuple[datetime, int]]:
-        enqueued: list[tuple[datetime, int]] = []
-        written = [] if written is None else written
-        for d in plan.new:
-            dms = None
-            if defn.expect_success_within is None or d.reason == "paused":
-                dms = DeadManCheck.NONE.value
-            inserted = self._s_one(c, "schedule_runs_insert", name=defn.name, fire_at=d.fire_at,
-                                   kind=d.kind.value, status=d.status.value, reason=d.reason,
-                                   run_at=d.run_at, term=term, dms=dms)
-            if inserted is not None:
-                written.append(("new", d))
-            if inserted is not None and d.status is RunStatus.ENQUEUED:
-                enqueued.append((d.fire_at, self._enqueue(c, defn, d, insert)))
-        for d in plan.released:
-            done = self._s_one(c, "schedule_runs_release", name=defn.name, fire_at=d.fire_at,
-                               status=d.status.value, reason=d.reason, run_at=d.run_at,
-                               term=term,
-                               finished_at=now if d.status is RunStatus.MISSED else None)
-            if done is not None:
-                written.append(("released", d))
-            if done is not None and d.status is RunStatus.ENQUEUED:
-                enqueued.append((d.fire_at, self._enqueue(c, defn, d, insert)))
-        for d in plan.revive:
-            dms = DeadManCheck.NONE.value if defn.expect_success_within is None else None
-            done = self._s_one(c, "schedule_runs_revive", name=defn.name, fire_at=d.fire_at,
-                               status=d.status.value, reason=d.reason, run_at=d.run_at, dms=dms)
-            if done is not None:
-                written.append(("revived", d))
-            if done is not None and d.status is RunStatus.ENQUEUED:
-                enqueued.append((d.fire_at, self._enqueue(c, defn, d, insert)))
+        [(enqueued, done)] = self._write_plans(c, [(defn, plan)], term, now, insert)
+        if written is not None:
+            written += done
         return enqueued
 
-    def _enqueue(self, c: Any, defn: ScheduleDef, d: Decision, insert: Insert | None) -> int:
-        # Through the App's own insert (the end of every enqueue path: tracing and all),
-        # in this transaction.
-        assert insert is not None, "a plan that enqueues needs the App's insert"
-        job_id = int(insert([occurrence_job(defn, d)], c)[0].id)
-        self._s_rows(c, "schedule_runs_set_job", name=defn.name, fire_at=d.fire_at,
-                     job_id=job_id)
-        return job_id
+    def _write_plans(self, c: Any, plans: list[tuple[ScheduleDef, Plan]], term: int | None,
+                     now: datetime, insert: Insert | None
+                     ) -> list[tuple[list[tuple[datetime, int]], list[tuple[str, Decision]]]]:
+        """Write many schedules' plans: new occurrences in one statement, their jobs in
+        one call of the App's insert, the job ids in one statement. (Released and revived
+        occurrences, rare, are written one by one.) Returns, per plan, the jobs enqueued
+        ``(fire instant, job id)`` and what was written ``(new|released|revived, d)``."""
+        written: list[list[tuple[str, Decision]]] = [[] for _ in plans]
+        to_enqueue: list[tuple[int, ScheduleDef, Decision]] = []
+        new_rows = []
+        for defn, plan in plans:
+            for d in plan.new:
+                dms = None
+                if defn.expect_success_within is None or d.reason == "paused":
+                    dms = DeadManCheck.NONE.value
+                new_rows.append({"schedule": defn.name, "fire_at": d.fire_at,
+                                 "kind": d.kind.value, "status": d.status.value,
+                                 "reason": d.reason, "run_at": d.run_at, "dms": dms})
+        inserted: set[tuple[str, datetime]] = set()
+        if new_rows:
+            inserted = {(r["schedule"], r["fire_at"]) for r in self._s_rows(
+                c, "schedule_runs_insert_batch", rows=self._s_json(new_rows), term=term)}
+        for i, (defn, plan) in enumerate(plans):
+            for d in plan.new:
+                if (defn.name, d.fire_at) in inserted:
+                    written[i].append(("new", d))
+                    if d.status is RunStatus.ENQUEUED:
+                        to_enqueue.append((i, defn, d))
+            for d in plan.released:
+                done = self._s_one(c, "schedule_runs_release", name=defn.name,
+                                   fire_at=d.fire_at, status=d.status.value, reason=d.reason,
+                                   run_at=d.run_at, term=term,
+                                   finished_at=now if d.status is RunStatus.MISSED else None)
+                if done is not None:
+                    written[i].append(("released", d))
+                    if d.status is RunStatus.ENQUEUED:
+                        to_enqueue.append((i, defn, d))
+            for d in plan.revive:
+                dms = DeadManCheck.NONE.value if defn.expect_success_within is None else None
+                done = self._s_one(c, "schedule_runs_revive", name=defn.name, fire_at=d.fire_at,
+                                   status=d.status.value, reason=d.reason, run_at=d.run_at,
+                                   dms=dms)
+                if done is not None:
+                    written[i].append(("revived", d))
+                    if d.status is RunStatus.ENQUEUED:
+                        to_enqueue.append((i, defn, d))
+        enqueued: list[list[tuple[datetime, int]]] = [[] for _ in plans]
+        if to_enqueue:
+            # Through the App's own insert (the end of every enqueue path: validation,
+            # tracing), in this transaction, all of the batch's jobs in one call.
+            assert insert is not None, "a plan that enqueues needs the App's insert"
+            results = insert([occurrence_job(defn, d) for _, defn, d in to_enqueue], c)
+            ids = []
+            for (i, defn, d), result in zip(to_enqueue, results, strict=True):
+                enqueued[i].append((d.fire_at, int(result.id)))
+                ids.append({"schedule": defn.name, "fire_at": d.fire_at,
+                            "job_id": int(result.id)})
+            self._s_rows(c, "schedule_runs_set_job_batch", rows=self._s_json(ids))
+        return list(zip(enqueued, written, strict=True))
 
     def schedule_runs_sync(self, owner: str, term: int
                            ) -> list[tuple[str, datetime, RunStatus, int | None]]:

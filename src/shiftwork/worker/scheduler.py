@@ -12,9 +12,11 @@ fire every second, faster than leader ticks). Each pass:
 1. copies finished jobs' outcomes onto their occurrences (and pauses a schedule whose
    run failed, if it asked for that);
 2. cancels, as missed, jobs not started within their starting deadline;
-3. for each schedule with something due, reads a snapshot, asks
-   :func:`shiftwork.schedule.plan_tick`, and writes the plan in one transaction that
-   first checks the term in the database (a paused or cut-off ex-leader writes nothing);
+3. reads the schedules with something due (only those: an index on the cursor), and for
+   up to ``FIRE_BATCH`` of them at a time reads their snapshots, asks
+   :func:`shiftwork.schedule.plan_tick` as of the pass's start, and writes the plans
+   (occurrences, jobs, cursors) in one transaction that first checks the term in the
+   database (a paused or cut-off ex-leader writes nothing);
 4. runs the dead-man switch and calls the ``on_schedule_late`` hooks once per late
    occurrence.
 """
@@ -27,9 +29,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..errors import StorageError
+from ..records import Applied
 from ..schedule import Plan, RunStatus, ScheduleDef, Snapshot, iso_z, plan_tick
 from ..schedule_book import on_time_grace, report
-from ..store.schedules import NotLeader
+from ..store.schedules import NotLeader, Planner
 from .service import Service
 
 if TYPE_CHECKING:
@@ -40,6 +43,9 @@ log = logging.getLogger("shiftwork.scheduler")
 
 #: Seconds between passes while leader.
 PASS_INTERVAL = 0.25
+#: Schedules decided per firing transaction: their occurrences, jobs and cursors are
+#: written in a few statements, one commit.
+FIRE_BATCH = 1000
 #: Seconds between the bookkeeping steps (sync, deadlines, dead-man switch).
 HOUSEKEEPING_INTERVAL = 1.0
 
@@ -53,6 +59,20 @@ def reconcile(app: App) -> dict[str, str]:
         log.info("schedules reconciled: %s",
                  ", ".join(f"{k} {v}" for k, v in sorted(changed.items())))
     return report
+
+
+def _one_by_one(app: App, names: list[str], planner: Planner, owner: str, term: int
+                ) -> list[tuple[str, Applied]]:
+    out = []
+    for name in names:
+        try:
+            out.append((name, app.store.schedules_apply(name, planner, owner, term,
+                                                        insert=app.insert_rows)))
+        except NotLeader:
+            raise
+        except Exception:
+            log.exception("schedule %s: firing failed; will try again next pass", name)
+    return out
 
 
 def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
@@ -71,21 +91,27 @@ def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
             app.events.emit("schedule.missed", schedule=schedule, fire_at=iso_z(fire_at),
                             job_id=job_id, reason="starting deadline")
     grace = on_time_grace(app.settings)
+    # Every occurrence this pass takes is judged as of the pass's start: when a live
+    # leader took it. A burst that takes seconds to write is not late by its own work
+    # (on-time vs caught-up, starting deadline: docs/scheduling.md).
+    as_of, names = store.schedules_due_as_of()
 
     def planner(defn: ScheduleDef, snap: Snapshot, now: datetime) -> Plan:
-        return plan_tick(defn, defn.cron_schedule(), snap, now, grace)
+        return plan_tick(defn, defn.cron_schedule(), snap, min(now, as_of), grace)
 
     count = 0
-    for name in store.schedules_due():
+    for start in range(0, len(names), FIRE_BATCH):
+        batch = names[start:start + FIRE_BATCH]
         try:
-            applied = store.schedules_apply(name, planner, owner, term, insert=app.insert_rows)
+            fired = store.schedules_fire(batch, planner, owner, term, insert=app.insert_rows)
         except NotLeader:
             raise
-        except Exception:  # one broken schedule must not starve the others
-            log.exception("schedule %s: firing failed; will try again next pass", name)
-            continue
-        count += len(applied.enqueued)
-        report(app, name, applied.plan, applied.enqueued)
+        except Exception:  # one broken schedule must not starve the others: one by one
+            log.exception("schedules: a batch of %d failed; firing them one by one", len(batch))
+            fired = _one_by_one(app, batch, planner, owner, term)
+        for name, applied in fired:
+            count += len(applied.enqueued)
+            report(app, name, applied.plan, applied.enqueued)
     if housekeeping:
         for late in store.schedule_runs_check_late(owner, term):
             app.events.emit("schedule.late", schedule=late.schedule,

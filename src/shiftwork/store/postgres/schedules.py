@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 
 from psycopg.rows import dict_row
@@ -41,3 +42,13 @@ class PostgresSchedules(ScheduleStoreLogic):
                 t = aware(r[k])
                 r[k] = None if t is None else t.astimezone(UTC)
         return rows  # type: ignore[no-any-return]
+
+    def _s_json(self, value: Any) -> str:
+        # Instants as ISO 8601 with their offset: timestamptz reads them exactly.
+        return json.dumps(value, separators=(",", ":"), default=_iso)
+
+
+def _iso(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"cannot encode {value!r} for a batch statement")

@@ -62,23 +62,80 @@ SELECT * FROM {schema}.schedules WHERE name = %(name)s FOR UPDATE
 SELECT * FROM {schema}.schedules WHERE name = %(name)s FOR UPDATE SKIP LOCKED
 
 -- name: schedules_due
-SELECT s.name FROM {schema}.schedules s
-WHERE s.removed_at IS NULL AND NOT s.paused
-  AND (s.next_fire_at IS NULL OR s.next_fire_at <= {now} OR s.catchup_override IS NOT NULL
-       OR (EXISTS (SELECT 1 FROM {schema}.schedule_runs p
-                   WHERE p.schedule = s.name AND p.status = 'pending')
-           AND (NOT EXISTS (SELECT 1 FROM {schema}.schedule_runs r
-                            JOIN {schema}.jobs j ON j.id = r.job_id
-                            WHERE r.schedule = s.name AND r.status = 'enqueued'
-                              AND j.state IN ('scheduled', 'available', 'running', 'retrying'))
-                OR (s.overlap IN ('cancel_other', 'terminate_other')
-                    AND EXISTS (SELECT 1 FROM {schema}.schedule_runs r
-                                JOIN {schema}.jobs j ON j.id = r.job_id
-                                WHERE r.schedule = s.name AND r.status = 'enqueued'
-                                  AND j.state IN ('scheduled', 'available', 'running',
-                                                  'retrying')
-                                  AND NOT j.cancel_requested)))))
-ORDER BY s.name
+-- Three index-driven parts, so a schedule that is not due is never read: cursors due
+-- (schedules_due_idx), nothing decided yet or a catch-up override (schedules_undecided_idx),
+-- buffered runs that may be released (schedule_runs_pending_idx).
+SELECT {now} AS now, d.name FROM (
+    SELECT s.name, s.next_fire_at FROM {schema}.schedules s
+    WHERE s.removed_at IS NULL AND NOT s.paused AND s.next_fire_at <= {now}
+    UNION
+    SELECT s.name, s.next_fire_at FROM {schema}.schedules s
+    WHERE s.removed_at IS NULL AND NOT s.paused
+      AND (s.next_fire_at IS NULL OR s.catchup_override IS NOT NULL)
+    UNION
+    SELECT s.name, s.next_fire_at
+    FROM (SELECT DISTINCT p.schedule FROM {schema}.schedule_runs p
+          WHERE p.status = 'pending') p
+    JOIN {schema}.schedules s ON s.name = p.schedule
+    WHERE s.removed_at IS NULL AND NOT s.paused
+      AND (NOT EXISTS (SELECT 1 FROM {schema}.schedule_runs r
+                       JOIN {schema}.jobs j ON j.id = r.job_id
+                       WHERE r.schedule = s.name AND r.status = 'enqueued'
+                         AND j.state IN ('scheduled', 'available', 'running', 'retrying'))
+           OR (s.overlap IN ('cancel_other', 'terminate_other')
+               AND EXISTS (SELECT 1 FROM {schema}.schedule_runs r
+                           JOIN {schema}.jobs j ON j.id = r.job_id
+                           WHERE r.schedule = s.name AND r.status = 'enqueued'
+                             AND j.state IN ('scheduled', 'available', 'running', 'retrying')
+                             AND NOT j.cancel_requested)))
+) d
+ORDER BY d.next_fire_at NULLS FIRST, d.name
+
+-- name: schedules_try_lock_batch
+-- One firing transaction's schedules (a JSON array of names), in one statement; those
+-- another transaction is deciding are skipped (the next pass finds them again).
+SELECT * FROM {schema}.schedules
+WHERE name IN (SELECT jsonb_array_elements_text(%(names)s::jsonb))
+ORDER BY name
+FOR UPDATE SKIP LOCKED
+
+-- name: schedule_runs_open_batch
+SELECT r.schedule, r.fire_at, r.kind, r.status, r.job_id, j.state AS job_state,
+       coalesce(j.cancel_requested, false) AS cancel_requested
+FROM {schema}.schedule_runs r LEFT JOIN {schema}.jobs j ON j.id = r.job_id
+WHERE r.schedule IN (SELECT jsonb_array_elements_text(%(names)s::jsonb))
+  AND r.status IN ('pending', 'enqueued')
+ORDER BY r.schedule, r.fire_at
+
+-- name: schedule_runs_insert_batch
+-- Occurrences of many schedules in one statement; the primary key keeps each
+-- (schedule, fire instant) once: only the rows returned are new.
+INSERT INTO {schema}.schedule_runs (schedule, fire_at, kind, status, reason, run_at,
+                                    recorded_at, term, dms)
+SELECT x.schedule, x.fire_at, x.kind, x.status, x.reason, x.run_at, {now}, %(term)s, x.dms
+FROM jsonb_to_recordset(%(rows)s::jsonb) AS x(schedule text, fire_at timestamptz, kind text,
+                                             status text, reason text, run_at timestamptz,
+                                             dms text)
+ON CONFLICT (schedule, fire_at) DO NOTHING
+RETURNING schedule, fire_at
+
+-- name: schedule_runs_set_job_batch
+UPDATE {schema}.schedule_runs r SET job_id = x.job_id
+FROM jsonb_to_recordset(%(rows)s::jsonb) AS x(schedule text, fire_at timestamptz, job_id bigint)
+WHERE r.schedule = x.schedule AND r.fire_at = x.fire_at
+
+-- name: schedules_advance_batch
+-- Cursors of many schedules; a row whose cursor is not the one planned from is left
+-- alone and missing from the result (the caller rolls back: never half a plan).
+UPDATE {schema}.schedules s
+SET next_fire_at = x.cursor,
+    catchup_override = CASE WHEN x.clear_override THEN NULL ELSE s.catchup_override END,
+    missed_unrecorded = s.missed_unrecorded + x.missed_unrecorded
+FROM jsonb_to_recordset(%(rows)s::jsonb) AS x(name text, cursor timestamptz,
+                                             old_cursor timestamptz, clear_override boolean,
+                                             missed_unrecorded bigint)
+WHERE s.name = x.name AND s.next_fire_at IS NOT DISTINCT FROM x.old_cursor
+RETURNING s.name
 
 -- name: schedule_runs_open
 SELECT r.fire_at, r.kind, r.status, r.job_id, j.state AS job_state,
@@ -158,7 +215,10 @@ FROM {schema}.schedule_runs r
 JOIN {schema}.schedules s ON s.name = r.schedule
 JOIN {schema}.jobs j ON j.id = r.job_id
 WHERE r.status = 'enqueued' AND s.starting_deadline IS NOT NULL
-  AND r.fire_at + make_interval(secs => s.starting_deadline) < {now}
+  -- from the fire instant, or for an occurrence taken on time from when the leader
+  -- recorded it: a burst's own processing never makes a run miss (scheduling.md)
+  AND CASE WHEN r.kind = 'cron' THEN greatest(r.fire_at, r.recorded_at) ELSE r.fire_at END
+      + make_interval(secs => s.starting_deadline) < {now}
   AND j.state IN ('scheduled', 'available') AND j.attempt = 0
 ORDER BY r.fire_at
 LIMIT 1000

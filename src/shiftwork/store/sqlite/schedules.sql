@@ -60,23 +60,80 @@ SELECT * FROM schedules WHERE name = :name
 SELECT * FROM schedules WHERE name = :name
 
 -- name: schedules_due
-SELECT s.name FROM schedules s
-WHERE s.removed_at IS NULL AND NOT s.paused
-  AND (s.next_fire_at IS NULL OR s.next_fire_at <= :now OR s.catchup_override IS NOT NULL
-       OR (EXISTS (SELECT 1 FROM schedule_runs p
-                   WHERE p.schedule = s.name AND p.status = 'pending')
-           AND (NOT EXISTS (SELECT 1 FROM schedule_runs r
-                            JOIN jobs j ON j.id = r.job_id
-                            WHERE r.schedule = s.name AND r.status = 'enqueued'
-                              AND j.state IN ('scheduled', 'available', 'running', 'retrying'))
-                OR (s.overlap IN ('cancel_other', 'terminate_other')
-                    AND EXISTS (SELECT 1 FROM schedule_runs r
-                                JOIN jobs j ON j.id = r.job_id
-                                WHERE r.schedule = s.name AND r.status = 'enqueued'
-                                  AND j.state IN ('scheduled', 'available', 'running',
-                                                  'retrying')
-                                  AND NOT j.cancel_requested)))))
-ORDER BY s.name
+-- Three index-driven parts, so a schedule that is not due is never read: cursors due
+-- (schedules_due_idx), nothing decided yet or a catch-up override (schedules_undecided_idx),
+-- buffered runs that may be released (schedule_runs_pending_idx).
+SELECT :now AS now, d.name FROM (
+    SELECT s.name, s.next_fire_at FROM schedules s INDEXED BY schedules_due_idx
+    WHERE s.removed_at IS NULL AND NOT s.paused AND s.next_fire_at <= :now
+    UNION
+    SELECT s.name, s.next_fire_at FROM schedules s INDEXED BY schedules_undecided_idx
+    WHERE s.removed_at IS NULL AND NOT s.paused
+      AND (s.next_fire_at IS NULL OR s.catchup_override IS NOT NULL)
+    UNION
+    SELECT s.name, s.next_fire_at
+    FROM (SELECT DISTINCT p.schedule FROM schedule_runs p INDEXED BY schedule_runs_pending_idx
+          WHERE p.status = 'pending') p
+    JOIN schedules s ON s.name = p.schedule
+    WHERE s.removed_at IS NULL AND NOT s.paused
+      AND (NOT EXISTS (SELECT 1 FROM schedule_runs r
+                       JOIN jobs j ON j.id = r.job_id
+                       WHERE r.schedule = s.name AND r.status = 'enqueued'
+                         AND j.state IN ('scheduled', 'available', 'running', 'retrying'))
+           OR (s.overlap IN ('cancel_other', 'terminate_other')
+               AND EXISTS (SELECT 1 FROM schedule_runs r
+                           JOIN jobs j ON j.id = r.job_id
+                           WHERE r.schedule = s.name AND r.status = 'enqueued'
+                             AND j.state IN ('scheduled', 'available', 'running', 'retrying')
+                             AND NOT j.cancel_requested)))
+) d
+ORDER BY d.next_fire_at IS NOT NULL, d.next_fire_at, d.name
+
+-- name: schedules_try_lock_batch
+-- One firing transaction's schedules (a JSON array of names); BEGIN IMMEDIATE already
+-- holds the database's write lock.
+SELECT * FROM schedules
+WHERE name IN (SELECT value FROM json_each(:names))
+ORDER BY name
+
+-- name: schedule_runs_open_batch
+SELECT r.schedule, r.fire_at, r.kind, r.status, r.job_id, j.state AS job_state,
+       coalesce(j.cancel_requested, 0) AS cancel_requested
+FROM schedule_runs r LEFT JOIN jobs j ON j.id = r.job_id
+WHERE r.schedule IN (SELECT value FROM json_each(:names))
+  AND r.status IN ('pending', 'enqueued')
+ORDER BY r.schedule, r.fire_at
+
+-- name: schedule_runs_insert_batch
+-- Occurrences of many schedules in one statement; the primary key keeps each
+-- (schedule, fire instant) once: only the rows returned are new. Instants come as
+-- integer microseconds (divided here exactly as Python's timestamp() divides).
+INSERT INTO schedule_runs (schedule, fire_at, kind, status, reason, run_at,
+                           recorded_at, term, dms)
+SELECT x.value ->> 'schedule', (x.value ->> 'fire_at') / 1000000.0, x.value ->> 'kind',
+       x.value ->> 'status', x.value ->> 'reason', (x.value ->> 'run_at') / 1000000.0,
+       :now, :term, x.value ->> 'dms'
+FROM json_each(:rows) x WHERE true
+ON CONFLICT (schedule, fire_at) DO NOTHING
+RETURNING schedule, fire_at
+
+-- name: schedule_runs_set_job_batch
+UPDATE schedule_runs AS r SET job_id = x.value ->> 'job_id'
+FROM json_each(:rows) x
+WHERE r.schedule = x.value ->> 'schedule' AND r.fire_at = (x.value ->> 'fire_at') / 1000000.0
+
+-- name: schedules_advance_batch
+-- Cursors of many schedules; a row whose cursor is not the one planned from is left
+-- alone and missing from the result (the caller rolls back: never half a plan).
+UPDATE schedules AS s
+SET next_fire_at = (x.value ->> 'cursor') / 1000000.0,
+    catchup_override = CASE WHEN x.value ->> 'clear_override' THEN NULL
+                            ELSE s.catchup_override END,
+    missed_unrecorded = s.missed_unrecorded + (x.value ->> 'missed_unrecorded')
+FROM json_each(:rows) x
+WHERE s.name = x.value ->> 'name'
+  AND s.next_fire_at IS (x.value ->> 'old_cursor') / 1000000.0
+RETURNING name
 
 -- name: schedule_runs_open
 SELECT r.fire_at, r.kind, r.status, r.job_id, j.state AS job_state,
@@ -156,7 +213,10 @@ FROM schedule_runs r
 JOIN schedules s ON s.name = r.schedule
 JOIN jobs j ON j.id = r.job_id
 WHERE r.status = 'enqueued' AND s.starting_deadline IS NOT NULL
-  AND r.fire_at + s.starting_deadline < :now
+  -- from the fire instant, or for an occurrence taken on time from when the leader
+  -- recorded it: a burst's own processing never makes a run miss (scheduling.md)
+  AND CASE WHEN r.kind = 'cron' THEN max(r.fire_at, r.recorded_at) ELSE r.fire_at END
+      + s.starting_deadline < :now
   AND j.state IN ('scheduled', 'available') AND j.attempt = 0
 ORDER BY r.fire_at
 LIMIT 1000
