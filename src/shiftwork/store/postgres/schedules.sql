@@ -94,7 +94,11 @@ ORDER BY d.next_fire_at NULLS FIRST, d.name
 -- name: schedules_try_lock_batch
 -- One firing transaction's schedules (a JSON array of names), in one statement; those
 -- another transaction is deciding are skipped (the next pass finds them again).
-SELECT * FROM {schema}.schedules
+-- args as text: the definition carries it as JSON text (no parse and re-encode).
+SELECT name, cron, tz, task, args::text AS args, queue, priority, max_attempts, timeout,
+       catchup, catchup_window, catchup_cap, overlap, starting_deadline, jitter,
+       expect_success_within, pause_on_failure, next_fire_at, paused, catchup_override
+FROM {schema}.schedules
 WHERE name IN (SELECT jsonb_array_elements_text(%(names)s::jsonb))
 ORDER BY name
 FOR UPDATE SKIP LOCKED
