@@ -84,7 +84,8 @@ def one(engine: str, count: int) -> dict[str, Any]:
                 app, "SELECT count(*) FROM {schema}.schedule_runs", {})[0][0] > 0,
                 timeout=900, what="the worker to lead and fire", interval=0.05)
             if proc.poll() is not None:
-                raise RuntimeError(f"worker exited; see {log}:\n{open(log).read()[-2000:]}")
+                with open(log) as f:
+                    raise RuntimeError(f"worker exited; see {log}:\n{f.read()[-2000:]}")
             worker_start_s = time.monotonic() - ready
             time.sleep(1.0)
             fire_at = (datetime.now(UTC) + timedelta(seconds=LEAD)).replace(microsecond=0)

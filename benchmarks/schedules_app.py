@@ -23,8 +23,8 @@ def tick() -> None:
 
 def make_app(dsn: str, schema: str, count: int) -> App:
     a = App(dsn, schema=schema, settings=Settings(), auto_migrate=False)
-    task = a.task(tick, name="bench.sched_tick", queue="bsched", max_attempts=1)
-    a.task(tick, name="bench.idle", queue="bidle", max_attempts=1)
+    task = a.task(name="bench.sched_tick", queue="bsched", max_attempts=1)(tick)
+    a.task(name="bench.idle", queue="bidle", max_attempts=1)(tick)
     for i in range(count):
         a.schedule(f"b-{i:06d}", "0 0 * * * *", task, overlap="allow_all")
     return a

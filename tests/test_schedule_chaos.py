@@ -164,3 +164,83 @@ def test_downtime_then_each_catchup_policy(make_app: Callable[..., App], engine:
         instants = sorted(r.fire_at for r in _fired(app, name))
         assert len(instants) == len(set(instants))
         assert all(b - a == timedelta(seconds=1) for a, b in itertools.pairwise(instants))
+
+
+BURST = 10_000
+
+
+def _query(app: App, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+    """Run ``sql`` (``{s}`` marks the schema, ``?`` the parameters) on the app's database."""
+    if app.store.engine == "sqlite":
+        conn = app.store.conn  # type: ignore[attr-defined]
+        with conn:
+            return list(conn.execute(sql.replace("{s}.", ""), [
+                p.timestamp() if isinstance(p, datetime) else p for p in params]))
+    with app.store._conn() as c:  # type: ignore[attr-defined]
+        cur = c.execute(sql.replace("{s}", f'"{app.schema}"').replace("?", "%s"), params)
+        return cur.fetchall() if cur.description else []
+
+
+def test_ten_thousand_due_at_once_fire_once_with_the_leader_killed_mid_burst(
+        make_app: Callable[..., App], engine: str, db: dict[str, str], tmp_path: Path) -> None:
+    """10,000 schedules due at one near-future instant (their cursors moved there, as a
+    top-of-the-hour boundary would); the leader is SIGKILLed once the first batch has
+    committed; its successor fires the rest: every occurrence enqueued exactly once."""
+    app = make_app()
+    env = {"SHIFTWORK_TEST_SCHEDULES": "burst", "SHIFTWORK_TEST_BURST": str(BURST)}
+    log = tmp_path / "workers.log"
+    procs = [spawn_worker(db, "scheduled", ["sched=1"], env=env, log_path=log)
+             for _ in range(3)]
+    try:
+        wait_for(lambda: _query(app, "SELECT count(*) FROM {s}.schedules WHERE removed_at "
+                                     "IS NULL")[0][0] == BURST if _has_schedules(app) else 0,
+                 timeout=120, what="the schedules reconciled")
+        # The leader's scheduler passes: a canary fires half a second from now.
+        _query(app, "UPDATE {s}.schedules SET next_fire_at = ? WHERE name = 'b-00000'",
+               (app.store.db_now() + timedelta(seconds=0.5),))
+        wait_for(lambda: _query(app, "SELECT count(*) FROM {s}.schedule_runs")[0][0] == 1,
+                 timeout=60, what="the canary's fire")
+        fire_at = (app.store.db_now() + timedelta(seconds=2)).replace(microsecond=0)
+        _query(app, "UPDATE {s}.schedules SET next_fire_at = ? WHERE name <> 'b-00000'",
+               (fire_at,))
+
+        def fired() -> int:
+            return int(_query(app, "SELECT count(*) FROM {s}.schedule_runs WHERE fire_at = ?",
+                              (fire_at,))[0][0])
+
+        leader = wait_for(lambda: _leader(app), timeout=30, what="a leader")
+        seen = wait_for(lambda: fired(), timeout=60, interval=0.005, what="the first batch")
+        os.kill(_pid(leader[0]), signal.SIGKILL)
+        assert seen < BURST - 1, f"the burst ended ({seen}) before the leader was killed"
+        wait_for(lambda: (lead := _leader(app)) and lead[0] != leader[0], timeout=30,
+                 what="a new leader")
+        wait_for(lambda: fired() == BURST - 1, timeout=120, interval=0.2,
+                 what="every occurrence")
+    finally:
+        _stop_all(procs)
+    rows = _query(app, "SELECT r.status, r.job_id, j.unique_key FROM {s}.schedule_runs r "
+                       "LEFT JOIN {s}.jobs j ON j.id = r.job_id WHERE r.fire_at = ?",
+                  (fire_at,))
+    assert len(rows) == BURST - 1
+    assert {r[0] for r in rows} == {"enqueued"}, Counter(r[0] for r in rows)
+    assert all(r[1] is not None and r[2] is not None for r in rows), "a run without its job"
+    keys = Counter(r[0] for r in _query(app, "SELECT unique_key FROM {s}.jobs "
+                                             "WHERE queue = 'burst'"))
+    assert len(keys) == BURST and set(keys.values()) == {1}, "an occurrence fired twice"
+    late = sorted(r[0] for r in _query(app, "SELECT recorded_at FROM {s}.schedule_runs "
+                                            "WHERE fire_at = ?", (fire_at,)))
+    print(f"\n{engine}: leader killed after {seen} of {BURST - 1}; last recorded "
+          f"{_seconds(late[-1], fire_at):.2f}s after the fire instant")
+
+
+def _has_schedules(app: App) -> bool:
+    try:
+        return bool(app.store.schedules_exist())
+    except Exception:  # the workers are still creating the tables
+        return False
+
+
+def _seconds(value: Any, since: datetime) -> float:
+    if isinstance(value, (int, float)):
+        return float(value) - since.timestamp()
+    return float((value - since).total_seconds())

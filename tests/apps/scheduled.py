@@ -1,7 +1,9 @@
 """A test app with schedules firing every second, run in real worker processes.
 
 SHIFTWORK_TEST_SCHEDULES picks which: "race" (one schedule, catch-up all, overlap
-allow_all) or "downtime" (one schedule per catch-up policy).
+allow_all), "downtime" (one schedule per catch-up policy) or "burst"
+(SHIFTWORK_TEST_BURST hourly schedules into queue "burst", which the test moves to one
+near-future instant).
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ def tick() -> None:
 if WHICH == "race":
     app.schedule("every-second", "* * * * * *", tick, catchup="all", catchup_window=120,
                  overlap="allow_all")
+elif WHICH == "burst":
+    burst = app.task(queue="burst", name="burst")(tick)
+    for i in range(int(os.environ.get("SHIFTWORK_TEST_BURST", "10000"))):
+        app.schedule(f"b-{i:05d}", "0 0 * * * *", burst, overlap="allow_all")
 else:
     for policy in ("skip", "latest", "all"):
         app.schedule(f"down-{policy}", "* * * * * *", tick, catchup=policy,
