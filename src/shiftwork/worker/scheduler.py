@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,8 @@ PASS_INTERVAL = 0.25
 #: Schedules decided per firing transaction: their occurrences, jobs and cursors are
 #: written in a few statements, one commit.
 FIRE_BATCH = 1000
+#: Firing transactions at once on Postgres when a pass has several batches.
+FIRE_THREADS = 2
 #: Seconds between the bookkeeping steps (sync, deadlines, dead-man switch).
 HOUSEKEEPING_INTERVAL = 1.0
 
@@ -99,19 +102,32 @@ def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
     def planner(defn: ScheduleDef, snap: Snapshot, now: datetime) -> Plan:
         return plan_tick(defn, defn.cron_schedule(), snap, min(now, as_of), grace)
 
-    count = 0
-    for start in range(0, len(names), FIRE_BATCH):
-        batch = names[start:start + FIRE_BATCH]
+    def fire(batch: list[str]) -> list[tuple[str, Applied]]:
         try:
-            fired = store.schedules_fire(batch, planner, owner, term, insert=app.insert_rows)
+            return store.schedules_fire(batch, planner, owner, term, insert=app.insert_rows)
         except NotLeader:
             raise
         except Exception:  # one broken schedule must not starve the others: one by one
             log.exception("schedules: a batch of %d failed; firing them one by one", len(batch))
-            fired = _one_by_one(app, batch, planner, owner, term)
+            return _one_by_one(app, batch, planner, owner, term)
+
+    def announce(fired: list[tuple[str, Applied]]) -> int:
         for name, applied in fired:
-            count += len(applied.enqueued)
             report(app, name, applied.plan, applied.enqueued)
+        return sum(len(applied.enqueued) for _, applied in fired)
+
+    batches = [names[i:i + FIRE_BATCH] for i in range(0, len(names), FIRE_BATCH)]
+    count = 0
+    if len(batches) > 1 and store.engine == "postgres":
+        # Two transactions at once: one batch's statements run in Postgres while the next
+        # batch is planned in Python (SQLite has one writer: no gain there). Each batch
+        # is announced as soon as it has committed.
+        with ThreadPoolExecutor(FIRE_THREADS, thread_name_prefix="shiftwork-fire") as pool:
+            for fired in pool.map(fire, batches):
+                count += announce(fired)
+    else:
+        for batch in batches:
+            count += announce(fire(batch))
     if housekeeping:
         for late in store.schedule_runs_check_late(owner, term):
             app.events.emit("schedule.late", schedule=late.schedule,
