@@ -14,7 +14,16 @@ import pytest
 
 from shiftwork import FakeClock
 from shiftwork.records import Applied
-from shiftwork.schedule import Catchup, Decision, Plan, RunKind, RunStatus, ScheduleDef, Snapshot
+from shiftwork.schedule import (
+    Catchup,
+    Decision,
+    Plan,
+    RunKind,
+    RunStatus,
+    ScheduleDef,
+    Snapshot,
+    iso_z,
+)
 from shiftwork.states import JobState
 from shiftwork.store.base import Store
 from shiftwork.store.schedules import LEADER_NAME, NotLeader, UnknownScheduleError
@@ -259,3 +268,49 @@ def test_pause_and_resume(store: Store, clock: FakeClock) -> None:
         store.schedules_set_paused("nothing", True)
     with pytest.raises(UnknownScheduleError):
         store.schedules_resume("nothing", resume)
+
+
+def test_due_as_of_gives_the_instant_and_the_earliest_cursor_first(store: Store,
+                                                                    clock: FakeClock) -> None:
+    store.schedules_reconcile(
+        [defn("late"), defn("early"), defn("idle")],
+        lambda d, now: next_minute(d, now) + timedelta(days=365 if d.name == "idle" else 0))
+    fire_at = store.schedules_get("early").next_fire_at
+    assert fire_at is not None
+    clock.set(fire_at + timedelta(seconds=1))
+    assert store.schedules_due_as_of() == (clock.now(), ["early", "late"])
+
+
+def test_fire_decides_a_batch_in_one_transaction(store: Store, clock: FakeClock) -> None:
+    names = [f"s{i}" for i in range(5)]
+    reconciled(store, clock, *[defn(n) for n in names])
+    fire_at = store.schedules_get("s0").next_fire_at
+    assert fire_at is not None
+    clock.set(fire_at + timedelta(seconds=1))
+    term = store.leader_acquire(LEADER_NAME, "me", ttl=3600)
+    assert term is not None
+    seen: list[str] = []
+
+    def planner(d: ScheduleDef, snap: Snapshot, now: datetime) -> Plan:
+        seen.append(d.name)
+        return fire_due(d, snap, now)
+
+    fired = store.schedules_fire([*names, "unknown"], planner, "me", term,
+                                 insert=store.jobs_insert)
+    assert sorted(seen) == names  # an unknown name is not decided
+    assert sorted(name for name, _ in fired) == names
+    for name, applied in fired:
+        [(at, job_id)] = applied.enqueued
+        assert at == fire_at and applied.now == clock.now()
+        [run] = store.schedule_runs_list(name)
+        assert (run.fire_at, run.job_id, run.status) == (fire_at, job_id, RunStatus.ENQUEUED)
+        assert store.jobs_get(job_id).unique_key == f"schedule:{name}:{iso_z(fire_at)}"
+        assert store.schedules_get(name).next_fire_at == fire_at + MINUTE
+    # Planned again (a racing ex-leader's plan): the keys keep each occurrence once.
+    again = store.schedules_fire(names, lambda d, s, n: Plan(
+        new=[Decision(fire_at, RunKind.CRON, RunStatus.ENQUEUED)]), "me", term,
+        insert=store.jobs_insert)
+    assert all(applied.enqueued == [] for _, applied in again)
+    assert len(store.jobs_list(limit=100)) == 5
+    with pytest.raises(NotLeader):
+        store.schedules_fire(names, planner, "other", term, insert=store.jobs_insert)
