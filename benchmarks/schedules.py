@@ -3,7 +3,7 @@ worker's start-up reconcile takes, per count and engine.
 
     python -m benchmarks.schedules [--counts 1000,10000,100000] [--engines postgres,sqlite]
 
-Per (engine, count): the benchmark declares ``count`` hourly schedules, times the first
+Per (engine, count): the benchmark declares ``count`` yearly schedules, times the first
 reconcile (all created) and a second one (all unchanged: what every worker start does),
 starts one real worker process (its own start-up reconcile), waits until it leads and
 its scheduler passes run, then moves every cursor to one instant 2 s ahead (a near-future
