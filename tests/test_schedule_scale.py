@@ -200,3 +200,26 @@ def test_a_late_batch_is_judged_as_of_its_pass_start(
     for i in range(3):
         [run] = sapp.store.schedule_runs_list(f"s-{i}")
         assert (run.status, run.kind) == (RunStatus.ENQUEUED, RunKind.CRON)
+
+
+def test_a_broken_schedule_in_a_batch_does_not_starve_the_others(
+        sapp: App, clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    task = sapp.task(name="noop")(noop)
+    for i in range(5):
+        sapp.schedule(f"s-{i}", "* * * * *", task)
+    reconcile(sapp)
+    # A row no definition can be made from (edited by hand, say): its batch fails whole,
+    # and the pass fires the batch one schedule per transaction instead.
+    store: Any = sapp.store
+    if store.engine == "sqlite":
+        with store.conn:
+            store.conn.execute("UPDATE schedules SET cron = 'not a cron' WHERE name = 's-2'")
+    else:
+        with store._conn() as c:
+            c.execute(f'UPDATE "{sapp.schema}".schedules SET cron = %s WHERE name = %s',
+                      ("not a cron", "s-2"))
+    clock.set(T0 + timedelta(minutes=1))
+    assert leader_pass(sapp) == 4
+    assert "firing them one by one" in caplog.text and "schedule s-2" in caplog.text
+    assert sapp.store.schedule_runs_list("s-2") == []
+    assert all(len(sapp.store.schedule_runs_list(f"s-{i}")) == 1 for i in (0, 1, 3, 4))
