@@ -104,11 +104,15 @@ ORDER BY name
 FOR UPDATE SKIP LOCKED
 
 -- name: schedule_runs_open_batch
+-- Per name, an index probe each (OFFSET 0 keeps the planner from flattening the
+-- LATERAL into a hash join that reads every open occurrence: 48 ms a batch at 100,000).
 SELECT r.schedule, r.fire_at, r.kind, r.status, r.job_id, j.state AS job_state,
        coalesce(j.cancel_requested, false) AS cancel_requested
-FROM {schema}.schedule_runs r LEFT JOIN {schema}.jobs j ON j.id = r.job_id
-WHERE r.schedule IN (SELECT jsonb_array_elements_text(%(names)s::jsonb))
-  AND r.status IN ('pending', 'enqueued')
+FROM jsonb_array_elements_text(%(names)s::jsonb) AS n(name)
+CROSS JOIN LATERAL (SELECT * FROM {schema}.schedule_runs r
+                    WHERE r.schedule = n.name AND r.status IN ('pending', 'enqueued')
+                    OFFSET 0) r
+LEFT JOIN {schema}.jobs j ON j.id = r.job_id
 ORDER BY r.schedule, r.fire_at
 
 -- name: schedule_runs_insert_batch
