@@ -681,12 +681,13 @@ class CronSchedule:
     ``shiftwork-dst-v1``); all returned instants are aware UTC datetimes.
     """
 
-    __slots__ = ("_expr", "_tz", "_zone")
+    __slots__ = ("_expr", "_recent", "_tz", "_zone")
 
     def __init__(self, expr: str | CronExpression, tz: str) -> None:
         self._expr = expr if isinstance(expr, CronExpression) else CronExpression.parse(expr)
         self._zone = _load_zone(tz)
         self._tz = tz
+        self._recent: dict[datetime, datetime] = {}  # next_after's last answers
 
     @property
     def expression(self) -> CronExpression:
@@ -720,7 +721,17 @@ class CronSchedule:
 
     def next_after(self, t: datetime) -> datetime:
         """The smallest fire instant strictly after ``t`` (aware), as an aware UTC datetime."""
-        return self._next_after_utc(_check_aware(t, "next_after(t)")).replace(tzinfo=UTC)
+        # Schedules sharing an expression come due together (a report per customer at the
+        # top of the hour): one pass asks the same question thousands of times. Kept for
+        # UTC instants only (the scheduler's cursors): no fold to tell apart.
+        found = self._recent.get(t) if t.tzinfo is UTC else None
+        if found is None:
+            found = self._next_after_utc(_check_aware(t, "next_after(t)")).replace(tzinfo=UTC)
+            if t.tzinfo is UTC:
+                if len(self._recent) >= 64:
+                    self._recent.clear()
+                self._recent[t] = found
+        return found
 
     def _next_after_utc(self, t: datetime) -> datetime:
         # Fast path: the next matching reading within two days, when the offset has not
