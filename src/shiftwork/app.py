@@ -60,12 +60,19 @@ class App:
     >>> @app.task(queue="emails", max_attempts=5)
     ... def send(to: str) -> None: ...
     >>> send.enqueue("a@example.com")
+
+    ``testing="inline"`` (for tests): every enqueue runs its jobs at once, in the caller's
+    thread, as a worker would (see :func:`shiftwork.testing.inline`).
     """
 
     def __init__(self, dsn: str, *, schema: str = "shiftwork", clock: Clock | None = None,
                  max_payload_bytes: int | None = None,
                  settings: Settings | None = None, auto_migrate: bool = False,
-                 pool_size: int = 10) -> None:
+                 pool_size: int = 10, testing: str | None = None) -> None:
+        if testing not in (None, "inline"):
+            raise ConfigurationError(
+                f"App(testing={testing!r}): the only test mode is 'inline' (every job runs "
+                "at enqueue, in the caller's thread); leave it out for normal use")
         self.dsn = dsn
         self.schema = schema
         self.clock: Clock = clock or SystemClock()
@@ -101,6 +108,14 @@ class App:
         # Validate the DSN now, so a typo fails at start-up, not at the first enqueue.
         self._store = open_store(dsn, clock=self.clock, schema=schema, pool_size=pool_size)
         self._ready = False  # the schema was checked (or migrated) once
+        #: With ``testing="inline"``: every attempt the inline mode ran (a DrainResult).
+        self.inline_results: Any = None
+        if testing == "inline":
+            # Imported here: the testing tools import the App.
+            from .testing.drain import DrainResult
+            from .testing.inline import install
+            self.inline_results = DrainResult()
+            install(self, self.inline_results)
 
     # -- storage -----------------------------------------------------------------
 
