@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -68,7 +69,8 @@ class App:
     def __init__(self, dsn: str, *, schema: str = "shiftwork", clock: Clock | None = None,
                  max_payload_bytes: int | None = None,
                  settings: Settings | None = None, auto_migrate: bool = False,
-                 pool_size: int = 10, testing: str | None = None) -> None:
+                 pool_size: int = 10, async_pool_size: int = 4,
+                 testing: str | None = None) -> None:
         if testing not in (None, "inline"):
             raise ConfigurationError(
                 f"App(testing={testing!r}): the only test mode is 'inline' (every job runs "
@@ -83,7 +85,8 @@ class App:
         #: raises NotMigratedError if not; nothing is created behind your back.
         #: True: the first use applies pending migrations, logging each.
         self.auto_migrate = auto_migrate
-        self.pool_size = pool_size
+        self.pool_size = pool_size  # the sync pool (workers, enqueue, the dashboard)
+        self.async_pool_size = async_pool_size  # Postgres: enqueue_async's own pool
         self.tasks: dict[str, Task[Any, Any]] = {}
         self.events = EventBus()
         #: Called by the leader on every leadership tick with its term (scheduler, etc.).
@@ -106,7 +109,8 @@ class App:
         self._store: Store | None = None
         self._store_lock = threading.Lock()
         # Validate the DSN now, so a typo fails at start-up, not at the first enqueue.
-        self._store = open_store(dsn, clock=self.clock, schema=schema, pool_size=pool_size)
+        self._store = open_store(dsn, clock=self.clock, schema=schema, pool_size=pool_size,
+                                 async_pool_size=async_pool_size)
         self._ready = False  # the schema was checked (or migrated) once
         #: With ``testing="inline"``: every attempt the inline mode ran (a DrainResult).
         self.inline_results: Any = None
@@ -153,9 +157,23 @@ class App:
         return describe_database(self._store, self.schema)
 
     def close(self) -> None:
-        """Close the database connections."""
+        """Close the database connections (the async pool: :meth:`aclose`)."""
         if self._store is not None:
             self._store.close()
+
+    async def aclose(self) -> None:
+        """Close the async pool ``enqueue_async`` opened, then the sync connections
+        (the ASGI lifespan helper calls this at shutdown)."""
+        if self._store is not None:
+            await self._store.aclose()
+            await asyncio.to_thread(self._store.close)
+
+    def connection_budget(self) -> int | None:
+        """The most Postgres connections this App holds at once: its pool (``pool_size``)
+        plus the async pool of ``enqueue_async`` (``async_pool_size``). A worker adds one
+        LISTEN connection. None on SQLite (one connection per thread, no pool)."""
+        assert self._store is not None
+        return self._store.connection_budget()
 
     # -- tasks ------------------------------------------------------------------------
 
@@ -398,6 +416,29 @@ class App:
         now = self.clock.now()
         return self.insert_rows([r.task.build(r.args, r.kwargs, r.options, now)
                                  for r in requests], conn)
+
+    async def enqueue_many_async(self, requests: Iterable[JobRequest], conn: Any = None
+                                 ) -> list[EnqueueResult]:
+        """:meth:`enqueue_many` for asyncio code: validated the same way, inserted on the
+        async connection pool (Postgres; SQLite: in a thread). With ``conn`` (a
+        ``psycopg.AsyncConnection``) the jobs join that connection's transaction."""
+        now = self.clock.now()
+        return await self.insert_rows_async(
+            [r.task.build(r.args, r.kwargs, r.options, now) for r in requests], conn)
+
+    async def insert_rows_async(self, rows: list[NewJob], conn: Any = None
+                                ) -> list[EnqueueResult]:
+        """:meth:`insert_rows` for asyncio code."""
+        if not self._ready:  # the first use checks the schema: a blocking query
+            await asyncio.to_thread(lambda: self.store)
+        with enqueue_span(rows) as rows:
+            results = await self.store.jobs_insert_async(rows, conn=conn)
+        if self.enqueue_hooks and conn is None:
+            queues = {r.queue for r in rows}
+            for hook in list(self.enqueue_hooks):
+                # In a thread: the inline mode runs async tasks on an event loop of its own.
+                await asyncio.to_thread(hook, results, queues)
+        return results
 
     def insert_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
                       ) -> list[EnqueueResult]:

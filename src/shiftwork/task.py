@@ -33,6 +33,9 @@ class TaskHost(Protocol):
     def insert_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
                       ) -> list[EnqueueResult]: ...
 
+    async def enqueue_many_async(self, requests: Iterable[JobRequest], conn: Any = None
+                                 ) -> list[EnqueueResult]: ...
+
 PRIORITY_MIN, PRIORITY_MAX = -100, 100
 
 
@@ -154,8 +157,9 @@ class Task(Generic[P, R]):
         return self.call(*args, **kwargs).enqueue()
 
     async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> EnqueueResult:
-        """:meth:`enqueue` for asyncio code: the database call runs in a thread."""
-        return await asyncio.to_thread(self.call(*args, **kwargs).enqueue)
+        """:meth:`enqueue` for asyncio code: on Postgres the insert runs on the App's async
+        connection pool (opened on first use); on SQLite, in a thread."""
+        return await self.call(*args, **kwargs).enqueue_async()
 
     def enqueue_many(
         self, calls: Iterable[tuple[Any, ...] | dict[str, Any]], conn: Any = None
@@ -281,7 +285,7 @@ class BoundTask(Generic[P, R]):
         return self.call(*args, **kwargs).enqueue()
 
     async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> EnqueueResult:
-        return await asyncio.to_thread(self.call(*args, **kwargs).enqueue)
+        return await self.call(*args, **kwargs).enqueue_async()
 
 
 @dataclass(frozen=True)
@@ -293,3 +297,6 @@ class JobRequest:
 
     def enqueue(self) -> EnqueueResult:
         return self.task.app.enqueue_many([self], conn=self.options.conn)[0]
+
+    async def enqueue_async(self) -> EnqueueResult:
+        return (await self.task.app.enqueue_many_async([self], conn=self.options.conn))[0]
