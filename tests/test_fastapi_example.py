@@ -107,9 +107,6 @@ def test_the_dashboard_is_mounted_behind_the_hosts_login(shop: ModuleType) -> No
         assert client.get("/admin/jobs/jobs", headers=STAFF).status_code == 200
 
 
-@pytest.mark.xfail(strict=True, reason="the dashboard's templates and redirects use absolute "
-                   "paths (href=\"/jobs\"), not the mount prefix (scope root_path): mounted "
-                   "at /admin/jobs its navigation leaves the prefix. A web/ fix, not yet made")
 def test_the_mounted_dashboards_links_keep_its_prefix(shop: ModuleType) -> None:
     with TestClient(shop.api, base_url="http://127.0.0.1") as client:
         page = client.get("/admin/jobs/", headers=STAFF)
