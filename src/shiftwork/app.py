@@ -101,6 +101,11 @@ class App:
         #: Called after jobs are committed by an enqueue outside a caller's transaction,
         #: with their results and queues (None: not known); the inline test mode's hook.
         self.enqueue_hooks: list[Callable[[list[EnqueueResult], set[str] | None], None]] = []
+        #: Set by a framework integration (shiftwork.contrib.django): the connection of
+        #: the transaction the caller is inside now (None: none), which an enqueue without
+        #: ``conn=`` joins; and how to run code once that transaction commits.
+        self.ambient_transaction: Callable[[], Any] | None = None
+        self.on_commit: Callable[[Callable[[], None]], None] | None = None
         #: Visibility hooks (health checks, metric collectors, the schedules view): see
         #: shiftwork.observe and docs/observability.md.
         self.observers = Observers()
@@ -443,8 +448,8 @@ class App:
     def insert_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
                       ) -> list[EnqueueResult]:
         """Insert ``count`` jobs without unique keys, built as the store reads them."""
-        if recording() or self.enqueue_hooks:  # the span and the hooks need every row
-            return self.insert_rows(list(rows), conn)
+        if recording() or self.enqueue_hooks or self.ambient_transaction is not None:
+            return self.insert_rows(list(rows), conn)  # the span and the hooks need the rows
         return self.store.jobs_insert_stream(count, rows, conn=conn)
 
     def insert_rows(self, rows: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
@@ -453,12 +458,23 @@ class App:
         The store batches as suits its engine (Postgres streams one COPY; SQLite
         commits every 500 rows so workers can claim in between).
         """
+        ambient = None
+        if conn is None and self.ambient_transaction is not None:
+            conn = ambient = self.ambient_transaction()
         with enqueue_span(rows) as rows:  # OpenTelemetry, when installed: context into meta
             results = self.store.jobs_insert(rows, conn=conn)
-        if self.enqueue_hooks and conn is None:  # in a caller's transaction: not yet real
+        if self.enqueue_hooks:
             queues = {r.queue for r in rows}
-            for hook in list(self.enqueue_hooks):
-                hook(results, queues)
+
+            def run_hooks() -> None:
+                for hook in list(self.enqueue_hooks):
+                    hook(results, queues)
+
+            if conn is None:
+                run_hooks()
+            elif ambient is not None and self.on_commit is not None:
+                self.on_commit(run_hooks)  # the jobs become real when it commits
+            # else: in a caller's transaction: not yet real, and no way to hear its commit
         return results
 
     # -- people and tools --------------------------------------------------------------

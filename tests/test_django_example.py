@@ -1,0 +1,57 @@
+"""The Django integration: examples/django_project's own test suite (real Django, its
+test runner, TransactionTestCase: a rollback leaves no job, a commit one; manage.py
+shiftwork; the dashboard behind Django's login), run on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from shiftwork import ConfigurationError
+
+pytest.importorskip("django")
+
+PROJECT = Path(__file__).resolve().parents[1] / "examples" / "django_project"
+
+
+def test_the_example_projects_tests_pass(engine: str, tmp_path: Path) -> None:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "shop_project.settings"}
+    if engine == "sqlite":
+        env.update(SHOP_SQLITE=str(tmp_path / "shop.sqlite3"),
+                   SHOP_TEST_DB=str(tmp_path / "test_shop.sqlite3"))
+    else:
+        import psycopg.conninfo
+
+        from .conftest import PG_DSN
+
+        info = psycopg.conninfo.conninfo_to_dict(PG_DSN)
+        env.update(SHOP_DB="postgres", SHOP_PG_HOST=str(info.get("host", "127.0.0.1")),
+                   SHOP_PG_NAME=str(info.get("dbname", "test")),
+                   SHOP_PG_USER=str(info.get("user", "postgres")),
+                   SHOP_TEST_DB=f"test_shop_{uuid.uuid4().hex[:10]}")
+    run = subprocess.run([sys.executable, "manage.py", "test", "shop", "--noinput", "-v", "2"],
+                         cwd=PROJECT, env=env, capture_output=True, text=True, timeout=170)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Ran 6 tests" in run.stderr and "OK" in run.stderr
+    for name in ("test_a_rollback_leaves_no_job", "test_a_commit_leaves_one_job_that_a_worker_runs",
+                 "test_only_djangos_staff_get_in"):
+        assert f"{name} " in run.stderr and "ok" in run.stderr
+
+
+def test_the_app_is_built_from_djangos_database_settings(tmp_path: Path) -> None:
+    from shiftwork.contrib.django import dsn_of
+
+    db = tmp_path / "db.sqlite3"
+    assert dsn_of({"ENGINE": "django.db.backends.sqlite3", "NAME": db}) == f"sqlite:///{db}"
+    dsn = dsn_of({"ENGINE": "django.db.backends.postgresql", "NAME": "shop",
+                  "HOST": "db.internal", "PORT": 5433, "USER": "web", "PASSWORD": "s3 cret"})
+    assert dsn == "dbname=shop host=db.internal port=5433 user=web password='s3 cret'"
+    with pytest.raises(ConfigurationError, match=r"needs a SQLite file.*':memory:'"):
+        dsn_of({"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"})
+    with pytest.raises(ConfigurationError, match=r"'django\.db\.backends\.mysql' is neither"):
+        dsn_of({"ENGINE": "django.db.backends.mysql", "NAME": "shop"})
