@@ -55,3 +55,40 @@ def test_the_app_is_built_from_djangos_database_settings(tmp_path: Path) -> None
         dsn_of({"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"})
     with pytest.raises(ConfigurationError, match=r"'django\.db\.backends\.mysql' is neither"):
         dsn_of({"ENGINE": "django.db.backends.mysql", "NAME": "shop"})
+
+
+def test_manage_py_migrate_then_a_shiftwork_worker_runs_a_committed_job(tmp_path: Path
+                                                                      ) -> None:
+    """The real thing on SQLite: manage.py migrate makes shiftwork's tables, a view-like
+    atomic block enqueues, and `manage.py shiftwork worker` (a real process) runs it."""
+    from shiftwork import App, JobState
+
+    from .conftest import wait_for
+
+    db = tmp_path / "shop.sqlite3"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "shop_project.settings",
+           "SHOP_SQLITE": str(db)}
+
+    def manage(*args: str) -> subprocess.CompletedProcess[str]:
+        run = subprocess.run([sys.executable, "manage.py", *args], cwd=PROJECT, env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stdout + run.stderr
+        return run
+
+    assert "Applying shiftwork.0001_shiftwork_tables... OK" in manage("migrate", "--noinput").stdout
+    manage("shell", "-c", "from django.db import transaction\n"
+           "from shop.models import Order\nfrom shop.tasks import send_receipt\n"
+           "with transaction.atomic():\n"
+           "    send_receipt.enqueue(Order.objects.create(email='a@example.com').id)\n")
+    jobs = App(f"sqlite:///{db}")
+    worker = subprocess.Popen([sys.executable, "manage.py", "shiftwork", "worker",
+                               "--queue", "emails=2"], cwd=PROJECT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for(lambda: [j.state for j in jobs.list_jobs()] == [JobState.SUCCEEDED],
+                 timeout=60, what="the job run by manage.py shiftwork worker")
+    finally:
+        worker.terminate()
+        out, _ = worker.communicate(timeout=30)
+        jobs.close()
+    assert worker.returncode == 0, out

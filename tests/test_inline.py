@@ -126,3 +126,37 @@ def test_app_testing_unknown_mode_is_refused(tmp_path: Any) -> None:
         assert "testing='eager'" in str(exc) and "'inline'" in str(exc)
     else:
         raise AssertionError("an unknown test mode was accepted")
+
+
+def test_an_ambient_transaction_is_joined_and_inline_jobs_run_on_its_commit(
+        tmp_path: Any) -> None:
+    """What the Django integration sets: enqueues without conn= join the caller's open
+    transaction, and the inline mode runs their jobs once it commits, not before."""
+    import sqlite3
+
+    app = App(f"sqlite:///{tmp_path / 'jobs.db'}", testing="inline")
+    app.migrate()
+    ran: list[int] = []
+
+    @app.task
+    def work(n: int) -> None:
+        ran.append(n)
+
+    conn = sqlite3.connect(tmp_path / "jobs.db", isolation_level=None)
+    after_commit: list[Any] = []
+    app.ambient_transaction = lambda: conn
+    app.on_commit = after_commit.append
+    conn.execute("BEGIN")
+    work.enqueue(1)
+    assert ran == [] and enqueued(app, work) == []  # in the open transaction: unseen
+    conn.execute("ROLLBACK")
+    after_commit.clear()  # (a framework drops these on rollback)
+    conn.execute("BEGIN")
+    work.enqueue(2)
+    conn.execute("COMMIT")
+    app.ambient_transaction = None
+    for fn in after_commit:
+        fn()
+    assert ran == [2] and app.inline_results.succeeded == 1
+    conn.close()
+    app.close()
