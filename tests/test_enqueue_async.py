@@ -49,12 +49,12 @@ def test_enqueue_async_validates_and_inserts(make_app: Any) -> None:
                                                              "b@example.com", "d", "e"]
 
 
+@pytest.mark.parametrize("engine", ["postgres"])  # the async pool is Postgres's
 def test_the_async_pool_opens_on_first_use_and_counts_in_the_budget(db: dict[str, str]
                                                                      ) -> None:
     require_pg()
-    if not db["dsn"].startswith("postgresql"):
-        pytest.skip("the async pool is Postgres's")
     app = App(db["dsn"], schema=db["schema"], pool_size=3, async_pool_size=2)
+    assert App("sqlite:///unused.db").connection_budget() is None  # SQLite: no pool
     app.migrate()
 
     @app.task
@@ -77,10 +77,10 @@ def test_the_async_pool_opens_on_first_use_and_counts_in_the_budget(db: dict[str
     app.close()
 
 
+@pytest.mark.parametrize("engine", ["postgres"])  # an AsyncConnection is psycopg's
 def test_enqueue_async_joins_an_async_connections_transaction(make_app: Any) -> None:
+    require_pg()
     app: App = make_app()
-    if app.store.engine != "postgres":
-        pytest.skip("an AsyncConnection is psycopg's")
 
     @app.task
     def ping(n: int) -> None: ...
@@ -97,10 +97,9 @@ def test_enqueue_async_joins_an_async_connections_transaction(make_app: Any) -> 
     assert [j.args for j in enqueued(app, ping)] == [[2]]
 
 
+@pytest.mark.parametrize("engine", ["postgres"])
 def test_the_lifespan_closes_the_async_pool(db: dict[str, str]) -> None:
     require_pg()
-    if not db["dsn"].startswith("postgresql"):
-        pytest.skip("the async pool is Postgres's")
     app = App(db["dsn"], schema=db["schema"])
 
     @app.task
