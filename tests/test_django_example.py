@@ -92,3 +92,33 @@ def test_manage_py_migrate_then_a_shiftwork_worker_runs_a_committed_job(tmp_path
         out, _ = worker.communicate(timeout=30)
         jobs.close()
     assert worker.returncode == 0, out
+
+
+def test_the_inline_setting_runs_a_job_when_its_atomic_block_commits(tmp_path: Path) -> None:
+    """SHIFTWORK = {"TESTING": "inline"}: not at enqueue (the block may still roll back),
+    but on commit; a rolled-back block's job never runs."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "shop_project.settings",
+           "SHOP_SQLITE": str(tmp_path / "shop.sqlite3"), "SHOP_SHIFTWORK_TESTING": "inline"}
+    script = (
+        "from django.db import transaction\n"
+        "from shop.models import Order\n"
+        "from shop.tasks import SENT, send_receipt\n"
+        "with transaction.atomic():\n"
+        "    kept = Order.objects.create(email='a@example.com')\n"
+        "    send_receipt.enqueue(kept.id)\n"
+        "    assert SENT == [], SENT\n"
+        "assert SENT == [kept.id], SENT\n"
+        "try:\n"
+        "    with transaction.atomic():\n"
+        "        lost = Order.objects.create(email='b@example.com')\n"
+        "        send_receipt.enqueue(lost.id)\n"
+        "        raise RuntimeError\n"
+        "except RuntimeError:\n"
+        "    pass\n"
+        "assert SENT == [kept.id], SENT\n"
+        "print('inline ok')\n")
+    for args in (["migrate", "--noinput"], ["shell", "-c", script]):
+        run = subprocess.run([sys.executable, "manage.py", *args], cwd=PROJECT, env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stdout + run.stderr
+    assert "inline ok" in run.stdout

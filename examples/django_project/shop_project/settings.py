@@ -56,4 +56,6 @@ else:
     }}
 
 # shiftwork: which database holds the jobs, and its schema there (PostgreSQL).
-SHIFTWORK = {"DATABASE": "default", "SCHEMA": "shiftwork"}
+# SHOP_SHIFTWORK_TESTING=inline: every job runs when its transaction commits (for tests).
+SHIFTWORK = {"DATABASE": "default", "SCHEMA": "shiftwork",
+             "TESTING": os.environ.get("SHOP_SHIFTWORK_TESTING") or None}
