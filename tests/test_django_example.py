@@ -81,8 +81,10 @@ def test_manage_py_migrate_then_a_shiftwork_worker_runs_a_committed_job(tmp_path
            "with transaction.atomic():\n"
            "    send_receipt.enqueue(Order.objects.create(email='a@example.com').id)\n")
     jobs = App(f"sqlite:///{db}")
+    # :process: each job in a child process, which imports the App by name
+    # (shiftwork.contrib.django:app) and so sets Django up itself.
     worker = subprocess.Popen([sys.executable, "manage.py", "shiftwork", "worker",
-                               "--queue", "emails=2"], cwd=PROJECT, env=env,
+                               "--queue", "emails=2:process"], cwd=PROJECT, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for(lambda: [j.state for j in jobs.list_jobs()] == [JobState.SUCCEEDED],
@@ -92,6 +94,13 @@ def test_manage_py_migrate_then_a_shiftwork_worker_runs_a_committed_job(tmp_path
         out, _ = worker.communicate(timeout=30)
         jobs.close()
     assert worker.returncode == 0, out
+    # The plain command reaches the same App by name, from the project's folder.
+    listed = subprocess.run([sys.executable, "-m", "shiftwork.cli", "jobs", "list", "--state",
+                             "succeeded", "--app",
+                             "shiftwork.contrib.django:app"], cwd=PROJECT,
+                            env={**env, "PYTHONPATH": str(PROJECT)},
+                            capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and "emails" in listed.stdout, listed.stdout + listed.stderr
 
 
 def test_the_inline_setting_runs_a_job_when_its_atomic_block_commits(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "ASYNC_POOL_SIZE": 4,
     "TESTING": None,  # "inline": every job runs at enqueue (for tests)
 }
-_lock = threading.Lock()
+_lock = threading.RLock()
 _app: App | None = None
 _built_for: str | None = None  # the DSN the App's store was opened on
 
@@ -85,9 +85,11 @@ def get_app() -> App:
     when Django's test runner switches to it)."""
     global _app, _built_for
     if _app is None:
+        # Outside the lock: Django's set-up imports the tasks modules, which ask for the
+        # App in turn (and get it built, by this function, inside the set-up).
+        _ensure_django()
         with _lock:
             if _app is None:
-                _ensure_django()
                 from django.db import connections
 
                 from ...app import App
