@@ -214,7 +214,7 @@ class ScheduleBook(dict[str, ScheduleDef]):
                 name=info.name, next_fire_at=info.next_fire_at,
                 last_success_at=info.last_success_at, late=why is not None,
                 reason=why or "", cron=f"{info.defn.cron} ({info.defn.tz})",
-                task=info.defn.task, paused=info.paused))
+                task=info.defn.task, paused=info.paused, origin=info.origin))
         return out
 
     def schedule_trigger(self, name: str) -> int:

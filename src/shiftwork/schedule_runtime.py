@@ -56,3 +56,29 @@ def runtime_def(app: TaskLookup, declared: dict[str, ScheduleDef], name: str, cr
                      EnqueueOptions(queue=opts.queue, priority=opts.priority), None)
     return declare_schedule(name, cron, task.name, job, **policy)
 
+
+
+def form_to_schedule(app: Any, form: dict[str, str]) -> str:
+    """The dashboard's add form (name, cron, task, args as JSON, tz, catchup, overlap):
+    adds the run-time schedule, returns its name; bad input raises naming the field."""
+    import json
+
+    from .errors import PayloadError
+
+    def field(key: str, default: str | None = None) -> str:
+        value = (form.get(key) or "").strip() or default
+        if value is None:
+            raise ConfigurationError(f"the {key} field is required")
+        return value
+
+    name, cron, task = field("name"), field("cron"), field("task")
+    try:
+        args = json.loads(field("args", "[]"))
+    except ValueError as exc:
+        raise PayloadError(f"arguments must be a JSON list or object: {exc}") from None
+    if not isinstance(args, list | dict):
+        raise PayloadError("arguments must be a JSON list or object")
+    positional, named = (args, {}) if isinstance(args, list) else ([], args)
+    app.schedules.add(name, cron, task, positional, named, tz=field("tz", "UTC"),
+                      catchup=field("catchup", "latest"), overlap=field("overlap", "skip"))
+    return name
