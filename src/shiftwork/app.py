@@ -36,6 +36,7 @@ from .states import JobState
 from .store import Store, open_store
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
 from .workflow import Workflow
+from .workflow.children import install as install_children
 from .workflow.runner import workflow_task
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -214,6 +215,7 @@ class App:
         """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks,
         plus ``version`` (recorded per instance; default: a digest of the body's source)."""
         def register(run: Callable[..., Any], **fixed: Any) -> Task[Any, Any]:
+            install_children(self)  # the task that runs wf.call branches
             return self.task(run, **{**options, **fixed})
 
         retry = options.get("retry")
