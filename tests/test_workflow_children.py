@@ -181,3 +181,23 @@ def test_replays_do_not_enqueue_twice(wapp: App, n: int) -> None:
     drain(wapp)
     assert wapp.get_job(job.id).result == [0, 2, 4]
     assert _jobs_by_task(wapp)["shiftwork.workflow_call"] == n
+
+
+def test_async_parent_and_async_child(wapp: App) -> None:
+    @wapp.task
+    def inc(x: int) -> int:
+        return x + 1
+
+    @wapp.workflow
+    async def kid(wf: Workflow, x: int) -> int:
+        return int(await wf.step("double", lambda: 2 * x))  # type: ignore[misc]
+
+    @wapp.workflow
+    async def parent(wf: Workflow, x: int) -> list[int]:
+        k = await wf.child(kid, x)  # type: ignore[misc]
+        a, b = await wf.parallel(wf.call("a", inc, k), wf.call("b", inc, 0))  # type: ignore[misc]
+        return [k, a, b]
+
+    job = parent.enqueue(5)
+    drain(wapp)
+    assert wapp.get_job(job.id).result == [10, 11, 1]

@@ -33,6 +33,7 @@ from ..retry import DEFAULT_BACKOFF
 from ..states import StepStatus
 from ..task import Task
 from .errors import ChildFailed, Suspend, WorkflowError
+from .hooks import boundary
 from .replay import digest
 
 if TYPE_CHECKING:
@@ -174,12 +175,14 @@ def report(ctx: JobContext, *, result: Any = None, error: BaseException | None =
     else:
         payload = {"ok": False, "error": {"type": type(error).__name__,
                                           "message": str(error)[:2000]}}
+    boundary(ctx.job_id, "before:report")
     try:
         ctx.app.send_event(int(parent["workflow"]), str(parent["event"]), payload,  # type: ignore[attr-defined]
                            key="done")
     except ShiftworkError as exc:  # the parent finished or was cancelled: nobody waits
         log.info("job %s: parent workflow %s no longer waits (%s)", ctx.job_id,
                  parent.get("workflow"), exc)
+    boundary(ctx.job_id, "after:report")
 
 
 def install(app: Any) -> None:
