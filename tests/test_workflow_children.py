@@ -201,3 +201,19 @@ def test_async_parent_and_async_child(wapp: App) -> None:
     job = parent.enqueue(5)
     drain(wapp)
     assert wapp.get_job(job.id).result == [10, 11, 1]
+
+
+def test_a_wide_fan_out_keeps_its_keys_short(wapp: App) -> None:
+    @wapp.task
+    def leaf(i: int) -> int:
+        return i
+
+    @wapp.workflow
+    def fan(wf: Workflow, n: int) -> int:
+        return sum(wf.parallel(*(wf.call(f"c{i}", leaf, i) for i in range(n))))
+
+    job = fan.enqueue(300)
+    drain(wapp)
+    assert wapp.get_job(job.id).result == sum(range(300))
+    assert [s.name for s in wapp.workflow_history(job.id) if s.kind == "parallel"] == [
+        "parallel:c0..c299(300)"]

@@ -23,6 +23,7 @@ Cancelling the parent cancels the members it started (``cancel_members``).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -98,11 +99,12 @@ def join(wf: Workflow, step: str, kind: str, members: list[tuple[str, Task[Any, 
             continue
         took, payload = wf._store.workflow_event_take(wf.id, wf.ctx.attempt, sub, sub,
                                                       started_at=now)
-        reports.append(payload if took else None)
-    if any(r is None for r in reports):
-        left = sum(r is None for r in reports)
-        raise Suspend(now + _forever(), f"workflow waiting for {left} of {len(ids)} "
-                                        f"jobs of {step!r}")
+        if not took:
+            # Stop at the first member still out: its report wakes us, and the ones after
+            # it are taken then (one query per member in all, not one per member per wake).
+            raise Suspend(now + _forever(), f"workflow waiting for job {ids[i]} "
+                                            f"({i + 1} of {len(ids)}) of {step!r}")
+        reports.append(payload)
     labels = [label for label, _, _, _ in members]
     failed = [{"step": labels[i], "job": ids[i], **(r or {}).get("error", {})}
               for i, r in enumerate(reports) if not (r or {}).get("ok")]
@@ -111,6 +113,14 @@ def join(wf: Workflow, step: str, kind: str, members: list[tuple[str, Task[Any, 
     wf._record(step, StepStatus.DONE, _json(wf, body, step), None,
                outcome="failed" if failed else None, **fields)
     return _outcome(step, body, bool(failed))
+
+
+def _key_part(step: str) -> str:
+    """The step's name in keys (effect key, job unique keys): a long one is shortened to a
+    prefix and a digest, to stay within the key limits (500 characters)."""
+    if len(step) <= 120:
+        return step
+    return f"{step[:80]}#{hashlib.sha256(step.encode()).hexdigest()[:16]}"
 
 
 def _forever() -> Any:
@@ -144,7 +154,7 @@ def _enqueue_once(wf: Workflow, step: str, members: list[tuple[str, Task[Any, An
         ids = []
         for i, (_label, task, args, kwargs) in enumerate(members):
             meta = {PARENT_META: {"workflow": wf.id, "event": f"{step}/{i}"}}
-            key = f"wf{wf.id}:{step}/{i}"
+            key = f"wf{wf.id}:{_key_part(step)}/{i}"
             if getattr(task, "workflow_version", None) is not None:
                 res = task.using(conn=conn, meta=meta, key=key).enqueue(*args, **kwargs)
             else:
@@ -158,7 +168,7 @@ def _enqueue_once(wf: Workflow, step: str, members: list[tuple[str, Task[Any, An
         return ids
 
     with wf.ctx.transaction() as tx:
-        out = tx.once(f"wf:{wf.id}:{step}", lambda: enqueue(tx.conn))
+        out = tx.once(f"wf:{wf.id}:{_key_part(step)}", lambda: enqueue(tx.conn))
     return [int(i) for i in out]
 
 

@@ -301,6 +301,8 @@ class Workflow:
         if len(set(labels)) != len(labels):
             raise WorkflowError(f"wf.parallel: branch names must differ, got {labels}")
         step = name or "parallel:" + ",".join(labels)
+        if name is None and len(step) > 120:  # many branches: a short, stable name
+            step = f"parallel:{labels[0]}..{labels[-1]}({len(labels)})"
         return join(self, step, "parallel", [(c.name, c.task, c.args, c.kwargs)
                                              for c in calls])
 
