@@ -217,3 +217,32 @@ def test_a_wide_fan_out_keeps_its_keys_short(wapp: App) -> None:
     assert wapp.get_job(job.id).result == sum(range(300))
     assert [s.name for s in wapp.workflow_history(job.id) if s.kind == "parallel"] == [
         "parallel:c0..c299(300)"]
+
+
+def test_a_member_cancelled_on_its_own_fails_the_join(wapp: App) -> None:
+    @wapp.task(queue="later")
+    def never(x: int) -> int:
+        return x
+
+    @wapp.task
+    def quick(x: int) -> int:
+        return x
+
+    seen: list[ChildFailed] = []
+
+    @wapp.workflow(max_attempts=1)
+    def parent(wf: Workflow) -> None:
+        try:
+            wf.parallel(wf.call("a", quick, 1), wf.call("b", never, 2))
+        except ChildFailed as exc:
+            seen.append(exc)
+            raise
+
+    job = parent.enqueue()
+    drain(wapp, ["default"])
+    (member,) = [j for j in wapp.list_jobs(limit=100) if j.queue == "later"]
+    wapp.cancel_job(member.id)
+    drain(wapp, ["default"])
+    assert wapp.get_job(job.id).state is JobState.DEAD
+    assert seen and seen[0].errors[0]["step"] == "b"
+    assert seen[0].errors[0]["type"] == "JobCancelled"

@@ -177,7 +177,14 @@ def _enqueue_once(wf: Workflow, step: str, members: list[tuple[str, Task[Any, An
 
 def report(ctx: JobContext, *, result: Any = None, error: BaseException | None = None) -> None:
     """A member ended for good: tell its parent (a no-op for jobs without a parent)."""
-    parent = (ctx.meta or {}).get(PARENT_META)
+    report_for(ctx.app, ctx.job_id, ctx.meta, result=result, error=error)
+
+
+def report_for(app: Any, job_id: int, meta: dict[str, Any] | None, *, result: Any = None,
+               error: BaseException | None = None) -> None:
+    """:func:`report` for a job by id and meta (also used when a member is cancelled
+    before it ran, so its parent is not left waiting)."""
+    parent = (meta or {}).get(PARENT_META)
     if not parent:
         return
     if error is None:
@@ -185,14 +192,13 @@ def report(ctx: JobContext, *, result: Any = None, error: BaseException | None =
     else:
         payload = {"ok": False, "error": {"type": type(error).__name__,
                                           "message": str(error)[:2000]}}
-    boundary(ctx.job_id, "before:report")
+    boundary(job_id, "before:report")
     try:
-        ctx.app.send_event(int(parent["workflow"]), str(parent["event"]), payload,  # type: ignore[attr-defined]
-                           key="done")
+        app.send_event(int(parent["workflow"]), str(parent["event"]), payload, key="done")
     except ShiftworkError as exc:  # the parent finished or was cancelled: nobody waits
-        log.info("job %s: parent workflow %s no longer waits (%s)", ctx.job_id,
+        log.info("job %s: parent workflow %s no longer waits (%s)", job_id,
                  parent.get("workflow"), exc)
-    boundary(ctx.job_id, "after:report")
+    boundary(job_id, "after:report")
 
 
 def install(app: Any) -> None:
@@ -206,6 +212,9 @@ def install(app: Any) -> None:
         try:
             result = (target.fn(ctx, *args, **kwargs) if target.takes_context
                       else target.fn(*args, **kwargs))
+        except JobCancelled as exc:  # cancelled while running: the parent must hear of it
+            report(ctx, error=exc)
+            raise
         except Exception as exc:
             policy = target.options.retry  # the target task's retry policy, not this one's
             if ctx.attempt >= ctx.max_attempts or not policy.retryable(exc):
