@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,8 @@ def test_schedules_add_and_remove_on_the_command_line(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     dsn = f"sqlite:///{tmp_path / 'jobs.db'}"
     monkeypatch.setenv("SHIFTWORK_TEST_DSN", dsn)
+    # The command line imports the app afresh, on this test's database.
+    monkeypatch.delitem(sys.modules, "tests.apps.cli_app", raising=False)
     App(dsn).migrate()
     run = CliRunner().invoke
     target = ["--app", "tests.apps.cli_app:app"]
