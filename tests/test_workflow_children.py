@@ -63,7 +63,7 @@ def test_parallel_calls_run_as_jobs_and_join_in_order(wapp: App) -> None:
     assert _jobs_by_task(wapp)["shiftwork.workflow_call"] == 2
 
 
-def test_a_failed_branch_raises_after_all_settle_and_compensates(wapp: App) -> None:
+def test_a_failed_branch_raises_after_all_settle_and_fails_the_parent(wapp: App) -> None:
     ran: list[str] = []
 
     @wapp.task(max_attempts=2, retry=Backoff(initial=0, jitter=False))
