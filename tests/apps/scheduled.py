@@ -1,9 +1,10 @@
 """A test app with schedules firing every second, run in real worker processes.
 
 SHIFTWORK_TEST_SCHEDULES picks which: "race" (one schedule, catch-up all, overlap
-allow_all), "downtime" (one schedule per catch-up policy) or "burst"
-(SHIFTWORK_TEST_BURST yearly schedules into queue "burst", which the test moves to one
-near-future instant).
+allow_all), "downtime" (one schedule per catch-up policy), "runtime" (one code schedule;
+the test adds its run-time ones with app.schedules.add, which worker starts must keep) or
+"burst" (SHIFTWORK_TEST_BURST yearly schedules into queue "burst", which the test moves
+to one near-future instant).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ elif WHICH == "burst":
     burst = app.task(queue="burst", name="burst")(tick)
     for i in range(int(os.environ.get("SHIFTWORK_TEST_BURST", "10000"))):
         app.schedule(f"b-{i:05d}", "0 0 0 1 1 *", burst, overlap="allow_all")
+elif WHICH == "runtime":
+    app.schedule("code-minutely", "* * * * *", tick)
 else:
     for policy in ("skip", "latest", "all"):
         app.schedule(f"down-{policy}", "* * * * * *", tick, catchup=policy,
