@@ -2,7 +2,8 @@
 
 ``BENCH_SCHEDULES`` schedules, yearly (so no natural boundary falls inside a run),
 enqueueing into queue ``bsched`` (which no worker serves, so the jobs stay put); each
-``schedule.fired`` event (emitted after the firing transaction commits) is recorded with its lateness: wall clock minus fire instant.
+``schedule.fired`` event (emitted after the firing transaction commits) is recorded
+with its lateness: wall clock minus fire instant.
 """
 
 from __future__ import annotations
