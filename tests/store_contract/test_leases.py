@@ -74,7 +74,8 @@ def test_release_unknown_gives_back_what_the_worker_does_not_hold(store: Store) 
     released = store.jobs_release_unknown("w1", "q", [(known.id, known.attempt)])
     assert sorted(released) == [lost1.id, lost2.id]
     job = store.jobs_get(lost1.id)
-    assert job.state is JobState.AVAILABLE and job.max_attempts == 4  # attempt not spent
+    assert job.state is JobState.AVAILABLE and job.max_attempts == 3  # attempt not spent
+    assert (job.attempt, job.uncounted, job.counted_attempt) == (1, 1, 0)
     assert job.errors[-1]["kind"] == "released"
     assert state(store, known.id) is state(store, elsewhere.id) is JobState.RUNNING
     assert store.jobs_release_unknown("w2", "q", []) == []
@@ -87,7 +88,8 @@ def test_hand_back_returns_jobs_without_spending_an_attempt(store: Store) -> Non
     assert store.jobs_hand_back("w1", [(a.id, a.attempt), (b.id, b.attempt + 1)]) == 1
     assert store.jobs_hand_back("w2", [(c.id, c.attempt)]) == 0  # not its job
     job = store.jobs_get(a.id)
-    assert job.state is JobState.AVAILABLE and job.max_attempts == 4
+    assert job.state is JobState.AVAILABLE and job.max_attempts == 3
+    assert job.counted_attempt == 0  # not spent
     assert job.errors[-1]["kind"] == "handed_back"
     assert state(store, b.id) is state(store, c.id) is JobState.RUNNING
     assert claim_one(store).id == a.id
