@@ -162,3 +162,31 @@ def cancellable(wf: Workflow, where: str) -> str:
         wf.wait_for_event("go")
     wf.step("b", _effect, wf, "b", compensate=_undo(wf, "undo-b"))
     return "done"
+
+
+# -- the claimed-ahead edges (tests/test_workflow_edges.py) ---------------------------------
+
+
+@app.task(name="ahead_short", queue="ahead")
+def ahead_short() -> None:
+    """No-op jobs that teach the worker to claim ahead on the "ahead" queue."""
+
+
+@app.task(name="ahead_block", queue="ahead")
+def ahead_block(ctx: JobContext, seconds: float) -> None:
+    if ctx.attempt == 1:  # a rerun after its worker was killed does not block again
+        time.sleep(seconds)
+
+
+def _ahead(wf: Workflow, fail: bool) -> str:
+    wf.step("a", _effect, wf, "a", compensate=_undo(wf, "undo-a"))
+    wf.wait_for_event("go")
+    wf.step("c", _fail if fail else _effect, wf, "c", compensate=_undo(wf, "undo-c"))
+    return "done"
+
+
+#: on its last attempt from the start: the run after the event is the last one
+ahead_once = app.workflow(name="ahead_once", queue="ahead", max_attempts=1,
+                          retry=_SAGA_RETRY)(_ahead)
+ahead_saga = app.workflow(name="ahead_saga", queue="ahead", max_attempts=10,
+                          retry=_SAGA_RETRY)(_ahead)
