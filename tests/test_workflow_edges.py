@@ -53,7 +53,7 @@ def _claimed_ahead(rec_app: Any, db: dict[str, str], flow: Any, fail: bool,
     app.send_event(job_id, "go", {"ok": True})
     wait_for(lambda: app.get_job(job_id).state is JobState.RUNNING, timeout=60,
              what="the workflow's run claimed ahead")
-    assert [p for p in effects_by_job(rec_app).get(job_id, [])] == ["a"], "it has not begun"
+    assert effects_by_job(rec_app).get(job_id, []) == ["a"], "it has not begun"
     return worker, job_id
 
 
@@ -78,7 +78,7 @@ def test_last_attempt_lost_before_it_began_still_runs_and_compensates(
     job, run = app.get_job(job_id), app.get_workflow(job_id)
     assert (job.state, run.status) == (JobState.DEAD, "compensated"), (job, run)
     assert _phases(rec_app, job_id) == Counter({"a": 1, "c": 1, "undo-a": 1})
-    assert [e["kind"] for e in job.errors][0] == "lease_expired"
+    assert job.errors[0]["kind"] == "lease_expired"
     # the suspension and the lost run were not counted; deciding to compensate gave the
     # job its compensation budget (runner.COMPENSATION_ATTEMPTS)
     assert (job.attempt, job.uncounted, job.counted_attempt) == (3, 2, 1)
