@@ -160,7 +160,25 @@ def cancellable(wf: Workflow, where: str) -> str:
         wf.sleep("nap", 3600)
     elif where == "wait":
         wf.wait_for_event("go")
+    elif where == "between":
+        time.sleep(2.0)  # plain (deterministic) body code between two steps
     wf.step("b", _effect, wf, "b", compensate=_undo(wf, "undo-b"))
+    return "done"
+
+
+def _slow_undo(wf: Workflow, phase: str) -> Any:
+    def undo(result: Any) -> None:
+        record(wf.id, wf.ctx.attempt, f"{phase}-start")
+        time.sleep(2.0)
+        record(wf.id, wf.ctx.attempt, phase)
+    return undo
+
+
+@app.workflow(queue="saga", max_attempts=10, retry=_SAGA_RETRY)
+def failing_slow_undo(wf: Workflow) -> str:
+    """Fails at its second step; its compensation takes 2 s (a cancel arrives in it)."""
+    wf.step("a", _effect, wf, "a", compensate=_slow_undo(wf, "undo-a"))
+    wf.step("b", _fail, wf, "b")
     return "done"
 
 
