@@ -145,3 +145,50 @@ def test_saga_survives_a_crash_at_every_boundary(rec_app: Any, db: dict[str, str
                 out.write(f"| {label} | {db['dsn'].split(':')[0]} | {app.get_job(job_id).state}"
                           f" / {app.get_workflow(job_id).status} | "
                           + ", ".join(f"{k}x{v}" for k, v in sorted(phases.items())) + " |\n")
+
+
+def test_async_saga_survives_a_crash_at_every_boundary(rec_app: Any,
+                                                       db: dict[str, str]) -> None:
+    """The same matrix for an ``async def`` body (its durable calls run on threads, so
+    the crash comes from a thread of the worker's event loop). One slot per worker, as
+    above: a crash must not also interrupt another saga between its effect and record."""
+    app = rec_app.app
+    cases = {rec_app.asaga.enqueue(label, fail).id: (label, fail)
+             for fail, labels in ((True, FAILING), (False, SUCCEEDING)) for label in labels}
+    for job_id in cases:
+        app.send_event(job_id, "go", {"ok": True}, key="go-1")
+    workers: list[subprocess.Popen[bytes]] = []
+    deadline = time.monotonic() + 120
+    try:
+        while not all(app.get_job(j).state in FINISHED for j in cases):
+            assert time.monotonic() < deadline, "async sagas did not finish in time"
+            for w in [w for w in workers if w.poll() is not None]:
+                assert w.returncode == 17, f"worker exited with {w.returncode}, not a test crash"
+                workers.remove(w)
+            while len(workers) < 3:
+                workers.append(spawn_worker(db, "recording", ["asaga=1"],
+                                            env={"SHIFTWORK_TEST_CRASHES": "1"}))
+            time.sleep(0.1)
+    finally:
+        for w in workers:
+            w.kill()
+            w.wait()
+    effects = effects_by_job(rec_app)
+    hit = {(j, p.removeprefix("crash:")) for j, ps in effects.items() for p in ps
+           if p.startswith("crash:")}
+    assert hit == {(j, label) for j, (label, _) in cases.items()}
+    for job_id, (label, fail) in cases.items():
+        job, run = app.get_job(job_id), app.get_workflow(job_id)
+        phases = [p for p in effects.get(job_id, []) if not p.startswith("crash:")]
+        assert Counter(phases) == expected(label, fail), (label, phases)
+        if fail:
+            assert (job.state, run.status) == (JobState.DEAD, "compensated"), (label, run)
+        else:
+            assert (job.state, run.status) == (JobState.SUCCEEDED, "succeeded"), label
+    if os.environ.get("SHIFTWORK_CRASH_TABLE"):
+        with open(os.environ["SHIFTWORK_CRASH_TABLE"], "a") as out:
+            for job_id, (label, _fail) in cases.items():
+                phases = Counter(p for p in effects[job_id] if not p.startswith("crash:"))
+                out.write(f"| async {label} | {db['dsn'].split(':')[0]} | "
+                          f"{app.get_job(job_id).state} / {app.get_workflow(job_id).status} | "
+                          + ", ".join(f"{k}x{v}" for k, v in sorted(phases.items())) + " |\n")

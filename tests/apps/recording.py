@@ -150,6 +150,20 @@ saga_once = app.workflow(name="saga_once", queue="saga_last", max_attempts=1,
                          retry=_SAGA_RETRY)(_saga)
 
 
+async def _asaga(wf: Any, crash_at: str, fail: bool = True) -> str:
+    """The saga as an ``async def`` body (the async crash matrix)."""
+    _CRASH_AT[wf.id] = crash_at
+    await wf.step("a", _effect, wf, "a", compensate=_undo(wf, "undo-a"))
+    await wf.sleep("nap", 0.05)
+    await wf.step("b", _effect, wf, "b", compensate=_undo(wf, "undo-b"))
+    await wf.wait_for_event("go")
+    await wf.step("c", _fail if fail else _effect, wf, "c", compensate=_undo(wf, "undo-c"))
+    return "done"
+
+
+asaga = app.workflow(name="asaga", queue="asaga", max_attempts=10, retry=_SAGA_RETRY)(_asaga)
+
+
 @app.workflow(queue="saga", max_attempts=10, retry=Backoff(initial=0.05, maximum=0.2))
 def cancellable(wf: Workflow, where: str) -> str:
     """Parks where the cancel tests want it: in a long step, sleeping, or waiting."""
