@@ -51,3 +51,58 @@ SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
 WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state IN ('available', 'scheduled', 'retrying')
 RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
           j.checkpoint::text, j.meta::text, j.priority, j.run_at
+
+-- name: fair_cursor_ensure
+INSERT INTO {schema}.fair_cursors (queue, last_group) VALUES (%(queue)s, '')
+ON CONFLICT (queue) DO NOTHING
+
+-- name: fair_cursor_lock
+-- Held until the claim commits: claimers of one fair queue take turns around the round.
+SELECT last_group, served FROM {schema}.fair_cursors WHERE queue = %(queue)s FOR UPDATE
+
+-- name: fair_cursor_set
+UPDATE {schema}.fair_cursors SET last_group = %(group)s, served = %(served)s WHERE queue = %(queue)s
+
+-- name: fair_groups
+-- The next groups with waiting jobs after a group key, in key order: a loose index scan of
+-- jobs_group_claim_idx, one index probe per group, whatever the backlog of each.
+WITH RECURSIVE g(grp, n) AS (
+    (SELECT meta->>'group', 1 FROM {schema}.jobs
+     WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
+       AND meta ? 'group' AND meta->>'group' > %(after)s
+     ORDER BY meta->>'group' LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.meta->>'group' FROM {schema}.jobs j
+            WHERE j.queue = %(queue)s AND j.state IN ('available', 'scheduled', 'retrying')
+              AND j.meta ? 'group' AND j.meta->>'group' > g.grp
+            ORDER BY j.meta->>'group' LIMIT 1), g.n + 1
+    FROM g WHERE g.grp IS NOT NULL AND g.n < %(n)s
+)
+SELECT grp FROM g WHERE grp IS NOT NULL
+
+-- name: fair_heads
+-- The first due jobs of each group, in claim order within the group (priority wins there),
+-- skipping the ones this claim already looked at.
+SELECT h.id, g.grp, h.task FROM
+    unnest(%(groups)s::text[], %(take)s::int[], %(skip)s::int[]) WITH ORDINALITY
+        AS g(grp, take, skip, ord)
+CROSS JOIN LATERAL (
+    SELECT j.id, j.task, j.priority, j.run_at FROM {schema}.jobs j
+    WHERE j.queue = %(queue)s AND j.state IN ('available', 'scheduled', 'retrying')
+      AND j.meta ? 'group' AND j.meta->>'group' = g.grp AND j.run_at <= {now}
+      AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                      WHERE s.queue = %(queue)s AND s.paused)
+    ORDER BY j.priority DESC, j.run_at, j.id
+    LIMIT g.take OFFSET g.skip
+) h
+ORDER BY g.ord, h.priority DESC, h.run_at, h.id
+
+-- name: fair_ungrouped
+-- Jobs without a group take one turn per round, as one group of their own.
+SELECT id, NULL, task FROM {schema}.jobs
+WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
+  AND run_at <= {now} AND NOT meta ? 'group'
+  AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                  WHERE s.queue = %(queue)s AND s.paused)
+ORDER BY priority DESC, run_at, id
+LIMIT %(take)s OFFSET %(skip)s

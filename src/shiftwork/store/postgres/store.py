@@ -24,7 +24,7 @@ from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, W
 from ...redact import describe_dsn, redact
 from ...states import JobState
 from ..fleet import FleetWrites
-from ..flow_claim import ClaimSteps, claim_with_flow
+from ..flow_claim import ClaimSteps, FairSteps, claim_fair, claim_with_flow
 from ..jobs import (
     JobsActions,
     claimed_jobs,
@@ -341,9 +341,39 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
                     prepare=True).fetchall()
             return claimed_jobs(rows)
         with self._conn() as c, c.transaction():
-            rows = claim_with_flow(queue, limit, limits or {}, flow or ClaimFlow(),
-                                   self._claim_steps(c, queue, worker_id, lease_seconds))
+            steps = self._claim_steps(c, queue, worker_id, lease_seconds)
+            if flow is not None and flow.fair:
+                rows = claim_fair(queue, limit, limits or {}, flow, steps,
+                                  self._fair_steps(c, queue))
+            else:
+                rows = claim_with_flow(queue, limit, limits or {}, flow or ClaimFlow(), steps)
         return claimed_jobs(rows)
+
+    def _fair_steps(self, c: psycopg.Connection[Any], queue: str) -> FairSteps:
+        q = self.q
+
+        def cursor() -> tuple[str, int]:
+            c.execute(q["fair_cursor_ensure"], {"queue": queue})
+            row = c.execute(q["fair_cursor_lock"], {"queue": queue}).fetchone()
+            assert row is not None  # ensured just before, and never deleted
+            return str(row[0]), int(row[1])
+
+        def set_cursor(group: str, served: int) -> None:
+            c.execute(q["fair_cursor_set"], {"queue": queue, "group": group, "served": served})
+
+        def groups(after: str, n: int) -> list[str]:
+            return [r[0] for r in c.execute(q["fair_groups"],
+                                            {"queue": queue, "after": after, "n": n})]
+
+        def heads(groups: list[str], take: list[int], skip: list[int]) -> list[Any]:
+            return c.execute(q["fair_heads"], self._p(
+                queue=queue, groups=groups, take=take, skip=skip)).fetchall()
+
+        def ungrouped(take: int, skip: int) -> list[Any]:
+            return c.execute(q["fair_ungrouped"], self._p(
+                queue=queue, take=take, skip=skip)).fetchall()
+
+        return FairSteps(cursor, set_cursor, groups, heads, ungrouped)
 
     def _claim_steps(self, c: psycopg.Connection[Any], queue: str, worker: str,
                      lease: float) -> ClaimSteps:
