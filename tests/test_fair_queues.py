@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
 from shiftwork import App, ConfigurationError, FakeClock, JobState
 from shiftwork.outcome import Outcome
+
+from .conftest import imported_app, spawn_worker, wait_for
+from .test_chaos import stop
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -104,3 +109,80 @@ def test_bad_fair_options_are_refused(fair_app: App) -> None:
         fair_app.queue("x", fair=True, weights={"a": 0})
     with pytest.raises(ConfigurationError, match="fair must be True or False"):
         fair_app.queue("x", fair="yes")  # type: ignore[arg-type]
+
+
+# -- real worker processes ---------------------------------------------------------------
+
+
+@pytest.fixture
+def flow_app(db: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    with imported_app(monkeypatch, "flow", db["dsn"], db["schema"]) as module:
+        module.create_table()
+        yield module
+
+
+def _starts(module: Any) -> list[tuple[int, str, float, float]]:
+    return [tuple(r) for r in module._conn().execute(  # type: ignore[misc]
+        f"SELECT job_id, grp, started, ended FROM {module.table()} ORDER BY started, job_id")]
+
+
+@pytest.mark.fault
+def test_a_small_group_starts_before_2_percent_of_a_flood(flow_app: Any, db: dict[str, str]
+                                                          ) -> None:
+    flood, small = 20_000, 20
+    flow_app.fair_job.enqueue_many([("A",)] * flood)
+    flow_app.fair_job.enqueue_many([("B",)] * small)
+    workers = [spawn_worker(db, "flow", ["fair=4"]) for _ in range(2)]
+    try:
+        wait_for(lambda: sum(1 for s in _starts(flow_app) if s[1] == "B") >= small,
+                 timeout=120, what="every B job started")
+    finally:
+        for w in workers:
+            stop(w)
+    order = [grp for _, grp, _, _ in _starts(flow_app)]
+    last_b = max(i for i, grp in enumerate(order) if grp == "B")
+    a_before = order[:last_b].count("A")
+    # Round-robin: B's jobs alternate with A's (give or take a claim batch per worker).
+    assert a_before < flood * 0.02, a_before
+    assert order.count("B") == small
+
+
+@pytest.mark.fault
+def test_limits_hold_across_a_worker_sigkill(flow_app: Any, db: dict[str, str]) -> None:
+    import signal
+
+    accounts = [f"acct{i}" for i in range(16)]
+    total = 200
+    flow_app.guarded.enqueue_many([(accounts[i % 16], 0.5) for i in range(total)])
+    victim = spawn_worker(db, "flow", ["guarded=12"])
+    survivor = spawn_worker(db, "flow", ["guarded=12"])
+    try:
+        wait_for(lambda: len(_starts(flow_app)) >= 40, timeout=60, what="some jobs ran")
+        stop(victim, signal.SIGKILL)  # dies holding jobs: their leases lapse, then rescue
+        wait_for(lambda: len({s[0] for s in _starts(flow_app)}) >= total, timeout=90,
+                 what="every job ran")
+    finally:
+        stop(victim, signal.SIGKILL)
+        stop(survivor)
+    runs = _starts(flow_app)
+    finished = [r for r in runs if r[3] is not None]
+    assert sorted(r[0] for r in finished) == sorted({r[0] for r in runs})  # each once
+    assert len(finished) == total
+    assert len(runs) > total  # some runs were cut short by the kill and ran again
+    times = sorted(r[2] for r in runs)
+    # The rate holds, rescued starts included: 20 a second plus the burst of 2, plus one
+    # for the two workers' clocks being read a moment apart.
+    busiest = max(sum(1 for t in times if s <= t < s + 1.0) for s in times)
+    assert busiest <= 20 + 2 + 1, busiest
+    span = times[-1] - times[0]  # 200 starts at 20 a second, and one lease lapse
+    assert (total - 2) / 20 * 0.9 <= span < (total - 2) / 20 + 5, span
+    by_group: dict[str, list[tuple[float, float]]] = {}
+    for _, grp, started, ended in finished:
+        by_group.setdefault(grp, []).append((started, ended))
+    for grp, spans in by_group.items():
+        spans.sort()
+        for (_, end), (start, _) in itertools.pairwise(spans):
+            assert start >= end - 0.01, f"two jobs of group {grp} ran at once"
+    # Group counts come back: nothing is left running, and the bucket holds what it should.
+    groups = flow_app.app.store.groups_busiest("guarded", 10)
+    assert groups == []

@@ -124,6 +124,10 @@ def _rows(page: Sequence[Row]) -> list[tuple[int, str | None]]:
 #: bounded by this, not by how many groups or jobs wait.
 FAIR_SCAN = 256
 
+#: Jobs without a group on a fair queue are found among this many first waiting jobs: a
+#: bounded look, so give every job of a fair queue a group (docs/flow-control.md).
+FAIR_PEEK = 50
+
 
 @dataclass
 class FairSteps:

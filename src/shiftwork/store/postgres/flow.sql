@@ -98,11 +98,24 @@ CROSS JOIN LATERAL (
 ORDER BY g.ord, h.priority DESC, h.run_at, h.id
 
 -- name: fair_ungrouped
--- Jobs without a group take one turn per round, as one group of their own.
-SELECT id, NULL, task FROM {schema}.jobs
-WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
-  AND run_at <= {now} AND NOT meta ? 'group'
-  AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
-                  WHERE s.queue = %(queue)s AND s.paused)
+-- Jobs without a group take one turn per round, as one group of their own, if they are
+-- among the first %(peek)s waiting jobs: bounded, so a grouped flood is never read through.
+SELECT id, NULL, task FROM (
+    SELECT id, task, meta, priority, run_at FROM {schema}.jobs
+    WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
+      AND run_at <= {now}
+      AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                      WHERE s.queue = %(queue)s AND s.paused)
+    ORDER BY priority DESC, run_at, id
+    LIMIT %(peek)s
+) w
+WHERE NOT meta ? 'group'
 ORDER BY priority DESC, run_at, id
 LIMIT %(take)s OFFSET %(skip)s
+
+-- name: rate_buckets_prune
+-- Buckets under a prefix (one task's per-group limits) idle long enough to be full again:
+-- a full bucket and no row are the same to a claim. A pushed-back bucket (updated_at in the
+-- future) is kept.
+DELETE FROM {schema}.rate_buckets
+WHERE starts_with(key, %(prefix)s) AND updated_at < {now} - make_interval(secs => %(idle)s)

@@ -24,7 +24,7 @@ from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, W
 from ...redact import describe_dsn, redact
 from ...states import JobState
 from ..fleet import FleetWrites
-from ..flow_claim import ClaimSteps, FairSteps, claim_fair, claim_with_flow
+from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
 from ..jobs import (
     JobsActions,
     claimed_jobs,
@@ -353,8 +353,10 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         q = self.q
 
         def cursor() -> tuple[str, int]:
-            c.execute(q["fair_cursor_ensure"], {"queue": queue})
             row = c.execute(q["fair_cursor_lock"], {"queue": queue}).fetchone()
+            if row is None:  # the queue's first fair claim
+                c.execute(q["fair_cursor_ensure"], {"queue": queue})
+                row = c.execute(q["fair_cursor_lock"], {"queue": queue}).fetchone()
             assert row is not None  # ensured just before, and never deleted
             return str(row[0]), int(row[1])
 
@@ -371,7 +373,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
 
         def ungrouped(take: int, skip: int) -> list[Any]:
             return c.execute(q["fair_ungrouped"], self._p(
-                queue=queue, take=take, skip=skip)).fetchall()
+                queue=queue, take=take, skip=skip, peek=FAIR_PEEK)).fetchall()
 
         return FairSteps(cursor, set_cursor, groups, heads, ungrouped)
 
@@ -418,6 +420,11 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
 
         return ClaimSteps(running, claim, lock_task, bucket, set_bucket, group_running,
                           candidates, claim_ids)
+
+    def rate_buckets_prune(self, prefix: str, idle_seconds: float) -> int:
+        with self._conn() as c:
+            return int(c.execute(self.q["rate_buckets_prune"], self._p(
+                prefix=prefix, idle=idle_seconds)).rowcount)
 
     def rate_limit_push_back(self, key: str, seconds: float) -> None:
         with self._conn() as c:

@@ -81,9 +81,20 @@ ORDER BY priority DESC, run_at, id
 LIMIT :take OFFSET :skip
 
 -- name: fair_ungrouped
-SELECT id, NULL, task FROM jobs INDEXED BY jobs_claim_idx
-WHERE queue = :queue AND state IN ('available', 'scheduled', 'retrying')
-  AND run_at <= :now AND json_extract(meta, '$.group') IS NULL
-  AND NOT EXISTS (SELECT 1 FROM queue_settings s WHERE s.queue = :queue AND s.paused)
+-- Jobs without a group, if among the first :peek waiting jobs (bounded: see the Postgres file).
+SELECT id, NULL, task FROM (
+    SELECT id, task, meta, priority, run_at FROM jobs INDEXED BY jobs_claim_idx
+    WHERE queue = :queue AND state IN ('available', 'scheduled', 'retrying')
+      AND run_at <= :now
+      AND NOT EXISTS (SELECT 1 FROM queue_settings s WHERE s.queue = :queue AND s.paused)
+    ORDER BY priority DESC, run_at, id
+    LIMIT :peek
+)
+WHERE json_extract(meta, '$.group') IS NULL
 ORDER BY priority DESC, run_at, id
 LIMIT :take OFFSET :skip
+
+-- name: rate_buckets_prune
+-- See the Postgres file: idle buckets under a prefix are full again, the same as no row.
+DELETE FROM rate_buckets
+WHERE substr(key, 1, length(:prefix)) = :prefix AND updated_at < :now - :idle

@@ -21,7 +21,7 @@ from ...outcome import Outcome
 from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, WorkerInfo
 from ...states import JobState
 from ..fleet import FleetWrites
-from ..flow_claim import ClaimSteps, FairSteps, claim_fair, claim_with_flow
+from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
 from ..jobs import (
     JobsActions,
     claim_within_limits,
@@ -364,9 +364,15 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
 
         def ungrouped(take: int, skip: int) -> list[Any]:
             return list(c.execute(q["fair_ungrouped"], {"queue": queue, "take": take,
-                                                        "skip": skip, "now": now}))
+                                                        "skip": skip, "now": now,
+                                                        "peek": FAIR_PEEK}))
 
         return FairSteps(cursor, set_cursor, groups, heads, ungrouped)
+
+    def rate_buckets_prune(self, prefix: str, idle_seconds: float) -> int:
+        with self._tx() as c:
+            return int(c.execute(self.q["rate_buckets_prune"], {
+                "prefix": prefix, "idle": idle_seconds, "now": self._now()}).rowcount)
 
     def rate_limit_push_back(self, key: str, seconds: float) -> None:
         with self._tx() as c:
