@@ -186,3 +186,47 @@ def test_limits_hold_across_a_worker_sigkill(flow_app: Any, db: dict[str, str]) 
     # Group counts come back: nothing is left running, and the bucket holds what it should.
     groups = flow_app.app.store.groups_busiest("guarded", 10)
     assert groups == []
+
+
+# -- visible -------------------------------------------------------------------------------
+
+
+def test_the_busiest_groups_are_visible(flow_app: Any, db: dict[str, str]) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from prometheus_client.parser import text_string_to_metric_families
+    from starlette.testclient import TestClient
+
+    from shiftwork.observe.metrics import Metrics
+    from shiftwork.web.dashboard import create_dashboard
+
+    from .conftest import ROOT
+
+    app = flow_app.app
+    flow_app.fair_job.enqueue_many([("big",)] * 30 + [(f"g{i}",) for i in range(12)])
+    app.store.jobs_claim("fair", 2, "w", 30, None, app.claim_flow("fair"))
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}", "COLUMNS": "200",
+           "SHIFTWORK_TEST_DSN": db["dsn"], "SHIFTWORK_TEST_SCHEMA": db["schema"],
+           "SHIFTWORK_APP": "tests.apps.flow:app"}
+    out = subprocess.run([sys.executable, "-m", "shiftwork.cli", "queues"], capture_output=True,
+                         text=True, cwd=ROOT, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    table = out.stdout[out.stdout.index("busiest groups"):]
+    rows = [line.split() for line in table.splitlines() if line.strip().startswith("fair")]
+    assert rows[0] == ["fair", "(fair)", "big", "29", "1"]  # the busiest first, ten at most
+    assert len(rows) == 10
+    page = TestClient(create_dashboard(app, authenticate=lambda r: True),
+                      base_url="http://127.0.0.1").get("/")
+    assert "Busiest groups" in page.text and 'data-group="big"' in page.text
+    metrics = Metrics(app)
+    try:
+        seen = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                for f in text_string_to_metric_families(metrics.exposition().decode())
+                for s in f.samples if s.name == "shiftwork_queue_groups"}
+    finally:
+        metrics.close()
+    # One series per queue and state, whatever the number of groups (g0 runs its only job).
+    assert seen == {("shiftwork_queue_groups", (("queue", "fair"), ("state", "waiting"))): 12,
+                    ("shiftwork_queue_groups", (("queue", "fair"), ("state", "running"))): 2}
