@@ -236,15 +236,22 @@ def claim_fair(queue: str, limit: int, limits: dict[str, int], flow: ClaimFlow,
     while len(chosen) < limit and visited < FAIR_SCAN:
         want = min(limit - len(chosen), FAIR_SCAN - visited)
         groups = fair.groups(after, want)
+        share = 1
         visited += len(groups)
         if groups:
-            take = [flow.weights.get(g, 1) for g in groups]
-            gave |= serve(fair.heads(groups, take, [seen.get(g, 0) for g in groups]))
+            # A whole round fits in this claim (few groups): each takes an even share of
+            # what is left, in one statement, instead of going round one job at a time.
+            # (Jobs without a group count as one more group.)
+            share = 1 if not full or len(groups) == want else \
+                -(-(limit - len(chosen)) // (len(groups) + 1))
+            take = [flow.weights.get(g, 1) * share for g in groups]
+            rows = fair.heads(groups, take, [seen.get(g, 0) for g in groups])
+            gave |= serve(_round_robin(rows, flow.weights) if share > 1 else rows)
             after = groups[-1]
         if len(chosen) >= limit or len(groups) == want:
             continue
         # The end of the keys: jobs without a group take their turn, then wrap around.
-        gave |= serve(fair.ungrouped(1, seen.get(None, 0)))
+        gave |= serve(fair.ungrouped(share, seen.get(None, 0)))
         if full and not gave:
             break  # a whole round gave nothing: nothing more fits now
         full, gave, after = True, False, ""
@@ -257,3 +264,15 @@ def claim_fair(queue: str, limit: int, limits: dict[str, int], flow: ClaimFlow,
     for key, left in tokens.items():
         steps.set_bucket(key, left)
     return rows
+
+
+def _round_robin(rows: list[Row], weights: dict[str, int]) -> list[Row]:
+    """Rows listed group by group, dealt out a turn (the group's weight) at a time: every
+    group's k-th turn before any group's (k+1)-th, so a claim's last places are shared."""
+    rank: dict[Any, int] = {}
+    dealt = []
+    for i, row in enumerate(rows):
+        n = rank.get(row[1], 0)
+        rank[row[1]] = n + 1
+        dealt.append((n // weights.get(str(row[1]), 1), i, row))
+    return [row for _, _, row in sorted(dealt, key=lambda d: (d[0], d[1]))]

@@ -1,17 +1,14 @@
 -- Named queries for flow control (PostgreSQL): rate buckets and group caps.
 
--- name: rate_bucket_ensure
-INSERT INTO {schema}.rate_buckets (key, tokens, updated_at)
-VALUES (%(key)s, %(capacity)s, {now})
-ON CONFLICT (key) DO NOTHING
-
 -- name: rate_bucket_lock
 -- The bucket's tokens refilled up to now (never past its capacity), under a row lock
 -- held until the claim commits: claimers of one limit take turns, so the count is exact.
-SELECT least(%(capacity)s, tokens + greatest(0, extract(epoch FROM {now} - updated_at))
-                                    * %(rate)s)
-FROM {schema}.rate_buckets WHERE key = %(key)s
-FOR UPDATE
+-- A missing bucket is made full; the no-op update on conflict is what takes the lock.
+INSERT INTO {schema}.rate_buckets AS b (key, tokens, updated_at)
+VALUES (%(key)s, %(capacity)s, {now})
+ON CONFLICT (key) DO UPDATE SET tokens = b.tokens
+RETURNING least(%(capacity)s, b.tokens + greatest(0, extract(epoch FROM {now} - b.updated_at))
+                                        * %(rate)s)
 
 -- name: rate_bucket_set
 UPDATE {schema}.rate_buckets SET tokens = %(tokens)s, updated_at = greatest(updated_at, {now})

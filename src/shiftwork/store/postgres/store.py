@@ -391,19 +391,21 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             return int(row[0]) if row else 0
 
         def claim(n: int, only_task: str | None, exclude: list[str]) -> list[Any]:
+            if only_task is None and not exclude:  # a queue-wide limit only: the common claim
+                return c.execute(q["jobs_claim"], self._p(
+                    queue=queue, limit=n, worker=worker, lease=lease), prepare=True).fetchall()
             return c.execute(q["jobs_claim_filtered"], self._p(
                 queue=queue, limit=n, worker=worker, lease=lease, only_task=only_task,
                 exclude=exclude), prepare=False).fetchall()
 
         def bucket(key: str, rate: RateLimit) -> float:
-            c.execute(q["rate_bucket_ensure"], self._p(key=key, capacity=rate.capacity))
             row = c.execute(q["rate_bucket_lock"], self._p(
-                key=key, capacity=rate.capacity, rate=rate.rate)).fetchone()
-            assert row is not None  # ensured just before, and never deleted
+                key=key, capacity=rate.capacity, rate=rate.rate), prepare=True).fetchone()
+            assert row is not None  # made (full) if missing, and locked, by the statement
             return float(row[0])
 
         def set_bucket(key: str, tokens: float) -> None:
-            c.execute(q["rate_bucket_set"], self._p(key=key, tokens=tokens))
+            c.execute(q["rate_bucket_set"], self._p(key=key, tokens=tokens), prepare=True)
 
         def group_running(task: str) -> dict[str, int]:
             return {r[0]: int(r[1]) for r in c.execute(q["jobs_group_running"], {"task": task})}
