@@ -116,3 +116,139 @@ LIMIT %(take)s OFFSET %(skip)s
 -- future) is kept.
 DELETE FROM {schema}.rate_buckets
 WHERE starts_with(key, %(prefix)s) AND updated_at < {now} - make_interval(secs => %(idle)s)
+
+-- name: fair_claim
+-- A fair queue with no other limit, in one statement (the Python loop in flow_claim.py
+-- does the same, one step at a time, when caps, rates or weights apply): the groups with
+-- waiting jobs after the cursor, then (past the end of the keys) jobs without a group
+-- among the first 50 waiting, then the groups up to the cursor; each group's first due
+-- jobs, dealt a turn at a time; the cursor moved to the last group served.
+WITH RECURSIVE
+cur AS (
+    SELECT coalesce((SELECT last_group FROM {schema}.fair_cursors
+                     WHERE queue = %(queue)s FOR UPDATE), '') AS last_group
+),
+after_g(grp, n) AS (
+    (SELECT meta->>'group', 1 FROM {schema}.jobs
+     WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
+       AND meta ? 'group' AND meta->>'group' > (SELECT last_group FROM cur)
+     ORDER BY meta->>'group' LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.meta->>'group' FROM {schema}.jobs j
+            WHERE j.queue = %(queue)s AND j.state IN ('available', 'scheduled', 'retrying')
+              AND j.meta ? 'group' AND j.meta->>'group' > a.grp
+            ORDER BY j.meta->>'group' LIMIT 1), a.n + 1
+    FROM after_g a WHERE a.grp IS NOT NULL AND a.n < %(limit)s
+),
+before_g(grp, n) AS (
+    (SELECT meta->>'group', 1 FROM {schema}.jobs
+     WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
+       AND meta ? 'group' AND meta->>'group' > ''
+     ORDER BY meta->>'group' LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.meta->>'group' FROM {schema}.jobs j
+            WHERE j.queue = %(queue)s AND j.state IN ('available', 'scheduled', 'retrying')
+              AND j.meta ? 'group' AND j.meta->>'group' > b.grp
+            ORDER BY j.meta->>'group' LIMIT 1), b.n + 1
+    FROM before_g b
+    WHERE b.grp IS NOT NULL AND b.grp < (SELECT last_group FROM cur) AND b.n < %(limit)s
+),
+turns AS (
+    SELECT grp, ord FROM (
+        SELECT grp, n AS ord FROM after_g WHERE grp IS NOT NULL
+        UNION ALL SELECT NULL, 500000
+        UNION ALL SELECT grp, 1000000 + n FROM before_g
+        WHERE grp IS NOT NULL AND grp <= (SELECT last_group FROM cur)
+    ) t
+),
+share AS (  -- few groups: each takes an even share of the claim
+    SELECT greatest(1, ceil(%(limit)s::numeric / greatest(1, count(grp))))::int AS n
+    FROM turns
+),
+heads AS (
+    SELECT h.id, t.grp, t.ord, h.k FROM turns t
+    CROSS JOIN LATERAL (
+        SELECT j.id, row_number() OVER (ORDER BY j.priority DESC, j.run_at, j.id) AS k
+        FROM {schema}.jobs j
+        WHERE t.grp IS NOT NULL AND j.queue = %(queue)s
+          AND j.state IN ('available', 'scheduled', 'retrying')
+          AND j.meta ? 'group' AND j.meta->>'group' = t.grp AND j.run_at <= {now}
+        ORDER BY j.priority DESC, j.run_at, j.id
+        LIMIT (SELECT n FROM share)
+    ) h
+    UNION ALL
+    (SELECT w.id, NULL, 500000, row_number() OVER (ORDER BY w.priority DESC, w.run_at, w.id)
+     FROM (SELECT id, meta, priority, run_at FROM {schema}.jobs
+           WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
+             AND run_at <= {now}
+           ORDER BY priority DESC, run_at, id
+           LIMIT 50) w
+     WHERE NOT w.meta ? 'group'
+     ORDER BY w.priority DESC, w.run_at, w.id
+     LIMIT (SELECT n FROM share))
+),
+picked AS (
+    SELECT id, grp, ord, k FROM heads
+    WHERE NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                      WHERE s.queue = %(queue)s AND s.paused)
+    ORDER BY k, ord LIMIT %(limit)s
+),
+claimed AS (
+    UPDATE {schema}.jobs j
+    SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
+        attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
+    FROM picked p
+    WHERE j.id = p.id AND j.state IN ('available', 'scheduled', 'retrying')
+    RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
+              j.checkpoint::text, j.meta::text, j.priority, j.run_at, p.grp, p.ord, p.k
+),
+moved AS (
+    INSERT INTO {schema}.fair_cursors AS f (queue, last_group, served)
+    SELECT %(queue)s, coalesce(grp, ''), 1 FROM claimed ORDER BY k DESC, ord DESC LIMIT 1
+    ON CONFLICT (queue) DO UPDATE SET last_group = excluded.last_group, served = 1
+)
+SELECT id, task, queue, args, attempt, max_attempts, timeout, checkpoint, meta, priority,
+       run_at FROM claimed
+
+-- name: rate_bucket_ensure
+INSERT INTO {schema}.rate_buckets (key, tokens, updated_at)
+VALUES (%(key)s, %(capacity)s, {now})
+ON CONFLICT (key) DO NOTHING
+
+-- name: jobs_claim_queue_rate
+-- A queue whose only limit is its own rate, in one statement: lock the bucket (made
+-- beforehand: a missing bucket claims nothing), claim at most its whole tokens, and
+-- spend one token per job claimed.
+WITH b AS (
+    SELECT least(%(capacity)s, tokens + greatest(0, extract(epoch FROM {now} - updated_at))
+                                        * %(rate)s) AS tokens
+    FROM {schema}.rate_buckets WHERE key = %(key)s
+    FOR UPDATE
+),
+next AS (
+    SELECT id FROM {schema}.jobs
+    WHERE queue = %(queue)s
+      AND state IN ('available', 'scheduled', 'retrying')
+      AND run_at <= {now}
+      AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                      WHERE s.queue = %(queue)s AND s.paused)
+    ORDER BY priority DESC, run_at, id
+    LIMIT least(%(limit)s, greatest(0, coalesce((SELECT floor(tokens) FROM b), 0)))::int
+    FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE {schema}.jobs j
+    SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
+        attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
+    FROM next
+    WHERE j.id = next.id
+    RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
+              j.checkpoint::text, j.meta::text, j.priority, j.run_at
+),
+spent AS (
+    UPDATE {schema}.rate_buckets
+    SET tokens = (SELECT tokens FROM b) - (SELECT count(*) FROM claimed),
+        updated_at = greatest(updated_at, {now})
+    WHERE key = %(key)s AND EXISTS (SELECT 1 FROM b)
+)
+SELECT * FROM claimed

@@ -67,6 +67,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         self.schema = check_schema(schema)
         self.clock = clock or SystemClock()
         self.channel = NOTIFY_CHANNEL_PREFIX + self.schema
+        self._buckets_made: set[str] = set()  # queue buckets known to exist (never deleted)
         quoted = f'"{self.schema}"'
         now = "coalesce(%(now)s::timestamptz, now())"
         self.q = load_all_queries(__package__ or "", schema=quoted, now=now)
@@ -337,6 +338,27 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         if not limits and not flow:
             with self._conn() as c:
                 rows = c.execute(self.q["jobs_claim"], self._p(
+                    queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
+                    prepare=True).fetchall()
+            return claimed_jobs(rows)
+        rate = flow.queue_rate if flow is not None else None
+        if rate is not None and not limits and flow == ClaimFlow(queue_rate=rate):
+            # A queue-wide rate limit and nothing else: one statement, as a plain claim.
+            key = f"queue:{queue}"
+            with self._conn() as c:
+                if key not in self._buckets_made:
+                    c.execute(self.q["rate_bucket_ensure"], self._p(
+                        key=key, capacity=rate.capacity))
+                    self._buckets_made.add(key)
+                rows = c.execute(self.q["jobs_claim_queue_rate"], self._p(
+                    queue=queue, limit=limit, worker=worker_id, lease=lease_seconds, key=key,
+                    capacity=rate.capacity, rate=rate.rate), prepare=True).fetchall()
+            return claimed_jobs(rows)
+        if flow is not None and flow.fair and not limits and flow == ClaimFlow(fair=True):
+            # A fair queue and nothing else: one statement, one round trip. Prepared: its
+            # planning costs more than running it, and each step is an index probe by key.
+            with self._conn() as c:
+                rows = c.execute(self.q["fair_claim"], self._p(
                     queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
                     prepare=True).fetchall()
             return claimed_jobs(rows)
