@@ -9,7 +9,7 @@ the jobs' own columns (``created_at``, ``attempted_at``, ``finished_at``):
   worker from a ``fair=True`` queue and from a plain queue, alternately (the plain run
   right after the fair one, so both see the same machine); jobs per second and the ratio.
 - noisy neighbour: a flood of ``--flood`` jobs of group A on a fair queue, then a job of
-  group B every 0.1 s while the flood drains; B's pickup (created to attempted) p50/p99,
+  group B every 0.02 s while the flood drains; B's pickup (created to attempted) p50/p99,
   against the same B jobs on an idle queue.
 - claim cost: in process, ``jobs_claim`` of 10 jobs from a 10,000-job backlog with no
   limit, under a rate limit that never binds, and from a fair queue (1,000 groups),
@@ -139,7 +139,7 @@ def noisy(engine: str, flood: int, small: int = 50) -> dict[str, dict[str, float
                 wait_until(lambda: _count(pl, "fair", "W"), 120, "the worker up")
                 for _ in range(small):
                     task.enqueue("B")
-                    time.sleep(0.1)
+                    time.sleep(0.02)
                 wait_until(lambda: _count(pl, "fair", "B") >= small, 300, "every B job ran")
                 flood_left = flood - _finished(pl, "fair") if case == "flood" else 0
             finally:

@@ -218,7 +218,8 @@ ON CONFLICT (key) DO NOTHING
 -- name: jobs_claim_queue_rate
 -- A queue whose only limit is its own rate, in one statement: lock the bucket (made
 -- beforehand: a missing bucket claims nothing), claim at most its whole tokens, and
--- spend one token per job claimed.
+-- spend one token per job claimed. Jobs picked past the tokens are only locked until
+-- this statement commits.
 WITH b AS (
     SELECT least(%(capacity)s, tokens + greatest(0, extract(epoch FROM {now} - updated_at))
                                         * %(rate)s) AS tokens
@@ -232,16 +233,21 @@ next AS (
       AND run_at <= {now}
       AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
                       WHERE s.queue = %(queue)s AND s.paused)
+      AND EXISTS (SELECT 1 FROM b)  -- evaluated first: the bucket is locked before any job
     ORDER BY priority DESC, run_at, id
-    LIMIT least(%(limit)s, greatest(0, coalesce((SELECT floor(tokens) FROM b), 0)))::int
+    -- a constant limit, so the plan walks the claim index; the tokens cut it below
+    LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
+),
+take AS (
+    SELECT id FROM next LIMIT greatest(0, (SELECT floor(tokens) FROM b))::int
 ),
 claimed AS (
     UPDATE {schema}.jobs j
     SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
         attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
-    FROM next
-    WHERE j.id = next.id
+    FROM take
+    WHERE j.id = take.id
     RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
               j.checkpoint::text, j.meta::text, j.priority, j.run_at
 ),
