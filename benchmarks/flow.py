@@ -7,7 +7,8 @@ the jobs' own columns (``created_at``, ``attempted_at``, ``finished_at``):
 
 - drain: ``--jobs`` no-op jobs spread over 1, 100 and 10,000 groups, drained by one
   worker from a ``fair=True`` queue and from a plain queue, alternately (the plain run
-  right after the fair one, so both see the same machine); jobs per second and the ratio.
+  right after the fair one, so both see the same machine), ``--repeat`` pairs; median
+  jobs per second and the median of the pairs' ratios.
 - noisy neighbour: a flood of ``--flood`` jobs of group A on a fair queue, then a job of
   group B every 0.02 s while the flood drains; B's pickup (created to attempted) p50/p99,
   against the same B jobs on an idle queue.
@@ -206,16 +207,23 @@ def main() -> None:
     parser.add_argument("--flood", type=int, default=20_000)
     parser.add_argument("--accuracy", type=float, default=60.0)
     parser.add_argument("--only", default="drain,noisy,claim,accuracy")
+    parser.add_argument("--repeat", type=int, default=3, help="fair/plain drain pairs")
     args = parser.parse_args()
     only = set(args.only.split(","))
     for engine in args.engine.split(","):
         print(f"## {engine} (load {load()})", flush=True)
         if "drain" in only:
             for groups in (1, 100, 10_000):
-                fair = drain(engine, args.jobs, groups, True)
-                plain = drain(engine, args.jobs, groups, False)
+                pairs = []
+                for _ in range(args.repeat):  # alternately, so both see the same machine
+                    pairs.append((drain(engine, args.jobs, groups, True),
+                                  drain(engine, args.jobs, groups, False)))
+                fair = statistics.median(p[0] for p in pairs)
+                plain = statistics.median(p[1] for p in pairs)
+                ratio = statistics.median(p[0] / p[1] for p in pairs)
                 print(f"drain {groups:>6} groups: fair {fair:7.0f}/s  plain {plain:7.0f}/s  "
-                      f"ratio {fair / plain:5.2f}   (load {load()})", flush=True)
+                      f"median ratio {ratio:5.2f} of {args.repeat} pairs "
+                      f"{[round(p[0] / p[1], 2) for p in pairs]}   (load {load()})", flush=True)
         if "noisy" in only:
             r = noisy(engine, args.flood)
             i, f = r["idle"], r["flood"]
