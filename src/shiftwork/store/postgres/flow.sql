@@ -140,10 +140,11 @@ after_g(grp, n) AS (
             ORDER BY j.meta->>'group' LIMIT 1), a.n + 1
     FROM after_g a WHERE a.grp IS NOT NULL AND a.n < %(limit)s
 ),
-before_g(grp, n) AS (
+before_g(grp, n) AS (  -- only when the keys after the cursor ran out
     (SELECT meta->>'group', 1 FROM {schema}.jobs
      WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
        AND meta ? 'group' AND meta->>'group' > ''
+       AND (SELECT count(grp) FROM after_g) < %(limit)s
      ORDER BY meta->>'group' LIMIT 1)
     UNION ALL
     SELECT (SELECT j.meta->>'group' FROM {schema}.jobs j
