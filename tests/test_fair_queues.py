@@ -152,6 +152,8 @@ def test_a_small_group_starts_before_2_percent_of_a_flood(flow_app: Any, db: dic
 
 @pytest.mark.fault
 def test_limits_hold_across_a_worker_sigkill(flow_app: Any, db: dict[str, str]) -> None:
+    """On a fair queue under a rate limit and a group cap: a worker dies holding jobs; they
+    are rescued back into their groups' turns and every limit still holds."""
     import signal
 
     accounts = [f"acct{i}" for i in range(16)]

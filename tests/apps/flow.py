@@ -53,6 +53,7 @@ def per_account(ctx: JobContext, account: str, seconds: float) -> None:
 
 
 app.queue("fair", fair=True)
+app.queue("guarded", fair=True)  # fair, under a rate and a cap: every limit at once
 
 
 @app.task(queue="fair", group_by="account", max_attempts=3)
