@@ -6,7 +6,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from .clock import Clock, SystemClock
@@ -14,7 +14,7 @@ from .context import JobContext
 from .decorators import TaskDecorator, WorkflowDecorator
 from .errors import ConfigurationError, JobCancelled, PayloadError, UnknownTaskError
 from .events import EventBus
-from .flow import ClaimFlow, GroupBy, LimitStatus, RateLimit, tokens_now
+from .flow import ClaimFlow, GroupBy, LimitStatus, RateLimit, group_weights, tokens_now
 from .flow import rate_limit as flow_rate_limit
 from .job import NewJob
 from .names import check_queue, did_you_mean
@@ -54,6 +54,8 @@ class QueueOptions:
     name: str
     max_wait: float | None = None  # seconds the oldest waiting job may wait before alerting
     rate_limit: RateLimit | None = None  # at most N starts per period, fleet-wide
+    fair: bool = False  # claims go round-robin across the queue's groups
+    weights: dict[str, int] = field(default_factory=dict)  # group -> jobs per turn
 
 
 class App:
@@ -298,19 +300,28 @@ class App:
             raise UnknownTaskError(f"unknown task {name!r}{hint} (registered: {known})") from None
 
     def queue(self, name: str, *, max_wait: float | None = None,
-              rate_limit: RateLimit | str | None = None) -> QueueOptions:
+              rate_limit: RateLimit | str | None = None, fair: bool = False,
+              weights: dict[str, int] | None = None) -> QueueOptions:
         """Declare what a queue promises: ``app.queue("emails", max_wait=60)``.
 
         ``max_wait``: seconds the oldest waiting (due) job may wait; past it,
         ``shiftwork health`` fails and the dashboard marks the queue. ``rate_limit``: at
         most N job starts per period from this queue, across every worker ("500/s").
+        ``fair=True``: claims go round-robin across the groups with waiting jobs (a job's
+        group: its task's ``group_by`` or ``.using(group=)``), so one group's flood does not
+        starve the others; ``weights={"acme": 3}`` gives a group 3 jobs per turn.
         """
         check_queue(name)
         if max_wait is not None and (not isinstance(max_wait, (int, float)) or max_wait <= 0):
             raise ConfigurationError(f"queue {name}: max_wait must be a number of seconds > 0, "
                                      f"got {max_wait!r}")
+        if not isinstance(fair, bool):
+            raise ConfigurationError(f"queue {name}: fair must be True or False, got {fair!r}")
+        if weights and not fair:
+            raise ConfigurationError(f"queue {name}: weights need fair=True")
         options = QueueOptions(name, float(max_wait) if max_wait is not None else None,
-                               flow_rate_limit(rate_limit, f"queue {name}"))
+                               flow_rate_limit(rate_limit, f"queue {name}"), fair,
+                               group_weights(weights, f"queue {name}"))
         self.queue_options[name] = options
         return options
 
@@ -329,7 +340,9 @@ class App:
             group_caps={t.name: t.options.group_concurrency for t in tasks
                         if t.options.group_concurrency},
             group_rates={t.name: t.options.group_rate_limit for t in tasks
-                         if t.options.group_rate_limit})
+                         if t.options.group_rate_limit},
+            fair=bool(declared and declared.fair),
+            weights=dict(declared.weights) if declared else {})
 
     def rate_limits(self) -> list[LimitStatus]:
         """Every declared rate limit with its bucket's tokens now (for people and metrics)."""

@@ -99,6 +99,25 @@ class Job:
 
 
 @dataclass(frozen=True)
+class GroupStats:
+    """One group's waiting and running jobs in one queue (the busiest are shown)."""
+
+    queue: str
+    group: str
+    waiting: int  # available, scheduled or retrying
+    running: int
+
+
+@dataclass(frozen=True)
+class QueueGroups:
+    """How many groups of a queue have waiting or running jobs (one metric per queue)."""
+
+    queue: str
+    waiting: int  # groups with at least one waiting job
+    running: int  # groups with at least one running job
+
+
+@dataclass(frozen=True)
 class QueueStats:
     """One queue's counts, as ``shiftwork queues`` shows them."""
 

@@ -21,8 +21,10 @@ from ..records import (
     ClaimedJob,
     EffectRecord,
     EnqueueResult,
+    GroupStats,
     Job,
     LateRun,
+    QueueGroups,
     QueueMinute,
     QueueStats,
     RescuedJob,
@@ -97,6 +99,10 @@ class Store(Protocol):
         buckets and per-group caps (store/flow_claim.py), spent only for jobs claimed.
         """
 
+    def rate_buckets_prune(self, prefix: str, idle_seconds: float) -> int:
+        """Delete buckets whose key starts with ``prefix`` untouched for ``idle_seconds``
+        (long enough to be full again, which is what a missing bucket means)."""
+
     def rate_limit_push_back(self, key: str, seconds: float) -> None:
         """Empty the bucket ``key`` and hold its refill for ``seconds`` (a 429 upstream)."""
 
@@ -166,6 +172,13 @@ class Store(Protocol):
 
     def workers_running(self) -> dict[str, int]:
         """Running jobs per worker id (a partial index)."""
+
+    def groups_busiest(self, queue: str | None = None, limit: int = 10) -> list[GroupStats]:
+        """The groups with the most waiting and running jobs (of ``queue``, or every queue),
+        busiest first: reads every waiting or running job that has a group."""
+
+    def queue_group_counts(self) -> list[QueueGroups]:
+        """Per queue, how many groups have waiting jobs and how many have running ones."""
 
     def jobs_search(self, text: str | None = None, state: JobState | None = None,
                     queue: str | None = None, limit: int = 50) -> list[Job]:

@@ -24,7 +24,7 @@ from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, W
 from ...redact import describe_dsn, redact
 from ...states import JobState
 from ..fleet import FleetWrites
-from ..flow_claim import ClaimSteps, claim_with_flow
+from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
 from ..jobs import (
     JobsActions,
     claimed_jobs,
@@ -69,6 +69,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         self.schema = check_schema(schema)
         self.clock = clock or SystemClock()
         self.channel = NOTIFY_CHANNEL_PREFIX + self.schema
+        self._buckets_made: set[str] = set()  # queue buckets known to exist (never deleted)
         quoted = f'"{self.schema}"'
         now = "coalesce(%(now)s::timestamptz, now())"
         self.q = load_all_queries(__package__ or "", schema=quoted, now=now)
@@ -326,10 +327,63 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                     queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
                     prepare=True).fetchall()
             return claimed_jobs(rows)
+        rate = flow.queue_rate if flow is not None else None
+        if rate is not None and not limits and flow == ClaimFlow(queue_rate=rate):
+            # A queue-wide rate limit and nothing else: one statement, as a plain claim.
+            key = f"queue:{queue}"
+            with self._conn() as c:
+                if key not in self._buckets_made:
+                    c.execute(self.q["rate_bucket_ensure"], self._p(
+                        key=key, capacity=rate.capacity))
+                    self._buckets_made.add(key)
+                rows = c.execute(self.q["jobs_claim_queue_rate"], self._p(
+                    queue=queue, limit=limit, worker=worker_id, lease=lease_seconds, key=key,
+                    capacity=rate.capacity, rate=rate.rate), prepare=True).fetchall()
+            return claimed_jobs(rows)
+        if flow is not None and flow.fair and not limits and flow == ClaimFlow(fair=True):
+            # A fair queue and nothing else: one statement, one round trip. Prepared: its
+            # planning costs more than running it, and each step is an index probe by key.
+            with self._conn() as c:
+                rows = c.execute(self.q["fair_claim"], self._p(
+                    queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
+                    prepare=True).fetchall()
+            return claimed_jobs(rows)
         with self._conn() as c, c.transaction():
-            rows = claim_with_flow(queue, limit, limits or {}, flow or ClaimFlow(),
-                                   self._claim_steps(c, queue, worker_id, lease_seconds))
+            steps = self._claim_steps(c, queue, worker_id, lease_seconds)
+            if flow is not None and flow.fair:
+                rows = claim_fair(queue, limit, limits or {}, flow, steps,
+                                  self._fair_steps(c, queue))
+            else:
+                rows = claim_with_flow(queue, limit, limits or {}, flow or ClaimFlow(), steps)
         return claimed_jobs(rows)
+
+    def _fair_steps(self, c: psycopg.Connection[Any], queue: str) -> FairSteps:
+        q = self.q
+
+        def cursor() -> tuple[str, int]:
+            row = c.execute(q["fair_cursor_lock"], {"queue": queue}).fetchone()
+            if row is None:  # the queue's first fair claim
+                c.execute(q["fair_cursor_ensure"], {"queue": queue})
+                row = c.execute(q["fair_cursor_lock"], {"queue": queue}).fetchone()
+            assert row is not None  # ensured just before, and never deleted
+            return str(row[0]), int(row[1])
+
+        def set_cursor(group: str, served: int) -> None:
+            c.execute(q["fair_cursor_set"], {"queue": queue, "group": group, "served": served})
+
+        def groups(after: str, n: int) -> list[str]:
+            return [r[0] for r in c.execute(q["fair_groups"],
+                                            {"queue": queue, "after": after, "n": n})]
+
+        def heads(groups: list[str], take: list[int], skip: list[int]) -> list[Any]:
+            return c.execute(q["fair_heads"], self._p(
+                queue=queue, groups=groups, take=take, skip=skip)).fetchall()
+
+        def ungrouped(take: int, skip: int) -> list[Any]:
+            return c.execute(q["fair_ungrouped"], self._p(
+                queue=queue, take=take, skip=skip, peek=FAIR_PEEK)).fetchall()
+
+        return FairSteps(cursor, set_cursor, groups, heads, ungrouped)
 
     def _claim_steps(self, c: psycopg.Connection[Any], queue: str, worker: str,
                      lease: float) -> ClaimSteps:
@@ -345,19 +399,21 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             return int(row[0]) if row else 0
 
         def claim(n: int, only_task: str | None, exclude: list[str]) -> list[Any]:
+            if only_task is None and not exclude:  # a queue-wide limit only: the common claim
+                return c.execute(q["jobs_claim"], self._p(
+                    queue=queue, limit=n, worker=worker, lease=lease), prepare=True).fetchall()
             return c.execute(q["jobs_claim_filtered"], self._p(
                 queue=queue, limit=n, worker=worker, lease=lease, only_task=only_task,
                 exclude=exclude), prepare=False).fetchall()
 
         def bucket(key: str, rate: RateLimit) -> float:
-            c.execute(q["rate_bucket_ensure"], self._p(key=key, capacity=rate.capacity))
             row = c.execute(q["rate_bucket_lock"], self._p(
-                key=key, capacity=rate.capacity, rate=rate.rate)).fetchone()
-            assert row is not None  # ensured just before, and never deleted
+                key=key, capacity=rate.capacity, rate=rate.rate), prepare=True).fetchone()
+            assert row is not None  # made (full) if missing, and locked, by the statement
             return float(row[0])
 
         def set_bucket(key: str, tokens: float) -> None:
-            c.execute(q["rate_bucket_set"], self._p(key=key, tokens=tokens))
+            c.execute(q["rate_bucket_set"], self._p(key=key, tokens=tokens), prepare=True)
 
         def group_running(task: str) -> dict[str, int]:
             return {r[0]: int(r[1]) for r in c.execute(q["jobs_group_running"], {"task": task})}
@@ -374,6 +430,11 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
 
         return ClaimSteps(running, claim, lock_task, bucket, set_bucket, group_running,
                           candidates, claim_ids)
+
+    def rate_buckets_prune(self, prefix: str, idle_seconds: float) -> int:
+        with self._conn() as c:
+            return int(c.execute(self.q["rate_buckets_prune"], self._p(
+                prefix=prefix, idle=idle_seconds)).rowcount)
 
     def rate_limit_push_back(self, key: str, seconds: float) -> None:
         with self._conn() as c:

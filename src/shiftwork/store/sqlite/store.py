@@ -22,7 +22,7 @@ from ...outcome import Outcome
 from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, WorkerInfo
 from ...states import JobState
 from ..fleet import FleetWrites
-from ..flow_claim import ClaimSteps, claim_with_flow
+from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
 from ..jobs import (
     JobsActions,
     claim_within_limits,
@@ -347,10 +347,49 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                 return c.execute(q["jobs_claim_ids"], {**base, "ids": json.dumps(ids)}
                                  ).fetchall()
 
-            rows = claim_with_flow(queue, limit, limits or {}, flow, ClaimSteps(
-                running, claim, lambda task: None, bucket, set_bucket, group_running,
-                candidates, claim_ids))
+            steps = ClaimSteps(running, claim, lambda task: None, bucket, set_bucket,
+                               group_running, candidates, claim_ids)
+            if flow.fair:
+                rows = claim_fair(queue, limit, limits or {}, flow, steps,
+                                  self._fair_steps(c, queue, now))
+            else:
+                rows = claim_with_flow(queue, limit, limits or {}, flow, steps)
         return claimed_jobs(rows)
+
+    def _fair_steps(self, c: sqlite3.Connection, queue: str, now: float) -> FairSteps:
+        q = self.q
+
+        def cursor() -> tuple[str, int]:
+            c.execute(q["fair_cursor_ensure"], {"queue": queue})
+            row = c.execute(q["fair_cursor_lock"], {"queue": queue}).fetchone()
+            return str(row[0]), int(row[1])
+
+        def set_cursor(group: str, served: int) -> None:
+            c.execute(q["fair_cursor_set"], {"queue": queue, "group": group, "served": served})
+
+        def groups(after: str, n: int) -> list[str]:
+            return [r[0] for r in c.execute(q["fair_groups"],
+                                            {"queue": queue, "after": after, "n": n})]
+
+        def heads(groups: list[str], take: list[int], skip: list[int]) -> list[Any]:
+            # In-process: one indexed query per group costs no round trip.
+            rows: list[Any] = []
+            for group, n, k in zip(groups, take, skip, strict=True):
+                rows += c.execute(q["fair_heads"], {"queue": queue, "group": group, "take": n,
+                                                    "skip": k, "now": now}).fetchall()
+            return rows
+
+        def ungrouped(take: int, skip: int) -> list[Any]:
+            return list(c.execute(q["fair_ungrouped"], {"queue": queue, "take": take,
+                                                        "skip": skip, "now": now,
+                                                        "peek": FAIR_PEEK}))
+
+        return FairSteps(cursor, set_cursor, groups, heads, ungrouped)
+
+    def rate_buckets_prune(self, prefix: str, idle_seconds: float) -> int:
+        with self._tx() as c:
+            return int(c.execute(self.q["rate_buckets_prune"], {
+                "prefix": prefix, "idle": idle_seconds, "now": self._now()}).rowcount)
 
     def rate_limit_push_back(self, key: str, seconds: float) -> None:
         with self._tx() as c:
