@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from .clock import Clock, SystemClock
+from .compose import Chain, Group, JobHandle, make_chain, make_graph, make_group
 from .context import JobContext
 from .decorators import TaskDecorator, WorkflowDecorator
 from .errors import ConfigurationError, PayloadError, UnknownTaskError
@@ -35,6 +36,7 @@ from .settings import Settings
 from .states import JobState
 from .store import Store, open_store
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
+from .waiting import ResultWaiter, wait_result, wait_result_async
 from .workflow import Workflow
 from .workflow.runner import workflow_task
 
@@ -101,6 +103,13 @@ class App:
         # Validate the DSN now, so a typo fails at start-up, not at the first enqueue.
         self._store = open_store(dsn, clock=self.clock, schema=schema, pool_size=pool_size)
         self._ready = False  # the schema was checked (or migrated) once
+        #: Every job.result() waiter of this process shares its one listener (waiting.py).
+        self.results = ResultWaiter(lambda: self.store)
+        # The leader closes dependency edges a crash left open (store/deps.py).
+        self.leader_duties.append(self._sweep_dependencies)
+
+    def _sweep_dependencies(self, term: int) -> None:
+        self.store.deps_sweep()
 
     # -- storage -----------------------------------------------------------------
 
@@ -139,6 +148,7 @@ class App:
 
     def close(self) -> None:
         """Close the database connections."""
+        self.results.close()
         if self._store is not None:
             self._store.close()
 
@@ -159,7 +169,7 @@ class App:
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
              concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
              group_by: GroupBy | None = None, group_concurrency: int | None = None,
-             group_rate_limit: RateLimit | str | None = None
+             group_rate_limit: RateLimit | str | None = None, store_result: bool = True
              ) -> TaskDecorator: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
@@ -167,7 +177,7 @@ class App:
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
              concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
              group_by: GroupBy | None = None, group_concurrency: int | None = None,
-             group_rate_limit: RateLimit | str | None = None) -> Any:
+             group_rate_limit: RateLimit | str | None = None, store_result: bool = True) -> Any:
         """Register a function as a task. Usable bare (``@app.task``) or with options.
 
         A first parameter named ``ctx`` (or annotated :class:`JobContext`) receives the
@@ -178,6 +188,8 @@ class App:
         argument (or a callable of the arguments) whose value is a job's group, and
         ``group_concurrency`` caps each group's running jobs fleet-wide, and
         ``group_rate_limit`` gives each group its own rate limit.
+
+        ``store_result=False``: the return value is not kept (``job.result()`` is None).
         """
         for option, value in (("group_concurrency", group_concurrency),
                               ("group_rate_limit", group_rate_limit)):
@@ -191,7 +203,8 @@ class App:
                               rate_limit=flow_rate_limit(rate_limit, f"task {name or fn}"),
                               group_by=group_by, group_concurrency=group_concurrency,
                               group_rate_limit=flow_rate_limit(group_rate_limit,
-                                                               f"task {name or fn}: group"))
+                                                               f"task {name or fn}: group"),
+                              store_result=store_result)
 
         def register(f: F) -> Task[Any, Any]:
             task_name = name or f"{f.__module__}.{f.__qualname__}"
@@ -398,12 +411,53 @@ class App:
         commits every 500 rows so workers can claim in between).
         """
         with enqueue_span(rows) as rows:  # OpenTelemetry, when installed: context into meta
-            results = self.store.jobs_insert(rows, conn=conn)
+            if any(r.after or r.after_new for r in rows):  # dependencies: one transaction
+                results = self.store.jobs_insert_graph(rows, conn=conn)[0]
+            else:
+                results = self.store.jobs_insert(rows, conn=conn)
         if self.enqueue_hooks and conn is None:  # in a caller's transaction: not yet real
             queues = {r.queue for r in rows}
             for hook in list(self.enqueue_hooks):
                 hook(results, queues)
         return results
+
+    # -- composition (docs/composition.md) ------------------------------------------------
+
+    def group(self, requests: Iterable[JobRequest], *, conn: Any = None) -> Group:
+        """Enqueue jobs as a group, in one transaction: ``app.group(resize.call(i) for i
+        in ids)``. Then ``g.then(publish.call(album))`` runs a callback once all finished,
+        ``g.progress()`` counts them."""
+        return make_group(self, requests, conn)
+
+    def chain(self, *requests: JobRequest, conn: Any = None) -> Chain[Any]:
+        """Enqueue jobs that run one after another, each given the previous one's result
+        as its last argument; a link that dies or is cancelled cancels the rest."""
+        return make_chain(self, requests, conn)
+
+    def enqueue_graph(self, nodes: Mapping[str, JobRequest],
+                      after: Mapping[str, Iterable[str]], *, conn: Any = None
+                      ) -> dict[str, JobHandle[Any]]:
+        """Enqueue named jobs and their dependencies (``after={"b": ["a"]}``: b runs
+        after a) in one transaction. A cycle or an unknown name raises, nothing written."""
+        return make_graph(self, nodes, after, conn)
+
+    def job(self, job_id: int) -> JobHandle[Any]:
+        """A handle on an existing job, to wait for its result."""
+        return JobHandle(job_id, False, self)
+
+    def get_group(self, group_id: int) -> Group:
+        """A group enqueued earlier (``g.id``), to add its callback or read its progress."""
+        members = self.store.groups_members(group_id)
+        if not members:
+            self.store.groups_get(group_id)  # raises JobNotFoundError naming the group
+        return Group(self, group_id, [JobHandle(m, False, self) for m in members])
+
+    def wait_result(self, job_id: int, timeout: float | None = 30.0) -> Any:
+        """Block until job ``job_id`` finished; its result (see JobHandle.result)."""
+        return wait_result(self.results, job_id, timeout)
+
+    async def wait_result_async(self, job_id: int, timeout: float | None = 30.0) -> Any:
+        return await wait_result_async(self.results, job_id, timeout)
 
     # -- people and tools --------------------------------------------------------------
 

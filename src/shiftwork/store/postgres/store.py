@@ -23,6 +23,7 @@ from ...outcome import Outcome
 from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, WorkerInfo
 from ...redact import describe_dsn, redact
 from ...states import JobState
+from ..deps import DepsActions
 from ..fleet import FleetWrites
 from ..flow_claim import ClaimSteps, claim_with_flow
 from ..jobs import (
@@ -46,6 +47,9 @@ from .workflows import PostgresWorkflows
 log = logging.getLogger("shiftwork.store.postgres")
 
 NOTIFY_CHANNEL_PREFIX = "shiftwork_jobs_"
+#: Finished jobs someone waits on (job.result()): a channel of their own, so the
+#: workers' listeners are not woken by completions.
+DONE_CHANNEL_PREFIX = "shiftwork_done_"
 _UNIQUE = "jobs_unique_key_idx"
 #: Jobs with unique keys go in statements of at most this many rows.
 KEYED_BATCH = 5000
@@ -53,7 +57,7 @@ COPY_MIN_ROWS = 200  # from this many jobs without unique keys, COPY beats one I
 
 
 class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
-                    PostgresSchedules, JobsActions, LongJobsWrites, FleetWrites):
+                    PostgresSchedules, DepsActions, JobsActions, LongJobsWrites, FleetWrites):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,
@@ -67,6 +71,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         self.schema = check_schema(schema)
         self.clock = clock or SystemClock()
         self.channel = NOTIFY_CHANNEL_PREFIX + self.schema
+        self.done_channel = DONE_CHANNEL_PREFIX + self.schema
         quoted = f'"{self.schema}"'
         now = "coalesce(%(now)s::timestamptz, now())"
         self.q = load_all_queries(__package__ or "", schema=quoted, now=now)
@@ -149,12 +154,26 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
     def _notify(self, c: psycopg.Connection[Any], queues: list[str]) -> None:
         c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": queues})
 
-    def wakeups_listen(self) -> PostgresWakeListener:
-        """LISTEN on a dedicated autocommit connection (not from the pool)."""
+    def _rows(self, c: psycopg.Connection[Any], query: str, **params: Any) -> list[Any]:
+        cur = c.execute(self.q[query], self._p(channel=self.channel,
+                                               done_channel=self.done_channel, **params))
+        return cur.fetchall() if cur.description else []
+
+    def _deps_resolve_step(self, c: psycopg.Connection[Any], parent_ids: list[int]
+                           ) -> list[Any]:
+        return [r for r in self._rows(c, "deps_resolve", ids=parent_ids) if r[0] is not None]
+
+    def _instant(self, value: Any) -> Any:
+        return aware(value)
+
+    def wakeups_listen(self, topic: str = "jobs") -> PostgresWakeListener:
+        """LISTEN on a dedicated autocommit connection (not from the pool); ``topic``
+        "done": finished jobs someone waits on, instead of queues with work."""
         try:
             conn = psycopg.connect(self.dsn, autocommit=True,
                                    connect_timeout=int(self._connect_timeout))
-            return PostgresWakeListener(conn, self.channel)
+            return PostgresWakeListener(
+                conn, self.done_channel if topic == "done" else self.channel)
         except psycopg.Error as exc:
             raise StorageError(f"cannot LISTEN on PostgreSQL at {describe_dsn(self.dsn)}: "
                                f"{exc}".strip()) from exc
@@ -405,9 +424,24 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             states=[o.state.value for o in outcomes], run_ats=[o.run_at for o in outcomes],
             errors=[error_json(o) for o in outcomes],
             results=[o.result_json for o in outcomes],
+            channel=self.channel, done_channel=self.done_channel,
         )
+        done: set[int] = set()
+        cancelled: list[int] = []  # dependents cancelled, whose own dependents come next
         with self._conn() as c:
-            return {r[0] for r in c.execute(self.q["jobs_complete_many"], params)}
+            for job_id, released_state, watched in c.execute(self.q["jobs_complete_many"],
+                                                             params):
+                if released_state is None:
+                    if job_id is not None:
+                        done.add(job_id)
+                elif released_state == JobState.CANCELLED.value and watched:
+                    cancelled.append(job_id)
+        if cancelled:  # rare: a failed parent cancelled a dependent that has its own
+            try:
+                self.deps_resolve(cancelled)
+            except StorageError as exc:  # the outcomes are written; the sweep finishes this
+                log.warning("could not resolve the dependents of %s yet: %s", cancelled, exc)
+        return done
 
     def jobs_heartbeat(self, worker_id: str, lease_seconds: float,
                        held: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
