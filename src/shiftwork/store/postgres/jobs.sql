@@ -160,7 +160,12 @@ WITH done AS (
     FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(states)s::text[],
                 %(run_ats)s::timestamptz[], %(errors)s::jsonb[], %(results)s::jsonb[])
          AS u(id, attempt, state, run_at, error, result)
-    WHERE j.id = u.id AND j.attempt = u.attempt AND j.state = 'running'
+    -- Found by primary key: "j.id = ANY(ids)" is the pkey's index condition, and the state
+    -- test is written "IS TRUE" so that no partial index's predicate (state = 'running')
+    -- can be proven from it. Otherwise, after an ANALYZE that saw no running job, the
+    -- planner took such an index (estimated at one row) and hashed every running job.
+    WHERE j.id = ANY(%(ids)s::bigint[]) AND j.id = u.id AND j.attempt = u.attempt
+      AND (j.state = 'running') IS TRUE
     RETURNING j.id, j.state, j.watched
 ), edges AS (
     UPDATE {schema}.job_deps d SET resolved = true
@@ -194,7 +199,12 @@ WITH done AS (
     FROM (SELECT 1 FROM done WHERE watched AND state IN ('succeeded', 'dead', 'cancelled')
           UNION ALL SELECT 1 FROM released WHERE watched AND state = 'cancelled' LIMIT 1) s
 )
-SELECT d.id, NULL::text AS released_state, d.watched FROM done d
+-- watched: the job is watched but this statement took none of its edges. An enqueue
+-- that added a dependent while this completion waited for the row's lock committed edges
+-- this statement's snapshot cannot see: they are resolved by a statement after it.
+SELECT d.id, NULL::text AS released_state,
+       d.watched AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.parent_id = d.id)
+FROM done d
 UNION ALL
 SELECT r.id, r.state, r.watched FROM released r
 UNION ALL

@@ -22,7 +22,7 @@ from ...names import check_schema
 from ...outcome import Outcome
 from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, WorkerInfo
 from ...redact import describe_dsn, redact
-from ...states import JobState
+from ...states import FINAL, JobState
 from ..deps import DepsActions
 from ..fleet import FleetWrites
 from ..flow_claim import ClaimSteps, claim_with_flow
@@ -427,20 +427,24 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             channel=self.channel, done_channel=self.done_channel,
         )
         done: set[int] = set()
-        cancelled: list[int] = []  # dependents cancelled, whose own dependents come next
+        again: list[int] = []  # to resolve in a statement of their own (see the SQL)
         with self._conn() as c:
             for job_id, released_state, watched in c.execute(self.q["jobs_complete_many"],
                                                              params):
                 if released_state is None:
                     if job_id is not None:
                         done.add(job_id)
+                        if watched:  # edges committed while this statement waited
+                            again.append(job_id)
                 elif released_state == JobState.CANCELLED.value and watched:
-                    cancelled.append(job_id)
-        if cancelled:  # rare: a failed parent cancelled a dependent that has its own
+                    again.append(job_id)  # a cancelled dependent's own dependents
+        final = {o.job_id for o in outcomes if o.state in FINAL}
+        again = [i for i in again if i not in done or i in final]
+        if again:  # rare: resolve what this statement could not see or reach
             try:
-                self.deps_resolve(cancelled)
+                self.deps_resolve(again)
             except StorageError as exc:  # the outcomes are written; the sweep finishes this
-                log.warning("could not resolve the dependents of %s yet: %s", cancelled, exc)
+                log.warning("could not resolve the dependents of %s yet: %s", again, exc)
         return done
 
     def jobs_heartbeat(self, worker_id: str, lease_seconds: float,
