@@ -23,7 +23,7 @@ def test_a_dependent_is_not_claimable_until_its_parent_succeeds(store: Store) ->
     assert store.jobs_complete_many([done(job)]) == {a}
     assert state(store, b) is JobState.AVAILABLE
     assert [j.id for j in claim(store)] == [b]
-    parents, children = store.jobs_dependencies(b)
+    parents, _ = store.jobs_dependencies(b)
     assert [(p.job_id, p.resolved) for p in parents] == [(a, True)]
     assert store.jobs_dependencies(a)[1][0].job_id == b
 
