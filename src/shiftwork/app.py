@@ -457,6 +457,7 @@ class App:
         return wait_result(self.results, job_id, timeout)
 
     async def wait_result_async(self, job_id: int, timeout: float | None = 30.0) -> Any:
+        """:meth:`wait_result` for asyncio code."""
         return await wait_result_async(self.results, job_id, timeout)
 
     # -- people and tools --------------------------------------------------------------

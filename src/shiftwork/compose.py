@@ -157,6 +157,7 @@ class Chain(Generic[R]):
 
     @property
     def last(self) -> JobHandle[R]:
+        """The last link's handle."""
         return self.jobs[-1]
 
     def result(self, timeout: float | None = 30.0) -> R:
@@ -164,6 +165,7 @@ class Chain(Generic[R]):
         return self.last.result(timeout)
 
     async def result_async(self, timeout: float | None = 30.0) -> R:
+        """:meth:`result` for asyncio code."""
         return await self.last.result_async(timeout)
 
 
