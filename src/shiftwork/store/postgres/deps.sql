@@ -58,11 +58,13 @@ UNION ALL
 SELECT NULL, NULL, NULL FROM wake_queues, wake_waiters WHERE wake_queues.n + wake_waiters.n < 0
 
 -- name: deps_sweep
--- Parents that finished with edges still open: a completion that crashed between its
--- commit and the resolution, a rescue to dead, a cancel by a schedule's deadline.
-SELECT DISTINCT d.parent_id FROM {schema}.job_deps d
-JOIN {schema}.jobs p ON p.id = d.parent_id
-WHERE NOT d.resolved AND p.state IN ('succeeded', 'dead', 'cancelled')
+-- Watched jobs finished in the last hour with edges still open (a crash between a
+-- completion and its resolution, a rescue to dead, a cancel by a schedule's deadline).
+-- Read through jobs_finished_idx: the history of edges is never scanned.
+SELECT DISTINCT d.parent_id FROM {schema}.jobs p
+JOIN {schema}.job_deps d ON d.parent_id = p.id
+WHERE p.state IN ('succeeded', 'dead', 'cancelled')
+  AND p.finished_at > {now} - interval '1 hour' AND p.watched AND NOT d.resolved
 LIMIT %(limit)s
 
 -- name: jobs_finished

@@ -12,9 +12,10 @@ SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(va
 FROM json_each(:edges)
 
 -- name: deps_set_pending
-UPDATE jobs SET deps_pending = (SELECT json_extract(value, '$[1]') FROM json_each(:counts)
-                                WHERE json_extract(value, '$[0]') = jobs.id)
-WHERE id IN (SELECT json_extract(value, '$[0]') FROM json_each(:counts))
+UPDATE jobs SET deps_pending = p.n
+FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS n
+      FROM json_each(:counts)) AS p
+WHERE jobs.id = p.id
 
 -- name: deps_take_edges
 -- The parents named have finished: take their open edges, once each.
@@ -42,9 +43,12 @@ WHERE id = :id AND state = 'scheduled' AND deps_pending > 0
 RETURNING id, state, watched
 
 -- name: deps_sweep
-SELECT DISTINCT d.parent_id FROM job_deps d INDEXED BY job_deps_open_idx
-JOIN jobs p ON p.id = d.parent_id
-WHERE d.resolved = 0 AND p.state IN ('succeeded', 'dead', 'cancelled')
+-- Watched jobs finished in the last hour with edges still open (a crash between a
+-- completion and its resolution, a rescue to dead, a cancel by a schedule's deadline).
+SELECT DISTINCT d.parent_id FROM jobs p INDEXED BY jobs_finished_idx
+JOIN job_deps d ON d.parent_id = p.id
+WHERE p.state IN ('succeeded', 'dead', 'cancelled') AND p.finished_at > :now - 3600
+  AND p.watched AND d.resolved = 0
 LIMIT :limit
 
 -- name: jobs_finished

@@ -15,9 +15,9 @@ CREATE TABLE {schema}.job_deps (
     on_failure text    NOT NULL CHECK (on_failure IN ('cancel', 'run')),
     resolved   boolean NOT NULL DEFAULT false,
     PRIMARY KEY (job_id, parent_id)
-);
+) WITH (fillfactor = 80);
+-- resolved is in no index: marking an edge resolved is a HOT update (Postgres).
 CREATE INDEX job_deps_parent_idx ON {schema}.job_deps (parent_id);
-CREATE INDEX job_deps_open_idx ON {schema}.job_deps (parent_id) WHERE NOT resolved;
 
 -- A group: its members (in order) and at most one callback, a job that runs after all
 -- of them (its edges are in job_deps like any other dependency).

@@ -13,8 +13,8 @@ CREATE TABLE job_deps (
     resolved   INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (job_id, parent_id)
 );
+-- resolved is in no index: marking an edge resolved is a HOT update (Postgres).
 CREATE INDEX job_deps_parent_idx ON job_deps (parent_id);
-CREATE INDEX job_deps_open_idx ON job_deps (parent_id) WHERE resolved = 0;
 
 CREATE TABLE job_groups (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
