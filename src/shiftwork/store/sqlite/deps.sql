@@ -45,7 +45,7 @@ RETURNING id, state, watched
 -- name: deps_sweep
 -- Watched jobs finished in the last hour with edges still open (a crash between a
 -- completion and its resolution, a rescue to dead, a cancel by a schedule's deadline).
-SELECT DISTINCT d.parent_id FROM jobs p INDEXED BY jobs_finished_idx
+SELECT DISTINCT d.parent_id FROM jobs p
 JOIN job_deps d ON d.parent_id = p.id
 WHERE p.state IN ('succeeded', 'dead', 'cancelled') AND p.finished_at > :now - 3600
   AND p.watched AND d.resolved = 0
