@@ -100,14 +100,17 @@ class DepsActions(EngineSql):
                 new_parents.update(ids[k] for k in j.after_new)
                 edges += [(ids[i], p, j.on_failure) for p in parents]
                 counts.append((ids[i], len(parents)))
-            if new_parents:
-                self._rows(c, "deps_watch", ids=sorted(new_parents))
             if edges:
                 self._rows(c, "deps_link", jobs=[e[0] for e in edges],
                            parents=[e[1] for e in edges], on_failure=[e[2] for e in edges],
                            edges=edges)
-                self._rows(c, "deps_set_pending", ids=[n[0] for n in counts],
-                           counts=counts if self._json_lists else [n[1] for n in counts])
+            pending = dict(counts)
+            marks = [(i, pending.get(i, 0), i in new_parents)
+                     for i in sorted(set(pending) | new_parents)]
+            if marks:  # the new jobs' counts, and the new parents watched: one statement
+                self._rows(c, "deps_mark", ids=[m[0] for m in marks],
+                           counts=[m[1] for m in marks], watch=[m[2] for m in marks],
+                           marks=marks)
             group_id: int | None = None
             if group:
                 group_id = int(self._rows(c, "groups_insert", total=len(ids))[0][0])
@@ -120,9 +123,6 @@ class DepsActions(EngineSql):
             if finished:  # parents that finished before this enqueue: resolve now
                 self._resolve_in(c, finished)
         return results, group_id
-
-    #: SQLite passes lists as JSON (pairs stay pairs); Postgres as arrays of scalars.
-    _json_lists = False
 
     # -- resolution -------------------------------------------------------------------
 

@@ -13,9 +13,10 @@ RETURNING id, state
 INSERT INTO {schema}.job_deps (job_id, parent_id, on_failure)
 SELECT * FROM unnest(%(jobs)s::bigint[], %(parents)s::bigint[], %(on_failure)s::text[])
 
--- name: deps_set_pending
-UPDATE {schema}.jobs j SET deps_pending = p.n
-FROM unnest(%(ids)s::bigint[], %(counts)s::int[]) AS p(id, n)
+-- name: deps_mark
+-- Jobs just inserted: how many jobs each waits for, and whether it is itself a parent.
+UPDATE {schema}.jobs j SET deps_pending = p.n, watched = j.watched OR p.w
+FROM unnest(%(ids)s::bigint[], %(counts)s::int[], %(watch)s::bool[]) AS p(id, n, w)
 WHERE j.id = p.id
 
 -- name: deps_resolve

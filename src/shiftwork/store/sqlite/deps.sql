@@ -11,10 +11,11 @@ INSERT INTO job_deps (job_id, parent_id, on_failure)
 SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]')
 FROM json_each(:edges)
 
--- name: deps_set_pending
-UPDATE jobs SET deps_pending = p.n
-FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS n
-      FROM json_each(:counts)) AS p
+-- name: deps_mark
+-- Jobs just inserted: how many jobs each waits for, and whether it is itself a parent.
+UPDATE jobs SET deps_pending = p.n, watched = watched OR p.w
+FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS n,
+             json_extract(value, '$[2]') AS w FROM json_each(:marks)) AS p
 WHERE jobs.id = p.id
 
 -- name: deps_take_edges

@@ -180,8 +180,6 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
     def _notify(self, c: sqlite3.Connection, queues: list[str]) -> None:
         pass  # workers see every commit through PRAGMA data_version (wakeups.py)
 
-    _json_lists = True
-
     def _rows(self, c: sqlite3.Connection, query: str, **params: Any) -> list[Any]:
         now = self.clock.now()
         params = {k: json.dumps(v) if isinstance(v, (list, tuple)) else v

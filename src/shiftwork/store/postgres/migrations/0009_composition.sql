@@ -11,7 +11,7 @@ ALTER TABLE {schema}.jobs ADD COLUMN watched boolean NOT NULL DEFAULT false;
 -- the dependent's count was taken down (so no edge is counted twice).
 CREATE TABLE {schema}.job_deps (
     job_id     bigint  NOT NULL REFERENCES {schema}.jobs (id) ON DELETE CASCADE,
-    parent_id  bigint  NOT NULL REFERENCES {schema}.jobs (id) ON DELETE CASCADE,
+    parent_id  bigint  NOT NULL,  -- no foreign key: an edge outlives a pruned parent
     on_failure text    NOT NULL CHECK (on_failure IN ('cancel', 'run')),
     resolved   boolean NOT NULL DEFAULT false,
     PRIMARY KEY (job_id, parent_id)

@@ -8,7 +8,7 @@ ALTER TABLE jobs ADD COLUMN watched INTEGER NOT NULL DEFAULT 0;
 
 CREATE TABLE job_deps (
     job_id     INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-    parent_id  INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    parent_id  INTEGER NOT NULL,  -- no foreign key: an edge outlives a pruned parent
     on_failure TEXT    NOT NULL CHECK (on_failure IN ('cancel', 'run')),
     resolved   INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (job_id, parent_id)
