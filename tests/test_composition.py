@@ -248,3 +248,16 @@ def test_chain_passes_results(app: App) -> None:
         app.chain(t["double"].call(1), t["add"].call(1, 2))
     with pytest.raises(DependencyError, match="store_result=False"):
         app.chain(t["quiet"].call(), t["double"].call())
+
+
+def test_group_with_its_callback_in_one_transaction(app: App) -> None:
+    t = register(app)
+    g = app.group((t["double"].call(i) for i in range(4)), then=t["total"].call("one"))
+    assert g.callback is not None and len(g.jobs) == 4
+    assert app.store.groups_get(g.id).callback_id == g.callback.id
+    with pytest.raises(DependencyError, match="already has a callback"):
+        g.then(t["total"].call("again"))
+    with pytest.raises(DependencyError, match="cannot take the group's results"):
+        app.group([t["double"].call(1)], then=t["double"].call(2))
+    with running_worker(app):
+        assert g.callback.result(timeout=30) == "one:12"

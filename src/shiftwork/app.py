@@ -423,11 +423,13 @@ class App:
 
     # -- composition (docs/composition.md) ------------------------------------------------
 
-    def group(self, requests: Iterable[JobRequest], *, conn: Any = None) -> Group:
+    def group(self, requests: Iterable[JobRequest], *, then: JobRequest | None = None,
+              on_failure: str = "run", conn: Any = None) -> Group:
         """Enqueue jobs as a group, in one transaction: ``app.group(resize.call(i) for i
         in ids)``. Then ``g.then(publish.call(album))`` runs a callback once all finished,
-        ``g.progress()`` counts them."""
-        return make_group(self, requests, conn)
+        ``g.progress()`` counts them. ``then=`` enqueues the callback in the same
+        transaction (``g.callback`` is its handle)."""
+        return make_group(self, requests, conn, then, on_failure)
 
     def chain(self, *requests: JobRequest, conn: Any = None) -> Chain[Any]:
         """Enqueue jobs that run one after another, each given the previous one's result

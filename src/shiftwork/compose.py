@@ -110,10 +110,13 @@ def _build(host: TaskHost, requests: Sequence[JobRequest], takes_input: bool = F
 class Group:
     """Jobs enqueued together (``app.group``); at most one callback after all of them."""
 
-    def __init__(self, host: TaskHost, group_id: int, jobs: list[JobHandle[Any]]) -> None:
+    def __init__(self, host: TaskHost, group_id: int, jobs: list[JobHandle[Any]],
+                 callback: JobHandle[Any] | None = None) -> None:
         self._host = host
         self.id = group_id
         self.jobs = jobs
+        #: The callback's handle, once there is one (``then``).
+        self.callback = callback
 
     def __repr__(self) -> str:
         return f"<Group {self.id} of {len(self.jobs)} jobs>"
@@ -124,29 +127,43 @@ class Group:
         succeed) as its last argument, also readable as ``ctx.group_results()``.
 
         ``on_failure="cancel"``: cancel it instead as soon as a member dies or is
-        cancelled.
+        cancelled. ``app.group(..., then=request)`` enqueues it with the members, in
+        the same transaction.
         """
-        _check_takes_input(request, "the group's results")
-        job = _build(self._host, [request], takes_input=True)[0]
-        job = _with_input(replace(job, after=tuple(j.id for j in self.jobs),
-                                  on_failure=check_on_failure(on_failure)), "group")
+        job = _callback_row(self._host, request, on_failure)
+        job = replace(job, after=tuple(j.id for j in self.jobs))
         results, _ = self._host.store.jobs_insert_graph([job], request.options.conn,
                                                         callback_of=self.id)
-        return JobHandle(results[0].id, True, self._host)
+        self.callback = JobHandle(results[0].id, True, self._host)
+        return self.callback
 
     def progress(self) -> GroupInfo:
         """How far the group got: ``done`` (succeeded), ``failed``, ``total``."""
         return self._host.store.groups_get(self.id)
 
 
-def make_group(host: TaskHost, requests: Iterable[JobRequest], conn: Any = None) -> Group:
+def _callback_row(host: TaskHost, request: JobRequest, on_failure: str) -> NewJob:
+    _check_takes_input(request, "the group's results")
+    job = _build(host, [request], takes_input=True)[0]
+    return _with_input(replace(job, on_failure=check_on_failure(on_failure)), "group")
+
+
+def make_group(host: TaskHost, requests: Iterable[JobRequest], conn: Any = None,
+               then: JobRequest | None = None, on_failure: str = "run") -> Group:
     requests = list(requests)
     if not requests:
         raise DependencyError("a group needs at least one job; nothing was enqueued")
     rows = _build(host, requests)
-    results, group_id = host.store.jobs_insert_graph(rows, conn, group=True)
+    if then is not None:
+        callback = _callback_row(host, then, on_failure)
+        rows.append(replace(callback, after_new=tuple(range(len(requests)))))
+    results, group_id = host.store.jobs_insert_graph(rows, conn, group=True,
+                                                     with_callback=then is not None)
     assert group_id is not None
-    return Group(host, group_id, [JobHandle(r.id, r.created, host) for r in results])
+    handles = [JobHandle(r.id, r.created, host) for r in results]
+    if then is not None:
+        return Group(host, group_id, handles[:-1], handles[-1])
+    return Group(host, group_id, handles)
 
 
 class Chain(Generic[R]):

@@ -300,10 +300,13 @@ class Store(Protocol):
 
     # -- composition: dependencies, groups, results (store/deps.py) ---------------------
     def jobs_insert_graph(self, jobs: list[NewJob], conn: Any = None, *,
-                          group: bool = False, callback_of: int | None = None
+                          group: bool = False, callback_of: int | None = None,
+                          with_callback: bool = False
                           ) -> tuple[list[EnqueueResult], int | None]:
         """Insert jobs and their dependencies (``NewJob.after`` / ``after_new``) in one
-        transaction; with ``group``, also a group of them (its id is returned)."""
+        transaction; with ``group``, also a group of them (its id is returned), whose
+        callback is the last job with ``with_callback``; ``callback_of``: the last job
+        becomes that existing group's callback."""
 
     def deps_resolve(self, parent_ids: list[int]) -> None:
         """Count down the dependents of these finished jobs (each edge once)."""

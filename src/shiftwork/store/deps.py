@@ -65,10 +65,12 @@ class DepsActions(EngineSql):
     # -- enqueue ------------------------------------------------------------------------
 
     def jobs_insert_graph(self, jobs: list[NewJob], conn: Any = None, *,
-                          group: bool = False, callback_of: int | None = None
+                          group: bool = False, callback_of: int | None = None,
+                          with_callback: bool = False
                           ) -> tuple[list[EnqueueResult], int | None]:
         """Insert jobs with their dependencies in one transaction; returns their results
-        and, with ``group``, the new group's id (its members: all of ``jobs``).
+        and, with ``group``, the new group's id (its members: all of ``jobs``, or all but
+        the last with ``with_callback``: the last is then the group's callback).
 
         ``callback_of``: the last job is that group's callback (at most one per group).
         A parent that does not exist raises DependencyError and nothing is written.
@@ -113,8 +115,11 @@ class DepsActions(EngineSql):
                            marks=marks)
             group_id: int | None = None
             if group:
-                group_id = int(self._rows(c, "groups_insert", total=len(ids))[0][0])
-                self._rows(c, "groups_add_members", group=group_id, ids=ids)
+                members = ids[:-1] if with_callback else ids
+                group_id = int(self._rows(c, "groups_insert", total=len(members))[0][0])
+                self._rows(c, "groups_add_members", group=group_id, ids=members)
+                if with_callback:
+                    callback_of = group_id
             if callback_of is not None and not self._rows(
                     c, "groups_set_callback", group=callback_of, callback=ids[-1]):
                 raise DependencyError(f"group {callback_of} already has a callback (or does "
