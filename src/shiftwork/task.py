@@ -46,6 +46,9 @@ class TaskHost(Protocol):
     def insert_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
                       ) -> list[EnqueueResult]: ...
 
+    async def enqueue_many_async(self, requests: Iterable[JobRequest], conn: Any = None
+                                 ) -> list[EnqueueResult]: ...
+
 PRIORITY_MIN, PRIORITY_MAX = -100, 100
 
 
@@ -74,6 +77,7 @@ class EnqueueOptions:
     key: str | None = None
     max_attempts: int | None = None
     conn: Any = None  # a psycopg connection whose transaction the job joins
+    session: Any = None  # a SQLAlchemy Session or AsyncSession whose transaction it joins
     meta: dict[str, Any] | None = None
     group: str | int | None = None  # the job's group (else the task's group_by decides)
     after: Any = None  # jobs (or ids) this one runs after (docs/composition.md)
@@ -158,7 +162,9 @@ class Task(Generic[P, R]):
     # -- building requests -------------------------------------------------
 
     def using(self, **options: Any) -> BoundTask[P, R]:
-        """Per-enqueue overrides: delay, run_at, priority, queue, key, max_attempts, conn, meta."""
+        """Per-enqueue overrides: delay, run_at, priority, queue, key, max_attempts, meta,
+        group; ``conn`` (a psycopg or sqlite3 connection) or ``session`` (a SQLAlchemy
+        Session or AsyncSession): the job joins that transaction."""
         return BoundTask(self, EnqueueOptions(**options))
 
     def call(self, *args: P.args, **kwargs: P.kwargs) -> JobRequest:
@@ -173,8 +179,9 @@ class Task(Generic[P, R]):
         return self.call(*args, **kwargs).enqueue()
 
     async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
-        """:meth:`enqueue` for asyncio code: the database call runs in a thread."""
-        return await asyncio.to_thread(self.call(*args, **kwargs).enqueue)
+        """:meth:`enqueue` for asyncio code: on Postgres the insert runs on the App's async
+        connection pool (opened on first use); on SQLite, in a thread."""
+        return await self.call(*args, **kwargs).enqueue_async()
 
     def enqueue_many(
         self, calls: Iterable[tuple[Any, ...] | dict[str, Any]], conn: Any = None
@@ -310,7 +317,7 @@ class BoundTask(Generic[P, R]):
         return self.call(*args, **kwargs).enqueue()
 
     async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
-        return await asyncio.to_thread(self.call(*args, **kwargs).enqueue)
+        return await self.call(*args, **kwargs).enqueue_async()
 
 
 @dataclass(frozen=True)
@@ -321,6 +328,21 @@ class JobRequest:
     options: EnqueueOptions
 
     def enqueue(self) -> JobHandle[Any]:
-        host = self.task.app
-        result = host.enqueue_many([self], conn=self.options.conn)[0]
-        return JobHandle(result.id, result.created, host)
+        conn = self.options.conn
+        if self.options.session is not None:
+            if conn is not None:
+                raise ConfigurationError("using(): give conn= or session=, not both")
+            from .contrib.sqlalchemy import session_connection
+            conn = session_connection(self.options.session)
+        result = self.task.app.enqueue_many([self], conn=conn)[0]
+        return JobHandle(result.id, result.created, self.task.app)
+
+    async def enqueue_async(self) -> JobHandle[Any]:
+        if self.options.session is not None:
+            from .contrib.sqlalchemy import enqueue_in_async_session
+            result = (await enqueue_in_async_session(self.task.app, [self],
+                                                     self.options.session))[0]
+        else:
+            result = (await self.task.app.enqueue_many_async([self],
+                                                             conn=self.options.conn))[0]
+        return JobHandle(result.id, result.created, self.task.app)

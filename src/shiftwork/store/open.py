@@ -11,7 +11,7 @@ from .base import Store
 
 
 def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
-               pool_size: int = 10) -> Store:
+               pool_size: int = 10, async_pool_size: int = 4) -> Store:
     """``sqlite:///relative.db``, ``sqlite:////abs/path.db``, ``postgresql://...`` or
     ``host=... dbname=...``. Leave the password out and psycopg reads ``PGPASSWORD`` or
     ``~/.pgpass``; any password a DSN does carry is redacted from every error."""
@@ -37,7 +37,8 @@ def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
         _require_postgres_extra()
         from .postgres.store import PostgresStore
 
-        return PostgresStore(dsn, schema=schema, clock=clock, pool_size=pool_size)
+        return PostgresStore(dsn, schema=schema, clock=clock, pool_size=pool_size,
+                             async_pool_size=async_pool_size)
     raise ConfigurationError(
         f"unsupported database scheme {scheme!r} in DSN: use sqlite:/// or postgresql://"
     )
