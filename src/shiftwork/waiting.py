@@ -107,9 +107,16 @@ class ResultWaiter:
     def _mark(self) -> None:
         while not self._stop.is_set():
             with self._lock:
-                while not self._to_mark and not self._stop.is_set():
-                    self._marks.wait(1.0)
+                if not self._to_mark and not self._stop.is_set():
+                    self._marks.wait(FALLBACK_POLL)
                 batch, self._to_mark = self._to_mark, []
+                idle = not batch and bool(self._waiting)
+            if idle:  # a safety net for a wake-up that never came (a crash, a lost NOTIFY)
+                try:
+                    self._check()
+                except Exception as exc:
+                    log.warning("could not check finished jobs: %s", exc)
+                continue
             if not batch:
                 continue
             try:

@@ -45,9 +45,11 @@ class DepsActions(EngineSql):
         """Run a named query on ``c`` (lists as the engine passes arrays); all its rows."""
         raise NotImplementedError
 
-    def _deps_resolve_step(self, c: Any, parent_ids: list[int]) -> list[Row]:
+    def _deps_resolve_step(self, c: Any, parent_ids: list[int],
+                           finished: bool = False) -> list[Row]:
         """Take the finished parents' open edges and count their dependents down; returns
-        (id, state, watched) of each dependent changed."""
+        (id, state, watched) of each dependent changed. ``finished``: the parents just
+        finished (a completion), so waiters on them are woken too (where that is needed)."""
         raise NotImplementedError
 
     def _decode(self, value: Any) -> Any:
@@ -131,11 +133,12 @@ class DepsActions(EngineSql):
 
     # -- resolution -------------------------------------------------------------------
 
-    def _resolve_in(self, c: Any, parent_ids: list[int]) -> None:
+    def _resolve_in(self, c: Any, parent_ids: list[int], finished: bool = False) -> None:
         """Resolve finished parents on ``c``; a dependent cancelled in turn is resolved
         next (a cancel runs down a chain)."""
         while parent_ids:
-            changed = self._deps_resolve_step(c, parent_ids)
+            changed = self._deps_resolve_step(c, parent_ids, finished)
+            finished = False
             parent_ids = [int(r[0]) for r in changed
                           if r[1] == JobState.CANCELLED.value and r[2]]
 

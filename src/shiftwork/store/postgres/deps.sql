@@ -51,7 +51,8 @@ WITH edges AS (
     FROM (SELECT DISTINCT queue FROM released WHERE state = 'available') s(q)
 ), wake_waiters AS (
     SELECT count(pg_notify(%(done_channel)s, '*')) AS n
-    FROM (SELECT 1 FROM released WHERE watched AND state = 'cancelled' LIMIT 1) s
+    FROM (SELECT 1 FROM released WHERE watched AND state = 'cancelled'
+          UNION ALL SELECT 1 WHERE %(finished)s::boolean LIMIT 1) s
 )
 SELECT r.id, r.state, r.watched FROM released r
 UNION ALL

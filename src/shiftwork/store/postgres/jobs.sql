@@ -137,78 +137,29 @@ SELECT count(*) FROM {schema}.jobs WHERE state = 'running' AND task = %(task)s
 SELECT pg_advisory_xact_lock(hashtextextended('shiftwork.limit.' || %(task)s, 0))
 
 -- name: jobs_complete_many
--- Each running job found by its primary key (j.id = u.id): a plan through a partial
--- state index instead slowed the drain threefold. A job nobody watches (no dependents,
--- no waiter) ends here; for a watched one the same statement takes its dependency edges,
--- counts down its dependents (available at zero, cancelled after a failed parent) and
--- notifies waiters. A dependent cancelled here is returned (released_state) so that its
--- own dependents are resolved next.
-WITH done AS (
-    UPDATE {schema}.jobs j
-    SET state = u.state,
-        finished_at = CASE WHEN u.state IN ('succeeded', 'dead', 'cancelled') THEN {now} END,
-        -- a snooze (back to scheduled) runs at once if a wake-up came while it ran
-        run_at = CASE WHEN u.state = 'scheduled' AND j.wake_requested THEN {now}
-                      ELSE coalesce(u.run_at, j.run_at) END,
-        wake_requested = false,
-        errors = CASE WHEN u.error IS NULL THEN j.errors
-                      ELSE j.errors || jsonb_build_array(u.error) END,
-        result = u.result,
-        lease_expires_at = NULL,
-        -- a snoozed attempt (back to scheduled) is not counted against max_attempts
-        max_attempts = j.max_attempts + CASE WHEN u.state = 'scheduled' THEN 1 ELSE 0 END
-    FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(states)s::text[],
-                %(run_ats)s::timestamptz[], %(errors)s::jsonb[], %(results)s::jsonb[])
-         AS u(id, attempt, state, run_at, error, result)
-    -- By primary key: `state || ''` keeps the state test out of index choice. Written
-    -- plainly, once statistics say few jobs run (any ANALYZE after a bulk load), the
-    -- planner walks a partial index on running jobs, full of dead entries while a queue
-    -- drains, instead of the ids (a drain ran ~16x slower; tests/test_claim_plans.py).
-    WHERE j.id = u.id AND j.attempt = u.attempt AND j.state || '' = 'running'
-    RETURNING j.id, j.state, j.watched
-), edges AS (
-    UPDATE {schema}.job_deps d SET resolved = true
-    FROM done p
-    WHERE d.parent_id = ANY(ARRAY(SELECT id FROM done WHERE watched
-                                  AND state IN ('succeeded', 'dead', 'cancelled')))
-      AND NOT d.resolved AND p.id = d.parent_id
-    RETURNING d.job_id, d.parent_id, (p.state <> 'succeeded' AND d.on_failure = 'cancel') AS bad
-), released AS (
-    UPDATE {schema}.jobs c
-    SET deps_pending = c.deps_pending - h.n,
-        state = CASE WHEN h.bad IS NOT NULL THEN 'cancelled'
-                     WHEN c.deps_pending - h.n <= 0 THEN 'available' ELSE c.state END,
-        run_at = CASE WHEN h.bad IS NULL AND c.deps_pending - h.n <= 0 THEN {now}
-                      ELSE c.run_at END,
-        finished_at = CASE WHEN h.bad IS NOT NULL THEN {now} END,
-        errors = CASE WHEN h.bad IS NULL THEN c.errors ELSE c.errors || jsonb_build_array(
-            jsonb_build_object('attempt', c.attempt, 'kind', 'dependency',
-                               'type', 'DependencyFailed', 'at', {now},
-                               'message', 'job ' || h.bad || ' it runs after did not succeed'))
-                 END
-    FROM (SELECT job_id, count(*)::int AS n, min(parent_id) FILTER (WHERE bad) AS bad
-          FROM edges GROUP BY job_id) h
-    WHERE c.id = h.job_id AND c.state = 'scheduled' AND c.deps_pending > 0
-    RETURNING c.id, c.state, c.queue, c.watched
-), wake_queues AS (
-    SELECT count(pg_notify(%(channel)s, q)) AS n
-    FROM (SELECT DISTINCT queue FROM released WHERE state = 'available') s(q)
-), wake_waiters AS (
-    SELECT count(pg_notify(%(done_channel)s, '*')) AS n
-    FROM (SELECT 1 FROM done WHERE watched AND state IN ('succeeded', 'dead', 'cancelled')
-          UNION ALL SELECT 1 FROM released WHERE watched AND state = 'cancelled' LIMIT 1) s
-)
--- watched: the job is watched but this statement took none of its edges. An enqueue
--- that added a dependent while this completion waited for the row's lock committed edges
--- this statement's snapshot cannot see: they are resolved by a statement after it.
-SELECT d.id, NULL::text AS released_state,
-       d.watched AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.parent_id = d.id)
-FROM done d
-UNION ALL
-SELECT r.id, r.state, r.watched FROM released r
-UNION ALL
--- referenced so that they run; never a row
-SELECT NULL, NULL, NULL FROM wake_queues, wake_waiters WHERE wake_queues.n + wake_waiters.n < 0
+UPDATE {schema}.jobs j
+SET state = u.state,
+    finished_at = CASE WHEN u.state IN ('succeeded', 'dead', 'cancelled') THEN {now} END,
+    -- a snooze (back to scheduled) runs at once if a wake-up came while it ran
+    run_at = CASE WHEN u.state = 'scheduled' AND j.wake_requested THEN {now}
+                  ELSE coalesce(u.run_at, j.run_at) END,
+    wake_requested = false,
+    errors = CASE WHEN u.error IS NULL THEN j.errors ELSE j.errors || jsonb_build_array(u.error) END,
+    result = u.result,
+    lease_expires_at = NULL,
+    -- a snoozed attempt (back to scheduled) is not counted against max_attempts
+    max_attempts = j.max_attempts + CASE WHEN u.state = 'scheduled' THEN 1 ELSE 0 END
+FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(states)s::text[],
+            %(run_ats)s::timestamptz[], %(errors)s::jsonb[], %(results)s::jsonb[])
+     AS u(id, attempt, state, run_at, error, result)
+-- By primary key: `state || ''` keeps the state test out of index choice. Written
+-- plainly, once statistics say few jobs run (any ANALYZE after a bulk load), the
+-- planner walks a partial index on running jobs, full of dead entries while a queue
+-- drains, instead of the ids (a drain ran ~16x slower; tests/test_claim_plans.py).
+WHERE j.id = u.id AND j.attempt = u.attempt AND j.state || '' = 'running'
+-- watched: a dependent or a waiter cares; its completion is resolved and announced by
+-- deps_resolve right after (store/postgres/store.py). Plain jobs pay nothing for it.
+RETURNING j.id, j.watched AND j.state IN ('succeeded', 'dead', 'cancelled')
 
 -- name: jobs_heartbeat
 -- Only the (id, attempt) pairs the worker holds: a job claimed by a call whose reply

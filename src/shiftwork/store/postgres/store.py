@@ -22,7 +22,7 @@ from ...names import check_schema
 from ...outcome import Outcome
 from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, WorkerInfo
 from ...redact import describe_dsn, redact
-from ...states import FINAL, JobState
+from ...states import JobState
 from ..deps import DepsActions
 from ..fleet import FleetWrites
 from ..flow_claim import ClaimSteps, claim_with_flow
@@ -162,9 +162,10 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                                                done_channel=self.done_channel, **params))
         return cur.fetchall() if cur.description else []
 
-    def _deps_resolve_step(self, c: psycopg.Connection[Any], parent_ids: list[int]
-                           ) -> list[Any]:
-        return [r for r in self._rows(c, "deps_resolve", ids=parent_ids) if r[0] is not None]
+    def _deps_resolve_step(self, c: psycopg.Connection[Any], parent_ids: list[int],
+                           finished: bool = False) -> list[Any]:
+        return [r for r in self._rows(c, "deps_resolve", ids=parent_ids, finished=finished)
+                if r[0] is not None]
 
     def _instant(self, value: Any) -> Any:
         return aware(value)
@@ -410,27 +411,20 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             states=[o.state.value for o in outcomes], run_ats=[o.run_at for o in outcomes],
             errors=[error_json(o) for o in outcomes],
             results=[o.result_json for o in outcomes],
-            channel=self.channel, done_channel=self.done_channel,
         )
         done: set[int] = set()
-        again: list[int] = []  # to resolve in a statement of their own (see the SQL)
+        watched: list[int] = []
         with self._conn() as c:
-            for job_id, released_state, watched in c.execute(self.q["jobs_complete_many"],
-                                                             params):
-                if released_state is None:
-                    if job_id is not None:
-                        done.add(job_id)
-                        if watched:  # edges committed while this statement waited
-                            again.append(job_id)
-                elif released_state == JobState.CANCELLED.value and watched:
-                    again.append(job_id)  # a cancelled dependent's own dependents
-        final = {o.job_id for o in outcomes if o.state in FINAL}
-        again = [i for i in again if i not in done or i in final]
-        if again:  # rare: resolve what this statement could not see or reach
-            try:
-                self.deps_resolve(again)
-            except StorageError as exc:  # the outcomes are written; the sweep finishes this
-                log.warning("could not resolve the dependents of %s yet: %s", again, exc)
+            for job_id, is_watched in c.execute(self.q["jobs_complete_many"], params):
+                done.add(job_id)
+                if is_watched:
+                    watched.append(job_id)
+            if watched:  # dependents to count down, waiters to wake: a statement more
+                try:
+                    self._resolve_in(c, watched, finished=True)
+                except psycopg.Error as exc:  # the outcomes are written; the sweep and
+                    # the waiters' own polling finish this
+                    log.warning("could not resolve the dependents of %s yet: %s", watched, exc)
         return done
 
     def jobs_heartbeat(self, worker_id: str, lease_seconds: float,

@@ -188,7 +188,8 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         params["now"], params["now_iso"] = now.timestamp(), now.isoformat()
         return c.execute(self.q[query], params).fetchall()
 
-    def _deps_resolve_step(self, c: sqlite3.Connection, parent_ids: list[int]) -> list[Any]:
+    def _deps_resolve_step(self, c: sqlite3.Connection, parent_ids: list[int],
+                           finished: bool = False) -> list[Any]:
         hits: dict[int, list[int]] = {}  # dependent -> [edges taken, a failed parent or 0]
         for job_id, parent_id, bad in self._rows(c, "deps_take_edges", ids=parent_ids):
             hit = hits.setdefault(job_id, [0, 0])
