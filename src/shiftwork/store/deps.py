@@ -4,9 +4,10 @@ finished jobs a waiter asks about. Each engine supplies its statements (``deps.s
 
 How it is stored: an edge per dependency (``job_deps``); the dependent waits as
 'scheduled' at ``DEPS_WAIT`` with ``deps_pending`` counting its open edges, so the claim
-never sees it. A parent is ``watched``; its completion (the same statement on Postgres,
-the same transaction on SQLite) takes its edges once each and counts its dependents
-down: available at zero, cancelled after a failed parent unless ``on_failure="run"``.
+never sees it. A parent is ``watched``; its completion (the same transaction on SQLite,
+the next statement on Postgres, whose completion statement returns the flag) takes its
+edges once each and counts its dependents down: available at zero, cancelled after a
+failed parent unless ``on_failure="run"``. The leader's sweep closes edges a crash left.
 A group is a row and its members' rows; its callback is one dependent of every member.
 """
 
