@@ -13,7 +13,13 @@ from .clock import Clock, SystemClock
 from .compose import Chain, Group, JobHandle, make_chain, make_graph, make_group
 from .context import JobContext
 from .decorators import TaskDecorator, WorkflowDecorator
-from .errors import ConfigurationError, DependencyError, PayloadError, UnknownTaskError
+from .errors import (
+    ConfigurationError,
+    DependencyError,
+    JobCancelled,
+    PayloadError,
+    UnknownTaskError,
+)
 from .events import EventBus
 from .flow import ClaimFlow, GroupBy, LimitStatus, RateLimit, tokens_now
 from .flow import rate_limit as flow_rate_limit
@@ -39,6 +45,8 @@ from .store import Store, open_store
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
 from .waiting import ResultWaiter, wait_result, wait_result_async
 from .workflow import Workflow
+from .workflow.children import install as install_children
+from .workflow.children import report_for as report_cancelled
 from .workflow.runner import workflow_task
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -265,6 +273,7 @@ class App:
         """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks,
         plus ``version`` (recorded per instance; default: a digest of the body's source)."""
         def register(run: Callable[..., Any], **fixed: Any) -> Task[Any, Any]:
+            install_children(self)  # the task that runs wf.call branches
             return self.task(run, **{**options, **fixed})
 
         retry = options.get("retry")
@@ -561,7 +570,11 @@ class App:
         # A started workflow is woken to cancel itself, so its compensations run.
         if self.store.workflow_cancel(job_id):
             return self.store.jobs_get(job_id)
-        return self.store.jobs_cancel(job_id)
+        job = self.store.jobs_cancel(job_id)
+        if job.state is JobState.CANCELLED:  # a member of wf.child / wf.parallel: tell its parent
+            report_cancelled(self, job.id, job.meta, error=JobCancelled(
+                f"job {job.id} was cancelled before it ran"))
+        return job
 
     def queue_stats(self, include_finished: bool = True) -> list[QueueStats]:
         """Per queue counts (paused flag included); ``include_finished=False`` skips
