@@ -42,12 +42,21 @@ class JobContext:
     max_attempts: int
     last_checkpoint: Any = None
     meta: dict[str, Any] = field(default_factory=dict)
+    #: runs before this one that did not count as attempts (snoozes, workflow suspensions,
+    #: hand-backs at shutdown): ``attempt`` counts every run, it fences this run's writes
+    uncounted: int = 0
     # A plain flag, not a threading.Event: one is made per job, and an Event (with its
     # Condition and lock) costs more to build than a no-op job takes to run.
     _cancelled: bool = field(default=False, repr=False)
     _pending_progress: str | None = field(default=None, repr=False)
     _progress_written: float = field(default=0.0, repr=False)
     _lost: bool = field(default=False, repr=False)
+
+    @property
+    def counted_attempt(self) -> int:
+        """This attempt's number against ``max_attempts`` (1 on the first; a run that
+        ended in a snooze or a workflow suspension did not count)."""
+        return self.attempt - self.uncounted
 
     @property
     def cancelled(self) -> bool:

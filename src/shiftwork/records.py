@@ -52,6 +52,13 @@ class ClaimedJob:
     timeout: float | None
     checkpoint: Any = None
     meta: dict[str, Any] = field(default_factory=dict)
+    #: runs before this one that did not count as attempts (snoozes, suspensions, hand-backs)
+    uncounted: int = 0
+
+    @property
+    def counted_attempt(self) -> int:
+        """This attempt's number against ``max_attempts`` (``attempt`` counts every run)."""
+        return self.attempt - self.uncounted
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,14 @@ class Job:
     checkpoint: Any
     cancel_requested: bool
     meta: dict[str, Any]
+    #: runs that did not count as attempts (snoozes, workflow suspensions, hand-backs)
+    uncounted: int = 0
+
+    @property
+    def counted_attempt(self) -> int:
+        """Attempts spent, the number bounded by ``max_attempts``; ``attempt`` counts every
+        run (it fences each run's writes), including those that did not count."""
+        return self.attempt - self.uncounted
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,8 @@ class Task(Generic[P, R]):
         self.options = options
         self.is_async = asyncio.iscoroutinefunction(fn)
         self.takes_context = _takes_context(fn)
+        #: runs even when cancelled before it began: a workflow must compensate (runner.py)
+        self.handles_cancel = False
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
         if self.takes_context:

@@ -65,7 +65,7 @@ def jobs_list(state: str | None,
     for j in found:
         last = j.errors[-1] if j.errors else None
         table.add_row(str(j.id), j.task, j.queue, format_state(j.state),
-                      f"{j.attempt}/{j.max_attempts}",
+                      f"{j.counted_attempt}/{j.max_attempts}",
                       *((describe_progress(j.progress)[:40],) if with_progress else ()),
                       format_time(j.run_at),
                       f"{last['type']}: {last['message']}"[:60] if last else "")
@@ -89,7 +89,7 @@ def jobs_show(job_id: int, as_json: bool) -> None:
         return
     console.print(Text.assemble((f"job {job.id}", "bold"), escape_controls(
         f"  {job.task}  queue={job.queue}  state={format_state(job.state)}  "
-        f"attempt {job.attempt}/{job.max_attempts}")))
+        f"attempt {job.counted_attempt}/{job.max_attempts}")))
     console.print(f"args={json.dumps(job.args)} kwargs={json.dumps(job.kwargs)}",
                   markup=False, highlight=False)
     console.print(f"created {format_time(job.created_at)}  run at {format_time(job.run_at)}  "

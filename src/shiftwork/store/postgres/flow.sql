@@ -50,4 +50,4 @@ SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
     attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
 WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state IN ('available', 'scheduled', 'retrying')
 RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
-          j.checkpoint::text, j.meta::text, j.priority, j.run_at
+          j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted

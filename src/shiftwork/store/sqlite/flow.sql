@@ -40,4 +40,5 @@ SET state = 'running', attempt = attempt + 1, worker_id = :worker, attempted_at 
     lease_expires_at = :now + :lease
 WHERE id IN (SELECT value FROM json_each(:ids))
   AND state IN ('available', 'scheduled', 'retrying')
-RETURNING id, task, queue, args, attempt, max_attempts, timeout, checkpoint, meta, priority, run_at
+RETURNING id, task, queue, args, attempt, max_attempts, timeout, checkpoint, meta, priority, run_at,
+          uncounted

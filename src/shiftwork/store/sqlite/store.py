@@ -458,9 +458,10 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
 
     def jobs_rescue(self, limit: int = 1000) -> list[RescuedJob]:
         now = self.clock.now()
+        params = {"now": now.timestamp(), "now_iso": now.isoformat(), "limit": limit}
         with self._tx() as c:
-            rows = c.execute(self.q["jobs_rescue"], {
-                "now": now.timestamp(), "now_iso": now.isoformat(), "limit": limit}).fetchall()
+            c.execute(self.q["jobs_rescue_flows"], params)
+            rows = c.execute(self.q["jobs_rescue"], params).fetchall()
         return rescued_jobs(rows)
 
     def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]]) -> int:
