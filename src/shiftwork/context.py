@@ -63,6 +63,13 @@ class JobContext:
         """True once someone asked for this job to stop."""
         return self._cancelled
 
+    def group_results(self) -> list[Any]:
+        """In a group's callback: the members' results, in the order they were given
+        (None for a member that did not succeed)."""
+        from .compose import group_results
+
+        return group_results(self.app.store, self.job_id)
+
     def raise_if_cancelled(self) -> None:
         """Raise :class:`JobCancelled` if someone asked to cancel this job."""
         if self._cancelled:

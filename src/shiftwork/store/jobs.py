@@ -96,8 +96,14 @@ class JobsActions(EngineSql):
             raise not_retryable(job)
         return job
 
+    def _finished_here(self, c: Any, job_ids: list[int]) -> None:
+        """Jobs just finished on ``c`` outside a completion (store/deps.py resolves their
+        dependents)."""
+
     def jobs_cancel(self, job_id: int) -> Job:
         with self._session() as c:
             if self._one(c, "jobs_cancel_waiting", id=job_id) is None:
                 self._one(c, "jobs_cancel_running", id=job_id)
+            else:
+                self._finished_here(c, [job_id])
         return self.jobs_get(job_id)

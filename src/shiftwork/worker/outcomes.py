@@ -36,6 +36,8 @@ class Decide:
         self.clock = clock
 
     def success(self, run: Run, result: Any) -> Outcome:
+        if not run.task.options.store_result:  # the task opted out of keeping it
+            return outcome(run, JobState.SUCCEEDED)
         try:
             result_json = encode_json(result, f"{run.job.task}: return value",
                                       self.settings.limit("max_result_bytes")) \

@@ -157,7 +157,9 @@ FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(states)s::text[],
 -- planner walks a partial index on running jobs, full of dead entries while a queue
 -- drains, instead of the ids (a drain ran ~16x slower; tests/test_claim_plans.py).
 WHERE j.id = u.id AND j.attempt = u.attempt AND j.state || '' = 'running'
-RETURNING j.id
+-- watched: a dependent or a waiter cares; its completion is resolved and announced by
+-- deps_resolve right after (store/postgres/store.py). Plain jobs pay nothing for it.
+RETURNING j.id, j.watched AND j.state IN ('succeeded', 'dead', 'cancelled')
 
 -- name: jobs_heartbeat
 -- Only the (id, attempt) pairs the worker holds: a job claimed by a call whose reply

@@ -23,6 +23,7 @@ from ...outcome import Outcome
 from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, WorkerInfo
 from ...redact import describe_dsn, redact
 from ...states import JobState
+from ..deps import DepsActions
 from ..fleet import FleetWrites
 from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
 from ..jobs import (
@@ -47,6 +48,9 @@ from .workflows import PostgresWorkflows
 log = logging.getLogger("shiftwork.store.postgres")
 
 NOTIFY_CHANNEL_PREFIX = "shiftwork_jobs_"
+#: Finished jobs someone waits on (job.result()): a channel of their own, so the
+#: workers' listeners are not woken by completions.
+DONE_CHANNEL_PREFIX = "shiftwork_done_"
 _UNIQUE = "jobs_unique_key_idx"
 #: Jobs with unique keys go in statements of at most this many rows.
 KEYED_BATCH = 5000
@@ -54,7 +58,7 @@ COPY_MIN_ROWS = 200  # from this many jobs without unique keys, COPY beats one I
 
 
 class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, PostgresObserve,
-                    PostgresSchedules, JobsActions, LongJobsWrites, FleetWrites):
+                    PostgresSchedules, DepsActions, JobsActions, LongJobsWrites, FleetWrites):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,
@@ -70,6 +74,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         self.clock = clock or SystemClock()
         self.channel = NOTIFY_CHANNEL_PREFIX + self.schema
         self._buckets_made: set[str] = set()  # queue buckets known to exist (never deleted)
+        self.done_channel = DONE_CHANNEL_PREFIX + self.schema
         quoted = f'"{self.schema}"'
         now = "coalesce(%(now)s::timestamptz, now())"
         self.q = load_all_queries(__package__ or "", schema=quoted, now=now)
@@ -153,12 +158,27 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
     def _notify(self, c: psycopg.Connection[Any], queues: list[str]) -> None:
         c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": queues})
 
-    def wakeups_listen(self) -> PostgresWakeListener:
-        """LISTEN on a dedicated autocommit connection (not from the pool)."""
+    def _rows(self, c: psycopg.Connection[Any], query: str, **params: Any) -> list[Any]:
+        cur = c.execute(self.q[query], self._p(channel=self.channel,
+                                               done_channel=self.done_channel, **params))
+        return cur.fetchall() if cur.description else []
+
+    def _deps_resolve_step(self, c: psycopg.Connection[Any], parent_ids: list[int],
+                           finished: bool = False) -> list[Any]:
+        return [r for r in self._rows(c, "deps_resolve", ids=parent_ids, finished=finished)
+                if r[0] is not None]
+
+    def _instant(self, value: Any) -> Any:
+        return aware(value)
+
+    def wakeups_listen(self, topic: str = "jobs") -> PostgresWakeListener:
+        """LISTEN on a dedicated autocommit connection (not from the pool); ``topic``
+        "done": finished jobs someone waits on, instead of queues with work."""
         try:
             conn = psycopg.connect(self.dsn, autocommit=True,
                                    connect_timeout=int(self._connect_timeout))
-            return PostgresWakeListener(conn, self.channel)
+            return PostgresWakeListener(
+                conn, self.done_channel if topic == "done" else self.channel)
         except psycopg.Error as exc:
             raise StorageError(f"cannot LISTEN on PostgreSQL at {describe_dsn(self.dsn)}: "
                                f"{exc}".strip()) from exc
@@ -453,8 +473,20 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             errors=[error_json(o) for o in outcomes],
             results=[o.result_json for o in outcomes],
         )
+        done: set[int] = set()
+        watched: list[int] = []
         with self._conn() as c:
-            return {r[0] for r in c.execute(self.q["jobs_complete_many"], params)}
+            for job_id, is_watched in c.execute(self.q["jobs_complete_many"], params):
+                done.add(job_id)
+                if is_watched:
+                    watched.append(job_id)
+            if watched:  # dependents to count down, waiters to wake: a statement more
+                try:
+                    self._resolve_in(c, watched, finished=True)
+                except psycopg.Error as exc:  # the outcomes are written; the sweep and
+                    # the waiters' own polling finish this
+                    log.warning("could not resolve the dependents of %s yet: %s", watched, exc)
+        return done
 
     def jobs_heartbeat(self, worker_id: str, lease_seconds: float,
                        held: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
