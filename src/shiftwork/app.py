@@ -34,6 +34,7 @@ from .schema_check import describe_database, require_migrated
 from .settings import Settings
 from .states import JobState
 from .store import Store, open_store
+from .store.connections import Connections
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
 from .workflow import Workflow
 from .workflow.runner import workflow_task
@@ -65,7 +66,8 @@ class App:
     def __init__(self, dsn: str, *, schema: str = "shiftwork", clock: Clock | None = None,
                  max_payload_bytes: int | None = None,
                  settings: Settings | None = None, auto_migrate: bool = False,
-                 pool_size: int = 10) -> None:
+                 pool_size: int = 10, pgbouncer: bool = False,
+                 listen_dsn: str | None = None) -> None:
         self.dsn = dsn
         self.schema = schema
         self.clock: Clock = clock or SystemClock()
@@ -99,7 +101,14 @@ class App:
         self._store: Store | None = None
         self._store_lock = threading.Lock()
         # Validate the DSN now, so a typo fails at start-up, not at the first enqueue.
-        self._store = open_store(dsn, clock=self.clock, schema=schema, pool_size=pool_size)
+        #: PostgreSQL: the pool's bounds (pool_size, Settings.pool_*), and PgBouncer
+        #: (transaction mode) in front of ``dsn``, with wake-ups LISTENed on ``listen_dsn``.
+        self.connections = Connections(
+            pool_size=pool_size, pool_min_size=self.settings.pool_min_size,
+            pool_max_idle=self.settings.pool_max_idle, pgbouncer=pgbouncer,
+            listen_dsn=listen_dsn)
+        self._store = open_store(dsn, clock=self.clock, schema=schema,
+                                 connections=self.connections)
         self._ready = False  # the schema was checked (or migrated) once
 
     # -- storage -----------------------------------------------------------------

@@ -60,9 +60,11 @@ class Store(Protocol):
     def db_now(self) -> datetime:
         """The database's clock (or the injected fake clock)."""
 
-    def wakeups_listen(self) -> WakeListener:
+    def wakeups_listen(self) -> WakeListener | None:
         """Open a subscription to wake-ups: each names a queue that may have work (``"*"``:
         any). Raises StorageError when it cannot open; the caller retries (store/wakeups.py).
+        None when there is nothing to listen on (PostgreSQL behind PgBouncer without a
+        listen DSN): workers then find work by polling alone.
         """
 
     # -- jobs: the hot path ---------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -23,6 +24,7 @@ from ...outcome import Outcome
 from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, WorkerInfo
 from ...redact import describe_dsn, redact
 from ...states import JobState
+from ..connections import Connections, application_name
 from ..fleet import FleetWrites
 from ..flow_claim import ClaimSteps, claim_with_flow
 from ..jobs import (
@@ -57,13 +59,22 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,
-                 pool_size: int = 10, connect_timeout: float = 5.0) -> None:
-        try:
-            psycopg.conninfo.conninfo_to_dict(dsn)
-        except psycopg.ProgrammingError as exc:
-            raise ConfigurationError(f"bad PostgreSQL DSN: {redact(str(exc), fragments=True)}"
-                                     ) from None  # the cause would quote the DSN again
+                 pool_size: int = 10, connect_timeout: float = 5.0,
+                 connections: Connections | None = None) -> None:
+        self.connections = connections or Connections(pool_size=pool_size)
+        for what, value in (("DSN", dsn), ("listen DSN", self.connections.listen_dsn)):
+            if value is None:
+                continue
+            try:
+                psycopg.conninfo.conninfo_to_dict(value)
+            except psycopg.ProgrammingError as exc:
+                raise ConfigurationError(
+                    f"bad PostgreSQL {what}: {redact(str(exc), fragments=True)}"
+                ) from None  # the cause would quote the DSN again
         self.dsn = dsn
+        # Server-side prepared statements do not survive a transaction pooler (PgBouncer
+        # before 1.21 hands each transaction to any server connection).
+        self._prepare: bool | None = None if self.connections.pgbouncer else True
         self.schema = check_schema(schema)
         self.clock = clock or SystemClock()
         self.channel = NOTIFY_CHANNEL_PREFIX + self.schema
@@ -71,7 +82,6 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         now = "coalesce(%(now)s::timestamptz, now())"
         self.q = load_all_queries(__package__ or "", schema=quoted, now=now)
         self._migrations = load_migrations(f"{__package__}.migrations", schema=quoted)
-        self._pool_size = pool_size
         self._connect_timeout = connect_timeout
         self._pool: ConnectionPool | None = None
         self._pool_lock = threading.Lock()
@@ -85,8 +95,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
                 if self._pool is None:
                     # One direct connection first: it fails fast, with the server's own reason.
                     try:
-                        psycopg.connect(self.dsn, connect_timeout=int(self._connect_timeout)
-                                        ).close()
+                        psycopg.connect(self.dsn, **self._connect_kwargs()).close()
                     except psycopg.Error as exc:
                         # A missing database or a refused login fails now; an outage
                         # (StorageError) is retried by the worker.
@@ -95,9 +104,11 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
                             raise refused from None
                         raise StorageError(f"cannot connect to PostgreSQL at "
                                            f"{describe_dsn(self.dsn)}: {exc}".strip()) from exc
+                    plan = self.connections
                     pool = ConnectionPool(
-                        self.dsn, min_size=1, max_size=self._pool_size, open=False,
-                        kwargs={"autocommit": True, "connect_timeout": int(self._connect_timeout)},
+                        self.dsn, min_size=plan.pool_min_size, max_size=plan.pool_size,
+                        max_idle=plan.pool_max_idle, open=False,
+                        kwargs={"autocommit": True, **self._connect_kwargs()},
                         timeout=self._connect_timeout + 5, name="shiftwork",
                     )
                     try:
@@ -109,6 +120,17 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
                         ) from exc
                     self._pool = pool
         return self._pool
+
+    def _connect_kwargs(self, dsn: str | None = None, role: str = "") -> dict[str, Any]:
+        """Connection options: the timeout, no prepared statements behind PgBouncer, and an
+        application_name per process unless the DSN or PGAPPNAME names one."""
+        kwargs: dict[str, Any] = {"connect_timeout": int(self._connect_timeout)}
+        if self.connections.pgbouncer:
+            kwargs["prepare_threshold"] = None
+        if ("application_name" not in psycopg.conninfo.conninfo_to_dict(dsn or self.dsn)
+                and "PGAPPNAME" not in os.environ):
+            kwargs["application_name"] = application_name(role)
+        return kwargs
 
     @contextmanager
     def _conn(self, conn: Any = None) -> Iterator[psycopg.Connection[Any]]:
@@ -149,14 +171,18 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
     def _notify(self, c: psycopg.Connection[Any], queues: list[str]) -> None:
         c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": queues})
 
-    def wakeups_listen(self) -> PostgresWakeListener:
-        """LISTEN on a dedicated autocommit connection (not from the pool)."""
+    def wakeups_listen(self) -> PostgresWakeListener | None:
+        """LISTEN on a dedicated autocommit connection (not from the pool), to
+        ``listen_dsn`` if set. None behind PgBouncer without one: LISTEN through a
+        transaction pooler hears nothing, so workers poll."""
+        if not self.connections.listens:
+            return None
+        dsn = self.connections.listen_dsn or self.dsn
         try:
-            conn = psycopg.connect(self.dsn, autocommit=True,
-                                   connect_timeout=int(self._connect_timeout))
+            conn = psycopg.connect(dsn, autocommit=True, **self._connect_kwargs(dsn, "listen"))
             return PostgresWakeListener(conn, self.channel)
         except psycopg.Error as exc:
-            raise StorageError(f"cannot LISTEN on PostgreSQL at {describe_dsn(self.dsn)}: "
+            raise StorageError(f"cannot LISTEN on PostgreSQL at {describe_dsn(dsn)}: "
                                f"{exc}".strip()) from exc
 
     def close(self) -> None:
@@ -338,7 +364,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             with self._conn() as c:
                 rows = c.execute(self.q["jobs_claim"], self._p(
                     queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
-                    prepare=True).fetchall()
+                    prepare=self._prepare).fetchall()
             return claimed_jobs(rows)
         with self._conn() as c, c.transaction():
             rows = claim_with_flow(queue, limit, limits or {}, flow or ClaimFlow(),
