@@ -37,6 +37,7 @@ from ..jobs import (
 from ..long_jobs import LongJobsWrites
 from ..rows import aware, decoded, job_from_row, legal_pairs, queue_stats_from_rows
 from ..sqlfile import load_all_queries, load_migrations
+from ..wakeups import shared_wakeups
 from .connect_errors import refusal
 from .copy_rows import copy_jobs
 from .long_jobs import PostgresLongJobs
@@ -52,6 +53,15 @@ _UNIQUE = "jobs_unique_key_idx"
 #: Jobs with unique keys go in statements of at most this many rows.
 KEYED_BATCH = 5000
 COPY_MIN_ROWS = 200  # from this many jobs without unique keys, COPY beats one INSERT
+
+
+def _due_counts(jobs: list[NewJob]) -> list[tuple[str, int]]:
+    """How many of ``jobs`` are due now, per queue (their wake-ups name the count)."""
+    counts: dict[str, int] = {}
+    for j in jobs:
+        if j.run_at is None:
+            counts[j.queue] = counts.get(j.queue, 0) + 1
+    return sorted(counts.items())
 
 
 class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
@@ -272,7 +282,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             unique_keys=[j.unique_key for j in jobs], timeouts=[j.timeout for j in jobs],
             metas=[j.meta_json for j in jobs],
         )
-        due_queues = sorted({j.queue for j in jobs if j.run_at is None})
+        due = _due_counts(jobs)
         keyed = any(j.unique_key for j in jobs)
         for _ in range(5):
             with self._conn(conn) as c, c.transaction():
@@ -281,9 +291,9 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
                     EnqueueResult(r[0], True) for r in rows]
                 if results is None:
                     continue  # a conflicting job finished between insert and lookup
-                if due_queues:
+                if due:
                     c.execute(self.q["jobs_notify"],
-                              {"channel": self.channel, "queues": due_queues})
+                              {"channel": self.channel, "queues": shared_wakeups(due)})
                 return results
         raise StorageError("could not settle unique keys after 5 tries; the key is contended")
 
@@ -296,7 +306,8 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
                     queue=j.queue, task=j.task, args=j.args_json, priority=j.priority,
                     max_attempts=j.max_attempts, run_at=j.run_at, timeout=j.timeout,
                     meta=j.meta_json, channel=self.channel,
-                    notify=j.queue if j.run_at is None else None)).fetchone()
+                    notify=shared_wakeups([(j.queue, 1)])[0] if j.run_at is None else None)
+                                 ).fetchone()
             assert one is not None
             return [EnqueueResult(one[0], True)]
         params = self._p(
@@ -304,7 +315,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             args=[j.args_json for j in jobs], priorities=[j.priority for j in jobs],
             max_attempts=[j.max_attempts for j in jobs], run_ats=[j.run_at for j in jobs],
             timeouts=[j.timeout for j in jobs], metas=[j.meta_json for j in jobs],
-            channel=self.channel, notify=sorted({j.queue for j in jobs if j.run_at is None}),
+            channel=self.channel, notify=shared_wakeups(_due_counts(jobs)),
         )
         with self._conn(conn) as c:
             row = c.execute(self.q["jobs_insert_plain"], params).fetchone()
@@ -321,9 +332,9 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
             assert row is not None
             now, ids = row[0], row[1]
             due_queues = copy_jobs(c.cursor(), self.q["jobs_copy"], ids, jobs, now)
-            if due_queues:
-                c.execute(self.q["jobs_notify"],
-                          {"channel": self.channel, "queues": sorted(due_queues)})
+            if due_queues:  # at most ``count`` jobs each: enough wake-ups for all of them
+                c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues":
+                          shared_wakeups((q, count) for q in sorted(due_queues))})
         return [EnqueueResult(job_id, True) for job_id in ids]
 
     def _match_inserted(self, c: psycopg.Connection[Any], jobs: list[NewJob],
