@@ -145,7 +145,7 @@ class Worker:
         leader = Leader(self.app, self.id)
         self.services = [notifier, Heartbeat(self.app, self.id, self.held_leases,
                                                        self._on_heartbeat),
-                         Rescuer(self.app), Scheduler(self.app, self.id, leader),
+                         Rescuer(self.app, leader), Scheduler(self.app, self.id, leader),
                          leader, Watchdog(self),
                          *worker_services(self.app, self.id, lambda: len(self.runs_snapshot()),
                                           self.metrics_port, self.metrics_host)]
