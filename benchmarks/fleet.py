@@ -58,6 +58,7 @@ class Sampler(threading.Thread):
         self.lock_waits: list[int] = []
         self.backends: list[int] = []
         self.clients: list[int] = []
+        self.waiting_on: dict[str, int] = {}  # "wait event: statement" -> samples
 
     def run(self) -> None:
         with psycopg.connect(self.dsn, autocommit=True) as conn:
@@ -68,9 +69,25 @@ class Sampler(threading.Thread):
                     "FROM pg_stat_activity WHERE datname = current_database()").fetchone()
                 assert row is not None
                 self.lock_waits.append(int(row[0]))
+                for event, query in conn.execute(
+                        "SELECT wait_event, query FROM pg_stat_activity "
+                        "WHERE wait_event_type = 'Lock' AND datname = current_database()"):
+                    key = f"{event}: {_kind_of(query)}"
+                    self.waiting_on[key] = self.waiting_on.get(key, 0) + 1
                 self.backends.append(int(row[1]))
                 if self.bouncer is not None:
                     self.clients.append(_bouncer_clients(self.bouncer))
+
+
+_PREFIXES: dict[str, str] = {}
+
+
+def _kind_of(query: str) -> str:
+    text = " ".join((query or "").split())
+    for kind, prefix in _PREFIXES.items():
+        if text.startswith(prefix):
+            return kind
+    return text[:60]
 
 
 def _bouncer_clients(bouncer: Any) -> int:
@@ -108,6 +125,7 @@ def _run(cluster_dsn: str, bouncer: Any | None, processes: int, jobs: int,
     admin = App(cluster_dsn, schema=schema)
     admin.migrate()
     prefixes = {kind: _prefix(admin.store.q[name]) for kind, name in KINDS.items()}  # type: ignore[attr-defined]
+    _PREFIXES.update(prefixes)
     admin.pause_queue("bench")
     admin.store.jobs_insert_stream(jobs, (_job(admin) for _ in range(jobs)))  # COPY
     with psycopg.connect(cluster_dsn, autocommit=True) as conn:
@@ -143,6 +161,7 @@ def _run(cluster_dsn: str, bouncer: Any | None, processes: int, jobs: int,
             per_s={k: round(v["calls"] / elapsed, 2) for k, v in counts.items()},
             lock_waits_mean=round(sum(sampler.lock_waits) / max(len(sampler.lock_waits), 1), 2),
             lock_waits_max=max(sampler.lock_waits, default=0),
+            lock_waits_on=dict(sorted(sampler.waiting_on.items(), key=lambda kv: -kv[1])),
             backends_max=max(sampler.backends, default=0),
             bouncer_clients_max=max(sampler.clients, default=0) if bouncer else None,
             load=load())
