@@ -77,6 +77,12 @@ class Probe:
             q = q.replace("%s", "?")
         return [r[0] for r in self.c.execute(q, (queue,)).fetchall()]
 
+    def analyze(self) -> None:
+        """Statistics after a bulk load, as autovacuum would soon give a running system
+        (every Postgres system in the benchmark gets the same; off: BENCH_ANALYZE=0)."""
+        if self.pl.engine != "sqlite" and os.environ.get("BENCH_ANALYZE", "1") != "0":
+            self.c.execute(f"ANALYZE {self.t}")
+
     def close(self) -> None:
         self.c.close()
 
@@ -126,6 +132,7 @@ def drain(engine: str, n: int, workers: int, concurrency: int, progress: Progres
         _enqueue_noops(app, n)
         app.close()
         probe = Probe(pl)
+        probe.analyze()
         progress(0, f"starting {workers} worker process(es)")
         before = load()
         procs = [shiftwork_worker(pl, {"bench": concurrency}, f"w{i}") for i in range(workers)]

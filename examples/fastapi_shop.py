@@ -17,7 +17,10 @@ from shiftwork import App
 from shiftwork.asgi import lifespan
 from shiftwork.web.dashboard import create_dashboard
 
-jobs = App(os.environ.get("SHOP_DSN", "sqlite:///shop.db"))
+# On PostgreSQL, enqueue_async inserts on an async connection pool of its own (opened by
+# the first enqueue, closed by the lifespan at shutdown).
+jobs = App(os.environ.get("SHOP_DSN", "sqlite:///shop.db"),
+           schema=os.environ.get("SHOP_SCHEMA", "shiftwork"))
 
 # A stand-in for the application's real login: API keys of its staff.
 STAFF_KEYS = {os.environ.get("SHOP_ADMIN_KEY", "admin-key-for-the-example"): "ada"}

@@ -63,3 +63,49 @@ def test_generic_claim_plan_walks_the_index_with_stale_statistics(
     kinds = [kind for kind, _ in nodes]
     assert "Sort" not in kinds, nodes
     assert ("Index Scan", "jobs_claim_idx") in nodes, nodes
+
+
+# The statements that find a worker's running jobs by (id, attempt) pairs, with their
+# parameters: 50 of the 100 running jobs.
+_BY_ID = {
+    "jobs_complete_many": lambda ids: {
+        "ids": ids, "attempts": [1] * len(ids), "states": ["succeeded"] * len(ids),
+        "run_ats": [None] * len(ids), "errors": [None] * len(ids),
+        "results": [None] * len(ids)},
+    "jobs_heartbeat": lambda ids: {"worker": "w", "ids": ids, "attempts": [1] * len(ids),
+                                   "lease": 10.0},
+    "jobs_hand_back": lambda ids: {"worker": "w", "ids": ids, "attempts": [1] * len(ids)},
+}
+
+
+@pytest.mark.parametrize("engine", ["postgres"], indirect=True)
+@pytest.mark.parametrize("name", sorted(_BY_ID))
+def test_running_jobs_are_found_by_primary_key_after_analyze(
+        app: App, db: dict[str, str], name: str) -> None:
+    """After a bulk load and ANALYZE the statistics say few jobs run, and a plain
+    `state = 'running'` made the planner scan the partial index on running jobs (dead
+    entries piling up while a queue drains) instead of the ids: a drain ran ~16x slower.
+    """
+    schema = db["schema"]
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'''
+            INSERT INTO "{schema}".jobs (queue, task, args, state, max_attempts, run_at,
+                                         created_at)
+            SELECT 'bench', 'noop', '[]', 'available', 1, now(), now()
+            FROM generate_series(1, 20000)''')
+        conn.execute(f'''
+            UPDATE "{schema}".jobs SET state = 'running', attempt = 1, worker_id = 'w',
+                   attempted_at = now(), lease_expires_at = now() + interval '10 s'
+            WHERE id IN (SELECT id FROM "{schema}".jobs ORDER BY id LIMIT 100)''')
+        conn.execute(f'ANALYZE "{schema}".jobs')
+        ids = [r[0] for r in conn.execute(
+            f'SELECT id FROM "{schema}".jobs WHERE worker_id = %s ORDER BY id LIMIT 50',
+            ("w",))]
+        text = app.store.q[name]  # type: ignore[attr-defined]
+        conn.execute("BEGIN")
+        (plan,) = conn.execute("EXPLAIN (FORMAT JSON) " + text,
+                               {"now": None, **_BY_ID[name](ids)}).fetchone()
+        conn.execute("ROLLBACK")
+    nodes = _plan_nodes((plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"])
+    assert ("Index Scan", "jobs_pkey") in nodes, nodes
+    assert not any(index.startswith("jobs_running") for _, index in nodes), nodes

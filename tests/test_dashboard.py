@@ -17,6 +17,7 @@ import pytest
 
 from shiftwork import App, ConfigurationError, JobNotFoundError, JobState
 from shiftwork.job import NewJob
+from shiftwork.testing import drain
 from shiftwork.web import create_dashboard
 
 from .conftest import FAST, IN_CI, running_worker, wait_for
@@ -310,3 +311,55 @@ def test_top_prints_one_frame(make_app: Any) -> None:
     console.print(render(overview(app)))
     text = console.export_text()
     assert "emails" in text and "queues" in text and "workers" in text
+
+
+def test_a_mounted_dashboard_stays_under_its_prefix_in_a_real_browser(
+        app: App, browser: Any) -> None:
+    """Mounted at /ops/jobs in a host app: logging in, every nav link, a job's page, a
+    form's POST and its redirect, the stylesheet and the script, logging out: the browser
+    never asks for a URL outside the prefix."""
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Mount, Route
+
+    @app.task(name="boom", queue="work", max_attempts=1)
+    def boom() -> None:
+        raise RuntimeError("boom")
+
+    dead_id = boom.enqueue().id
+    assert drain(app).dead == 1
+
+    def outside(request: Any) -> PlainTextResponse:
+        return PlainTextResponse("the host application's own page", status_code=404)
+
+    host = Starlette(routes=[Mount("/ops/jobs", create_dashboard(app, token=TOKEN)),
+                             Route("/{rest:path}", outside)])
+    with Served(host) as served:
+        prefix = f"{served.url}/ops/jobs"
+        page = browser.new_context().new_page()
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url))
+        page.goto(f"{prefix}/")  # not logged in: the login form, under the prefix
+        page.fill("input[name=token]", TOKEN)
+        page.click("button[type=submit]:has-text('Log in')")
+        page.wait_for_url(f"{prefix}/")
+        assert page.locator("a.brand").get_attribute("href") == "/ops/jobs/"
+        # The stylesheet applied (served from the prefix): the nav is not a plain list.
+        assert page.evaluate("getComputedStyle(document.querySelector('nav') || "
+                             "document.body).display") != "inline"
+        for name, url in (("Jobs", f"{prefix}/jobs"), ("Dead", f"{prefix}/dead"),
+                          ("Overview", f"{prefix}/")):
+            page.click(f"a:has-text('{name}')")
+            page.wait_for_url(url)
+        page.click("a:has-text('Dead')")
+        page.click(f"tr[data-job='{dead_id}'] a")
+        page.wait_for_url(f"{prefix}/jobs/{dead_id}")
+        page.click("button:has-text('Retry now')")  # a POST, then its 303
+        page.wait_for_url(re.compile(re.escape(f"{prefix}/jobs/{dead_id}?msg=")))
+        assert "available again" in page.locator(".flash").inner_text()
+        page.click("button:has-text('Log out')")
+        page.wait_for_url(f"{prefix}/login")
+        leaving = [u for u in asked if not u.startswith(f"{prefix}/")]
+        assert asked and not leaving, leaving
+        assert any(u.endswith("/ops/jobs/static/style.css") for u in asked)
+        assert any(u.endswith("/ops/jobs/static/app.js") for u in asked)

@@ -71,3 +71,35 @@ def _token(tmp_path: Path) -> Path:
     path.write_text(TOKEN)
     path.chmod(0o600)
     return path
+
+
+def test_behind_a_proxy_that_strips_a_prefix_root_path_puts_it_back(tmp_path: Path) -> None:
+    """`shiftwork dashboard --root-path /ops/jobs`: the proxy passes /login, the page's
+    form, links and redirects say /ops/jobs/... (a real uvicorn on a real socket)."""
+    import threading
+    import time
+    import urllib.request
+
+    import uvicorn
+
+    from shiftwork.cli.dashboard import listen_socket
+    from shiftwork.web.serve import server_config
+
+    app = _app(tmp_path)
+    sock = listen_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(server_config(create_dashboard(app, token=TOKEN),
+                                          port=port, root_path="ops/jobs/"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/login") as page:
+            html = page.read().decode()
+        assert 'action="/ops/jobs/login"' in html and 'href="/ops/jobs/static/style.css"' in html
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        app.close()

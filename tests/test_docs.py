@@ -11,6 +11,8 @@ docs/architecture.md ("Docs that run"). What runs how:
 - ``sh``/``bash``/``console``: each command. ``shiftwork ...`` runs in this process against
   the page's app; ``worker``, ``dashboard`` and ``top`` (without ``--once``) run as real
   processes on free ports, are checked to start, and are stopped at the end of the block.
+  ``python manage.py ...`` runs the Django project the page wrote (``manage.py shiftwork
+  worker`` as a real process, like ``shiftwork worker``).
   ``./dev X``, ``pip install``, ``python -m venv`` and ``python -m benchmarks`` are checked
   (the subcommand, extra or options exist), not run. In ``console`` blocks the lines
   after a ``$ command`` are its expected output (``...`` and numbers match anything).
@@ -314,6 +316,19 @@ def run_one(page: Page, block: Block, command: str,
             for extra in re.findall(r"\[([\w,]+)\]", arg):
                 assert set(extra.split(",")) <= set(extras), f"no extra {extra!r}"
         return ""
+    if head == "python" and argv[1:2] == ["manage.py"]:  # a Django project the page wrote
+        if argv[2:3] == ["shiftwork"] and len(argv) > 3 and argv[3] in LONG_RUNNING:
+            procs.append((command, *start_long_running(
+                page, block, argv[2:], launcher=[sys.executable, "manage.py", "shiftwork"])))
+            return ""
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(page.dir), str(ROOT / "src")])}
+        run = subprocess.run([sys.executable, *argv[1:]], cwd=page.dir, env=env,
+                             capture_output=True, text=True, timeout=120)
+        page.last_rc = run.returncode
+        assert run.returncode == expect_rc, (
+            f"{block.id}: `{command}` exited {run.returncode} (expected {expect_rc}):\n"
+            f"{run.stdout}{run.stderr}")
+        return run.stdout + run.stderr
     if head == "python" and argv[1:3] == ["-m", "venv"]:
         return ""
     if head == "python" and argv[1:3] == ["-m", "benchmarks"]:
@@ -330,9 +345,11 @@ def _free_port() -> str:
         return str(s.getsockname()[1])
 
 
-def start_long_running(page: Page, block: Block, argv: list[str]
+def start_long_running(page: Page, block: Block, argv: list[str],
+                       launcher: list[str] | None = None
                        ) -> tuple[subprocess.Popen[bytes], list[bytes]]:
-    """Start it as a real process (on free ports) and wait until it says it started."""
+    """Start it as a real process (on free ports) and wait until it says it started;
+    ``launcher``: how to start ``shiftwork`` (``python manage.py shiftwork`` in Django)."""
     args = list(argv[1:])
     for flag in ("--port", "--metrics-port"):
         if flag in args:
@@ -340,7 +357,8 @@ def start_long_running(page: Page, block: Block, argv: list[str]
     if args[0] == "dashboard" and "--port" not in args:
         args += ["--port", _free_port()]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(page.dir), str(ROOT / "src")])}
-    proc = subprocess.Popen([sys.executable, "-m", "shiftwork.cli", *args], cwd=page.dir,
+    launcher = launcher or [sys.executable, "-m", "shiftwork.cli"]
+    proc = subprocess.Popen([*launcher, *args], cwd=page.dir,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     buf: list[bytes] = []
     assert proc.stdout is not None

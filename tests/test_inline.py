@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shiftwork import App, Backoff, JobContext, JobState, PayloadError
+from shiftwork import App, Backoff, ConfigurationError, JobContext, JobState, PayloadError
 from shiftwork.testing import enqueued, inline, job_states
 
 
@@ -74,3 +74,89 @@ def test_inline_runs_jobs_enqueued_by_jobs_and_async_tasks(make_app: Any) -> Non
     with inline(app) as ran:
         parent.enqueue(5)
     assert order == ["parent", "child 5"] and ran.succeeded == 2
+
+
+def test_app_testing_inline_runs_every_enqueue(make_app: Any) -> None:
+    """App(testing="inline"): the context manager's mechanism, for the App's whole life."""
+    app: App = make_app(testing="inline")
+    seen: list[Any] = []
+
+    @app.task(max_attempts=2, retry=Backoff(initial=3600, jitter=False))
+    def charge(ctx: JobContext, order: dict[str, Any]) -> int:
+        seen.append((ctx.attempt, order))
+        if ctx.attempt == 1:
+            raise RuntimeError("card declined once")
+        return int(order["cents"])
+
+    result = charge.enqueue({"cents": 250, "items": ("a", "b")})
+    # Ran at once, retried at once, arguments through JSON as for a worker.
+    assert seen == [(1, {"cents": 250, "items": ["a", "b"]}),
+                    (2, {"cents": 250, "items": ["a", "b"]})]
+    job = app.get_job(result.id)
+    assert job.state is JobState.SUCCEEDED and job.result == 250
+    assert (app.inline_results.succeeded, app.inline_results.retrying) == (1, 1)
+    try:
+        charge.enqueue({"cents": object()})  # refused at enqueue, as always
+    except PayloadError:
+        pass
+    else:
+        raise AssertionError("a non-JSON argument was accepted")
+    charge.using(delay=60).enqueue({"cents": 1})  # delayed: waits, as for a worker
+    assert len(seen) == 2 and job_states(app)[JobState.SCHEDULED] == 1
+
+
+def test_app_testing_inline_and_context_manager_are_one_mechanism(make_app: Any) -> None:
+    app: App = make_app(testing="inline")
+    calls: list[int] = []
+
+    @app.task
+    def count(n: int) -> None:
+        calls.append(n)
+
+    with inline(app) as ran:  # one hook, two counts: each job runs once
+        count.enqueue(1)
+    count.enqueue(2)
+    assert calls == [1, 2] and ran.succeeded == 1 and app.inline_results.succeeded == 2
+
+
+def test_app_testing_unknown_mode_is_refused(tmp_path: Any) -> None:
+    try:
+        App(f"sqlite:///{tmp_path / 'x.db'}", testing="eager")
+    except ConfigurationError as exc:
+        assert "testing='eager'" in str(exc) and "'inline'" in str(exc)
+    else:
+        raise AssertionError("an unknown test mode was accepted")
+
+
+def test_an_ambient_transaction_is_joined_and_inline_jobs_run_on_its_commit(
+        tmp_path: Any) -> None:
+    """What the Django integration sets: enqueues without conn= join the caller's open
+    transaction, and the inline mode runs their jobs once it commits, not before."""
+    import sqlite3
+
+    app = App(f"sqlite:///{tmp_path / 'jobs.db'}", testing="inline")
+    app.migrate()
+    ran: list[int] = []
+
+    @app.task
+    def work(n: int) -> None:
+        ran.append(n)
+
+    conn = sqlite3.connect(tmp_path / "jobs.db", isolation_level=None)
+    after_commit: list[Any] = []
+    app.ambient_transaction = lambda: conn
+    app.on_commit = after_commit.append
+    conn.execute("BEGIN")
+    work.enqueue(1)
+    assert ran == [] and enqueued(app, work) == []  # in the open transaction: unseen
+    conn.execute("ROLLBACK")
+    after_commit.clear()  # (a framework drops these on rollback)
+    conn.execute("BEGIN")
+    work.enqueue(2)
+    conn.execute("COMMIT")
+    app.ambient_transaction = None
+    for fn in after_commit:
+        fn()
+    assert ran == [2] and app.inline_results.succeeded == 1
+    conn.close()
+    app.close()

@@ -50,7 +50,10 @@ def test_wheel_holds_the_package_and_nothing_else(dist: Path) -> None:
     # The SQL, the templates, the static files and the typing marker are package data.
     for needed in ("shiftwork/py.typed", "shiftwork/store/sqlite/jobs.sql",
                    "shiftwork/store/postgres/migrations/0001_core.sql",
-                   "shiftwork/web/templates/base.html", "shiftwork/web/static/style.css"):
+                   "shiftwork/web/templates/base.html", "shiftwork/web/static/style.css",
+                   # Django finds these by path: its migration and its manage.py command.
+                   "shiftwork/contrib/django/migrations/0001_shiftwork_tables.py",
+                   "shiftwork/contrib/django/management/commands/shiftwork.py"):
         assert needed in names
     meta = {n.split("/", 1)[1] for n in names if n.startswith("shiftwork-")}
     assert {"METADATA", "WHEEL", "RECORD", "entry_points.txt", "licenses/LICENSE"} <= meta
@@ -58,10 +61,12 @@ def test_wheel_holds_the_package_and_nothing_else(dist: Path) -> None:
         next(n for n in names if n.endswith("/METADATA"))).decode()
     assert "License-Expression: Apache-2.0" in metadata
     assert "Requires-Python: >=3.11" in metadata
-    assert "Provides-Extra: postgres" in metadata
+    for extra in ("postgres", "web", "otel", "sqlalchemy", "django"):
+        assert f"Provides-Extra: {extra}" in metadata
     # SQLite users get no PostgreSQL driver: psycopg is only behind an extra.
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
-    assert all("extra ==" in line for line in requires if "psycopg" in line)
+    assert all("extra ==" in line for line in requires
+               if any(d in line.lower() for d in ("psycopg", "django", "sqlalchemy")))
     entry_points = zipfile.ZipFile(wheel).read(
         next(n for n in names if n.endswith("/entry_points.txt"))).decode()
     assert "shiftwork = shiftwork.pytest_plugin" in entry_points

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -61,13 +62,21 @@ class App:
     >>> @app.task(queue="emails", max_attempts=5)
     ... def send(to: str) -> None: ...
     >>> send.enqueue("a@example.com")
+
+    ``testing="inline"`` (for tests): every enqueue runs its jobs at once, in the caller's
+    thread, as a worker would (see :func:`shiftwork.testing.inline`).
     """
 
     def __init__(self, dsn: str, *, schema: str = "shiftwork", clock: Clock | None = None,
                  max_payload_bytes: int | None = None,
                  settings: Settings | None = None, auto_migrate: bool = False,
-                 pool_size: int = 10, pgbouncer: bool = False,
+                 pool_size: int = 10, async_pool_size: int = 4,
+                 testing: str | None = None, pgbouncer: bool = False,
                  listen_dsn: str | None = None) -> None:
+        if testing not in (None, "inline"):
+            raise ConfigurationError(
+                f"App(testing={testing!r}): the only test mode is 'inline' (every job runs "
+                "at enqueue, in the caller's thread); leave it out for normal use")
         self.dsn = dsn
         self.schema = schema
         self.clock: Clock = clock or SystemClock()
@@ -78,7 +87,8 @@ class App:
         #: raises NotMigratedError if not; nothing is created behind your back.
         #: True: the first use applies pending migrations, logging each.
         self.auto_migrate = auto_migrate
-        self.pool_size = pool_size
+        self.pool_size = pool_size  # the sync pool (workers, enqueue, the dashboard)
+        self.async_pool_size = async_pool_size  # Postgres: enqueue_async's own pool
         self.tasks: dict[str, Task[Any, Any]] = {}
         self.events = EventBus()
         #: Called by the leader on every leadership tick with its term (scheduler, etc.).
@@ -93,6 +103,11 @@ class App:
         #: Called after jobs are committed by an enqueue outside a caller's transaction,
         #: with their results and queues (None: not known); the inline test mode's hook.
         self.enqueue_hooks: list[Callable[[list[EnqueueResult], set[str] | None], None]] = []
+        #: Set by a framework integration (shiftwork.contrib.django): the connection of
+        #: the transaction the caller is inside now (None: none), which an enqueue without
+        #: ``conn=`` joins; and how to run code once that transaction commits.
+        self.ambient_transaction: Callable[[], Any] | None = None
+        self.on_commit: Callable[[Callable[[], None]], None] | None = None
         #: Visibility hooks (health checks, metric collectors, the schedules view): see
         #: shiftwork.observe and docs/observability.md.
         self.observers = Observers()
@@ -108,8 +123,17 @@ class App:
             pool_max_idle=self.settings.pool_max_idle, pgbouncer=pgbouncer,
             listen_dsn=listen_dsn)
         self._store = open_store(dsn, clock=self.clock, schema=schema,
-                                 connections=self.connections)
+                                 connections=self.connections,
+                                 async_pool_size=async_pool_size)
         self._ready = False  # the schema was checked (or migrated) once
+        #: With ``testing="inline"``: every attempt the inline mode ran (a DrainResult).
+        self.inline_results: Any = None
+        if testing == "inline":
+            # Imported here: the testing tools import the App.
+            from .testing.drain import DrainResult
+            from .testing.inline import install
+            self.inline_results = DrainResult()
+            install(self, self.inline_results)
 
     # -- storage -----------------------------------------------------------------
 
@@ -147,9 +171,23 @@ class App:
         return describe_database(self._store, self.schema)
 
     def close(self) -> None:
-        """Close the database connections."""
+        """Close the database connections (the async pool: :meth:`aclose`)."""
         if self._store is not None:
             self._store.close()
+
+    async def aclose(self) -> None:
+        """Close the async pool ``enqueue_async`` opened, then the sync connections
+        (the ASGI lifespan helper calls this at shutdown)."""
+        if self._store is not None:
+            await self._store.aclose()
+            await asyncio.to_thread(self._store.close)
+
+    def connection_budget(self) -> int | None:
+        """The most Postgres connections this App holds at once: its pool (``pool_size``)
+        plus the async pool of ``enqueue_async`` (``async_pool_size``). A worker adds one
+        LISTEN connection. None on SQLite (one connection per thread, no pool)."""
+        assert self._store is not None
+        return self._store.connection_budget()
 
     # -- tasks ------------------------------------------------------------------------
 
@@ -393,11 +431,34 @@ class App:
         return self.insert_rows([r.task.build(r.args, r.kwargs, r.options, now)
                                  for r in requests], conn)
 
+    async def enqueue_many_async(self, requests: Iterable[JobRequest], conn: Any = None
+                                 ) -> list[EnqueueResult]:
+        """:meth:`enqueue_many` for asyncio code: validated the same way, inserted on the
+        async connection pool (Postgres; SQLite: in a thread). With ``conn`` (a
+        ``psycopg.AsyncConnection``) the jobs join that connection's transaction."""
+        now = self.clock.now()
+        return await self.insert_rows_async(
+            [r.task.build(r.args, r.kwargs, r.options, now) for r in requests], conn)
+
+    async def insert_rows_async(self, rows: list[NewJob], conn: Any = None
+                                ) -> list[EnqueueResult]:
+        """:meth:`insert_rows` for asyncio code."""
+        if not self._ready:  # the first use checks the schema: a blocking query
+            await asyncio.to_thread(lambda: self.store)
+        with enqueue_span(rows) as rows:
+            results = await self.store.jobs_insert_async(rows, conn=conn)
+        if self.enqueue_hooks and conn is None:
+            queues = {r.queue for r in rows}
+            for hook in list(self.enqueue_hooks):
+                # In a thread: the inline mode runs async tasks on an event loop of its own.
+                await asyncio.to_thread(hook, results, queues)
+        return results
+
     def insert_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
                       ) -> list[EnqueueResult]:
         """Insert ``count`` jobs without unique keys, built as the store reads them."""
-        if recording() or self.enqueue_hooks:  # the span and the hooks need every row
-            return self.insert_rows(list(rows), conn)
+        if recording() or self.enqueue_hooks or self.ambient_transaction is not None:
+            return self.insert_rows(list(rows), conn)  # the span and the hooks need the rows
         return self.store.jobs_insert_stream(count, rows, conn=conn)
 
     def insert_rows(self, rows: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
@@ -406,12 +467,23 @@ class App:
         The store batches as suits its engine (Postgres streams one COPY; SQLite
         commits every 500 rows so workers can claim in between).
         """
+        ambient = None
+        if conn is None and self.ambient_transaction is not None:
+            conn = ambient = self.ambient_transaction()
         with enqueue_span(rows) as rows:  # OpenTelemetry, when installed: context into meta
             results = self.store.jobs_insert(rows, conn=conn)
-        if self.enqueue_hooks and conn is None:  # in a caller's transaction: not yet real
+        if self.enqueue_hooks:
             queues = {r.queue for r in rows}
-            for hook in list(self.enqueue_hooks):
-                hook(results, queues)
+
+            def run_hooks() -> None:
+                for hook in list(self.enqueue_hooks):
+                    hook(results, queues)
+
+            if conn is None:
+                run_hooks()
+            elif ambient is not None and self.on_commit is not None:
+                self.on_commit(run_hooks)  # the jobs become real when it commits
+            # else: in a caller's transaction: not yet real, and no way to hear its commit
         return results
 
     # -- people and tools --------------------------------------------------------------

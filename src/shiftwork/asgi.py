@@ -23,7 +23,8 @@ from .app import App
 def lifespan(app: App, *, migrate: bool = False
              ) -> Callable[[Any], AbstractAsyncContextManager[None]]:
     """A lifespan for the host application: opens ``app``'s database at start-up (and,
-    with ``migrate=True``, applies migrations there), closes its connections at shutdown.
+    with ``migrate=True``, applies migrations there), closes its connections at shutdown:
+    the sync pool and the async pool that ``enqueue_async`` opens on first use.
 
     Pass it as ``FastAPI(lifespan=lifespan(app))`` or ``Starlette(lifespan=...)``.
     """
@@ -38,6 +39,6 @@ def lifespan(app: App, *, migrate: bool = False
         try:
             yield
         finally:
-            await asyncio.to_thread(app.close)
+            await app.aclose()  # the async pool enqueue_async opened, then the sync one
 
     return span

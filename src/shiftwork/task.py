@@ -33,6 +33,9 @@ class TaskHost(Protocol):
     def insert_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
                       ) -> list[EnqueueResult]: ...
 
+    async def enqueue_many_async(self, requests: Iterable[JobRequest], conn: Any = None
+                                 ) -> list[EnqueueResult]: ...
+
 PRIORITY_MIN, PRIORITY_MAX = -100, 100
 
 
@@ -60,6 +63,7 @@ class EnqueueOptions:
     key: str | None = None
     max_attempts: int | None = None
     conn: Any = None  # a psycopg connection whose transaction the job joins
+    session: Any = None  # a SQLAlchemy Session or AsyncSession whose transaction it joins
     meta: dict[str, Any] | None = None
     group: str | int | None = None  # the job's group (else the task's group_by decides)
 
@@ -142,7 +146,9 @@ class Task(Generic[P, R]):
     # -- building requests -------------------------------------------------
 
     def using(self, **options: Any) -> BoundTask[P, R]:
-        """Per-enqueue overrides: delay, run_at, priority, queue, key, max_attempts, conn, meta."""
+        """Per-enqueue overrides: delay, run_at, priority, queue, key, max_attempts, meta,
+        group; ``conn`` (a psycopg or sqlite3 connection) or ``session`` (a SQLAlchemy
+        Session or AsyncSession): the job joins that transaction."""
         return BoundTask(self, EnqueueOptions(**options))
 
     def call(self, *args: P.args, **kwargs: P.kwargs) -> JobRequest:
@@ -154,8 +160,9 @@ class Task(Generic[P, R]):
         return self.call(*args, **kwargs).enqueue()
 
     async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> EnqueueResult:
-        """:meth:`enqueue` for asyncio code: the database call runs in a thread."""
-        return await asyncio.to_thread(self.call(*args, **kwargs).enqueue)
+        """:meth:`enqueue` for asyncio code: on Postgres the insert runs on the App's async
+        connection pool (opened on first use); on SQLite, in a thread."""
+        return await self.call(*args, **kwargs).enqueue_async()
 
     def enqueue_many(
         self, calls: Iterable[tuple[Any, ...] | dict[str, Any]], conn: Any = None
@@ -281,7 +288,7 @@ class BoundTask(Generic[P, R]):
         return self.call(*args, **kwargs).enqueue()
 
     async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> EnqueueResult:
-        return await asyncio.to_thread(self.call(*args, **kwargs).enqueue)
+        return await self.call(*args, **kwargs).enqueue_async()
 
 
 @dataclass(frozen=True)
@@ -292,4 +299,17 @@ class JobRequest:
     options: EnqueueOptions
 
     def enqueue(self) -> EnqueueResult:
-        return self.task.app.enqueue_many([self], conn=self.options.conn)[0]
+        conn = self.options.conn
+        if self.options.session is not None:
+            if conn is not None:
+                raise ConfigurationError("using(): give conn= or session=, not both")
+            from .contrib.sqlalchemy import session_connection
+            conn = session_connection(self.options.session)
+        return self.task.app.enqueue_many([self], conn=conn)[0]
+
+    async def enqueue_async(self) -> EnqueueResult:
+        if self.options.session is not None:
+            from .contrib.sqlalchemy import enqueue_in_async_session
+            return (await enqueue_in_async_session(self.task.app, [self],
+                                                   self.options.session))[0]
+        return (await self.task.app.enqueue_many_async([self], conn=self.options.conn))[0]

@@ -33,6 +33,9 @@ from .options import app_argument, log_level_option, open_app, target_options
 @click.option("--forwarded-allow-ips", default="127.0.0.1", show_default=True,
               metavar="ADDRESSES", help="Comma-separated proxy addresses or networks whose "
                                         "X-Forwarded-* headers are trusted (with --proxy-headers).")
+@click.option("--root-path", default="", metavar="PREFIX",
+              help="Behind a reverse proxy that serves the dashboard under PREFIX (e.g. "
+                   "/ops/jobs) and strips it: links, forms and redirects get it back.")
 @click.option("--public-health", is_flag=True,
               help="Answer GET /health without a login (for load balancers and probes): "
                    "only 'ok' (200) or 'not ok' (503), no details.")
@@ -40,7 +43,8 @@ from .options import app_argument, log_level_option, open_app, target_options
 @click.pass_context
 def dashboard(ctx: click.Context, host: str, port: int, token_file: Path | None,
               token: str | None, session_max_age: float | None, proxy_headers: bool,
-              forwarded_allow_ips: str, public_health: bool, log_level: str) -> None:
+              forwarded_allow_ips: str, root_path: str, public_health: bool,
+              log_level: str) -> None:
     """Serve the web dashboard for APP (login with a token; see docs/security.md)."""
     try:
         import uvicorn
@@ -83,7 +87,8 @@ def dashboard(ctx: click.Context, host: str, port: int, token_file: Path | None,
     with contextlib.suppress(KeyboardInterrupt):
         uvicorn.Server(server_config(web, host=host, port=port, proxy_headers=proxy_headers,
                                      forwarded_allow_ips=forwarded_allow_ips,
-                                     log_level=log_level)).run(sockets=[sock])
+                                     root_path=root_path, log_level=log_level)
+                       ).run(sockets=[sock])
 
 
 def listen_socket(host: str, port: int) -> socket.socket:

@@ -57,6 +57,12 @@ class Store(Protocol):
 
     def close(self) -> None: ...
 
+    async def aclose(self) -> None:
+        """Close what :meth:`jobs_insert_async` opened (Postgres: the async pool)."""
+
+    def connection_budget(self) -> int | None:
+        """The most database connections this store holds at once (None: not pooled)."""
+
     def db_now(self) -> datetime:
         """The database's clock (or the injected fake clock)."""
 
@@ -70,6 +76,11 @@ class Store(Protocol):
     # -- jobs: the hot path ---------------------------------------------------
     def jobs_insert(self, jobs: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
         """Insert jobs in one round trip; an active job with the same unique key wins."""
+
+    async def jobs_insert_async(self, jobs: list[NewJob], conn: Any = None
+                                ) -> list[EnqueueResult]:
+        """:meth:`jobs_insert` for asyncio code (Postgres: on an async connection pool,
+        opened on first use; ``conn``: an async connection whose transaction they join)."""
 
     def jobs_insert_stream(self, count: int, jobs: Iterable[NewJob],
                            conn: Any = None) -> list[EnqueueResult]:

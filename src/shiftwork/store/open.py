@@ -12,7 +12,8 @@ from .connections import Connections
 
 
 def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
-               pool_size: int = 10, connections: Connections | None = None) -> Store:
+               pool_size: int = 10, connections: Connections | None = None,
+               async_pool_size: int = 4) -> Store:
     """``sqlite:///relative.db``, ``sqlite:////abs/path.db``, ``postgresql://...`` or
     ``host=... dbname=...``. Leave the password out and psycopg reads ``PGPASSWORD`` or
     ``~/.pgpass``; any password a DSN does carry is redacted from every error.
@@ -41,7 +42,8 @@ def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
         from .postgres.store import PostgresStore
 
         return PostgresStore(dsn, schema=schema, clock=clock,
-                             connections=connections or Connections(pool_size=pool_size))
+                             connections=connections or Connections(pool_size=pool_size),
+                             async_pool_size=async_pool_size)
     raise ConfigurationError(
         f"unsupported database scheme {scheme!r} in DSN: use sqlite:/// or postgresql://"
     )

@@ -1,5 +1,8 @@
 """The inline mode: a job runs at enqueue, in the caller's thread, until it is final.
 
+Two entry points, one mechanism (:func:`install`): the :func:`inline` context manager for a
+block, and ``App(..., testing="inline")`` for an App whose every enqueue runs inline.
+
 It is the worker's path without the worker: the job is inserted (arguments validated and
 stored as JSON), claimed, run by the executor with its context, its outcome decided by the
 same rules (``worker/outcomes.py``) and written; a retry is made due at once (no sleep)
@@ -32,16 +35,42 @@ def inline(app: App) -> Iterator[DrainResult]:
     Yields the :class:`DrainResult` the block's jobs add to, one entry per attempt.
     """
     ran = DrainResult()
-
-    def hook(results: list[EnqueueResult], queues: set[str] | None) -> None:
-        run_until_final(app, {r.id for r in results if r.created},
-                        sorted(queues) if queues else app_queues(app), ran)
-
-    app.enqueue_hooks.append(hook)
+    hook = install(app, ran)
     try:
         yield ran
     finally:
-        app.enqueue_hooks.remove(hook)
+        # By identity: DrainResults with equal counts compare equal.
+        hook.sinks[:] = [s for s in hook.sinks if s is not ran]
+        if not hook.sinks:
+            app.enqueue_hooks.remove(hook)
+
+
+class InlineHook:
+    """The enqueue hook of the inline mode: runs the new jobs, counting each attempt into
+    every sink (the App's own with ``testing="inline"``, and each open ``inline()`` block)."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.sinks: list[DrainResult] = []
+
+    def __call__(self, results: list[EnqueueResult], queues: set[str] | None) -> None:
+        into = DrainResult()
+        run_until_final(self.app, {r.id for r in results if r.created},
+                        sorted(queues) if queues else app_queues(self.app), into)
+        for sink in self.sinks:
+            for outcome in into.outcomes:
+                sink.add(outcome)
+
+
+def install(app: App, ran: DrainResult) -> InlineHook:
+    """Make every later enqueue on ``app`` (outside a caller's transaction) run its jobs
+    at once, counting each attempt into ``ran``; one hook per App, however many callers."""
+    hook = next((h for h in app.enqueue_hooks if isinstance(h, InlineHook)), None)
+    if hook is None:
+        hook = InlineHook(app)
+        app.enqueue_hooks.append(hook)
+    hook.sinks.append(ran)
+    return hook
 
 
 def run_until_final(app: App, ids: set[int], queues: list[str], into: DrainResult) -> None:

@@ -99,6 +99,14 @@ def route_path(scope: Any) -> str:
     return path or "/"
 
 
+def mount_root(scope: Any) -> str:
+    """The prefix the dashboard is mounted under (the ASGI ``root_path``: a Starlette or
+    FastAPI mount, uvicorn's ``--root-path``), without a trailing slash; every link, form,
+    redirect and cookie of the dashboard starts with it ("" at the top of a site)."""
+    root: str = scope.get("root_path", "")
+    return root.rstrip("/")
+
+
 def client_address(request: Request) -> str:
     """The client's address; behind a trusted proxy, the one it reported (uvicorn's
     ``--proxy-headers`` rewrites the scope's client)."""
@@ -235,7 +243,8 @@ class Dashboard:
     def _set_session(self, request: Request, response: Response,
                      cookie: str | None = None) -> None:
         response.set_cookie(SESSION_COOKIE, cookie or self.guard.new_session(), httponly=True,
-                            samesite="strict", path="/", secure=self._https(request),
+                            samesite="strict", path=mount_root(request.scope) or "/",
+                            secure=self._https(request),
                             max_age=int(self.guard.sessions.max_age))
 
     def notice(self, request: Request) -> str | None:
@@ -252,18 +261,25 @@ class Dashboard:
         body = self.env.get_template(template).render(
             request=request, title=self.title, csrf=self.guard.csrf_token(request),
             message=self.notice(request), path=route_path(request.scope),
+            root=mount_root(request.scope),
             can_pause=callable(getattr(self.app, "pause_queue", None)), **context)
         return HTMLResponse(body, status_code=status)
 
-    def back(self, to: str, message: str) -> RedirectResponse:
+    def back(self, request: Request, to: str, message: str) -> RedirectResponse:
         query = urlencode({"msg": message, "sig": self.guard.sign(_NOTICE, message)})
-        return RedirectResponse(f"{to}{'&' if '?' in to else '?'}{query}", status_code=303)
+        return self.redirect(request, f"{to}{'&' if '?' in to else '?'}{query}")
+
+    @staticmethod
+    def redirect(request: Request, to: str) -> RedirectResponse:
+        """A 303 to one of our own pages (``to`` from the dashboard's root), under its
+        mount prefix."""
+        return RedirectResponse(mount_root(request.scope) + to, status_code=303)
 
     # -- login ------------------------------------------------------------------------
 
     async def login(self, request: Request) -> Response:
         if self.guard.authenticate is not None:
-            return RedirectResponse("/", status_code=303)
+            return self.redirect(request, "/")
         if request.method != "POST":
             # A token in a URL would sit in histories and access logs: only the form logs in.
             error = ("log in with the form: a token in the URL is not accepted"
@@ -282,14 +298,15 @@ class Dashboard:
             self.limiter.failed(address)
             return self.page(request, "login.html", status=401, error="wrong token")
         self.limiter.succeeded(address)
-        response = RedirectResponse("/", status_code=303)
+        response = self.redirect(request, "/")
         self._set_session(request, response)
         return response
 
     async def logout(self, request: Request) -> Response:
         self.guard.end_session(request)  # the cookie is dead server-side, copied or not
-        response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(SESSION_COOKIE, path="/", secure=self._https(request),
+        response = self.redirect(request, "/login")
+        response.delete_cookie(SESSION_COOKIE, path=mount_root(request.scope) or "/",
+                            secure=self._https(request),
                                httponly=True, samesite="strict")
         return response
 
@@ -349,19 +366,20 @@ class Dashboard:
         try:
             if action == "retry":
                 job = await run_in_threadpool(self.app.retry_job, job_id)
-                return self.back(to, f"job {job_id} is {job.state.value} again")
+                return self.back(request, to, f"job {job_id} is {job.state.value} again")
             if action == "cancel":
                 job = await run_in_threadpool(self.app.cancel_job, job_id)
                 note = " (cancel requested; its worker stops it)" \
                     if job.state is JobState.RUNNING else ""
-                return self.back(to, f"job {job_id} is {job.state.value}{note}")
+                return self.back(request, to, f"job {job_id} is {job.state.value}{note}")
             if action == "discard":
                 done = await run_in_threadpool(self.app.store.jobs_discard, [job_id])
                 if done:
-                    return self.back("/dead", f"job {job_id} discarded (deleted)")
-                return self.back(to, f"job {job_id} was not discarded: only dead jobs can be")
+                    return self.back(request, "/dead", f"job {job_id} discarded (deleted)")
+                return self.back(request, to,
+                                 f"job {job_id} was not discarded: only dead jobs can be")
         except ShiftworkError as exc:
-            return self.back(to, str(exc))
+            return self.back(request, to, str(exc))
         return PlainTextResponse(f"unknown action {action!r}", status_code=404)
 
     async def dead_bulk(self, request: Request) -> Response:
@@ -374,10 +392,10 @@ class Dashboard:
         if any(not 0 < i <= _MAX_JOB_ID for i in ids) or len(ids) > 1000:
             return PlainTextResponse("ids must be at most 1000 job numbers", status_code=400)
         if not ids:
-            return self.back("/dead", "select some dead jobs first")
+            return self.back(request, "/dead", "select some dead jobs first")
         if action == "discard":
             done = await run_in_threadpool(self.app.store.jobs_discard, ids)
-            return self.back("/dead", f"discarded {len(done)} of {len(ids)} jobs")
+            return self.back(request, "/dead", f"discarded {len(done)} of {len(ids)} jobs")
         if action == "retry":
             retried, failed = 0, []
             for job_id in ids:
@@ -387,7 +405,7 @@ class Dashboard:
                 except ShiftworkError as exc:
                     failed.append(str(exc))
             note = f"; {len(failed)} could not be: {failed[0]}" if failed else ""
-            return self.back("/dead", f"retried {retried} jobs{note}")
+            return self.back(request, "/dead", f"retried {retried} jobs{note}")
         return PlainTextResponse("action must be retry or discard", status_code=400)
 
     async def queue_action(self, request: Request) -> Response:
@@ -400,21 +418,23 @@ class Dashboard:
             return PlainTextResponse("action must be pause or resume", status_code=404)
         method = getattr(self.app, f"{action}_queue", None)
         if not callable(method):
-            return self.back("/", "this version of shiftwork cannot pause queues")
+            return self.back(request, "/", "this version of shiftwork cannot pause queues")
         try:
             await run_in_threadpool(method, queue)
         except ShiftworkError as exc:
-            return self.back("/", str(exc))
-        return self.back("/", f"queue {queue} {'paused' if action == 'pause' else 'resumed'}")
+            return self.back(request, "/", str(exc))
+        done = "paused" if action == "pause" else "resumed"
+        return self.back(request, "/", f"queue {queue} {done}")
 
     async def schedule_trigger(self, request: Request) -> Response:
         name = request.path_params["name"]
         try:
             result = await run_in_threadpool(self.app.observers.trigger, name)
         except ShiftworkError as exc:
-            return self.back("/", str(exc))
+            return self.back(request, "/", str(exc))
         job_id = getattr(result, "id", result)
-        return self.back("/", f"schedule {name} triggered" + (f": job {job_id}" if job_id else ""))
+        return self.back(request, "/", f"schedule {name} triggered"
+                         + (f": job {job_id}" if job_id else ""))
 
     # -- machine-readable ----------------------------------------------------------------
 

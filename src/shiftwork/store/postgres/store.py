@@ -38,6 +38,7 @@ from ..long_jobs import LongJobsWrites
 from ..rows import aware, decoded, job_from_row, legal_pairs, queue_stats_from_rows
 from ..sqlfile import load_all_queries, load_migrations
 from ..wakeups import shared_wakeups
+from .async_jobs import PostgresAsyncJobs
 from .connect_errors import refusal
 from .copy_rows import copy_jobs
 from .long_jobs import PostgresLongJobs
@@ -64,13 +65,14 @@ def _due_counts(jobs: list[NewJob]) -> list[tuple[str, int]]:
     return sorted(counts.items())
 
 
-class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
+class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, PostgresObserve,
                     PostgresSchedules, JobsActions, LongJobsWrites, FleetWrites):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,
                  pool_size: int = 10, connect_timeout: float = 5.0,
-                 connections: Connections | None = None) -> None:
+                 connections: Connections | None = None,
+                 async_pool_size: int = 4) -> None:
         self.connections = connections or Connections(pool_size=pool_size)
         for what, value in (("DSN", dsn), ("listen DSN", self.connections.listen_dsn)):
             if value is None:
@@ -92,6 +94,7 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         now = "coalesce(%(now)s::timestamptz, now())"
         self.q = load_all_queries(__package__ or "", schema=quoted, now=now)
         self._migrations = load_migrations(f"{__package__}.migrations", schema=quoted)
+        self.async_pool_size = async_pool_size  # enqueue_async's pool (async_jobs.py)
         self._connect_timeout = connect_timeout
         self._pool: ConnectionPool | None = None
         self._pool_lock = threading.Lock()
@@ -194,6 +197,10 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         except psycopg.Error as exc:
             raise StorageError(f"cannot LISTEN on PostgreSQL at {describe_dsn(dsn)}: "
                                f"{exc}".strip()) from exc
+
+    def connection_budget(self) -> int:
+        """The most connections this store holds at once: both pools, full."""
+        return self.connections.pool_size + self.async_pool_size
 
     def close(self) -> None:
         if self._pool is not None:
@@ -339,31 +346,10 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
 
     def _match_inserted(self, c: psycopg.Connection[Any], jobs: list[NewJob],
                         rows: list[Any]) -> list[EnqueueResult] | None:
-        inserted_by_key: dict[str, int] = {}
-        plain_ids = iter([r[0] for r in rows if r[1] is None])
-        for job_id, key in rows:
-            if key is not None:
-                inserted_by_key[key] = job_id
-        missing = sorted({j.unique_key for j in jobs if j.unique_key
-                          and j.unique_key not in inserted_by_key})
-        existing: dict[str, int] = {}
-        if missing:
-            found = c.execute(self.q["jobs_find_active_by_keys"], {"keys": missing}).fetchall()
-            existing = {key: job_id for job_id, key in found}
-            if len(existing) < len(missing):
-                return None
-        results: list[EnqueueResult] = []
-        seen: set[str] = set()
-        for j in jobs:
-            if j.unique_key is None:
-                results.append(EnqueueResult(next(plain_ids), True))
-            elif j.unique_key in inserted_by_key and j.unique_key not in seen:
-                seen.add(j.unique_key)
-                results.append(EnqueueResult(inserted_by_key[j.unique_key], True))
-            else:
-                job_id = inserted_by_key.get(j.unique_key) or existing[j.unique_key]
-                results.append(EnqueueResult(job_id, False))
-        return results
+        missing = keys_taken(jobs, rows)
+        found = c.execute(self.q["jobs_find_active_by_keys"], {"keys": missing}).fetchall() \
+            if missing else []
+        return settle_keys(jobs, rows, missing, found)
 
     # -- claim / complete ------------------------------------------------------------------
 
@@ -557,3 +543,36 @@ class PostgresStore(PostgresLongJobs, PostgresWorkflows, PostgresObserve,
         """
         with self._conn() as c:
             c.execute(body.encode())
+
+
+def keys_taken(jobs: list[NewJob], rows: list[Any]) -> list[str]:
+    """The unique keys of ``jobs`` that the insert's ``rows`` (id, key) did not take: an
+    active job already holds them."""
+    inserted = {key for _, key in rows if key is not None}
+    return sorted({j.unique_key for j in jobs if j.unique_key and j.unique_key not in inserted})
+
+
+def settle_keys(jobs: list[NewJob], rows: list[Any], missing: list[str],
+                found: list[Any]) -> list[EnqueueResult] | None:
+    """One result per job, in order: inserted, or the active job holding its key (``found``:
+    (id, key) rows for ``missing``). None: a holder finished meanwhile; insert again."""
+    inserted_by_key: dict[str, int] = {}
+    plain_ids = iter([r[0] for r in rows if r[1] is None])
+    for job_id, key in rows:
+        if key is not None:
+            inserted_by_key[key] = job_id
+    existing = {key: job_id for job_id, key in found}
+    if len(existing) < len(missing):
+        return None
+    results: list[EnqueueResult] = []
+    seen: set[str] = set()
+    for j in jobs:
+        if j.unique_key is None:
+            results.append(EnqueueResult(next(plain_ids), True))
+        elif j.unique_key in inserted_by_key and j.unique_key not in seen:
+            seen.add(j.unique_key)
+            results.append(EnqueueResult(inserted_by_key[j.unique_key], True))
+        else:
+            job_id = inserted_by_key.get(j.unique_key) or existing[j.unique_key]
+            results.append(EnqueueResult(job_id, False))
+    return results

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -186,6 +187,22 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                     c.close()
             self._all.clear()
         self._local = threading.local()
+
+    async def jobs_insert_async(self, jobs: list[NewJob], conn: Any = None
+                                ) -> list[EnqueueResult]:
+        """:meth:`jobs_insert` from asyncio code: sqlite3 has no async driver, so the
+        insert runs in a thread (with ``conn``: in the caller's thread, on its connection,
+        as sqlite3 connections belong to the thread that made them)."""
+        if conn is not None:
+            return self.jobs_insert(jobs, conn)
+        return await asyncio.to_thread(self.jobs_insert, jobs)
+
+    async def aclose(self) -> None:
+        """Nothing async to close on SQLite."""
+
+    def connection_budget(self) -> int | None:
+        """None: SQLite holds one connection per thread that uses it, not a pool."""
+        return None
 
     def ping(self) -> None:
         self.conn.execute("SELECT 1")
