@@ -15,10 +15,8 @@ SCHEMA = os.environ.get("SHIFTWORK_TEST_SCHEMA", "shiftwork")
 app = App(DSN, schema=SCHEMA, pool_size=int(os.environ.get("SHIFTWORK_TEST_POOL_SIZE", "10")),
           pgbouncer=os.environ.get("SHIFTWORK_TEST_PGBOUNCER") == "1",
           listen_dsn=os.environ.get("SHIFTWORK_TEST_LISTEN_DSN") or None,
-          settings=Settings(
-              heartbeat_interval=1.0, lease_seconds=3.0, rescue_interval=0.5,
+          settings=Settings(  # the default timings: an idle worker's background ticks
               poll_interval=float(os.environ.get("SHIFTWORK_TEST_POLL", "1.0")),
-              leader_ttl=3.0,
               pool_max_idle=float(os.environ.get("SHIFTWORK_TEST_POOL_MAX_IDLE", "30"))))
 
 
