@@ -363,3 +363,55 @@ def test_a_mounted_dashboard_stays_under_its_prefix_in_a_real_browser(
         assert asked and not leaving, leaving
         assert any(u.endswith("/ops/jobs/static/style.css") for u in asked)
         assert any(u.endswith("/ops/jobs/static/app.js") for u in asked)
+
+
+def test_an_operator_adds_pauses_and_removes_a_runtime_schedule(
+        app: App, browser: Any) -> None:
+    @app.task(name="report")
+    def report(customer: str) -> None: ...
+
+    @app.periodic("0 2 * * *", name="nightly")
+    def nightly() -> None: ...
+
+    from shiftwork.worker.scheduler import reconcile
+
+    reconcile(app)
+    with Served(create_dashboard(app, token=TOKEN)) as served:
+        page = _login(browser, served)
+        page.click("summary:has-text('Add a schedule')")
+        form = page.locator("form.add-schedule")
+        form.locator("input[name=name]").fill("report-acme")
+        form.locator("input[name=cron]").fill("0 6 * * MON")
+        form.locator("select[name=task]").select_option("report")
+        form.locator("input[name=args]").fill('["acme"]')
+        form.locator("input[name=tz]").fill("Europe/Paris")
+        form.locator("select[name=catchup]").select_option("all")
+        form.locator("button:has-text('Add schedule')").click()
+        assert "schedule report-acme added" in page.locator(".flash").inner_text()
+        info = app.store.schedules_get("report-acme")
+        assert info.origin == "runtime" and info.defn.tz == "Europe/Paris"
+        assert info.defn.catchup.value == "all" and '"acme"' in info.defn.args_json
+        row = page.locator("tr[data-schedule=report-acme]")
+        assert "run-time" in row.inner_text()
+        # Code's schedule has no Remove button; the run-time one has.
+        assert page.locator("tr[data-schedule=nightly] button:has-text('Remove')").count() == 0
+        _shot(page, "schedules")
+
+        # Bad input comes back as a message naming the problem; nothing is stored.
+        page.click("summary:has-text('Add a schedule')")
+        form.locator("input[name=name]").fill("broken")
+        form.locator("input[name=cron]").fill("0 6 * * MOON")
+        form.locator("button:has-text('Add schedule')").click()
+        assert "schedule not added" in page.locator(".flash").inner_text()
+        assert "broken" not in {i.name for i in app.store.schedules_list(include_removed=True)}
+
+        row.locator("button:has-text('Pause')").click()
+        assert "schedule report-acme paused" in page.locator(".flash").inner_text()
+        assert app.store.schedules_get("report-acme").paused
+        page.locator("tr[data-schedule=report-acme] button:has-text('Resume')").click()
+        assert not app.store.schedules_get("report-acme").paused
+        page.once("dialog", lambda d: d.accept())
+        page.locator("tr[data-schedule=report-acme] button:has-text('Remove')").click()
+        assert "schedule report-acme removed" in page.locator(".flash").inner_text()
+        assert page.locator("tr[data-schedule=report-acme]").count() == 0
+        assert app.store.schedules_get("report-acme").removed_at is not None

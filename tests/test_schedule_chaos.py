@@ -164,3 +164,45 @@ def test_downtime_then_each_catchup_policy(make_app: Callable[..., App], engine:
         instants = sorted(r.fire_at for r in _fired(app, name))
         assert len(instants) == len(set(instants))
         assert all(b - a == timedelta(seconds=1) for a, b in itertools.pairwise(instants))
+
+
+def test_runtime_schedule_fires_once_across_a_leader_kill_and_a_restart(
+        make_app: Callable[..., App], engine: str, db: dict[str, str], tmp_path: Path) -> None:
+    """A schedule added with app.schedules.add: real workers, the leader SIGKILLed, then
+    every worker stopped and a fresh one started (its reconcile must keep the schedule)."""
+    app = make_app()
+    tick = app.task(queue="sched", name="tick")(lambda: None)
+    app.schedules.add("rt-every-second", "* * * * * *", tick.call(), catchup="all",
+                      catchup_window=120, overlap="allow_all")
+    env = {"SHIFTWORK_TEST_SCHEDULES": "runtime"}
+    log = tmp_path / "workers.log"
+    procs = [spawn_worker(db, "scheduled", ["sched=4"], env=env, log_path=log)
+             for _ in range(2)]
+    try:
+        first = wait_for(lambda: _leader(app), timeout=30, what="a leader")
+        wait_for(lambda: len(_fired(app, "rt-every-second")) >= 2, timeout=30, what="fires")
+        os.kill(_pid(first[0]), signal.SIGKILL)
+        wait_for(lambda: (lead := _leader(app)) and lead[0] != first[0] and lead,
+                 timeout=30, what="a second leader")
+        n = len(_fired(app, "rt-every-second"))
+        wait_for(lambda: len(_fired(app, "rt-every-second")) >= n + 3, timeout=30,
+                 what="fires under the new leader")
+        _stop_all(procs)
+        procs.append(spawn_worker(db, "scheduled", ["sched=4"], env=env, log_path=log))
+        n = len(_fired(app, "rt-every-second"))
+        wait_for(lambda: len(_fired(app, "rt-every-second")) >= n + 3, timeout=30,
+                 what="fires after a restart of every worker")
+        info = app.store.schedules_get("rt-every-second")
+        assert info.origin == "runtime" and info.removed_at is None
+        assert app.store.schedules_get("code-minutely").origin == "code"
+    finally:
+        _stop_all(procs)
+    runs = sorted(_fired(app, "rt-every-second"), key=lambda r: r.fire_at)
+    instants = [r.fire_at for r in runs]
+    expected = [instants[0] + timedelta(seconds=i)
+                for i in range(int((instants[-1] - instants[0]).total_seconds()) + 1)]
+    assert instants == expected, "an occurrence is missing"
+    assert all(r.job_id for r in runs)
+    jobs = [j for j in app.list_jobs(limit=100_000) if j.task == "tick"]
+    keys = Counter(j.unique_key for j in jobs)
+    assert len(keys) == len(runs) and set(keys.values()) == {1}, "an occurrence fired twice"

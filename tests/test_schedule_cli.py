@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,36 @@ def test_schedules_commands(tmp_path: Path) -> None:
     out = run(main, ["schedules", "--dsn", dsn, "trigger", "nope"])
     assert out.exit_code == 2 and "no schedule named 'nope'" in out.output
     app.close()
+
+
+def test_schedules_add_and_remove_on_the_command_line(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    dsn = f"sqlite:///{tmp_path / 'jobs.db'}"
+    monkeypatch.setenv("SHIFTWORK_TEST_DSN", dsn)
+    # The command line imports the app afresh, on this test's database.
+    monkeypatch.delitem(sys.modules, "tests.apps.cli_app", raising=False)
+    App(dsn).migrate()
+    run = CliRunner().invoke
+    target = ["--app", "tests.apps.cli_app:app"]
+    out = run(main, ["schedules", *target, "add", "greet-acme", "0 6 * * MON", "greet",
+                     "--args", '["acme"]', "--tz", "Europe/Paris", "--catchup", "all"])
+    assert out.exit_code == 0, out.output
+    assert "added greet-acme: greet on 0 6 * * MON (Europe/Paris); next fire" in out.output
+    (row,) = json.loads(run(main, ["schedules", "--dsn", dsn, "--json"]).stdout)
+    assert row["origin"] == "runtime" and row["catchup"] == "all"
+    assert row["next_fire_local"][11:19] == "06:00:00"
+    for args, message in [
+        (["add", "x", "0 6 * * MOON", "greet", "--args", '["a"]'], "day-of-week"),
+        (["add", "x", "0 6 * * MON", "greet", "--tz", "Mars/Olympus", "--args", '["a"]'],
+         "Mars/Olympus"),
+        (["add", "x", "0 6 * * MON", "gret"], "unknown task 'gret'"),
+        (["add", "x", "0 6 * * MON", "greet", "--args", "[1,"], "must be JSON"),
+        (["add", "greet-acme", "0 6 * * MON", "greet", "--args", '["a"]'], "already exists"),
+        (["remove", "nope"], "no run-time schedule named 'nope'"),
+    ]:
+        out = run(main, ["schedules", *target, *args])
+        assert out.exit_code == 2 and message in out.output, (args, out.output)
+    out = run(main, ["schedules", "--dsn", dsn, "add", "x", "0 6 * * MON", "greet"])
+    assert out.exit_code == 2 and "give --app" in out.output
+    assert run(main, ["schedules", "--dsn", dsn, "remove", "greet-acme"]).exit_code == 0
+    assert json.loads(run(main, ["schedules", "--dsn", dsn, "--json"]).stdout) == []

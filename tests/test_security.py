@@ -627,7 +627,9 @@ def numbers_as_floats(value: Any) -> Any:
 
 ROUTES = ["/", "/jobs", "/dead", "/jobs/1", "/metrics", "/health", "/login",
           "/jobs/1/retry", "/jobs/1/cancel", "/jobs/1/discard", "/dead",
-          "/queues/emails/pause", "/queues/emails/resume", "/schedules/nightly/trigger"]
+          "/queues/emails/pause", "/queues/emails/resume", "/schedules/nightly/trigger",
+          "/schedules", "/schedules/nightly/pause", "/schedules/nightly/resume",
+          "/schedules/nightly/remove"]
 
 
 def test_property_dashboard_answers_arbitrary_forms_and_queries_with_4xx(app: App) -> None:
@@ -646,7 +648,8 @@ def test_property_dashboard_answers_arbitrary_forms_and_queries_with_4xx(app: Ap
                query=st.lists(st.tuples(st.binary(max_size=12), st.binary(max_size=40)),
                               max_size=4),
                form=st.dictionaries(st.sampled_from(["q", "ids", "action", "token", "csrf",
-                                                     "state", "queue"]) | st.text(max_size=8),
+                                                     "state", "queue", "name", "cron", "task",
+                                                     "args", "tz"]) | st.text(max_size=8),
                                     st.text(max_size=40), max_size=4),
                keep_csrf=st.booleans(), raw=st.none() | st.binary(max_size=300))
         def probe(route: str, post: bool, query: list[tuple[bytes, bytes]],

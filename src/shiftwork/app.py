@@ -12,7 +12,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 from .clock import Clock, SystemClock
 from .context import JobContext
 from .decorators import TaskDecorator, WorkflowDecorator
-from .errors import ConfigurationError, PayloadError, UnknownTaskError
+from .errors import ConfigurationError, JobCancelled, PayloadError, UnknownTaskError
 from .events import EventBus
 from .flow import ClaimFlow, GroupBy, LimitStatus, RateLimit, tokens_now
 from .flow import rate_limit as flow_rate_limit
@@ -38,6 +38,8 @@ from .store import Store, open_store
 from .store.connections import Connections
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
 from .workflow import Workflow
+from .workflow.children import install as install_children
+from .workflow.children import report_for as report_cancelled
 from .workflow.runner import workflow_task
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -261,6 +263,7 @@ class App:
         """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks,
         plus ``version`` (recorded per instance; default: a digest of the body's source)."""
         def register(run: Callable[..., Any], **fixed: Any) -> Task[Any, Any]:
+            install_children(self)  # the task that runs wf.call branches
             return self.task(run, **{**options, **fixed})
 
         retry = options.get("retry")
@@ -507,7 +510,11 @@ class App:
         # A started workflow is woken to cancel itself, so its compensations run.
         if self.store.workflow_cancel(job_id):
             return self.store.jobs_get(job_id)
-        return self.store.jobs_cancel(job_id)
+        job = self.store.jobs_cancel(job_id)
+        if job.state is JobState.CANCELLED:  # a member of wf.child / wf.parallel: tell its parent
+            report_cancelled(self, job.id, job.meta, error=JobCancelled(
+                f"job {job.id} was cancelled before it ran"))
+        return job
 
     def queue_stats(self, include_finished: bool = True) -> list[QueueStats]:
         """Per queue counts (paused flag included); ``include_finished=False`` skips

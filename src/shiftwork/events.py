@@ -41,6 +41,8 @@ LEVELS = {
     "schedule.cancel_other": logging.INFO,
     "schedule.paused": logging.INFO,
     "schedule.resumed": logging.INFO,
+    "schedule.added": logging.INFO,
+    "schedule.removed": logging.INFO,
 }
 
 

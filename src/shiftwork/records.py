@@ -129,6 +129,7 @@ class ScheduleInfo:
     pending: int  # occurrences buffered by the overlap policy or a backfill
     missed_unrecorded: int  # missed during a very long outage, counted but not recorded
     now: datetime  # the database's clock when this was read
+    origin: str = "code"  # 'code' (reconciled from code) or 'runtime' (app.schedules.add)
 
     @property
     def name(self) -> str:

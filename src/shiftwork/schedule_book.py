@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError
 from .host import JobHost
@@ -30,6 +31,9 @@ from .schedule import (
     skipped_while_paused,
 )
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .task import JobRequest
 
 log = logging.getLogger("shiftwork.scheduler")
 
@@ -54,6 +58,34 @@ class ScheduleBook(dict[str, ScheduleDef]):
     def __init__(self, host: JobHost) -> None:
         super().__init__()
         self._host = host
+
+    # -- run-time schedules (stored with origin 'runtime'; reconcile leaves them) ----------
+
+    def add(self, name: str, cron: str, call: JobRequest | str,
+            args: tuple[Any, ...] | list[Any] = (), kwargs: dict[str, Any] | None = None, *,
+            replace: bool = False, queue: str | None = None, priority: int | None = None,
+            **policy: Any) -> ScheduleDef:
+        """Add a schedule at run time: ``app.schedules.add("report-acme", "0 6 * * MON",
+        report.call("acme"), tz="Europe/Paris")``.
+
+        ``policy`` takes what :meth:`App.schedule` takes (``tz``, ``catchup``, ``overlap``,
+        ``jitter``...). It is stored at once and survives worker starts; the leader picks it
+        up on its next pass. A name declared in code is refused; an existing run-time one
+        too, unless ``replace``.
+        """
+        from .schedule_runtime import runtime_def
+
+        defn = runtime_def(self._host, self, name, cron, call, args, kwargs,  # type: ignore[arg-type]
+                           queue=queue, priority=priority, **policy)
+        how = self._host.store.schedules_add(
+            defn, lambda d, now: d.cron_schedule().next_after(now), replace=replace)
+        self._host.events.emit("schedule.added", schedule=name, how=how)
+        return defn
+
+    def remove(self, name: str) -> None:
+        """Remove a run-time schedule (its history stays; code schedules are refused)."""
+        self._host.store.schedules_remove(name)
+        self._host.events.emit("schedule.removed", schedule=name)
 
     def trigger(self, name: str) -> int:
         """Run a schedule now (``shiftwork schedules trigger``): one occurrence keyed on the
@@ -182,7 +214,7 @@ class ScheduleBook(dict[str, ScheduleDef]):
                 name=info.name, next_fire_at=info.next_fire_at,
                 last_success_at=info.last_success_at, late=why is not None,
                 reason=why or "", cron=f"{info.defn.cron} ({info.defn.tz})",
-                task=info.defn.task, paused=info.paused))
+                task=info.defn.task, paused=info.paused, origin=info.origin))
         return out
 
     def schedule_trigger(self, name: str) -> int:

@@ -162,3 +162,32 @@ def cancellable(wf: Workflow, where: str) -> str:
         wf.wait_for_event("go")
     wf.step("b", _effect, wf, "b", compensate=_undo(wf, "undo-b"))
     return "done"
+
+
+# -- a family: a child workflow and two parallel calls (tests/test_workflow_children_chaos.py)
+
+@app.workflow(name="kid", queue="family", max_attempts=10,
+              retry=Backoff(initial=0.05, maximum=0.2))
+def kid(wf: Workflow, crash_at: str, n: int) -> int:
+    _CRASH_AT[wf.id] = crash_at
+    wf.step("k1", _effect, wf, "k1")
+    return n * 10
+
+
+@app.task(name="branch", queue="family", max_attempts=10,
+          retry=Backoff(initial=0.05, maximum=0.2))
+def branch(ctx: JobContext, crash_at: str, n: int) -> int:
+    _CRASH_AT[ctx.job_id] = crash_at
+    record(ctx.job_id, ctx.attempt, "branch")
+    _crash_hook(ctx.job_id, "in-call")  # dies mid-call (once) when crash_at says so
+    return n + 1
+
+
+@app.workflow(name="family", queue="family", max_attempts=10,
+              retry=Backoff(initial=0.05, maximum=0.2))
+def family(wf: Workflow, parent_at: str, kid_at: str, branch_at: str) -> list[int]:
+    _CRASH_AT[wf.id] = parent_at
+    c = wf.child(kid, kid_at, 4)
+    a, b = wf.parallel(wf.call("x", branch, branch_at, 1), wf.call("y", branch, "", 2))
+    wf.step("end", _effect, wf, "end")
+    return [c, a, b]

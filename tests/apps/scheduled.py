@@ -1,7 +1,8 @@
 """A test app with schedules firing every second, run in real worker processes.
 
 SHIFTWORK_TEST_SCHEDULES picks which: "race" (one schedule, catch-up all, overlap
-allow_all) or "downtime" (one schedule per catch-up policy).
+allow_all), "downtime" (one schedule per catch-up policy) or "runtime" (one code schedule;
+the test adds its run-time ones with app.schedules.add, which worker starts must keep).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ def tick() -> None:
 if WHICH == "race":
     app.schedule("every-second", "* * * * * *", tick, catchup="all", catchup_window=120,
                  overlap="allow_all")
+elif WHICH == "runtime":
+    app.schedule("code-minutely", "* * * * *", tick)
 else:
     for policy in ("skip", "latest", "all"):
         app.schedule(f"down-{policy}", "* * * * * *", tick, catchup=policy,

@@ -228,3 +228,36 @@ def test_pause_and_resume(store: Store, clock: FakeClock) -> None:
         store.schedules_set_paused("nothing", True)
     with pytest.raises(UnknownScheduleError):
         store.schedules_resume("nothing", resume)
+
+
+def test_runtime_schedules_are_added_removed_and_kept_by_reconcile(
+        store: Store, clock: FakeClock) -> None:
+    from shiftwork.errors import ConfigurationError
+    from shiftwork.store.runtime_schedules import ScheduleNameTaken
+
+    reconciled(store, clock, defn("code"))
+    assert store.schedules_add(defn("rt", cron="*/5 * * * *"), next_minute) == "created"
+    info = store.schedules_get("rt")
+    assert info.origin == "runtime" and info.next_fire_at == next_minute(defn(), clock.now())
+    assert store.schedules_get("code").origin == "code"
+    # The reconcile neither removes nor changes it.
+    assert reconciled(store, clock, defn("code")) == {"code": "unchanged"}
+    assert store.schedules_get("rt").removed_at is None
+    with pytest.raises(ScheduleNameTaken, match="declared in code"):
+        store.schedules_add(defn("code"), next_minute)
+    with pytest.raises(ScheduleNameTaken, match="already exists"):
+        store.schedules_add(defn("rt"), next_minute)
+    assert store.schedules_add(defn("rt", priority=2), next_minute, replace=True) == "replaced"
+    assert store.schedules_get("rt").defn.priority == 2
+    # Fired by the same leader transaction as any schedule.
+    clock.advance(600)
+    assert "rt" in store.schedules_due()
+    assert len(apply(store, "rt", fire_due).enqueued) == 1
+    store.schedules_remove("rt")
+    assert store.schedules_get("rt").removed_at is not None and "rt" not in store.schedules_due()
+    with pytest.raises(UnknownScheduleError):
+        store.schedules_remove("rt")
+    with pytest.raises(ConfigurationError, match="declared in code"):
+        store.schedules_remove("code")
+    assert store.schedules_add(defn("rt"), next_minute) == "revived"
+    assert len(store.schedule_runs_list("rt")) == 1  # its history was kept

@@ -1,12 +1,15 @@
-"""``shiftwork schedules``: list schedules, preview, pause, resume, trigger and backfill them."""
+"""``shiftwork schedules``: list schedules, add and remove run-time ones, preview, pause,
+resume, trigger and backfill them."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import click
 from rich.text import Text
 
+from ..errors import PayloadError
 from ..names import did_you_mean
 from ..observe.text import format_time, make_table
 from ..records import ScheduleInfo
@@ -40,6 +43,7 @@ def info_dict(info: ScheduleInfo) -> dict[str, Any]:
         "late": info.late(), "paused": info.paused, "paused_reason": info.paused_reason,
         "catchup": d.catchup.value, "overlap": d.overlap.value, "not_run": info.not_run,
         "pending": info.pending, "removed": info.removed_at is not None,
+        "origin": info.origin,
     }
 
 
@@ -60,14 +64,15 @@ def schedules(ctx: click.Context, as_json: bool) -> None:
         echo_json([info_dict(i) for i in infos])
         return
     table = make_table(("name", "cron", "tz", "next fire (UTC)", "next fire (local)",
-                        "last fire (UTC)", "last success (UTC)", "late", "paused", "not run"),
+                        "last fire (UTC)", "last success (UTC)", "late", "paused", "not run",
+                        "origin"),
                        title="schedules")
     for i in infos:
         table.add_row(i.name, i.defn.cron, i.defn.tz, format_time(i.next_fire_at),
                       format_local(i.next_fire_at, i.defn.tz), format_time(i.last_fire_at),
                       format_time(i.last_success_at),
                       Text("LATE", style="red") if i.late() else "",
-                      "paused" if i.paused else "", str(i.not_run))
+                      "paused" if i.paused else "", str(i.not_run), i.origin)
     console.print(table)
 
 
@@ -177,3 +182,47 @@ def schedules_runs(name: str, limit: int) -> None:
         table.add_row(iso_z(r.fire_at), r.kind.value, r.status.value,
                       str(r.job_id or "-"), late, r.reason or "")
     console.print(table)
+
+
+@schedules.command("add")
+@target_options
+@name_argument
+@click.argument("cron")
+@click.argument("task_name")
+@click.option("--args", "args_json", default="[]", help="JSON list of positional arguments.")
+@click.option("--kwargs", "kwargs_json", default="{}", help="JSON object of keyword arguments.")
+@click.option("--tz", default="UTC", show_default=True, help="IANA time zone of the cron.")
+@click.option("--catchup", type=click.Choice([c.value for c in Catchup]), default="latest",
+              show_default=True, help="What to run of the fires missed while down.")
+@click.option("--overlap", type=click.Choice([o.value for o in Overlap]), default="skip",
+              show_default=True, help="What to do when a fire comes while a run is active.")
+@click.option("--queue", help="Queue for the runs (default: the task's).")
+@click.option("--replace", is_flag=True, help="Replace a run-time schedule of that name.")
+def schedules_add(name: str, cron: str, task_name: str, args_json: str, kwargs_json: str,
+                  tz: str, catchup: str, overlap: str, queue: str | None,
+                  replace: bool) -> None:
+    """Add a run-time schedule NAME firing TASK_NAME on CRON (kept across worker starts;
+    code's schedules stay code's). E.g. add report-acme "0 6 * * MON" report --args '["acme"]'
+    --tz Europe/Paris."""
+    app = open_app(need_app="schedules add checks the task and its arguments against your code")
+    try:
+        args, kwargs = json.loads(args_json), json.loads(kwargs_json)
+    except json.JSONDecodeError as exc:
+        raise PayloadError(f"--args/--kwargs must be JSON: {exc}") from None
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        raise PayloadError("--args must be a JSON list and --kwargs a JSON object")
+    defn = app.schedules.add(name, cron, task_name, args, kwargs, tz=tz, catchup=catchup,
+                             overlap=overlap, queue=queue, replace=replace)
+    nxt = app.schedules.preview(name, 1)
+    when = f"; next fire {iso_z(nxt[0])}" if nxt else ""
+    console.print(f"added {name}: {defn.task} on {defn.cron} ({defn.tz}){when}",
+                  highlight=False)
+
+
+@schedules.command("remove")
+@target_options
+@name_argument
+def schedules_remove(name: str) -> None:
+    """Remove the run-time schedule NAME (its history stays; adding it again revives it)."""
+    open_app().schedules.remove(name)
+    console.print(f"removed {name}")

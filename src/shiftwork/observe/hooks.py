@@ -45,6 +45,7 @@ class ScheduleStatus:
     cron: str = ""  # its expression and time zone, for display
     task: str = ""
     paused: bool = False
+    origin: str = "code"  # 'runtime': added with app.schedules.add (removable at run time)
 
 
 @runtime_checkable

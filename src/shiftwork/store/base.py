@@ -228,6 +228,14 @@ class Store(Protocol):
                             ) -> dict[str, str]:
         """Make stored schedules match the declared ones, keeping unchanged cursors."""
 
+    def schedules_add(self, defn: ScheduleDef,
+                      first_fire: Callable[[ScheduleDef, datetime], datetime],
+                      replace: bool = False) -> str:
+        """Store a run-time schedule (origin 'runtime'); created | revived | replaced."""
+
+    def schedules_remove(self, name: str) -> None:
+        """Mark a run-time schedule removed; refuses code-declared ones."""
+
     def schedules_exist(self) -> bool:
         """Whether any schedule was ever stored."""
 

@@ -154,6 +154,9 @@ class ScheduleStoreLogic:
             for d in defs:
                 row = stored.get(d.name)
                 params = def_params(d)
+                if row is not None and row.get("origin") == "runtime":
+                    # Declared in code now: code owns it from here on.
+                    self._s_rows(c, "schedules_set_origin", name=d.name, origin="code")
                 if row is None:
                     self._s_rows(c, "schedules_insert", **params,
                                  next_fire_at=first_fire(d, now))
@@ -169,10 +172,26 @@ class ScheduleStoreLogic:
                 report[d.name] = "revived" if revived else "changed"
             declared = {d.name for d in defs}
             for name, row in stored.items():
+                if row.get("origin") == "runtime":
+                    continue  # added at run time: not code's to remove
                 if name not in declared and row["removed_at"] is None:
                     self._s_rows(c, "schedules_mark_removed", name=name)
                     report[name] = "removed"
         return report
+
+    def schedules_add(self, defn: ScheduleDef,
+                      first_fire: Callable[[ScheduleDef, datetime], datetime],
+                      replace: bool = False) -> str:
+        """Store a run-time schedule (see store/runtime_schedules.py)."""
+        from . import runtime_schedules
+
+        return runtime_schedules.add(self, defn, first_fire, replace)
+
+    def schedules_remove(self, name: str) -> None:
+        """Remove a run-time schedule (see store/runtime_schedules.py)."""
+        from . import runtime_schedules
+
+        runtime_schedules.remove(self, name)
 
     # -- the leader's pass ----------------------------------------------------------------
 
@@ -352,7 +371,7 @@ class ScheduleStoreLogic:
                 last_fire_at=r["last_fire_at"], last_success_at=r["last_success_at"],
                 last_late_fire_at=r["last_late_fire_at"], not_run=int(r["not_run"]),
                 pending=int(r["pending"]), missed_unrecorded=int(r["missed_unrecorded"]),
-                now=r["now"]))
+                now=r["now"], origin=r.get("origin") or "code"))
         return out
 
     def schedules_get(self, name: str) -> ScheduleInfo:

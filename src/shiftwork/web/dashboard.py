@@ -144,6 +144,8 @@ class Dashboard:
             Route("/dead", self.dead), Route("/dead", self.dead_bulk, methods=["POST"]),
             Route("/queues/{queue}/{action}", self.queue_action, methods=["POST"]),
             Route("/schedules/{name}/trigger", self.schedule_trigger, methods=["POST"]),
+            Route("/schedules", self.schedule_add, methods=["POST"]),
+            Route("/schedules/{name}/{action}", self.schedule_action, methods=["POST"]),
             Route("/metrics", self.metrics), Route("/health", self.health),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
@@ -319,7 +321,9 @@ class Dashboard:
         return self.page(request, "overview.html", view=view, charts=charts,
                          total=minute_chart(every, view.now, width=720, height=120,
                                             axes=True),
-                         can_trigger=self.app.observers.can_trigger())
+                         can_trigger=self.app.observers.can_trigger(),
+                         can_manage=callable(getattr(self.app.schedules, "add", None)),
+                         task_names=sorted(getattr(self.app, "tasks", {})))
 
     async def jobs(self, request: Request) -> Response:
         q = request.query_params
@@ -435,6 +439,31 @@ class Dashboard:
         job_id = getattr(result, "id", result)
         return self.back(request, "/", f"schedule {name} triggered"
                          + (f": job {job_id}" if job_id else ""))
+
+    async def schedule_add(self, request: Request) -> Response:
+        """The add form: a run-time schedule (app.schedules.add), arguments as JSON."""
+        from ..schedule_runtime import form_to_schedule
+
+        form = request.scope[_FORM]
+        try:
+            name = await run_in_threadpool(form_to_schedule, self.app, dict(form.items()))
+        except ShiftworkError as exc:
+            return self.back(request, "/", f"schedule not added: {exc}")
+        return self.back(request, "/", f"schedule {name} added")
+
+    async def schedule_action(self, request: Request) -> Response:
+        name, action = request.path_params["name"], request.path_params["action"]
+        book = self.app.schedules
+        methods: dict[str, Callable[[str], Any]] = {
+            "pause": book.pause, "resume": book.resume, "remove": book.remove}
+        if action not in methods:
+            return PlainTextResponse("action must be pause, resume or remove", status_code=404)
+        try:
+            await run_in_threadpool(methods[action], name)
+        except ShiftworkError as exc:
+            return self.back(request, "/", str(exc))
+        done = {"pause": "paused", "resume": "resumed", "remove": "removed"}[action]
+        return self.back(request, "/", f"schedule {name} {done}")
 
     # -- machine-readable ----------------------------------------------------------------
 

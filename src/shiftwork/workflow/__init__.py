@@ -3,6 +3,7 @@
 from .aio import AsyncWorkflow
 from .context import Workflow
 from .errors import (
+                     ChildFailed,
                      CompensationFailed,
                      EventTimeout,
                      LeaseLost,
@@ -14,6 +15,6 @@ from .errors import (
 )
 from .hooks import set_boundary_hook
 
-__all__ = ["AsyncWorkflow", "CompensationFailed", "EventTimeout", "LeaseLost",
+__all__ = ["AsyncWorkflow", "ChildFailed", "CompensationFailed", "EventTimeout", "LeaseLost",
            "NonDeterminismError", "StepFailed", "Workflow", "WorkflowCompensated",
            "WorkflowError", "WorkflowFailed", "set_boundary_hook"]

@@ -61,3 +61,16 @@ class AsyncWorkflow:
 
     async def deprecate_patch(self, patch_id: str) -> None:
         await asyncio.to_thread(self.wf.deprecate_patch, patch_id)
+
+    async def child(self, workflow: Any, *args: Any, name: str | None = None,
+                    **kwargs: Any) -> Any:
+        """As :meth:`Workflow.child`."""
+        return await asyncio.to_thread(self.wf.child, workflow, *args, name=name, **kwargs)
+
+    def call(self, name: str, task: Any, *args: Any, **kwargs: Any) -> Any:
+        """As :meth:`Workflow.call` (not awaited: it only describes a branch)."""
+        return self.wf.call(name, task, *args, **kwargs)
+
+    async def parallel(self, *calls: Any, name: str | None = None) -> list[Any]:
+        """As :meth:`Workflow.parallel`."""
+        return await asyncio.to_thread(self.wf.parallel, *calls, name=name)

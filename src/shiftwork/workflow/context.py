@@ -262,6 +262,50 @@ class Workflow:
             raise EventTimeout(f"event {name!r} did not arrive in time")
         raise Suspend(deadline or now + FOREVER, f"workflow waiting for event {name!r}")
 
+    # -- children and parallel steps (workflow/children.py) ----------------------------
+
+    def child(self, workflow: Any, *args: Any, name: str | None = None, **kwargs: Any) -> Any:
+        """Run the workflow ``workflow(*args, **kwargs)`` as a child job; wait for it
+        durably and return its result. Its failure raises :class:`ChildFailed` here.
+
+        Enqueued once (even across crashes and replays); ``name`` (default
+        ``child:<task name>``) is its place in this workflow's history.
+        """
+        from ..task import Task
+        from .children import join
+
+        if not isinstance(workflow, Task) or getattr(workflow, "workflow_version", None) is None:
+            raise WorkflowError(f"wf.child needs a workflow registered with @app.workflow, "
+                                f"not {workflow!r} (run a plain task with wf.parallel)")
+        step = name or f"child:{workflow.name}"
+        return join(self, step, "child", [(step, workflow, args, kwargs)])[0]
+
+    def call(self, name: str, task: Any, *args: Any, **kwargs: Any) -> Any:
+        """One branch of :meth:`parallel`: ``task(*args, **kwargs)`` run as a job."""
+        from .children import check_call
+
+        return check_call(name, task, args, kwargs)
+
+    def parallel(self, *calls: Any, name: str | None = None) -> list[Any]:
+        """Run ``wf.call(...)`` branches as jobs at once; wait for all; results in order.
+
+        Each branch is enqueued once and its result recorded once. If any fails, the others
+        still finish first, then :class:`ChildFailed` is raised (carrying every failure).
+        """
+        from .children import Call, join
+
+        if not calls or not all(isinstance(c, Call) for c in calls):
+            raise WorkflowError("wf.parallel takes one or more wf.call(name, task, ...) "
+                                "branches")
+        labels = [c.name for c in calls]
+        if len(set(labels)) != len(labels):
+            raise WorkflowError(f"wf.parallel: branch names must differ, got {labels}")
+        step = name or "parallel:" + ",".join(labels)
+        if name is None and len(step) > 120:  # many branches: a short, stable name
+            step = f"parallel:{labels[0]}..{labels[-1]}({len(labels)})"
+        return join(self, step, "parallel", [(c.name, c.task, c.args, c.kwargs)
+                                             for c in calls])
+
     # -- versioning ----------------------------------------------------------------
 
     def patched(self, patch_id: str) -> bool:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from ..errors import LeaseLost, ShiftworkError
 
-__all__ = ["CompensationFailed", "EventTimeout", "LeaseLost", "NonDeterminismError",
+__all__ = ["ChildFailed", "CompensationFailed", "EventTimeout", "LeaseLost", "NonDeterminismError",
            "StepFailed", "WorkflowCompensated", "WorkflowError", "WorkflowFailed"]
 
 
@@ -28,6 +29,18 @@ class EventTimeout(ShiftworkError):
 
 class StepFailed(ShiftworkError):
     """A step with its own retry policy spent its attempts; recorded, so replays raise it too."""
+
+
+class ChildFailed(StepFailed):
+    """A child workflow (``wf.child``) or a parallel call (``wf.parallel``) failed or was
+    cancelled; recorded, so replays raise it too.
+
+    ``errors`` holds one entry per failed member: ``{"step", "job", "type", "message"}``.
+    """
+
+    def __init__(self, message: str, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.errors = errors or []
 
 
 class WorkflowFailed(WorkflowError):

@@ -16,7 +16,7 @@ from ..records import StepRecord
 from .errors import NonDeterminismError
 
 #: Kinds that are part of the body's sequence (compensations are not: they run after it).
-SEQUENCED = frozenset({"step", "sleep", "wait", "patch"})
+SEQUENCED = frozenset({"step", "sleep", "wait", "patch", "child", "parallel"})
 
 
 def _type_name(value: Any) -> str:

@@ -37,6 +37,7 @@ from ..retry import DEFAULT_BACKOFF, Backoff, repeat_on_storage_error
 from ..states import StepStatus, WorkflowStatus
 from ..task import Task
 from .aio import AsyncWorkflow
+from .children import cancel_members, report
 from .context import Workflow
 from .errors import (
     CompensationFailed,
@@ -92,13 +93,25 @@ def workflow_task(register: Callable[..., Task[Any, Any]], fn: Callable[..., Any
         async def run_async(ctx: JobContext, *args: Any, **kwargs: Any) -> Any:
             wf = await asyncio.to_thread(Workflow.begin, ctx, ver)
             awf = AsyncWorkflow(wf, asyncio.get_running_loop())
-            return await _drive_async(wf, holder["task"], lambda: fn(awf, *args, **kwargs))
+            try:
+                result = await _drive_async(wf, holder["task"], lambda: fn(awf, *args, **kwargs))
+            except (WorkflowFailed, JobCancelled) as exc:  # final: tell a waiting parent
+                await asyncio.to_thread(report, ctx, error=exc)
+                raise
+            await asyncio.to_thread(report, ctx, result=result)
+            return result
         run: Callable[..., Any] = run_async
     else:
         @functools.wraps(fn)
         def run_sync(ctx: JobContext, *args: Any, **kwargs: Any) -> Any:
             wf = Workflow.begin(ctx, ver)
-            return _drive(wf, holder["task"], lambda: fn(wf, *args, **kwargs))
+            try:
+                result = _drive(wf, holder["task"], lambda: fn(wf, *args, **kwargs))
+            except (WorkflowFailed, JobCancelled) as exc:  # final: tell a waiting parent
+                report(ctx, error=exc)
+                raise
+            report(ctx, result=result)
+            return result
         run = run_sync
 
     # The task's signature is the body's, with the Workflow slot taken by the job context.
@@ -157,6 +170,7 @@ def _drive(wf: Workflow, task: Task[Any, Any], body: Callable[[], Any]) -> Any:
     except Suspend as s:
         raise Snooze(until=s.until, reason=s.reason) from None
     except JobCancelled:
+        cancel_members(wf)  # before the decision: a crash between them cancels again
         _decide(wf, task, "cancelled", cancelled=True)
         return _compensate(wf, task)
     except (NonDeterminismError, StopReplay):
@@ -187,6 +201,7 @@ async def _drive_async(wf: Workflow, task: Task[Any, Any], body: Callable[[], An
     except (JobCancelled, asyncio.CancelledError) as exc:
         if isinstance(exc, asyncio.CancelledError) and not wf.ctx.cancelled:
             raise  # shutdown, not a cancel of this job
+        await asyncio.to_thread(cancel_members, wf)
         await asyncio.to_thread(_decide, wf, task, "cancelled", True)
         return await asyncio.to_thread(_compensate, wf, task)
     except (NonDeterminismError, StopReplay):

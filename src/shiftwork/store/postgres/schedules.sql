@@ -235,3 +235,7 @@ DELETE FROM {schema}.schedule_runs
 WHERE status NOT IN ('pending', 'enqueued')
   AND recorded_at < {now} - make_interval(secs => %(older_than)s)
 RETURNING schedule  -- counted by the caller
+
+-- name: schedules_set_origin
+-- Run-time schedules (app.schedules.add) are left alone by the start-up reconcile.
+UPDATE {schema}.schedules SET origin = %(origin)s WHERE name = %(name)s RETURNING name

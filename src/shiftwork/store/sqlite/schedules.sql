@@ -233,3 +233,7 @@ DELETE FROM schedule_runs
 WHERE status NOT IN ('pending', 'enqueued')
   AND recorded_at < :now - :older_than
 RETURNING schedule  -- counted by the caller
+
+-- name: schedules_set_origin
+-- Run-time schedules (app.schedules.add) are left alone by the start-up reconcile.
+UPDATE schedules SET origin = :origin WHERE name = :name RETURNING name

@@ -1,0 +1,84 @@
+"""Building a run-time schedule (``app.schedules.add``) from a task call, with the checks
+a declaration in code gets (cron, zone, arguments, policies) plus the ones only run time
+needs (a registered task, a name code does not own)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Protocol
+
+from .errors import ConfigurationError, UnknownTaskError
+from .schedule import ScheduleDef, declare_schedule
+from .store.runtime_schedules import ScheduleNameTaken
+from .task import EnqueueOptions, JobRequest, Task
+
+#: The policy options ``add`` accepts, as ``app.schedule`` does (docs/scheduling-policies.md).
+POLICIES = frozenset(p for p in inspect.signature(declare_schedule).parameters
+                     if p not in ("name", "cron", "task", "job"))
+
+
+class TaskLookup(Protocol):
+    tasks: dict[str, Task[Any, Any]]
+
+    def get_task(self, name: str) -> Task[Any, Any]: ...
+
+
+def runtime_def(app: TaskLookup, declared: dict[str, ScheduleDef], name: str, cron: str,
+                call: JobRequest | str, args: tuple[Any, ...] | list[Any] = (),
+                kwargs: dict[str, Any] | None = None, queue: str | None = None,
+                priority: int | None = None, **policy: Any) -> ScheduleDef:
+    """The definition ``app.schedules.add`` stores; raises naming what is wrong."""
+    if name in declared:
+        raise ScheduleNameTaken(f"schedule {name!r} is declared in code; pick another name "
+                                "for a run-time schedule")
+    unknown = sorted(set(policy) - POLICIES)
+    if unknown:
+        raise ConfigurationError(f"schedule {name}: unknown option(s) {', '.join(unknown)} "
+                                 f"(known: {', '.join(sorted(POLICIES))}, queue, priority)")
+    if isinstance(call, JobRequest):
+        if args or kwargs:
+            raise ConfigurationError(f"schedule {name}: give the arguments in the call "
+                                     "(task.call(...)), not also as args=/kwargs=")
+        task, args, kwargs = call.task, call.args, call.kwargs
+        opts = call.options
+        if app.tasks.get(task.name) is not task:
+            raise UnknownTaskError(f"schedule {name}: task {task.name!r} is not registered "
+                                   "on this app")
+    elif isinstance(call, str):
+        task, opts = app.get_task(call), EnqueueOptions()
+    else:
+        raise ConfigurationError(f"schedule {name}: expected task.call(...) or a task name, "
+                                 f"not {type(call).__name__}")
+    if queue is not None or priority is not None:
+        opts = EnqueueOptions(queue=queue if queue is not None else opts.queue,
+                              priority=priority if priority is not None else opts.priority)
+    job = task.build(tuple(args), dict(kwargs or {}),
+                     EnqueueOptions(queue=opts.queue, priority=opts.priority), None)
+    return declare_schedule(name, cron, task.name, job, **policy)
+
+
+
+def form_to_schedule(app: Any, form: dict[str, str]) -> str:
+    """The dashboard's add form (name, cron, task, args as JSON, tz, catchup, overlap):
+    adds the run-time schedule, returns its name; bad input raises naming the field."""
+    import json
+
+    from .errors import PayloadError
+
+    def field(key: str, default: str | None = None) -> str:
+        value = (form.get(key) or "").strip() or default
+        if value is None:
+            raise ConfigurationError(f"the {key} field is required")
+        return value
+
+    name, cron, task = field("name"), field("cron"), field("task")
+    try:
+        args = json.loads(field("args", "[]"))
+    except ValueError as exc:
+        raise PayloadError(f"arguments must be a JSON list or object: {exc}") from None
+    if not isinstance(args, list | dict):
+        raise PayloadError("arguments must be a JSON list or object")
+    positional, named = (args, {}) if isinstance(args, list) else ([], args)
+    app.schedules.add(name, cron, task, positional, named, tz=field("tz", "UTC"),
+                      catchup=field("catchup", "latest"), overlap=field("overlap", "skip"))
+    return name

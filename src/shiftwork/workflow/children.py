@@ -1,0 +1,246 @@
+"""Child workflows and parallel steps: work a workflow hands to other jobs and joins.
+
+``wf.child(build_profile, user_id)`` enqueues a child workflow; ``wf.parallel(wf.call(...),
+...)`` enqueues one job per call. Both are one place in the parent's history:
+
+1. **Enqueue once.** The jobs are inserted inside the parent's fenced transaction under an
+   effect key ``wf:<parent>:<step>`` (``tx.once``): a replay, a crash or a stale attempt
+   finds the key and the same job ids, never a second set of jobs. The step is then
+   recorded ``waiting`` with those ids.
+2. **Wait durably.** Each job carries its parent in its meta (``shiftwork.parent``: the
+   parent's id and an event name ``<step>/<i>``). When the job ends for good (a child
+   workflow's final status; a call's success, or its last failed attempt) it sends that
+   event to the parent with its outcome, under the key ``done`` (sent twice after a crash,
+   stored once). ``send_event`` wakes the parent (its job becomes due now).
+3. **Join.** The parent takes each member's event as a sub-record ``<step>/<i>``; while
+   one is missing it suspends (holding no worker). When all have reported, the step is
+   recorded ``done`` with the results in order, or as failed: one failure raises
+   :class:`ChildFailed` *after every member has settled* (no member is left running
+   unobserved), on this run and on every replay.
+
+Cancelling the parent cancels the members it started (``cancel_members``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from ..errors import JobCancelled, RetryIn, ShiftworkError
+from ..payload import encode_json
+from ..retry import DEFAULT_BACKOFF
+from ..states import StepStatus
+from ..task import Task
+from .errors import ChildFailed, Suspend, WorkflowError
+from .hooks import boundary
+from .replay import digest
+
+if TYPE_CHECKING:
+    from ..context import JobContext
+    from .context import Workflow
+
+log = logging.getLogger("shiftwork.workflow")
+
+#: The job meta key naming the parent workflow and the event that reports back to it.
+PARENT_META = "shiftwork.parent"
+#: The internal task that runs one ``wf.call`` as a job and reports to the parent.
+CALL_TASK = "shiftwork.workflow_call"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One branch of :meth:`Workflow.parallel`, made by :meth:`Workflow.call`."""
+
+    name: str
+    task: Task[Any, Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def check_call(name: str, task: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call:
+    if not isinstance(name, str) or not name or "/" in name:
+        raise WorkflowError(f"wf.call needs a non-empty name without '/', not {name!r}")
+    if not isinstance(task, Task):
+        raise WorkflowError(f"wf.call({name!r}): give a task registered with @app.task, "
+                            f"not {task!r} (a parallel call runs as a job of that task)")
+    if task.is_async:
+        raise WorkflowError(f"wf.call({name!r}): async tasks cannot run as parallel calls yet")
+    if getattr(task, "workflow_version", None) is not None:
+        raise WorkflowError(f"wf.call({name!r}): {task.name} is a workflow; use wf.child")
+    return Call(name, task, tuple(args), dict(kwargs))
+
+
+def join(wf: Workflow, step: str, kind: str, members: list[tuple[str, Task[Any, Any],
+                                                              tuple[Any, ...],
+                                                              dict[str, Any]]]) -> list[Any]:
+    """Enqueue ``members`` once, wait for all of them, return their results in order."""
+    d = digest(tuple((label, t.name, list(a), k) for label, t, a, k in members), {})
+    rec, pos = wf._enter(step, kind, d)
+    if rec is not None and rec.status is StepStatus.DONE:
+        return _outcome(step, rec.result or {}, rec.outcome == "failed")
+    now = wf.app.clock.now()
+    fields: dict[str, Any] = {"position": pos, "kind": kind, "digest": d,
+                              "started_at": rec.started_at if rec is not None else now}
+    if rec is not None and rec.result:
+        ids = list(rec.result["jobs"])
+    else:
+        ids = _enqueue_once(wf, step, members)
+        wf._record(step, StepStatus.WAITING, _json(wf, {"jobs": ids}, step), None, **fields)
+        if wf._cancel_requested:
+            raise JobCancelled(f"workflow {wf.id} was cancelled; stopped at {step!r}")
+    reports: list[dict[str, Any] | None] = []
+    for i in range(len(ids)):
+        sub = f"{step}/{i}"
+        got = wf.history.get(sub)
+        if got is not None and got.status is StepStatus.DONE:
+            reports.append(got.result)
+            continue
+        took, payload = wf._store.workflow_event_take(wf.id, wf.ctx.attempt, sub, sub,
+                                                      started_at=now)
+        if not took:
+            # Stop at the first member still out: its report wakes us, and the ones after
+            # it are taken then (one query per member in all, not one per member per wake).
+            raise Suspend(now + _forever(), f"workflow waiting for job {ids[i]} "
+                                            f"({i + 1} of {len(ids)}) of {step!r}")
+        reports.append(payload)
+    labels = [label for label, _, _, _ in members]
+    failed = [{"step": labels[i], "job": ids[i], **(r or {}).get("error", {})}
+              for i, r in enumerate(reports) if not (r or {}).get("ok")]
+    body = {"jobs": ids, "results": [(r or {}).get("result") for r in reports],
+            "errors": failed}
+    wf._record(step, StepStatus.DONE, _json(wf, body, step), None,
+               outcome="failed" if failed else None, **fields)
+    return _outcome(step, body, bool(failed))
+
+
+def _key_part(step: str) -> str:
+    """The step's name in keys (effect key, job unique keys): a long one is shortened to a
+    prefix and a digest, to stay within the key limits (500 characters)."""
+    if len(step) <= 120:
+        return step
+    return f"{step[:80]}#{hashlib.sha256(step.encode()).hexdigest()[:16]}"
+
+
+def _forever() -> Any:
+    from .context import FOREVER
+
+    return FOREVER
+
+
+def _json(wf: Workflow, value: Any, step: str) -> str:
+    return encode_json(value, f"workflow step {step!r}", wf._step_limit())
+
+
+def _outcome(step: str, body: dict[str, Any], failed: bool) -> list[Any]:
+    if failed:
+        errors = list(body.get("errors") or [])
+        first = errors[0] if errors else {}
+        raise ChildFailed(
+            f"{step}: {len(errors)} of {len(body.get('jobs') or [])} failed; "
+            f"{first.get('step')} (job {first.get('job')}): {first.get('type')}: "
+            f"{first.get('message')}", errors)
+    return list(body.get("results") or [])
+
+
+def _enqueue_once(wf: Workflow, step: str, members: list[tuple[str, Task[Any, Any],
+                                                               tuple[Any, ...],
+                                                               dict[str, Any]]]) -> list[int]:
+    """Insert the members' jobs in the parent's fenced transaction, once per step."""
+    call_task = wf.app.tasks.get(CALL_TASK) if hasattr(wf.app, "tasks") else None
+
+    def enqueue(conn: Any) -> list[int]:
+        ids = []
+        for i, (_label, task, args, kwargs) in enumerate(members):
+            meta = {PARENT_META: {"workflow": wf.id, "event": f"{step}/{i}"}}
+            key = f"wf{wf.id}:{_key_part(step)}/{i}"
+            if getattr(task, "workflow_version", None) is not None:
+                res = task.using(conn=conn, meta=meta, key=key).enqueue(*args, **kwargs)
+            else:
+                if call_task is None:
+                    raise WorkflowError("wf.call needs the app's workflow call task")
+                res = call_task.using(conn=conn, meta=meta, key=key,
+                                      queue=task.options.queue,
+                                      max_attempts=task.options.max_attempts
+                                      ).enqueue(task.name, list(args), kwargs)
+            ids.append(int(res.id))
+        return ids
+
+    with wf.ctx.transaction() as tx:
+        out = tx.once(f"wf:{wf.id}:{_key_part(step)}", lambda: enqueue(tx.conn))
+    return [int(i) for i in out]
+
+
+# -- the member's side ---------------------------------------------------------------
+
+
+def report(ctx: JobContext, *, result: Any = None, error: BaseException | None = None) -> None:
+    """A member ended for good: tell its parent (a no-op for jobs without a parent)."""
+    report_for(ctx.app, ctx.job_id, ctx.meta, result=result, error=error)
+
+
+def report_for(app: Any, job_id: int, meta: dict[str, Any] | None, *, result: Any = None,
+               error: BaseException | None = None) -> None:
+    """:func:`report` for a job by id and meta (also used when a member is cancelled
+    before it ran, so its parent is not left waiting)."""
+    parent = (meta or {}).get(PARENT_META)
+    if not parent:
+        return
+    if error is None:
+        payload: dict[str, Any] = {"ok": True, "result": result}
+    else:
+        payload = {"ok": False, "error": {"type": type(error).__name__,
+                                          "message": str(error)[:2000]}}
+    boundary(job_id, "before:report")
+    try:
+        app.send_event(int(parent["workflow"]), str(parent["event"]), payload, key="done")
+    except ShiftworkError as exc:  # the parent finished or was cancelled: nobody waits
+        log.info("job %s: parent workflow %s no longer waits (%s)", job_id,
+                 parent.get("workflow"), exc)
+    boundary(job_id, "after:report")
+
+
+def install(app: Any) -> None:
+    """Register the task that runs ``wf.call`` members (once per App)."""
+    if CALL_TASK in app.tasks:
+        return
+
+    def workflow_call(ctx: JobContext, task: str, args: list[Any],
+                      kwargs: dict[str, Any]) -> Any:
+        target = app.get_task(task)
+        try:
+            result = (target.fn(ctx, *args, **kwargs) if target.takes_context
+                      else target.fn(*args, **kwargs))
+        except JobCancelled as exc:  # cancelled while running: the parent must hear of it
+            report(ctx, error=exc)
+            raise
+        except Exception as exc:
+            policy = target.options.retry  # the target task's retry policy, not this one's
+            if ctx.attempt >= ctx.max_attempts or not policy.retryable(exc):
+                report(ctx, error=exc)
+                raise CallFailed(f"{task}: {type(exc).__name__}: {exc}") from exc
+            raise RetryIn(policy.delay(ctx.attempt, exc),
+                          f"{task}: {type(exc).__name__}: {exc}") from exc
+        report(ctx, result=result)
+        return result
+
+    app.task(workflow_call, name=CALL_TASK,
+             retry=replace(DEFAULT_BACKOFF, non_retryable=(CallFailed,)))
+
+
+class CallFailed(ShiftworkError):
+    """A parallel call failed for good (reported to its parent); its job goes dead."""
+
+
+def cancel_members(wf: Workflow) -> None:
+    """The parent is cancelled: cancel every child and call it started (idempotent)."""
+    steps = wf._store.workflow_steps_get(wf.id)
+    for rec in steps.values():
+        if rec.kind not in ("child", "parallel") or rec.status is StepStatus.DONE:
+            continue
+        for job_id in (rec.result or {}).get("jobs", []):
+            try:
+                wf.app.cancel_job(int(job_id))  # type: ignore[attr-defined]
+            except ShiftworkError as exc:
+                log.info("workflow %s: child job %s not cancelled: %s", wf.id, job_id, exc)
