@@ -345,6 +345,43 @@ def test_8_a_step_that_spends_its_attempts_fails_the_workflow_and_compensates(
     assert errors_of(wapp, job.id) == ["WorkflowCompensated"]  # one failure: the final one
 
 
+def test_8_sleeps_spend_no_attempts_and_attempt_numbers_say_so(wapp: App,
+                                                             clock: FakeClock) -> None:
+    """Three sleeps with max_attempts=2: a suspension is not an attempt, so every wake
+    reads attempt 1 of 2 (max_attempts is not raised), and a real failure after the
+    sleeps still has its second attempt."""
+    seen: list[tuple[int, int]] = []
+    fail = {"once": True}
+
+    def last() -> str:
+        if fail["once"]:
+            fail["once"] = False
+            raise ConnectionError("down once")
+        return "done"
+
+    @wapp.workflow(max_attempts=2, retry=Backoff(initial=0, jitter=False))
+    def flow(wf: Workflow) -> str:
+        seen.append((wf.ctx.counted_attempt, wf.ctx.max_attempts))
+        for i in range(3):
+            wf.sleep(f"nap-{i}", 60)
+        return str(wf.step("last", last))
+
+    job = flow.enqueue()
+    for _ in range(3):
+        drain(wapp)
+        asleep = wapp.get_job(job.id)
+        assert asleep.state is JobState.SCHEDULED
+        assert (asleep.counted_attempt, asleep.max_attempts) == (0, 2)  # nothing spent
+        clock.advance(61)
+    drain(wapp)
+    done = wapp.get_job(job.id)
+    assert done.state is JobState.SUCCEEDED and done.result == "done", done.errors
+    assert seen == [(1, 2)] * 4 + [(2, 2)]  # each wake is attempt 1; the retry is 2
+    assert (done.attempt, done.uncounted, done.counted_attempt, done.max_attempts) == (
+        5, 3, 2, 2)
+    assert errors_of(wapp, job.id) == ["ConnectionError"]
+
+
 def test_8_step_timeout(wapp: App) -> None:
     import time
 

@@ -29,13 +29,14 @@ async def create() -> PgQueuer:
 
 
 async def _main(batch_size: int, concurrency: int) -> None:
+    """``concurrency`` 0 leaves ``max_concurrent_tasks`` at PgQueuer's default (no cap)."""
     import asyncio
     import signal
 
     pgq = await create()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, pgq.shutdown.set)
-    await pgq.run(batch_size=batch_size, max_concurrent_tasks=concurrency)
+    await pgq.run(batch_size=batch_size, max_concurrent_tasks=concurrency or None)
 
 
 if __name__ == "__main__":

@@ -99,8 +99,20 @@ class Peer:
     def span(self, observed_end: float) -> float: ...
     def teardown(self) -> None: ...
 
+    def analyze(self) -> None:
+        """Statistics after a bulk load, as autovacuum soon gives a running system; every
+        Postgres system gets it (without it procrastinate drained 56-148 jobs/s)."""
+        if os.environ.get("BENCH_ANALYZE", "1") == "0":  # to measure without (as ours)
+            return
+        for table in self.tables:
+            self.db.execute(f'ANALYZE "{self.schema}".{table}')
+
+    tables: tuple[str, ...] = ()
+
 
 class Procrastinate(Peer):
+    tables = ("procrastinate_jobs",)
+
     def setup(self) -> None:
         self.db.execute(f'CREATE SCHEMA "{self.schema}"')
         os.environ["BENCH_SCHEMA"] = self.schema
@@ -146,6 +158,15 @@ class Procrastinate(Peer):
 
 
 class PgQueuerPeer(Peer):
+    """PgQueuer at its best documented configuration: ``batch_size`` 50 and
+    ``max_concurrent_tasks`` left at its default (no cap: a cap adds a per-worker budget
+    to every dequeue and, at twice the batch, leaves the worker waiting on its last
+    jobs before it fetches more). Both are settable for comparison."""
+
+    tables = ("pgqueuer",)
+    batch_size = int(os.environ.get("BENCH_PGQUEUER_BATCH", "50"))
+    max_concurrent = int(os.environ.get("BENCH_PGQUEUER_MAX_CONCURRENT", "0"))  # 0: none
+
     def setup(self) -> None:
         self.db.execute(f'CREATE SCHEMA "{self.schema}"')
         subprocess.run([sys.executable, "-m", "pgqueuer", "--pg-dsn", PG, "--schema",
@@ -175,8 +196,11 @@ class PgQueuerPeer(Peer):
         self.loop.run_until_complete(self.q.enqueue("stamp", str(time.time()).encode()))
 
     def worker(self, concurrency: int, queue: str, label: str) -> subprocess.Popen[bytes]:
+        # The drain's own settings; the latency run keeps the slots it is given.
+        batch, cap = ((self.batch_size, self.max_concurrent) if queue == "bench"
+                      else (max(1, concurrency // 2), concurrency))
         return self.spawn([sys.executable, "-m", "benchmarks.peers.pgqueuer_app",
-                           str(max(1, concurrency // 2)), str(concurrency)], label)
+                           str(batch), str(cap)], label)
 
     def remaining(self) -> int:
         row = self.db.execute(f'SELECT count(*) FROM "{self.schema}".pgqueuer').fetchone()
@@ -241,6 +265,7 @@ def drain(peer: Peer, n: int, workers: int, concurrency: int, base: float) -> di
     peer.fresh(f"drain{workers}")
     peer.expected = n  # type: ignore[attr-defined]
     peer.enqueue_bulk(n)
+    peer.analyze()
     before = load()
     procs = [peer.worker(concurrency, "bench", f"w{workers}-{i}") for i in range(workers)]
     try:
@@ -319,22 +344,31 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=3000)
     ap.add_argument("--bulk", type=int, default=100_000)
     ap.add_argument("--latency-count", type=int, default=500)
+    ap.add_argument("--workloads", default="drain,enqueue,latency")
     a = ap.parse_args()
+    chosen = a.workloads.split(",")
     tmp = tempfile.mkdtemp(prefix=f"shiftwork-bench-{a.peer}-")
     peer = PEERS[a.peer](f"bench_{a.peer}_{uuid.uuid4().hex[:8]}", tmp)
     out: dict[str, Any] = {}
     import importlib.metadata as md
 
     out["version"] = md.version(a.peer)
+    if isinstance(peer, PgQueuerPeer):
+        out["config"] = {"batch_size": peer.batch_size,
+                         "max_concurrent_tasks": peer.max_concurrent or "default (none)"}
     peer.setup()
     try:
         for k, base in ((1, 0.0), (2, 0.15)):
+            if "drain" not in chosen:
+                break
             try:
                 out[f"drain-{k}w"] = drain(peer, a.drain_jobs, k, a.concurrency, base)
             except Exception as exc:
                 out[f"drain-{k}w"] = {"error": f"{type(exc).__name__}: {exc}"}
         for name, fn in (("enqueue", lambda: enqueue(peer, a.calls, a.bulk)),
                          ("latency", lambda: latency(peer, a.latency_count))):
+            if name not in chosen:
+                continue
             try:
                 out[name] = fn()
             except Exception as exc:

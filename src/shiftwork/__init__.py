@@ -2,12 +2,15 @@
 
 from .app import App
 from .clock import Clock, FakeClock, SystemClock
+from .compose import Chain, Group, JobHandle
 from .context import JobContext
 from .errors import (
     CommitUnknownError,
     ConfigurationError,
+    DependencyError,
     IllegalTransitionError,
     JobCancelled,
+    JobFailed,
     JobNotFoundError,
     JobPaused,
     LeaseLost,
@@ -29,15 +32,20 @@ from .workflow import Workflow
 __all__ = [
     "App",
     "Backoff",
+    "Chain",
     "Clock",
     "CommitUnknownError",
     "ConfigurationError",
+    "DependencyError",
     "EnqueueResult",
     "FakeClock",
+    "Group",
     "IllegalTransitionError",
     "Job",
     "JobCancelled",
     "JobContext",
+    "JobFailed",
+    "JobHandle",
     "JobNotFoundError",
     "JobPaused",
     "JobState",

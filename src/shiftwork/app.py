@@ -5,16 +5,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from .clock import Clock, SystemClock
+from .compose import Chain, Group, JobHandle, make_chain, make_graph, make_group
 from .context import JobContext
 from .decorators import TaskDecorator, WorkflowDecorator
-from .errors import ConfigurationError, JobCancelled, PayloadError, UnknownTaskError
+from .errors import (
+    ConfigurationError,
+    DependencyError,
+    JobCancelled,
+    PayloadError,
+    UnknownTaskError,
+)
 from .events import EventBus
-from .flow import ClaimFlow, GroupBy, LimitStatus, RateLimit, tokens_now
+from .flow import ClaimFlow, GroupBy, LimitStatus, RateLimit, group_weights, tokens_now
 from .flow import rate_limit as flow_rate_limit
 from .job import NewJob
 from .names import check_queue, did_you_mean
@@ -37,6 +44,7 @@ from .states import JobState
 from .store import Store, open_store
 from .store.connections import Connections
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
+from .waiting import ResultWaiter, wait_result, wait_result_async
 from .workflow import Workflow
 from .workflow.children import install as install_children
 from .workflow.children import report_for as report_cancelled
@@ -55,6 +63,8 @@ class QueueOptions:
     name: str
     max_wait: float | None = None  # seconds the oldest waiting job may wait before alerting
     rate_limit: RateLimit | None = None  # at most N starts per period, fleet-wide
+    fair: bool = False  # claims go round-robin across the queue's groups
+    weights: dict[str, int] = field(default_factory=dict)  # group -> jobs per turn
 
 
 class App:
@@ -128,6 +138,10 @@ class App:
                                  connections=self.connections,
                                  async_pool_size=async_pool_size)
         self._ready = False  # the schema was checked (or migrated) once
+        #: Every job.result() waiter of this process shares its one listener (waiting.py).
+        self.results = ResultWaiter(lambda: self.store)
+        # The leader closes dependency edges a crash left open (store/deps.py).
+        self.leader_duties.append(self._sweep_dependencies)
         #: With ``testing="inline"``: every attempt the inline mode ran (a DrainResult).
         self.inline_results: Any = None
         if testing == "inline":
@@ -136,6 +150,9 @@ class App:
             from .testing.inline import install
             self.inline_results = DrainResult()
             install(self, self.inline_results)
+
+    def _sweep_dependencies(self, term: int) -> None:
+        self.store.deps_sweep()
 
     # -- storage -----------------------------------------------------------------
 
@@ -174,6 +191,7 @@ class App:
 
     def close(self) -> None:
         """Close the database connections (the async pool: :meth:`aclose`)."""
+        self.results.close()
         if self._store is not None:
             self._store.close()
 
@@ -208,7 +226,7 @@ class App:
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
              concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
              group_by: GroupBy | None = None, group_concurrency: int | None = None,
-             group_rate_limit: RateLimit | str | None = None
+             group_rate_limit: RateLimit | str | None = None, store_result: bool = True
              ) -> TaskDecorator: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
@@ -216,7 +234,7 @@ class App:
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
              concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
              group_by: GroupBy | None = None, group_concurrency: int | None = None,
-             group_rate_limit: RateLimit | str | None = None) -> Any:
+             group_rate_limit: RateLimit | str | None = None, store_result: bool = True) -> Any:
         """Register a function as a task. Usable bare (``@app.task``) or with options.
 
         A first parameter named ``ctx`` (or annotated :class:`JobContext`) receives the
@@ -227,6 +245,8 @@ class App:
         argument (or a callable of the arguments) whose value is a job's group, and
         ``group_concurrency`` caps each group's running jobs fleet-wide, and
         ``group_rate_limit`` gives each group its own rate limit.
+
+        ``store_result=False``: the return value is not kept (``job.result()`` is None).
         """
         for option, value in (("group_concurrency", group_concurrency),
                               ("group_rate_limit", group_rate_limit)):
@@ -240,7 +260,8 @@ class App:
                               rate_limit=flow_rate_limit(rate_limit, f"task {name or fn}"),
                               group_by=group_by, group_concurrency=group_concurrency,
                               group_rate_limit=flow_rate_limit(group_rate_limit,
-                                                               f"task {name or fn}: group"))
+                                                               f"task {name or fn}: group"),
+                              store_result=store_result)
 
         def register(f: F) -> Task[Any, Any]:
             task_name = name or f"{f.__module__}.{f.__qualname__}"
@@ -307,19 +328,28 @@ class App:
             raise UnknownTaskError(f"unknown task {name!r}{hint} (registered: {known})") from None
 
     def queue(self, name: str, *, max_wait: float | None = None,
-              rate_limit: RateLimit | str | None = None) -> QueueOptions:
+              rate_limit: RateLimit | str | None = None, fair: bool = False,
+              weights: dict[str, int] | None = None) -> QueueOptions:
         """Declare what a queue promises: ``app.queue("emails", max_wait=60)``.
 
         ``max_wait``: seconds the oldest waiting (due) job may wait; past it,
         ``shiftwork health`` fails and the dashboard marks the queue. ``rate_limit``: at
         most N job starts per period from this queue, across every worker ("500/s").
+        ``fair=True``: claims go round-robin across the groups with waiting jobs (a job's
+        group: its task's ``group_by`` or ``.using(group=)``), so one group's flood does not
+        starve the others; ``weights={"acme": 3}`` gives a group 3 jobs per turn.
         """
         check_queue(name)
         if max_wait is not None and (not isinstance(max_wait, (int, float)) or max_wait <= 0):
             raise ConfigurationError(f"queue {name}: max_wait must be a number of seconds > 0, "
                                      f"got {max_wait!r}")
+        if not isinstance(fair, bool):
+            raise ConfigurationError(f"queue {name}: fair must be True or False, got {fair!r}")
+        if weights and not fair:
+            raise ConfigurationError(f"queue {name}: weights need fair=True")
         options = QueueOptions(name, float(max_wait) if max_wait is not None else None,
-                               flow_rate_limit(rate_limit, f"queue {name}"))
+                               flow_rate_limit(rate_limit, f"queue {name}"), fair,
+                               group_weights(weights, f"queue {name}"))
         self.queue_options[name] = options
         return options
 
@@ -338,7 +368,9 @@ class App:
             group_caps={t.name: t.options.group_concurrency for t in tasks
                         if t.options.group_concurrency},
             group_rates={t.name: t.options.group_rate_limit for t in tasks
-                         if t.options.group_rate_limit})
+                         if t.options.group_rate_limit},
+            fair=bool(declared and declared.fair),
+            weights=dict(declared.weights) if declared else {})
 
     def rate_limits(self) -> list[LimitStatus]:
         """Every declared rate limit with its bucket's tokens now (for people and metrics)."""
@@ -448,6 +480,12 @@ class App:
         """:meth:`insert_rows` for asyncio code."""
         if not self._ready:  # the first use checks the schema: a blocking query
             await asyncio.to_thread(lambda: self.store)
+        if any(r.after or r.after_new for r in rows):
+            if conn is not None:
+                raise DependencyError("after= in an async connection's transaction is not "
+                                      "supported; enqueue it with a sync conn= or none")
+            # Dependencies are written in one transaction of the sync store: in a thread.
+            return await asyncio.to_thread(self.insert_rows, rows)
         with enqueue_span(rows) as rows:
             results = await self.store.jobs_insert_async(rows, conn=conn)
         if self.enqueue_hooks and conn is None:
@@ -474,7 +512,10 @@ class App:
         if conn is None and self.ambient_transaction is not None:
             conn = ambient = self.ambient_transaction()
         with enqueue_span(rows) as rows:  # OpenTelemetry, when installed: context into meta
-            results = self.store.jobs_insert(rows, conn=conn)
+            if any(r.after or r.after_new for r in rows):  # dependencies: one transaction
+                results = self.store.jobs_insert_graph(rows, conn=conn)[0]
+            else:
+                results = self.store.jobs_insert(rows, conn=conn)
         if self.enqueue_hooks:
             queues = {r.queue for r in rows}
 
@@ -488,6 +529,47 @@ class App:
                 self.on_commit(run_hooks)  # the jobs become real when it commits
             # else: in a caller's transaction: not yet real, and no way to hear its commit
         return results
+
+    # -- composition (docs/composition.md) ------------------------------------------------
+
+    def group(self, requests: Iterable[JobRequest], *, then: JobRequest | None = None,
+              on_failure: str = "run", conn: Any = None) -> Group:
+        """Enqueue jobs as a group, in one transaction: ``app.group(resize.call(i) for i
+        in ids)``. Then ``g.then(publish.call(album))`` runs a callback once all finished,
+        ``g.progress()`` counts them. ``then=`` enqueues the callback in the same
+        transaction (``g.callback`` is its handle)."""
+        return make_group(self, requests, conn, then, on_failure)
+
+    def chain(self, *requests: JobRequest, conn: Any = None) -> Chain[Any]:
+        """Enqueue jobs that run one after another, each given the previous one's result
+        as its last argument; a link that dies or is cancelled cancels the rest."""
+        return make_chain(self, requests, conn)
+
+    def enqueue_graph(self, nodes: Mapping[str, JobRequest],
+                      after: Mapping[str, Iterable[str]], *, conn: Any = None
+                      ) -> dict[str, JobHandle[Any]]:
+        """Enqueue named jobs and their dependencies (``after={"b": ["a"]}``: b runs
+        after a) in one transaction. A cycle or an unknown name raises, nothing written."""
+        return make_graph(self, nodes, after, conn)
+
+    def job(self, job_id: int) -> JobHandle[Any]:
+        """A handle on an existing job, to wait for its result."""
+        return JobHandle(job_id, False, self)
+
+    def get_group(self, group_id: int) -> Group:
+        """A group enqueued earlier (``g.id``), to add its callback or read its progress."""
+        members = self.store.groups_members(group_id)
+        if not members:
+            self.store.groups_get(group_id)  # raises JobNotFoundError naming the group
+        return Group(self, group_id, [JobHandle(m, False, self) for m in members])
+
+    def wait_result(self, job_id: int, timeout: float | None = 30.0) -> Any:
+        """Block until job ``job_id`` finished; its result (see JobHandle.result)."""
+        return wait_result(self.results, job_id, timeout)
+
+    async def wait_result_async(self, job_id: int, timeout: float | None = 30.0) -> Any:
+        """:meth:`wait_result` for asyncio code."""
+        return await wait_result_async(self.results, job_id, timeout)
 
     # -- people and tools --------------------------------------------------------------
 

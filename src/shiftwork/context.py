@@ -42,6 +42,9 @@ class JobContext:
     max_attempts: int
     last_checkpoint: Any = None
     meta: dict[str, Any] = field(default_factory=dict)
+    #: runs before this one that did not count as attempts (snoozes, workflow suspensions,
+    #: hand-backs at shutdown): ``attempt`` counts every run, it fences this run's writes
+    uncounted: int = 0
     # A plain flag, not a threading.Event: one is made per job, and an Event (with its
     # Condition and lock) costs more to build than a no-op job takes to run.
     _cancelled: bool = field(default=False, repr=False)
@@ -50,9 +53,22 @@ class JobContext:
     _lost: bool = field(default=False, repr=False)
 
     @property
+    def counted_attempt(self) -> int:
+        """This attempt's number against ``max_attempts`` (1 on the first; a run that
+        ended in a snooze or a workflow suspension did not count)."""
+        return self.attempt - self.uncounted
+
+    @property
     def cancelled(self) -> bool:
         """True once someone asked for this job to stop."""
         return self._cancelled
+
+    def group_results(self) -> list[Any]:
+        """In a group's callback: the members' results, in the order they were given
+        (None for a member that did not succeed)."""
+        from .compose import group_results
+
+        return group_results(self.app.store, self.job_id)
 
     def raise_if_cancelled(self) -> None:
         """Raise :class:`JobCancelled` if someone asked to cancel this job."""

@@ -128,3 +128,17 @@ class JobPaused(BaseException):
     The job was given back to its queue (without spending an attempt) in the same
     statement that saved the checkpoint; it resumes from there once the queue is resumed.
     """
+
+
+class JobFailed(ShiftworkError):
+    """Raised by ``job.result()`` when the job died: ``error`` is its last error record."""
+
+    def __init__(self, job_id: int, error: dict[str, Any] | None) -> None:
+        self.job_id = job_id
+        self.error = error or {}
+        what = f"{self.error.get('type', 'error')}: {self.error.get('message', '')}".strip()
+        super().__init__(f"job {job_id} died: {what}")
+
+
+class DependencyError(ConfigurationError):
+    """A dependency, group or chain that cannot be enqueued (unknown job, cycle, empty)."""

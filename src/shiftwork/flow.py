@@ -88,6 +88,22 @@ def check_group(value: Any, what: str) -> str:
     return text
 
 
+def group_weights(value: Any, what: str) -> dict[str, int]:
+    """``{"acme": 3}``: a group served 3 jobs per turn of a fair queue (others 1)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigurationError(f"{what}: weights must be a dict of group -> whole number "
+                                 f"of jobs per turn, got {type(value).__name__}")
+    out: dict[str, int] = {}
+    for group, weight in value.items():
+        key = check_group(group, what)
+        checked = positive_int(weight, f"{what}: the weight of group {key!r}")
+        assert checked is not None
+        out[key] = checked
+    return out
+
+
 def positive_int(value: Any, what: str) -> int | None:
     if value is None:
         return None
@@ -107,9 +123,12 @@ class ClaimFlow:
     task_rates: dict[str, RateLimit] = field(default_factory=dict)
     group_caps: dict[str, int] = field(default_factory=dict)  # task -> running per group
     group_rates: dict[str, RateLimit] = field(default_factory=dict)  # task -> per group
+    fair: bool = False  # round-robin across the queue's groups (app.queue(fair=True))
+    weights: dict[str, int] = field(default_factory=dict)  # group -> jobs per turn (default 1)
 
     def __bool__(self) -> bool:
-        return bool(self.queue_rate or self.task_rates or self.group_caps or self.group_rates)
+        return bool(self.queue_rate or self.task_rates or self.group_caps or self.group_rates
+                    or self.fair)
 
     @property
     def tasks(self) -> set[str]:

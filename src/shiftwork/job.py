@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+
+#: The run_at of a job waiting for the jobs it runs after: it waits as 'scheduled', so
+#: the claim never sees it; the completion of its last parent makes it available.
+DEPS_WAIT = datetime(9999, 12, 31, tzinfo=UTC)
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass costs 5x as much to build (bulk enqueue)
@@ -19,3 +23,6 @@ class NewJob:
     unique_key: str | None = None
     timeout: float | None = None
     meta_json: str = "{}"
+    after: tuple[int, ...] = ()  # ids of existing jobs it runs after
+    after_new: tuple[int, ...] = ()  # positions of earlier jobs in the same insert
+    on_failure: str = "cancel"  # after a parent dies or is cancelled: "cancel" or "run"

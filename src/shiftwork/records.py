@@ -52,6 +52,13 @@ class ClaimedJob:
     timeout: float | None
     checkpoint: Any = None
     meta: dict[str, Any] = field(default_factory=dict)
+    #: runs before this one that did not count as attempts (snoozes, suspensions, hand-backs)
+    uncounted: int = 0
+
+    @property
+    def counted_attempt(self) -> int:
+        """This attempt's number against ``max_attempts`` (``attempt`` counts every run)."""
+        return self.attempt - self.uncounted
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,33 @@ class Job:
     checkpoint: Any
     cancel_requested: bool
     meta: dict[str, Any]
+    #: runs that did not count as attempts (snoozes, workflow suspensions, hand-backs)
+    uncounted: int = 0
+
+    @property
+    def counted_attempt(self) -> int:
+        """Attempts spent, the number bounded by ``max_attempts``; ``attempt`` counts every
+        run (it fences each run's writes), including those that did not count."""
+        return self.attempt - self.uncounted
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    """One group's waiting and running jobs in one queue (the busiest are shown)."""
+
+    queue: str
+    group: str
+    waiting: int  # available, scheduled or retrying
+    running: int
+
+
+@dataclass(frozen=True)
+class QueueGroups:
+    """How many groups of a queue have waiting or running jobs (one metric per queue)."""
+
+    queue: str
+    waiting: int  # groups with at least one waiting job
+    running: int  # groups with at least one running job
 
 
 @dataclass(frozen=True)
@@ -281,3 +315,49 @@ class WorkflowSummary:
 
     def __post_init__(self) -> None:  # the engines hand back text
         object.__setattr__(self, "status", WorkflowStatus(self.status))
+
+
+class FinishedJob(NamedTuple):
+    """A finished job as a waiter needs it: its state, result and last error."""
+
+    id: int
+    state: JobState
+    result: Any
+    error: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class DepLink:
+    """One dependency edge seen from one side: the other job, and the edge's state."""
+
+    job_id: int
+    task: str | None  # None: the other job was pruned
+    state: JobState | None
+    on_failure: str  # "cancel": do not run after a failed parent; "run": run anyway
+    resolved: bool  # the parent finished and was counted
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """A group of jobs and how far it got (``shiftwork groups show``, ``g.progress()``)."""
+
+    id: int
+    total: int
+    callback_id: int | None
+    created_at: datetime
+    counts: dict[str, int]  # jobs per state
+
+    @property
+    def done(self) -> int:
+        """Members that succeeded."""
+        return self.counts.get("succeeded", 0)
+
+    @property
+    def failed(self) -> int:
+        """Members that finished without succeeding (dead or cancelled)."""
+        return self.counts.get("dead", 0) + self.counts.get("cancelled", 0)
+
+    @property
+    def finished(self) -> bool:
+        """Every member finished, whatever its outcome."""
+        return self.done + self.failed >= self.total

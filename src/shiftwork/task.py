@@ -7,9 +7,11 @@ import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
-from .errors import ConfigurationError, PayloadError
+from .clock import Clock
+from .compose import JobHandle, check_on_failure, dependency_ids
+from .errors import ConfigurationError, DependencyError, PayloadError
 from .flow import GROUP_META_KEY, GroupBy, RateLimit, check_group, positive_int
 from .job import NewJob
 from .names import check_queue, check_task_name
@@ -17,6 +19,9 @@ from .payload import check_text, encode_args, encode_json, unique_digest
 from .records import EnqueueResult
 from .retry import DEFAULT_BACKOFF, Backoff
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .store.base import Store
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -26,6 +31,14 @@ class TaskHost(Protocol):
     """What a task needs of the App it is registered on (the App is the implementation)."""
 
     settings: Settings
+    clock: Clock
+
+    @property
+    def store(self) -> Store: ...
+
+    def wait_result(self, job_id: int, timeout: float | None) -> Any: ...
+
+    async def wait_result_async(self, job_id: int, timeout: float | None) -> Any: ...
 
     def enqueue_many(self, requests: Iterable[JobRequest], conn: Any = None
                      ) -> list[EnqueueResult]: ...
@@ -52,6 +65,7 @@ class TaskOptions:
     group_by: GroupBy | None = None  # a parameter's name, or a callable of the arguments
     group_concurrency: int | None = None  # at most this many running per group, fleet-wide
     group_rate_limit: RateLimit | None = None  # at most N starts per period per group
+    store_result: bool = True  # False: the return value is not kept (job.result() is None)
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,8 @@ class EnqueueOptions:
     session: Any = None  # a SQLAlchemy Session or AsyncSession whose transaction it joins
     meta: dict[str, Any] | None = None
     group: str | int | None = None  # the job's group (else the task's group_by decides)
+    after: Any = None  # jobs (or ids) this one runs after (docs/composition.md)
+    on_failure: str = "cancel"  # after= a job that died or was cancelled: "cancel" or "run"
 
 
 _NO_OPTIONS = EnqueueOptions()  # frozen: one shared instance for calls without overrides
@@ -101,6 +117,8 @@ class Task(Generic[P, R]):
         self.options = options
         self.is_async = asyncio.iscoroutinefunction(fn)
         self.takes_context = _takes_context(fn)
+        #: runs even when cancelled before it began: a workflow must compensate (runner.py)
+        self.handles_cancel = False
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
         if self.takes_context:
@@ -155,11 +173,14 @@ class Task(Generic[P, R]):
         """A request to enqueue this task, for :meth:`App.enqueue_many`."""
         return JobRequest(self, tuple(args), dict(kwargs), EnqueueOptions())
 
-    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> EnqueueResult:
-        """Enqueue one job; returns after its commit (or joins ``conn``'s transaction)."""
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
+        """Enqueue one job; returns after its commit (or joins ``conn``'s transaction).
+
+        The handle's ``result(timeout)`` waits for the job's return value.
+        """
         return self.call(*args, **kwargs).enqueue()
 
-    async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> EnqueueResult:
+    async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """:meth:`enqueue` for asyncio code: on Postgres the insert runs on the App's async
         connection pool (opened on first use); on SQLite, in a thread."""
         return await self.call(*args, **kwargs).enqueue_async()
@@ -243,6 +264,15 @@ class Task(Generic[P, R]):
             if self.options.group_by is not None else None
         if group is not None:  # the claim reads a job's group from its meta
             meta = {**(meta or {}), GROUP_META_KEY: check_group(group, f"{self.name}: group")}
+        after: tuple[int, ...] = ()
+        if opts.after is not None:
+            after = dependency_ids(opts.after)
+            if unique_key is not None:
+                raise DependencyError(f"{self.name}: after= cannot be combined with a unique "
+                                      "key (the job it would join may not wait for the same)")
+            if run_at is not None:
+                raise DependencyError(f"{self.name}: after= cannot be combined with a delay "
+                                      "or run_at: the job runs when its dependencies allow")
         return NewJob(
             task=self.name, queue=queue, args_json=args_json, priority=priority,
             max_attempts=max_attempts, run_at=run_at, unique_key=unique_key,
@@ -250,6 +280,7 @@ class Task(Generic[P, R]):
             meta_json=encode_json(meta, f"{self.name}: meta",
                                   self.app.settings.limit("max_args_bytes"))
             if meta else "{}",
+            after=after, on_failure=check_on_failure(opts.on_failure),
         )
 
     def _group_of(self, bound: inspect.BoundArguments) -> Any:
@@ -284,10 +315,10 @@ class BoundTask(Generic[P, R]):
     def call(self, *args: P.args, **kwargs: P.kwargs) -> JobRequest:
         return JobRequest(self.task, tuple(args), dict(kwargs), self.options)
 
-    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> EnqueueResult:
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         return self.call(*args, **kwargs).enqueue()
 
-    async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> EnqueueResult:
+    async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         return await self.call(*args, **kwargs).enqueue_async()
 
 
@@ -298,18 +329,22 @@ class JobRequest:
     kwargs: dict[str, Any]
     options: EnqueueOptions
 
-    def enqueue(self) -> EnqueueResult:
+    def enqueue(self) -> JobHandle[Any]:
         conn = self.options.conn
         if self.options.session is not None:
             if conn is not None:
                 raise ConfigurationError("using(): give conn= or session=, not both")
             from .contrib.sqlalchemy import session_connection
             conn = session_connection(self.options.session)
-        return self.task.app.enqueue_many([self], conn=conn)[0]
+        result = self.task.app.enqueue_many([self], conn=conn)[0]
+        return JobHandle(result.id, result.created, self.task.app)
 
-    async def enqueue_async(self) -> EnqueueResult:
+    async def enqueue_async(self) -> JobHandle[Any]:
         if self.options.session is not None:
             from .contrib.sqlalchemy import enqueue_in_async_session
-            return (await enqueue_in_async_session(self.task.app, [self],
-                                                   self.options.session))[0]
-        return (await self.task.app.enqueue_many_async([self], conn=self.options.conn))[0]
+            result = (await enqueue_in_async_session(self.task.app, [self],
+                                                     self.options.session))[0]
+        else:
+            result = (await self.task.app.enqueue_many_async([self],
+                                                             conn=self.options.conn))[0]
+        return JobHandle(result.id, result.created, self.task.app)

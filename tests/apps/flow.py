@@ -33,7 +33,7 @@ def create_table() -> None:
                     "(job_id bigint, grp text, started double precision, ended double precision)")
 
 
-def _record(job_id: int, grp: str, started: float, ended: float) -> None:
+def _record(job_id: int, grp: str, started: float, ended: float | None) -> None:
     mark = "?" if DSN.startswith("sqlite") else "%s"
     _conn().execute(f"INSERT INTO {table()} VALUES ({mark}, {mark}, {mark}, {mark})",
                     (job_id, grp, started, ended))
@@ -50,3 +50,25 @@ def per_account(ctx: JobContext, account: str, seconds: float) -> None:
     started = time.time()
     time.sleep(seconds)
     _record(ctx.job_id, account, started, time.time())
+
+
+app.queue("fair", fair=True)
+app.queue("guarded", fair=True)  # fair, under a rate and a cap: every limit at once
+
+
+@app.task(queue="fair", group_by="account", max_attempts=3)
+def fair_job(ctx: JobContext, account: str) -> None:
+    now = time.time()
+    _record(ctx.job_id, account, now, now)
+
+
+@app.task(queue="guarded", rate_limit="20/s", group_by="account", group_concurrency=1,
+          max_attempts=5)
+def guarded(ctx: JobContext, account: str, seconds: float) -> None:
+    # The start is written first, so a run cut short by SIGKILL still counts against the rate.
+    started = time.time()
+    _record(ctx.job_id, account, started, None)
+    time.sleep(seconds)
+    mark = "?" if DSN.startswith("sqlite") else "%s"
+    _conn().execute(f"UPDATE {table()} SET ended = {mark} WHERE job_id = {mark} "
+                    f"AND started = {mark}", (time.time(), ctx.job_id, started))

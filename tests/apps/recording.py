@@ -150,6 +150,20 @@ saga_once = app.workflow(name="saga_once", queue="saga_last", max_attempts=1,
                          retry=_SAGA_RETRY)(_saga)
 
 
+async def _asaga(wf: Any, crash_at: str, fail: bool = True) -> str:
+    """The saga as an ``async def`` body (the async crash matrix)."""
+    _CRASH_AT[wf.id] = crash_at
+    await wf.step("a", _effect, wf, "a", compensate=_undo(wf, "undo-a"))
+    await wf.sleep("nap", 0.05)
+    await wf.step("b", _effect, wf, "b", compensate=_undo(wf, "undo-b"))
+    await wf.wait_for_event("go")
+    await wf.step("c", _fail if fail else _effect, wf, "c", compensate=_undo(wf, "undo-c"))
+    return "done"
+
+
+asaga = app.workflow(name="asaga", queue="asaga", max_attempts=10, retry=_SAGA_RETRY)(_asaga)
+
+
 @app.workflow(queue="saga", max_attempts=10, retry=Backoff(initial=0.05, maximum=0.2))
 def cancellable(wf: Workflow, where: str) -> str:
     """Parks where the cancel tests want it: in a long step, sleeping, or waiting."""
@@ -160,8 +174,54 @@ def cancellable(wf: Workflow, where: str) -> str:
         wf.sleep("nap", 3600)
     elif where == "wait":
         wf.wait_for_event("go")
+    elif where == "between":
+        time.sleep(2.0)  # plain (deterministic) body code between two steps
     wf.step("b", _effect, wf, "b", compensate=_undo(wf, "undo-b"))
     return "done"
+
+
+def _slow_undo(wf: Workflow, phase: str) -> Any:
+    def undo(result: Any) -> None:
+        record(wf.id, wf.ctx.attempt, f"{phase}-start")
+        time.sleep(2.0)
+        record(wf.id, wf.ctx.attempt, phase)
+    return undo
+
+
+@app.workflow(queue="saga", max_attempts=10, retry=_SAGA_RETRY)
+def failing_slow_undo(wf: Workflow) -> str:
+    """Fails at its second step; its compensation takes 2 s (a cancel arrives in it)."""
+    wf.step("a", _effect, wf, "a", compensate=_slow_undo(wf, "undo-a"))
+    wf.step("b", _fail, wf, "b")
+    return "done"
+
+
+# -- the claimed-ahead edges (tests/test_workflow_edges.py) ---------------------------------
+
+
+@app.task(name="ahead_short", queue="ahead")
+def ahead_short() -> None:
+    """No-op jobs that teach the worker to claim ahead on the "ahead" queue."""
+
+
+@app.task(name="ahead_block", queue="ahead")
+def ahead_block(ctx: JobContext, seconds: float) -> None:
+    if ctx.attempt == 1:  # a rerun after its worker was killed does not block again
+        time.sleep(seconds)
+
+
+def _ahead(wf: Workflow, fail: bool) -> str:
+    wf.step("a", _effect, wf, "a", compensate=_undo(wf, "undo-a"))
+    wf.wait_for_event("go")
+    wf.step("c", _fail if fail else _effect, wf, "c", compensate=_undo(wf, "undo-c"))
+    return "done"
+
+
+#: on its last attempt from the start: the run after the event is the last one
+ahead_once = app.workflow(name="ahead_once", queue="ahead", max_attempts=1,
+                          retry=_SAGA_RETRY)(_ahead)
+ahead_saga = app.workflow(name="ahead_saga", queue="ahead", max_attempts=10,
+                          retry=_SAGA_RETRY)(_ahead)
 
 
 # -- a family: a child workflow and two parallel calls (tests/test_workflow_children_chaos.py)

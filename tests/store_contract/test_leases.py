@@ -11,7 +11,7 @@ from shiftwork.outcome import Outcome
 from shiftwork.states import JobState
 from shiftwork.store.base import Store
 
-from .helpers import LEASE, claim, claim_one, insert, state
+from .helpers import LEASE, claim, claim_one, done, insert, state
 
 
 def test_heartbeat_extends_only_the_pairs_named(store: Store, clock: FakeClock) -> None:
@@ -74,7 +74,8 @@ def test_release_unknown_gives_back_what_the_worker_does_not_hold(store: Store) 
     released = store.jobs_release_unknown("w1", "q", [(known.id, known.attempt)])
     assert sorted(released) == [lost1.id, lost2.id]
     job = store.jobs_get(lost1.id)
-    assert job.state is JobState.AVAILABLE and job.max_attempts == 4  # attempt not spent
+    assert job.state is JobState.AVAILABLE and job.max_attempts == 3  # attempt not spent
+    assert (job.attempt, job.uncounted, job.counted_attempt) == (1, 1, 0)
     assert job.errors[-1]["kind"] == "released"
     assert state(store, known.id) is state(store, elsewhere.id) is JobState.RUNNING
     assert store.jobs_release_unknown("w2", "q", []) == []
@@ -87,7 +88,8 @@ def test_hand_back_returns_jobs_without_spending_an_attempt(store: Store) -> Non
     assert store.jobs_hand_back("w1", [(a.id, a.attempt), (b.id, b.attempt + 1)]) == 1
     assert store.jobs_hand_back("w2", [(c.id, c.attempt)]) == 0  # not its job
     job = store.jobs_get(a.id)
-    assert job.state is JobState.AVAILABLE and job.max_attempts == 4
+    assert job.state is JobState.AVAILABLE and job.max_attempts == 3
+    assert job.counted_attempt == 0  # not spent
     assert job.errors[-1]["kind"] == "handed_back"
     assert state(store, b.id) is state(store, c.id) is JobState.RUNNING
     assert claim_one(store).id == a.id
@@ -107,3 +109,29 @@ def test_a_job_given_back_is_not_written_as_completed(store: Store, clock: FakeC
         store.jobs_release_unknown("w1", "q", [])
     claim_one(store, worker="w2")
     assert store.jobs_written([Outcome(job.id, job.attempt, JobState.SUCCEEDED)]) == set()
+
+
+def test_rescue_spares_a_workflow_run_that_never_began_or_lost_its_last_attempt(
+        store: Store, clock: FakeClock) -> None:
+    """Issue 13: a workflow is never left dead while running or half compensated."""
+    [unbegun, lost_last, compensating, plain] = insert(store, 4, max_attempts=1)
+    jobs = {j.id: j for j in claim(store)}
+    for job_id in (unbegun, lost_last, compensating):  # these runs began their body
+        assert store.workflow_begin(job_id, jobs[job_id].attempt, "v1") is not None
+    assert store.workflow_run_set(compensating, jobs[compensating].attempt, "compensating",
+                                  cancelled=False, cause="b failed")
+    # unbegun suspends (not counted), and its next run is claimed but never begins
+    store.jobs_complete_many([done(jobs[unbegun], JobState.SCHEDULED, run_at=clock.now())])
+    [again] = claim(store)
+    assert (again.id, again.attempt, again.counted_attempt) == (unbegun, 2, 1)
+    clock.advance(LEASE + 1)
+    rescued = {r.id: r.state for r in store.jobs_rescue()}
+    assert rescued == {unbegun: JobState.AVAILABLE, lost_last: JobState.AVAILABLE,
+                       compensating: JobState.DEAD, plain: JobState.DEAD}
+    for job_id in (unbegun, lost_last):
+        job = store.jobs_get(job_id)
+        assert (job.counted_attempt, job.max_attempts) == (0, 1)  # the lost run not counted
+    assert store.workflow_run_read(unbegun).last_attempt is None  # nothing of it happened
+    assert store.workflow_run_read(lost_last).last_attempt == jobs[lost_last].attempt
+    ended = store.workflow_run_read(compensating)
+    assert ended.status == "failed" and "died on the last attempt" in (ended.cause or "")

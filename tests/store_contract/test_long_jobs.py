@@ -76,7 +76,8 @@ def test_touch_yields_to_a_paused_queue_only_when_asked(store: Store) -> None:
     assert store.jobs_touch(job.id, job.attempt, LEASE, yield_if_paused=True) == Touch(
         False, True, True)
     row = store.jobs_get(job.id)
-    assert row.state is JobState.AVAILABLE and row.max_attempts == 4  # attempt not spent
+    assert row.state is JobState.AVAILABLE and row.max_attempts == 3  # attempt not spent
+    assert row.counted_attempt == 0
     assert row.errors[-1]["kind"] == "paused"
 
 

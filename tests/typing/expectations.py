@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any, assert_type
 
-from shiftwork import App, JobContext, Task, Workflow
-from shiftwork.records import EnqueueResult
+from shiftwork import App, JobContext, JobHandle, Task, Workflow
 from shiftwork.schedule import Catchup
 
 app = App("sqlite:///typing.db")
@@ -42,7 +41,10 @@ report_task: Task[[int, str], str] = report
 fetch_task: Task[[str], Coroutine[Any, Any, bytes]] = fetch
 order_task: Task[[int], None] = place_order
 wrong_task: Task[[JobContext, int, str], str] = report  # E: assignment
-assert_type(send_welcome.enqueue(42), EnqueueResult)
+assert_type(send_welcome.enqueue(42), JobHandle[None])
+assert_type(report.enqueue(7, "2026-11").result(timeout=5), str)
+assert_type(report.enqueue(7, "2026-11").id, int)
+report.enqueue(7, "2026-11").result(timeout="soon")  # E: arg-type
 fetch_call = assert_type(fetch("https://example.com"), Coroutine[Any, Any, bytes])
 fetch_call.close()
 

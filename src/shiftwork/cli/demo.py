@@ -78,7 +78,7 @@ def run_demo(db: str | None, n_jobs: int) -> None:
     if dead:
         last = dead[0].errors[-1]
         console.print(f"\n{len(dead)} sync_to_crm jobs are [bold red]dead[/bold red] after "
-                      f"{dead[0].attempt} attempts with backoff; the last error of job "
+                      f"{dead[0].counted_attempt} attempts with backoff; the last error of job "
                       f"{dead[0].id}: {last['type']}: {last['message']}", highlight=False)
     dsn = f"sqlite:///{path}"
     console.print("\n[bold]Where to look next[/bold] (after `source .venv/bin/activate`)",

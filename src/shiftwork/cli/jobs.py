@@ -20,6 +20,7 @@ from rich.text import Text
 from ..checkpoint import Progress as JobProgress
 from ..checkpoint import describe_progress
 from ..observe.text import format_time, make_table
+from ..records import DepLink
 from ..safetext import escape_controls
 from ..states import FINAL, JobState
 from .format import console, echo_json, format_state, job_dict
@@ -64,7 +65,7 @@ def jobs_list(state: str | None,
     for j in found:
         last = j.errors[-1] if j.errors else None
         table.add_row(str(j.id), j.task, j.queue, format_state(j.state),
-                      f"{j.attempt}/{j.max_attempts}",
+                      f"{j.counted_attempt}/{j.max_attempts}",
                       *((describe_progress(j.progress)[:40],) if with_progress else ()),
                       format_time(j.run_at),
                       f"{last['type']}: {last['message']}"[:60] if last else "")
@@ -79,12 +80,16 @@ def jobs_show(job_id: int, as_json: bool) -> None:
     """Everything about one job, with its error history."""
     app = open_app()
     job = app.get_job(job_id)
+    parents, children = app.store.jobs_dependencies(job_id)
+    member_of, callback_of = app.store.groups_of_job(job_id)
     if as_json:
-        echo_json(job_dict(job))
+        echo_json({**job_dict(job), "dependencies": [link_dict(p) for p in parents],
+                   "dependents": [link_dict(c) for c in children],
+                   "groups": member_of, "callback_of_group": callback_of})
         return
     console.print(Text.assemble((f"job {job.id}", "bold"), escape_controls(
         f"  {job.task}  queue={job.queue}  state={format_state(job.state)}  "
-        f"attempt {job.attempt}/{job.max_attempts}")))
+        f"attempt {job.counted_attempt}/{job.max_attempts}")))
     console.print(f"args={json.dumps(job.args)} kwargs={json.dumps(job.kwargs)}",
                   markup=False, highlight=False)
     console.print(f"created {format_time(job.created_at)}  run at {format_time(job.run_at)}  "
@@ -99,12 +104,35 @@ def jobs_show(job_id: int, as_json: bool) -> None:
         console.print(f"checkpoint: {json.dumps(job.checkpoint)}", markup=False)
     if job.result is not None:
         console.print(f"result: {json.dumps(job.result)}", markup=False)
+    for title, links in (("runs after", parents), ("run after it", children)):
+        if links:
+            console.print(f"{title}: " + ", ".join(describe_link(x) for x in links),
+                          markup=False)
+    if member_of:
+        console.print("member of group " + ", ".join(map(str, member_of)), markup=False)
+    if callback_of is not None:
+        console.print(f"callback of group {callback_of}", markup=False)
     for err in job.errors:
         console.print(Text.assemble(("\nattempt " + escape_controls(str(err.get("attempt"))),
                                      "red"), escape_controls(
             f" {err.get('kind')}: {err.get('type')}: {err.get('message')}")))
         if err.get("traceback"):
             console.print(err["traceback"], markup=False, highlight=False)
+
+
+def describe_link(link: DepLink) -> str:
+    """``12 fetch succeeded`` (with ``run anyway`` / ``waiting`` when it says more)."""
+    state = link.state.value if link.state else "pruned"
+    notes = ([] if link.on_failure == "cancel" else ["run anyway"]) + (
+        [] if link.resolved else ["open"])
+    return f"{link.job_id} {link.task or '?'} {state}" + (
+        f" ({', '.join(notes)})" if notes else "")
+
+
+def link_dict(link: DepLink) -> dict[str, object]:
+    return {"job_id": link.job_id, "task": link.task,
+            "state": link.state.value if link.state else None,
+            "on_failure": link.on_failure, "resolved": link.resolved}
 
 
 @jobs.command("retry")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..observe.text import make_table
+from ..observe.views import BUSIEST_GROUPS
 from .format import console, echo_json, queue_table, warn_unknown_queues
 from .options import json_flag, name_argument, open_app, target_options
 
@@ -32,6 +33,15 @@ def queues(ctx: click.Context, as_json: bool) -> None:
             else:
                 tokens = "full" if s.tokens is None else f"{s.tokens:.1f}"
             table.add_row(s.key, str(s.limit), tokens)
+        console.print(table)
+    groups = app.store.groups_busiest(limit=BUSIEST_GROUPS)
+    if groups:
+        table = make_table(("queue", "group", "waiting", "running"),
+                           right=("waiting", "running"), title="busiest groups")
+        for g in groups:
+            fair = app.queue_options.get(g.queue)
+            queue = g.queue + (" (fair)" if fair and fair.fair else "")
+            table.add_row(queue, g.group, str(g.waiting), str(g.running))
         console.print(table)
 
 

@@ -18,6 +18,7 @@ from .cron import cron
 from .dashboard import dashboard
 from .demo import demo
 from .enqueue import enqueue
+from .groups import groups
 from .health import health
 from .jobs import jobs
 from .metrics import metrics
@@ -48,6 +49,6 @@ def main() -> None:
     """shiftwork: background jobs and schedules on SQLite or PostgreSQL."""
 
 
-for _command in (worker, migrate, enqueue, queues, jobs, schedules, cron, workflows,
-                 health, top, metrics, dashboard, demo):
+for _command in (worker, migrate, enqueue, queues, jobs, groups, schedules, cron,
+                 workflows, health, top, metrics, dashboard, demo):
     main.add_command(_command)

@@ -48,14 +48,11 @@ def workflows_show(workflow_id: int) -> None:
     app = open_app()
     job = app.get_job(workflow_id)
     run = app.get_workflow(workflow_id)
-    # Suspensions and hand-backs give their attempt back, so the job's attempt counter
-    # counts runs; what was spent is the failures.
-    failures = sum(1 for e in job.errors if e.get("kind") in ("exception", "timeout",
-                                                             "lease_expired", "retry_requested"))
     status = run.status if run else "pending (not started)"
     console.print(Text.assemble((f"workflow {job.id}", "bold"), escape_controls(
-        f"  {job.task}  status={status}  job={format_state(job.state)}  runs={job.attempt}  "
-        f"failed attempts={failures}  version={run.version if run else '-'}  "
+        f"  {job.task}  status={status}  job={format_state(job.state)}  "
+        f"attempt {job.counted_attempt}/{job.max_attempts} (runs {job.attempt})  "
+        f"version={run.version if run else '-'}  "
         f"next run {format_time(job.run_at)}")))
     if run and run.cause:
         console.print(Text(escape_controls(f"cause: {run.cause}"

@@ -182,6 +182,14 @@ class _StoreCollector:
                 tokens.add_metric([status.key], status.limit.capacity if status.tokens is None
                                   else status.tokens)
         yield tokens
+        groups = GaugeMetricFamily("shiftwork_queue_groups",
+                                   "Groups of a queue with waiting (or running) jobs: one "
+                                   "series per queue and state, never one per group.",
+                                   labels=["queue", "state"])
+        for counts in app.store.queue_group_counts():
+            groups.add_metric([counts.queue, "waiting"], counts.waiting)
+            groups.add_metric([counts.queue, "running"], counts.running)
+        yield groups
 
         alive = {w.id for w in alive_workers(app, workers, now)}
         w = ["worker"]

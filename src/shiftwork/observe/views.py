@@ -6,12 +6,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ..records import QueueMinute, QueueStats, WorkerInfo
+from ..records import GroupStats, QueueMinute, QueueStats, WorkerInfo
 from .health import alive_workers, max_wait_for
 from .hooks import ScheduleStatus
 
 if TYPE_CHECKING:
     from ..app import App
+
+#: Groups shown (``shiftwork queues``, the dashboard): the busiest only, never all of them.
+BUSIEST_GROUPS = 10
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class Overview:
     queues: list[QueueRow]
     workers: list[WorkerRow]
     schedules: list[ScheduleStatus] = field(default_factory=list)
+    groups: list[GroupStats] = field(default_factory=list)  # the busiest groups
 
     @property
     def workers_alive(self) -> int:
@@ -69,4 +73,5 @@ def overview(app: App, window: float = 3600.0) -> Overview:
     running = store.workers_running()
     wrows = [WorkerRow(w, w.id in alive, running.get(w.id, 0),
                        (now - w.heartbeat_at).total_seconds()) for w in workers]
-    return Overview(now, rows, wrows, app.observers.schedules_status())
+    return Overview(now, rows, wrows, app.observers.schedules_status(),
+                    store.groups_busiest(limit=BUSIEST_GROUPS))

@@ -19,10 +19,15 @@ from ..outcome import Outcome
 from ..records import (
     Applied,
     ClaimedJob,
+    DepLink,
     EffectRecord,
     EnqueueResult,
+    FinishedJob,
+    GroupInfo,
+    GroupStats,
     Job,
     LateRun,
+    QueueGroups,
     QueueMinute,
     QueueStats,
     RescuedJob,
@@ -66,11 +71,12 @@ class Store(Protocol):
     def db_now(self) -> datetime:
         """The database's clock (or the injected fake clock)."""
 
-    def wakeups_listen(self) -> WakeListener | None:
+    def wakeups_listen(self, topic: str = "jobs") -> WakeListener | None:
         """Open a subscription to wake-ups: each names a queue that may have work (``"*"``:
         any). Raises StorageError when it cannot open; the caller retries (store/wakeups.py).
+        ``topic="done"``: instead, wake-ups when a job someone waits on finished.
         None when there is nothing to listen on (PostgreSQL behind PgBouncer without a
-        listen DSN): workers then find work by polling alone.
+        listen DSN): callers then find out by polling alone.
         """
 
     # -- jobs: the hot path ---------------------------------------------------
@@ -98,6 +104,10 @@ class Store(Protocol):
         ``limits`` maps task names to fleet-wide concurrency limits; ``flow`` adds rate
         buckets and per-group caps (store/flow_claim.py), spent only for jobs claimed.
         """
+
+    def rate_buckets_prune(self, prefix: str, idle_seconds: float) -> int:
+        """Delete buckets whose key starts with ``prefix`` untouched for ``idle_seconds``
+        (long enough to be full again, which is what a missing bucket means)."""
 
     def rate_limit_push_back(self, key: str, seconds: float) -> None:
         """Empty the bucket ``key`` and hold its refill for ``seconds`` (a 429 upstream)."""
@@ -168,6 +178,13 @@ class Store(Protocol):
 
     def workers_running(self) -> dict[str, int]:
         """Running jobs per worker id (a partial index)."""
+
+    def groups_busiest(self, queue: str | None = None, limit: int = 10) -> list[GroupStats]:
+        """The groups with the most waiting and running jobs (of ``queue``, or every queue),
+        busiest first: reads every waiting or running job that has a group."""
+
+    def queue_group_counts(self) -> list[QueueGroups]:
+        """Per queue, how many groups have waiting jobs and how many have running ones."""
 
     def jobs_search(self, text: str | None = None, state: JobState | None = None,
                     queue: str | None = None, limit: int = 50) -> list[Job]:
@@ -314,6 +331,41 @@ class Store(Protocol):
 
     def workflows_list(self, status: str | None = None, task: str | None = None,
                        limit: int = 50) -> list[WorkflowSummary]: ...
+
+    # -- composition: dependencies, groups, results (store/deps.py) ---------------------
+    def jobs_insert_graph(self, jobs: list[NewJob], conn: Any = None, *,
+                          group: bool = False, callback_of: int | None = None,
+                          with_callback: bool = False
+                          ) -> tuple[list[EnqueueResult], int | None]:
+        """Insert jobs and their dependencies (``NewJob.after`` / ``after_new``) in one
+        transaction; with ``group``, also a group of them (its id is returned), whose
+        callback is the last job with ``with_callback``; ``callback_of``: the last job
+        becomes that existing group's callback."""
+
+    def deps_resolve(self, parent_ids: list[int]) -> None:
+        """Count down the dependents of these finished jobs (each edge once)."""
+
+    def deps_sweep(self, limit: int = 1000) -> int:
+        """Resolve edges left open although their parent finished; how many parents."""
+
+    def jobs_watch(self, ids: list[int]) -> tuple[list[FinishedJob], list[int]]:
+        """Mark jobs as waited on; those already finished, and ids naming no job."""
+
+    def jobs_finished(self, ids: list[int]) -> list[FinishedJob]: ...
+
+    def jobs_dependencies(self, job_id: int) -> tuple[list[DepLink], list[DepLink]]:
+        """The jobs ``job_id`` runs after, and the jobs that run after it."""
+
+    def jobs_input(self, job_id: int) -> Any:
+        """A chain link's input: the result of the job it runs after."""
+
+    def groups_get(self, group_id: int) -> GroupInfo: ...
+
+    def groups_members(self, group_id: int) -> list[int]: ...
+
+    def groups_of_job(self, job_id: int) -> tuple[list[int], int | None]: ...
+
+    def groups_results(self, group_id: int) -> list[FinishedJob | None]: ...
 
     # -- test support ----------------------------------------------------------------
     def debug_install_transition_guard(self) -> None:

@@ -43,7 +43,8 @@ def claimed_jobs(rows: list[Row]) -> list[ClaimedJob]:
     """Claimed rows, in claim order, as the worker needs them.
 
     Every engine's claim returns these columns in this order: id, task, queue, args,
-    attempt, max_attempts, timeout, checkpoint, meta (JSON as text), priority, run_at.
+    attempt, max_attempts, timeout, checkpoint, meta (JSON as text), priority, run_at,
+    uncounted.
     """
     rows.sort(key=lambda r: (-r[9], r[10], r[0]))
     claimed = []
@@ -51,7 +52,7 @@ def claimed_jobs(rows: list[Row]) -> list[ClaimedJob]:
         args, kwargs = split_args(r[3])
         claimed.append(ClaimedJob(
             id=r[0], task=r[1], queue=r[2], args=args, kwargs=kwargs, attempt=r[4],
-            max_attempts=r[5],
+            max_attempts=r[5], uncounted=r[11],
             timeout=r[6], checkpoint=None if r[7] is None else json.loads(r[7]),
             # an empty meta is the common case, and the claim is hot: not parsed
             meta={} if not r[8] or r[8] == "{}" else json.loads(r[8])))
@@ -95,8 +96,14 @@ class JobsActions(EngineSql):
             raise not_retryable(job)
         return job
 
+    def _finished_here(self, c: Any, job_ids: list[int]) -> None:
+        """Jobs just finished on ``c`` outside a completion (store/deps.py resolves their
+        dependents)."""
+
     def jobs_cancel(self, job_id: int) -> Job:
         with self._session() as c:
             if self._one(c, "jobs_cancel_waiting", id=job_id) is None:
                 self._one(c, "jobs_cancel_running", id=job_id)
+            else:
+                self._finished_here(c, [job_id])
         return self.jobs_get(job_id)

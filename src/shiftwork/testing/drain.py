@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..app import App
+from ..compose import with_input
 from ..outcome import Outcome
 from ..records import ClaimedJob, Job
 from ..states import WAITING, JobState
@@ -81,6 +82,7 @@ def run_attempt(app: App, executor: Executor, job: ClaimedJob) -> list[Outcome]:
     outcome is decided (not yet written)."""
     done: list[Outcome] = []
     task = app.get_task(job.task)
+    job = with_input(app.store, job)  # a chain link's or a group callback's input
     run = Run.of(app, job, task, lambda _run, outcome: done.append(outcome))
     if task.is_async:
         asyncio.run(executor.run_async(run))

@@ -141,6 +141,7 @@ class Dashboard:
             Route("/logout", self.logout, methods=["POST"]),
             Route("/jobs", self.jobs), Route("/jobs/{job_id:int}", self.job),
             Route("/jobs/{job_id:int}/{action}", self.job_action, methods=["POST"]),
+            Route("/groups/{group_id:int}", self.group),
             Route("/dead", self.dead), Route("/dead", self.dead_bulk, methods=["POST"]),
             Route("/queues/{queue}/{action}", self.queue_action, methods=["POST"]),
             Route("/schedules/{name}/trigger", self.schedule_trigger, methods=["POST"]),
@@ -346,12 +347,31 @@ class Dashboard:
         # A workflow's job page shows its status and step timeline.
         workflow = await run_in_threadpool(self.app.get_workflow, job.id)
         steps = await run_in_threadpool(self.app.workflow_history, job.id) if workflow else []
+        parents, children = await run_in_threadpool(self.app.store.jobs_dependencies, job.id)
+        member_of, callback_of = await run_in_threadpool(self.app.store.groups_of_job, job.id)
         return self.page(request, "job.html", job=job, workflow=workflow, steps=steps,
+                         parents=parents, children=children, member_of=member_of,
+                         callback_of=callback_of,
                          progress=progress_view(job, self.app.clock.now()),
                          retryable=job.state in (
             JobState.DEAD, JobState.CANCELLED, JobState.SCHEDULED, JobState.RETRYING),
             cancellable=job.state in (JobState.SCHEDULED, JobState.AVAILABLE, JobState.RETRYING,
                                       JobState.RUNNING))
+
+    async def group(self, request: Request) -> Response:
+        group_id = request.path_params["group_id"]
+        if group_id > _MAX_JOB_ID:
+            return self.page(request, "error.html", status=404, error="no such group")
+        try:
+            info = await run_in_threadpool(self.app.store.groups_get, group_id)
+        except JobNotFoundError as exc:
+            return self.page(request, "error.html", status=404, error=str(exc))
+        members = await run_in_threadpool(self.app.store.groups_members, group_id)
+        shown = [await run_in_threadpool(self.app.get_job, m) for m in members[:50]]
+        callback = None if info.callback_id is None else await run_in_threadpool(
+            self.app.get_job, info.callback_id)
+        return self.page(request, "group.html", group=info, members=shown,
+                         more=len(members) - len(shown), callback=callback)
 
     async def dead(self, request: Request) -> Response:
         queue = request.query_params.get("queue") or None

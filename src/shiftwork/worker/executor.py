@@ -59,7 +59,8 @@ class Executor:
                 if not run.in_user_code:
                     return  # timed out or shut down before it started
                 try:
-                    if run.ctx.cancelled:  # cancelled while it waited for a thread
+                    # cancelled while it waited for a thread (a workflow runs: it compensates)
+                    if run.ctx.cancelled and not run.task.handles_cancel:
                         raise JobCancelled(f"job {run.job.id} was cancelled before it started")
                     if recording():
                         with execution_span(run.job):
@@ -98,7 +99,7 @@ class Executor:
         timeout = run.timeout
         try:
             try:
-                if run.ctx.cancelled:
+                if run.ctx.cancelled and not run.task.handles_cancel:
                     raise JobCancelled(f"job {run.job.id} was cancelled before it started")
                 if recording():
                     with execution_span(run.job):

@@ -36,6 +36,8 @@ class Decide:
         self.clock = clock
 
     def success(self, run: Run, result: Any) -> Outcome:
+        if not run.task.options.store_result:  # the task opted out of keeping it
+            return outcome(run, JobState.SUCCEEDED)
         try:
             result_json = encode_json(result, f"{run.job.task}: return value",
                                       self.settings.limit("max_result_bytes")) \
@@ -60,13 +62,14 @@ class Decide:
         if isinstance(exc, (JobCancelled, asyncio.CancelledError)) and run.ctx.cancelled:
             return outcome(run, JobState.CANCELLED, error={**record, "kind": "cancelled"})
         policy = run.task.options.retry
-        return self.failure(run, record, policy.retryable(exc), policy.delay(job.attempt, exc))
+        return self.failure(run, record, policy.retryable(exc),
+                            policy.delay(job.counted_attempt, exc))
 
     def failure(self, run: Run, record: dict[str, Any], retryable: bool,
                 delay: float) -> Outcome:
         """Retry after ``delay`` seconds, or dead when attempts are spent or it can't retry."""
         job = run.job
-        if job.attempt >= job.max_attempts or not retryable:
+        if job.counted_attempt >= job.max_attempts or not retryable:
             return outcome(run, JobState.DEAD, error=record)
         run_at = self.clock.now() + timedelta(seconds=delay)
         return outcome(run, JobState.RETRYING, error={**record, "retry_in": delay},

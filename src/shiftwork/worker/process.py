@@ -47,7 +47,7 @@ def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Con
         if task.takes_context:
             ctx = JobContext(app, job["id"], task_name, job["queue"], job["attempt"],
                              job["max_attempts"], last_checkpoint=job["checkpoint"],
-                             meta=job["meta"])
+                             meta=job["meta"], uncounted=job["uncounted"])
             args.insert(0, ctx)
         with execution_span(job):
             result = task.fn(*args, **job["kwargs"])
@@ -85,7 +85,7 @@ def run_in_process(decide: Decide, import_path: str, run: Run) -> None:
     job = run.job
     if not run.begin():
         return  # handed back or cancelled before it started
-    if run.ctx.cancelled:
+    if run.ctx.cancelled and not run.task.handles_cancel:
         run.finalize(decide.error(
             run, JobCancelled(f"job {job.id} was cancelled before it started")))
         return
@@ -93,7 +93,8 @@ def run_in_process(decide: Decide, import_path: str, run: Run) -> None:
     proc = _SPAWN.Process(target=_child_main, name=f"shiftwork-job-{job.id}", daemon=True, args=(
         import_path, job.task,
         {"id": job.id, "task": job.task, "queue": job.queue, "attempt": job.attempt,
-         "max_attempts": job.max_attempts, "args": job.args, "kwargs": job.kwargs,
+         "max_attempts": job.max_attempts, "uncounted": job.uncounted, "args": job.args,
+         "kwargs": job.kwargs,
          "checkpoint": job.checkpoint, "meta": job.meta}, child))
     proc.start()
     child.close()

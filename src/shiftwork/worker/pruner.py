@@ -1,8 +1,9 @@
 """Retention: what the leader deletes every ``prune_interval``, in one place.
 
 Finished and dead jobs past their retention, rows of workers gone silent, expired
-effect keys, schedule occurrences past the dead-job retention, and per-minute counts
-older than a day. Only the leader prunes, so the fleet does this work once.
+effect keys, schedule occurrences past the dead-job retention, per-minute counts
+older than a day, and per-group rate buckets idle long enough to be full again.
+Only the leader prunes, so the fleet does this work once.
 """
 
 from __future__ import annotations
@@ -39,5 +40,9 @@ class Pruner:
         store.effect_keys_prune()
         store.schedule_runs_prune(s.retention_dead)
         store.queue_minutes_prune(MINUTES_KEPT)
+        for task in self.app.tasks.values():
+            limit = task.options.group_rate_limit
+            if limit is not None:  # a bucket refills from empty in capacity / rate seconds
+                store.rate_buckets_prune(f"group:{task.name}:", limit.capacity / limit.rate)
         if pruned:
             log.info("pruned %d finished jobs", pruned)

@@ -33,7 +33,11 @@ class Rescuer(Service):
         leading = self.leader is None or self.leader.term is not None
         if not leading and self._ticks % self.backstop:
             return
-        for job in self.app.store.jobs_rescue():
+        rescued = self.app.store.jobs_rescue()
+        dead = [job.id for job in rescued if job.state is JobState.DEAD]
+        if dead:  # their dependents: cancelled, or run anyway (on_failure="run")
+            self.app.store.deps_resolve(dead)
+        for job in rescued:
             fields = {"job_id": job.id, "task": job.task, "queue": job.queue,
                       "attempt": job.attempt}
             self.app.events.emit("job.rescued", **fields, state=job.state.value)

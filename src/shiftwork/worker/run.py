@@ -53,7 +53,8 @@ class Run:
            on_begin: Callable[[Run], None] | None = None) -> Run:
         """The run of a claimed job: its context, and its timeout (the job's, else the task's)."""
         ctx = JobContext(app, job.id, job.task, job.queue, job.attempt, job.max_attempts,
-                         last_checkpoint=job.checkpoint, meta=job.meta)
+                         last_checkpoint=job.checkpoint, meta=job.meta,
+                         uncounted=job.uncounted)
         return cls(job=job, task=task, ctx=ctx, started=time.monotonic(),
                    timeout=task.options.timeout if job.timeout is None else job.timeout,
                    on_done=on_done, on_begin=on_begin)

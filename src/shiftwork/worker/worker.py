@@ -10,8 +10,10 @@ import socket
 import threading
 import time
 import uuid
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from ..compose import INPUT_META_KEY, with_input
 from ..errors import ConfigurationError, StorageError, UnknownTaskError, unknown_task_message
 from ..names import check_queue
 from ..observe.worker import worker_services
@@ -27,7 +29,7 @@ from .notifier import Notifier
 from .pool import ThreadPool
 from .producer import Producer
 from .rescuer import Rescuer
-from .run import JobTimeout, Run
+from .run import JobTimeout, Run, error_record
 from .scheduler import Scheduler
 from .service import Lifecycle, Service
 from .wake_share import WakeShare
@@ -182,6 +184,17 @@ class Worker:
                 "message": unknown_task_message(job.task)}, task=job.task, queue=job.queue))
             self.producers[job.queue].slot_freed()
             return
+        if INPUT_META_KEY in job.meta:  # a chain link or a group's callback: its input
+            try:
+                job = with_input(self.app.store, job)
+            except Exception as exc:  # the database is out: try again after a backoff
+                self.completer.submit(Outcome(
+                    job.id, job.attempt, JobState.DEAD if job.attempt >= job.max_attempts
+                    else JobState.RETRYING, run_at=self.app.clock.now()
+                    + timedelta(seconds=1), error=error_record(exc, job.attempt, "input"),
+                    task=job.task, queue=job.queue))
+                self.producers[job.queue].slot_freed()
+                return
         run = Run.of(self.app, job, task, self._on_done, self._on_begin)
         with self._runs_lock:
             self._runs[(job.id, job.attempt)] = run

@@ -217,10 +217,10 @@ def install(app: Any) -> None:
             raise
         except Exception as exc:
             policy = target.options.retry  # the target task's retry policy, not this one's
-            if ctx.attempt >= ctx.max_attempts or not policy.retryable(exc):
+            if ctx.counted_attempt >= ctx.max_attempts or not policy.retryable(exc):
                 report(ctx, error=exc)
                 raise CallFailed(f"{task}: {type(exc).__name__}: {exc}") from exc
-            raise RetryIn(policy.delay(ctx.attempt, exc),
+            raise RetryIn(policy.delay(ctx.counted_attempt, exc),
                           f"{task}: {type(exc).__name__}: {exc}") from exc
         report(ctx, result=result)
         return result

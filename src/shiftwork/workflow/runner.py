@@ -12,9 +12,14 @@ One run of a workflow job:
    budget for it), then runs the compensations in reverse, each recorded, then records
    the final status. A crash anywhere resumes from the last record.
 
-The last attempt is protected too: when a run begins on the job's last attempt it
-raises ``max_attempts`` by one and notes the attempt, so a crash in it is rescued (not
-marked dead) and the next run, seeing that attempt lost, decides to compensate.
+The last attempt is protected by the lease rescue (store/*/jobs.sql, jobs_rescue): a
+workflow run lost before its body began (claimed ahead) is not counted and simply runs
+again; one lost in its body on the last attempt is noted and not counted, and the next
+run, seeing that attempt lost, decides to compensate; one lost while compensating on
+the last attempt of its compensation budget ends the workflow ``failed``.
+
+Suspensions (sleeps, waits, backoffs) are snoozes: they do not count as attempts, so the
+job's attempt number and ``max_attempts`` mean what they say (``Job.counted_attempt``).
 """
 
 from __future__ import annotations
@@ -120,6 +125,7 @@ def workflow_task(register: Callable[..., Task[Any, Any]], fn: Callable[..., Any
         parameters=[ctx_param, *params[1:]])
     task = register(run, retry=policy)
     task.workflow_version = ver  # type: ignore[attr-defined]
+    task.handles_cancel = True  # cancelled before it began, it still runs to compensate
     holder["task"] = task
     return task
 
@@ -137,11 +143,11 @@ def _prologue(wf: Workflow, task: Task[Any, Any]) -> str | None:
         _reraise_final(wf)
     if run.status is not WorkflowStatus.RUNNING:
         return None
+    # The lease rescue notes a run lost on its last attempt (and does not count it, so
+    # this run exists): the loss is the final failure, and this run compensates.
     last = run.last_attempt
     if last is not None and ctx.attempt > last and _lost(wf, last):
         return f"its last attempt ({last}) was lost (the worker stopped renewing its lease)"
-    if ctx.attempt >= run.max_attempts:
-        _set(wf, WorkflowStatus.RUNNING, last_attempt=ctx.attempt, extend=1)
     return None
 
 
@@ -152,7 +158,7 @@ def _lost(wf: Workflow, attempt: int) -> bool:
 
 
 def _is_final(wf: Workflow, task: Task[Any, Any], exc: BaseException) -> bool:
-    return (wf.ctx.attempt >= wf.ctx.max_attempts or isinstance(exc, StepFailed)
+    return (wf.ctx.counted_attempt >= wf.ctx.max_attempts or isinstance(exc, StepFailed)
             or not task.options.retry.retryable(exc))
 
 
@@ -240,7 +246,8 @@ def _set(wf: Workflow, status: WorkflowStatus, *, cause: str | None = None,
     boundary(wf.id, f"after:{label}:{status}")
     wf.run = replace(wf.run, status=status, cancelled=flag, cause=cause or wf.run.cause)
     if extend:
-        wf.run = replace(wf.run, max_attempts=max(wf.run.max_attempts, wf.ctx.attempt + extend))
+        wf.run = replace(wf.run, max_attempts=max(wf.run.max_attempts,
+                                                  wf.ctx.counted_attempt + extend))
 
 
 def _decide(wf: Workflow, task: Task[Any, Any], cause: str, cancelled: bool) -> None:

@@ -1,17 +1,14 @@
 -- Named queries for flow control (PostgreSQL): rate buckets and group caps.
 
--- name: rate_bucket_ensure
-INSERT INTO {schema}.rate_buckets (key, tokens, updated_at)
-VALUES (%(key)s, %(capacity)s, {now})
-ON CONFLICT (key) DO NOTHING
-
 -- name: rate_bucket_lock
 -- The bucket's tokens refilled up to now (never past its capacity), under a row lock
 -- held until the claim commits: claimers of one limit take turns, so the count is exact.
-SELECT least(%(capacity)s, tokens + greatest(0, extract(epoch FROM {now} - updated_at))
-                                    * %(rate)s)
-FROM {schema}.rate_buckets WHERE key = %(key)s
-FOR UPDATE
+-- A missing bucket is made full; the no-op update on conflict is what takes the lock.
+INSERT INTO {schema}.rate_buckets AS b (key, tokens, updated_at)
+VALUES (%(key)s, %(capacity)s, {now})
+ON CONFLICT (key) DO UPDATE SET tokens = b.tokens
+RETURNING least(%(capacity)s, b.tokens + greatest(0, extract(epoch FROM {now} - b.updated_at))
+                                        * %(rate)s)
 
 -- name: rate_bucket_set
 UPDATE {schema}.rate_buckets SET tokens = %(tokens)s, updated_at = greatest(updated_at, {now})
@@ -50,4 +47,215 @@ SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
     attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
 WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state IN ('available', 'scheduled', 'retrying')
 RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
-          j.checkpoint::text, j.meta::text, j.priority, j.run_at
+          j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted
+
+-- name: fair_cursor_ensure
+INSERT INTO {schema}.fair_cursors (queue, last_group) VALUES (%(queue)s, '')
+ON CONFLICT (queue) DO NOTHING
+
+-- name: fair_cursor_lock
+-- Held until the claim commits: claimers of one fair queue take turns around the round.
+SELECT last_group, served FROM {schema}.fair_cursors WHERE queue = %(queue)s FOR UPDATE
+
+-- name: fair_cursor_set
+UPDATE {schema}.fair_cursors SET last_group = %(group)s, served = %(served)s WHERE queue = %(queue)s
+
+-- name: fair_groups
+-- The next groups with waiting jobs after a group key, in key order: a loose index scan of
+-- jobs_group_claim_idx, one index probe per group, whatever the backlog of each.
+WITH RECURSIVE g(grp, n) AS (
+    (SELECT meta->>'group', 1 FROM {schema}.jobs
+     WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
+       AND meta ? 'group' AND meta->>'group' > %(after)s
+     ORDER BY meta->>'group' LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.meta->>'group' FROM {schema}.jobs j
+            WHERE j.queue = %(queue)s AND j.state IN ('available', 'scheduled', 'retrying')
+              AND j.meta ? 'group' AND j.meta->>'group' > g.grp
+            ORDER BY j.meta->>'group' LIMIT 1), g.n + 1
+    FROM g WHERE g.grp IS NOT NULL AND g.n < %(n)s
+)
+SELECT grp FROM g WHERE grp IS NOT NULL
+
+-- name: fair_heads
+-- The first due jobs of each group, in claim order within the group (priority wins there),
+-- skipping the ones this claim already looked at.
+SELECT h.id, g.grp, h.task FROM
+    unnest(%(groups)s::text[], %(take)s::int[], %(skip)s::int[]) WITH ORDINALITY
+        AS g(grp, take, skip, ord)
+CROSS JOIN LATERAL (
+    SELECT j.id, j.task, j.priority, j.run_at FROM {schema}.jobs j
+    WHERE j.queue = %(queue)s AND j.state IN ('available', 'scheduled', 'retrying')
+      AND j.meta ? 'group' AND j.meta->>'group' = g.grp AND j.run_at <= {now}
+      AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                      WHERE s.queue = %(queue)s AND s.paused)
+    ORDER BY j.priority DESC, j.run_at, j.id
+    LIMIT g.take OFFSET g.skip
+) h
+ORDER BY g.ord, h.priority DESC, h.run_at, h.id
+
+-- name: fair_ungrouped
+-- Jobs without a group take one turn per round, as one group of their own, if they are
+-- among the first %(peek)s waiting jobs: bounded, so a grouped flood is never read through.
+SELECT id, NULL, task FROM (
+    SELECT id, task, meta, priority, run_at FROM {schema}.jobs
+    WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
+      AND run_at <= {now}
+      AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                      WHERE s.queue = %(queue)s AND s.paused)
+    ORDER BY priority DESC, run_at, id
+    LIMIT %(peek)s
+) w
+WHERE NOT meta ? 'group'
+ORDER BY priority DESC, run_at, id
+LIMIT %(take)s OFFSET %(skip)s
+
+-- name: rate_buckets_prune
+-- Buckets under a prefix (one task's per-group limits) idle long enough to be full again:
+-- a full bucket and no row are the same to a claim. A pushed-back bucket (updated_at in the
+-- future) is kept.
+DELETE FROM {schema}.rate_buckets
+WHERE starts_with(key, %(prefix)s) AND updated_at < {now} - make_interval(secs => %(idle)s)
+
+-- name: fair_claim
+-- A fair queue with no other limit, in one statement (the Python loop in flow_claim.py
+-- does the same, one step at a time, when caps, rates or weights apply): the groups with
+-- waiting jobs after the cursor, then (past the end of the keys) jobs without a group
+-- among the first 50 waiting, then the groups up to the cursor; each group's first due
+-- jobs, dealt a turn at a time; the cursor moved to the last group served.
+WITH RECURSIVE
+cur AS (
+    SELECT coalesce((SELECT last_group FROM {schema}.fair_cursors
+                     WHERE queue = %(queue)s FOR UPDATE), '') AS last_group
+),
+after_g(grp, n) AS (
+    (SELECT meta->>'group', 1 FROM {schema}.jobs
+     WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
+       AND meta ? 'group' AND meta->>'group' > (SELECT last_group FROM cur)
+     ORDER BY meta->>'group' LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.meta->>'group' FROM {schema}.jobs j
+            WHERE j.queue = %(queue)s AND j.state IN ('available', 'scheduled', 'retrying')
+              AND j.meta ? 'group' AND j.meta->>'group' > a.grp
+            ORDER BY j.meta->>'group' LIMIT 1), a.n + 1
+    FROM after_g a WHERE a.grp IS NOT NULL AND a.n < %(limit)s
+),
+before_g(grp, n) AS (  -- only when the keys after the cursor ran out
+    (SELECT meta->>'group', 1 FROM {schema}.jobs
+     WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
+       AND meta ? 'group' AND meta->>'group' > ''
+       AND (SELECT count(grp) FROM after_g) < %(limit)s
+     ORDER BY meta->>'group' LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.meta->>'group' FROM {schema}.jobs j
+            WHERE j.queue = %(queue)s AND j.state IN ('available', 'scheduled', 'retrying')
+              AND j.meta ? 'group' AND j.meta->>'group' > b.grp
+            ORDER BY j.meta->>'group' LIMIT 1), b.n + 1
+    FROM before_g b
+    WHERE b.grp IS NOT NULL AND b.grp < (SELECT last_group FROM cur) AND b.n < %(limit)s
+),
+turns AS (
+    SELECT grp, ord FROM (
+        SELECT grp, n AS ord FROM after_g WHERE grp IS NOT NULL
+        UNION ALL SELECT NULL, 500000
+        UNION ALL SELECT grp, 1000000 + n FROM before_g
+        WHERE grp IS NOT NULL AND grp <= (SELECT last_group FROM cur)
+    ) t
+),
+share AS (  -- few groups: each takes an even share of the claim
+    SELECT greatest(1, ceil(%(limit)s::numeric / greatest(1, count(grp))))::int AS n
+    FROM turns
+),
+heads AS (
+    SELECT h.id, t.grp, t.ord, h.k FROM turns t
+    CROSS JOIN LATERAL (
+        SELECT j.id, row_number() OVER (ORDER BY j.priority DESC, j.run_at, j.id) AS k
+        FROM {schema}.jobs j
+        WHERE t.grp IS NOT NULL AND j.queue = %(queue)s
+          AND j.state IN ('available', 'scheduled', 'retrying')
+          AND j.meta ? 'group' AND j.meta->>'group' = t.grp AND j.run_at <= {now}
+        ORDER BY j.priority DESC, j.run_at, j.id
+        LIMIT (SELECT n FROM share)
+    ) h
+    UNION ALL
+    (SELECT w.id, NULL, 500000, row_number() OVER (ORDER BY w.priority DESC, w.run_at, w.id)
+     FROM (SELECT id, meta, priority, run_at FROM {schema}.jobs
+           WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
+             AND run_at <= {now}
+           ORDER BY priority DESC, run_at, id
+           LIMIT 50) w
+     WHERE NOT w.meta ? 'group'
+     ORDER BY w.priority DESC, w.run_at, w.id
+     LIMIT (SELECT n FROM share))
+),
+picked AS (
+    SELECT id, grp, ord, k FROM heads
+    WHERE NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                      WHERE s.queue = %(queue)s AND s.paused)
+    ORDER BY k, ord LIMIT %(limit)s
+),
+claimed AS (
+    UPDATE {schema}.jobs j
+    SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
+        attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
+    FROM picked p
+    WHERE j.id = p.id AND j.state IN ('available', 'scheduled', 'retrying')
+    RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
+              j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted, p.grp, p.ord, p.k
+),
+moved AS (
+    INSERT INTO {schema}.fair_cursors AS f (queue, last_group, served)
+    SELECT %(queue)s, coalesce(grp, ''), 1 FROM claimed ORDER BY k DESC, ord DESC LIMIT 1
+    ON CONFLICT (queue) DO UPDATE SET last_group = excluded.last_group, served = 1
+)
+SELECT id, task, queue, args, attempt, max_attempts, timeout, checkpoint, meta, priority,
+       run_at, uncounted FROM claimed
+
+-- name: rate_bucket_ensure
+INSERT INTO {schema}.rate_buckets (key, tokens, updated_at)
+VALUES (%(key)s, %(capacity)s, {now})
+ON CONFLICT (key) DO NOTHING
+
+-- name: jobs_claim_queue_rate
+-- A queue whose only limit is its own rate, in one statement: lock the bucket (made
+-- beforehand: a missing bucket claims nothing), claim at most its whole tokens, and
+-- spend one token per job claimed. Jobs picked past the tokens are only locked until
+-- this statement commits.
+WITH b AS (
+    SELECT least(%(capacity)s, tokens + greatest(0, extract(epoch FROM {now} - updated_at))
+                                        * %(rate)s) AS tokens
+    FROM {schema}.rate_buckets WHERE key = %(key)s
+    FOR UPDATE
+),
+next AS (
+    SELECT id FROM {schema}.jobs
+    WHERE queue = %(queue)s
+      AND state IN ('available', 'scheduled', 'retrying')
+      AND run_at <= {now}
+      AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                      WHERE s.queue = %(queue)s AND s.paused)
+      AND EXISTS (SELECT 1 FROM b)  -- evaluated first: the bucket is locked before any job
+    ORDER BY priority DESC, run_at, id
+    -- a constant limit, so the plan walks the claim index; the tokens cut it below
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+take AS (
+    SELECT id FROM next LIMIT greatest(0, (SELECT floor(tokens) FROM b))::int
+),
+claimed AS (
+    UPDATE {schema}.jobs j
+    SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
+        attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
+    FROM take
+    WHERE j.id = take.id
+    RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
+              j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted
+),
+spent AS (
+    UPDATE {schema}.rate_buckets
+    SET tokens = (SELECT tokens FROM b) - (SELECT count(*) FROM claimed),
+        updated_at = greatest(updated_at, {now})
+    WHERE key = %(key)s AND EXISTS (SELECT 1 FROM b)
+)
+SELECT * FROM claimed

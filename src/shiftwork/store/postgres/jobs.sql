@@ -104,7 +104,7 @@ FROM next
 WHERE j.id = next.id
 -- JSON as text: parsed once in Python, and an empty meta not at all (the claim is hot).
 RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
-          j.checkpoint::text, j.meta::text, j.priority, j.run_at
+          j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted
 
 -- name: jobs_claim_filtered
 -- A queue with task limits: one task with room, or every task but the limited ones.
@@ -128,7 +128,7 @@ SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
 FROM next
 WHERE j.id = next.id
 RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
-          j.checkpoint::text, j.meta::text, j.priority, j.run_at
+          j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted
 
 -- name: jobs_count_running_task
 SELECT count(*) FROM {schema}.jobs WHERE state = 'running' AND task = %(task)s
@@ -147,8 +147,8 @@ SET state = u.state,
     errors = CASE WHEN u.error IS NULL THEN j.errors ELSE j.errors || jsonb_build_array(u.error) END,
     result = u.result,
     lease_expires_at = NULL,
-    -- a snoozed attempt (back to scheduled) is not counted against max_attempts
-    max_attempts = j.max_attempts + CASE WHEN u.state = 'scheduled' THEN 1 ELSE 0 END
+    -- a snoozed run (back to scheduled) is not counted as an attempt
+    uncounted = j.uncounted + CASE WHEN u.state = 'scheduled' THEN 1 ELSE 0 END
 FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(states)s::text[],
             %(run_ats)s::timestamptz[], %(errors)s::jsonb[], %(results)s::jsonb[])
      AS u(id, attempt, state, run_at, error, result)
@@ -157,7 +157,9 @@ FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(states)s::text[],
 -- planner walks a partial index on running jobs, full of dead entries while a queue
 -- drains, instead of the ids (a drain ran ~16x slower; tests/test_claim_plans.py).
 WHERE j.id = u.id AND j.attempt = u.attempt AND j.state || '' = 'running'
-RETURNING j.id
+-- watched: a dependent or a waiter cares; its completion is resolved and announced by
+-- deps_resolve right after (store/postgres/store.py). Plain jobs pay nothing for it.
+RETURNING j.id, j.watched AND j.state IN ('succeeded', 'dead', 'cancelled')
 
 -- name: jobs_heartbeat
 -- Only the (id, attempt) pairs the worker holds: a job claimed by a call whose reply
@@ -177,7 +179,7 @@ RETURNING j.id, j.attempt, j.cancel_requested
 -- After a claim whose reply was lost: the jobs it took never reached the worker, so
 -- they go back at once, their attempt not counted (they never began).
 UPDATE {schema}.jobs j
-SET state = 'available', lease_expires_at = NULL, max_attempts = j.max_attempts + 1,
+SET state = 'available', lease_expires_at = NULL, uncounted = j.uncounted + 1,
     run_at = {now},
     errors = j.errors || jsonb_build_array(jsonb_build_object(
         'attempt', j.attempt, 'kind', 'released', 'type', 'ReplyLost',
@@ -202,28 +204,59 @@ WHERE (j.attempt = u.attempt AND j.state = u.state)
            AND e->>'kind' IN ('lease_expired', 'handed_back', 'released')))
 
 -- name: jobs_rescue
+-- A workflow not yet ended is spared (back, this run not counted) when its lost run never
+-- began its body (claimed ahead), or when the run was its last attempt and it had not
+-- decided to compensate yet: its next run sees the lost last attempt and compensates
+-- (workflow/runner.py). A run lost while compensating on its last attempt ends the
+-- workflow failed. See store/sqlite/jobs.sql for the same rule in three statements.
 WITH expired AS (
     SELECT id FROM {schema}.jobs
     WHERE state = 'running' AND lease_expires_at < {now}
     ORDER BY lease_expires_at
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
+),
+flows AS (
+    SELECT r.job_id, j.attempt,
+           (r.began_attempt IS DISTINCT FROM j.attempt
+            OR (r.status = 'running' AND j.attempt - j.uncounted >= j.max_attempts)) AS spared,
+           (r.began_attempt = j.attempt AND r.status = 'compensating'
+            AND j.attempt - j.uncounted >= j.max_attempts) AS ends
+    FROM expired e JOIN {schema}.jobs j ON j.id = e.id
+         JOIN {schema}.workflow_runs r ON r.job_id = e.id
+    WHERE r.status IN ('running', 'compensating')
+),
+marked AS (
+    UPDATE {schema}.workflow_runs r
+    SET last_attempt = CASE WHEN f.spared AND r.began_attempt = f.attempt THEN f.attempt
+                            ELSE r.last_attempt END,
+        status = CASE WHEN f.ends THEN 'failed' ELSE r.status END,
+        cause = CASE WHEN f.ends THEN coalesce(r.cause || '; ', '')
+                     || 'its worker died on the last attempt while compensating'
+                     ELSE r.cause END,
+        updated_at = {now}
+    FROM flows f
+    WHERE r.job_id = f.job_id AND (f.spared OR f.ends)
 )
 UPDATE {schema}.jobs j
-SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'dead' ELSE 'available' END,
-    finished_at = CASE WHEN j.attempt >= j.max_attempts THEN {now} END,
+SET state = CASE WHEN coalesce(f.spared, false) THEN 'available'
+                 WHEN j.attempt - j.uncounted >= j.max_attempts THEN 'dead'
+                 ELSE 'available' END,
+    finished_at = CASE WHEN NOT coalesce(f.spared, false)
+                        AND j.attempt - j.uncounted >= j.max_attempts THEN {now} END,
+    uncounted = j.uncounted + CASE WHEN coalesce(f.spared, false) THEN 1 ELSE 0 END,
     lease_expires_at = NULL,
     errors = j.errors || jsonb_build_array(jsonb_build_object(
         'attempt', j.attempt, 'kind', 'lease_expired', 'type', 'LeaseExpired',
         'message', 'worker ' || coalesce(j.worker_id, '?') || ' stopped renewing its lease',
         'at', {now}))
-FROM expired
+FROM expired LEFT JOIN flows f ON f.job_id = expired.id
 WHERE j.id = expired.id
 RETURNING j.id, j.state, j.task, j.queue, j.attempt
 
 -- name: jobs_hand_back
 UPDATE {schema}.jobs j
-SET state = 'available', lease_expires_at = NULL, max_attempts = j.max_attempts + 1,
+SET state = 'available', lease_expires_at = NULL, uncounted = j.uncounted + 1,
     run_at = {now},
     errors = j.errors || jsonb_build_array(jsonb_build_object(
         'attempt', j.attempt, 'kind', 'handed_back', 'type', 'Shutdown',
@@ -249,7 +282,7 @@ LIMIT %(limit)s
 -- name: jobs_retry
 UPDATE {schema}.jobs
 SET state = 'available', run_at = {now}, finished_at = NULL,
-    max_attempts = greatest(max_attempts, attempt + 1), cancel_requested = false
+    max_attempts = greatest(max_attempts, attempt - uncounted + 1), cancel_requested = false
 WHERE id = %(id)s AND state IN ('dead', 'cancelled', 'retrying', 'scheduled')
 RETURNING id
 

@@ -15,7 +15,7 @@ RETURNING j.cancel_requested,
 -- name: jobs_yield
 -- At a checkpoint on a paused queue: back to waiting, without spending an attempt.
 UPDATE {schema}.jobs
-SET state = 'available', lease_expires_at = NULL, max_attempts = max_attempts + 1,
+SET state = 'available', lease_expires_at = NULL, uncounted = uncounted + 1,
     run_at = {now},
     errors = errors || jsonb_build_array(jsonb_build_object(
         'attempt', attempt, 'kind', 'paused', 'type', 'QueuePaused',

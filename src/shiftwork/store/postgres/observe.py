@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg.rows import dict_row
 
-from ...records import Job, QueueMinute
+from ...records import GroupStats, Job, QueueGroups, QueueMinute
 from ...states import JobState
 from ..rows import aware, decoded, job_from_row, search_params
 
@@ -43,6 +43,16 @@ class PostgresObserve:
     def workers_running(self) -> dict[str, int]:
         with self._conn() as c:
             return {r[0]: r[1] for r in c.execute(self.q["workers_running"])}
+
+    def groups_busiest(self, queue: str | None = None, limit: int = 10) -> list[GroupStats]:
+        with self._conn() as c:
+            rows = c.execute(self.q["groups_busiest"], {"queue": queue, "limit": limit})
+            return [GroupStats(r[0], r[1], int(r[2]), int(r[3])) for r in rows]
+
+    def queue_group_counts(self) -> list[QueueGroups]:
+        with self._conn() as c:
+            return [QueueGroups(r[0], int(r[1]), int(r[2]))
+                    for r in c.execute(self.q["queue_group_counts"])]
 
     def jobs_search(self, text: str | None = None, state: JobState | None = None,
                     queue: str | None = None, limit: int = 50) -> list[Job]:

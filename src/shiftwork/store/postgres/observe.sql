@@ -31,3 +31,21 @@ ORDER BY id DESC LIMIT %(limit)s
 
 -- name: jobs_discard
 DELETE FROM {schema}.jobs WHERE id = ANY(%(ids)s::bigint[]) AND state = 'dead' RETURNING id
+
+-- name: groups_busiest
+-- Every waiting or running job with a group is read: for people, not for claims.
+SELECT queue, meta->>'group',
+       count(*) FILTER (WHERE state <> 'running'), count(*) FILTER (WHERE state = 'running')
+FROM {schema}.jobs
+WHERE state IN ('available', 'scheduled', 'retrying', 'running') AND meta ? 'group'
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+GROUP BY 1, 2
+ORDER BY count(*) DESC, 1, 2
+LIMIT %(limit)s
+
+-- name: queue_group_counts
+SELECT queue, count(DISTINCT meta->>'group') FILTER (WHERE state <> 'running'),
+       count(DISTINCT meta->>'group') FILTER (WHERE state = 'running')
+FROM {schema}.jobs
+WHERE state IN ('available', 'scheduled', 'retrying', 'running') AND meta ? 'group'
+GROUP BY 1 ORDER BY 1

@@ -25,8 +25,9 @@ from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, W
 from ...redact import describe_dsn, redact
 from ...states import JobState
 from ..connections import Connections, application_name
+from ..deps import DepsActions
 from ..fleet import FleetWrites
-from ..flow_claim import ClaimSteps, claim_with_flow
+from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
 from ..jobs import (
     JobsActions,
     claimed_jobs,
@@ -50,6 +51,9 @@ from .workflows import PostgresWorkflows
 log = logging.getLogger("shiftwork.store.postgres")
 
 NOTIFY_CHANNEL_PREFIX = "shiftwork_jobs_"
+#: Finished jobs someone waits on (job.result()): a channel of their own, so the
+#: workers' listeners are not woken by completions.
+DONE_CHANNEL_PREFIX = "shiftwork_done_"
 _UNIQUE = "jobs_unique_key_idx"
 #: Jobs with unique keys go in statements of at most this many rows.
 KEYED_BATCH = 5000
@@ -66,7 +70,7 @@ def _due_counts(jobs: list[NewJob]) -> list[tuple[str, int]]:
 
 
 class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, PostgresObserve,
-                    PostgresSchedules, JobsActions, LongJobsWrites, FleetWrites):
+                    PostgresSchedules, DepsActions, JobsActions, LongJobsWrites, FleetWrites):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,
@@ -90,6 +94,8 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         self.schema = check_schema(schema)
         self.clock = clock or SystemClock()
         self.channel = NOTIFY_CHANNEL_PREFIX + self.schema
+        self._buckets_made: set[str] = set()  # queue buckets known to exist (never deleted)
+        self.done_channel = DONE_CHANNEL_PREFIX + self.schema
         quoted = f'"{self.schema}"'
         now = "coalesce(%(now)s::timestamptz, now())"
         self.q = load_all_queries(__package__ or "", schema=quoted, now=now)
@@ -184,16 +190,31 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
     def _notify(self, c: psycopg.Connection[Any], queues: list[str]) -> None:
         c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": queues})
 
-    def wakeups_listen(self) -> PostgresWakeListener | None:
+    def _rows(self, c: psycopg.Connection[Any], query: str, **params: Any) -> list[Any]:
+        cur = c.execute(self.q[query], self._p(channel=self.channel,
+                                               done_channel=self.done_channel, **params))
+        return cur.fetchall() if cur.description else []
+
+    def _deps_resolve_step(self, c: psycopg.Connection[Any], parent_ids: list[int],
+                           finished: bool = False) -> list[Any]:
+        return [r for r in self._rows(c, "deps_resolve", ids=parent_ids, finished=finished)
+                if r[0] is not None]
+
+    def _instant(self, value: Any) -> Any:
+        return aware(value)
+
+    def wakeups_listen(self, topic: str = "jobs") -> PostgresWakeListener | None:
         """LISTEN on a dedicated autocommit connection (not from the pool), to
-        ``listen_dsn`` if set. None behind PgBouncer without one: LISTEN through a
-        transaction pooler hears nothing, so workers poll."""
+        ``listen_dsn`` if set; ``topic`` "done": finished jobs someone waits on, instead of
+        queues with work. None behind PgBouncer without a listen DSN: LISTEN through a
+        transaction pooler hears nothing, so callers poll."""
         if not self.connections.listens:
             return None
         dsn = self.connections.listen_dsn or self.dsn
         try:
             conn = psycopg.connect(dsn, autocommit=True, **self._connect_kwargs(dsn, "listen"))
-            return PostgresWakeListener(conn, self.channel)
+            return PostgresWakeListener(
+                conn, self.done_channel if topic == "done" else self.channel)
         except psycopg.Error as exc:
             raise StorageError(f"cannot LISTEN on PostgreSQL at {describe_dsn(dsn)}: "
                                f"{exc}".strip()) from exc
@@ -363,10 +384,63 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                     queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
                     prepare=self._prepare).fetchall()
             return claimed_jobs(rows)
+        rate = flow.queue_rate if flow is not None else None
+        if rate is not None and not limits and flow == ClaimFlow(queue_rate=rate):
+            # A queue-wide rate limit and nothing else: one statement, as a plain claim.
+            key = f"queue:{queue}"
+            with self._conn() as c:
+                if key not in self._buckets_made:
+                    c.execute(self.q["rate_bucket_ensure"], self._p(
+                        key=key, capacity=rate.capacity))
+                    self._buckets_made.add(key)
+                rows = c.execute(self.q["jobs_claim_queue_rate"], self._p(
+                    queue=queue, limit=limit, worker=worker_id, lease=lease_seconds, key=key,
+                    capacity=rate.capacity, rate=rate.rate), prepare=self._prepare).fetchall()
+            return claimed_jobs(rows)
+        if flow is not None and flow.fair and not limits and flow == ClaimFlow(fair=True):
+            # A fair queue and nothing else: one statement, one round trip. Prepared: its
+            # planning costs more than running it, and each step is an index probe by key.
+            with self._conn() as c:
+                rows = c.execute(self.q["fair_claim"], self._p(
+                    queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
+                    prepare=self._prepare).fetchall()
+            return claimed_jobs(rows)
         with self._conn() as c, c.transaction():
-            rows = claim_with_flow(queue, limit, limits or {}, flow or ClaimFlow(),
-                                   self._claim_steps(c, queue, worker_id, lease_seconds))
+            steps = self._claim_steps(c, queue, worker_id, lease_seconds)
+            if flow is not None and flow.fair:
+                rows = claim_fair(queue, limit, limits or {}, flow, steps,
+                                  self._fair_steps(c, queue))
+            else:
+                rows = claim_with_flow(queue, limit, limits or {}, flow or ClaimFlow(), steps)
         return claimed_jobs(rows)
+
+    def _fair_steps(self, c: psycopg.Connection[Any], queue: str) -> FairSteps:
+        q = self.q
+
+        def cursor() -> tuple[str, int]:
+            row = c.execute(q["fair_cursor_lock"], {"queue": queue}).fetchone()
+            if row is None:  # the queue's first fair claim
+                c.execute(q["fair_cursor_ensure"], {"queue": queue})
+                row = c.execute(q["fair_cursor_lock"], {"queue": queue}).fetchone()
+            assert row is not None  # ensured just before, and never deleted
+            return str(row[0]), int(row[1])
+
+        def set_cursor(group: str, served: int) -> None:
+            c.execute(q["fair_cursor_set"], {"queue": queue, "group": group, "served": served})
+
+        def groups(after: str, n: int) -> list[str]:
+            return [r[0] for r in c.execute(q["fair_groups"],
+                                            {"queue": queue, "after": after, "n": n})]
+
+        def heads(groups: list[str], take: list[int], skip: list[int]) -> list[Any]:
+            return c.execute(q["fair_heads"], self._p(
+                queue=queue, groups=groups, take=take, skip=skip)).fetchall()
+
+        def ungrouped(take: int, skip: int) -> list[Any]:
+            return c.execute(q["fair_ungrouped"], self._p(
+                queue=queue, take=take, skip=skip, peek=FAIR_PEEK)).fetchall()
+
+        return FairSteps(cursor, set_cursor, groups, heads, ungrouped)
 
     def _claim_steps(self, c: psycopg.Connection[Any], queue: str, worker: str,
                      lease: float) -> ClaimSteps:
@@ -382,19 +456,21 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             return int(row[0]) if row else 0
 
         def claim(n: int, only_task: str | None, exclude: list[str]) -> list[Any]:
+            if only_task is None and not exclude:  # a queue-wide limit only: the common claim
+                return c.execute(q["jobs_claim"], self._p(
+                    queue=queue, limit=n, worker=worker, lease=lease), prepare=self._prepare).fetchall()
             return c.execute(q["jobs_claim_filtered"], self._p(
                 queue=queue, limit=n, worker=worker, lease=lease, only_task=only_task,
                 exclude=exclude), prepare=False).fetchall()
 
         def bucket(key: str, rate: RateLimit) -> float:
-            c.execute(q["rate_bucket_ensure"], self._p(key=key, capacity=rate.capacity))
             row = c.execute(q["rate_bucket_lock"], self._p(
-                key=key, capacity=rate.capacity, rate=rate.rate)).fetchone()
-            assert row is not None  # ensured just before, and never deleted
+                key=key, capacity=rate.capacity, rate=rate.rate), prepare=self._prepare).fetchone()
+            assert row is not None  # made (full) if missing, and locked, by the statement
             return float(row[0])
 
         def set_bucket(key: str, tokens: float) -> None:
-            c.execute(q["rate_bucket_set"], self._p(key=key, tokens=tokens))
+            c.execute(q["rate_bucket_set"], self._p(key=key, tokens=tokens), prepare=self._prepare)
 
         def group_running(task: str) -> dict[str, int]:
             return {r[0]: int(r[1]) for r in c.execute(q["jobs_group_running"], {"task": task})}
@@ -411,6 +487,11 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
 
         return ClaimSteps(running, claim, lock_task, bucket, set_bucket, group_running,
                           candidates, claim_ids)
+
+    def rate_buckets_prune(self, prefix: str, idle_seconds: float) -> int:
+        with self._conn() as c:
+            return int(c.execute(self.q["rate_buckets_prune"], self._p(
+                prefix=prefix, idle=idle_seconds)).rowcount)
 
     def rate_limit_push_back(self, key: str, seconds: float) -> None:
         with self._conn() as c:
@@ -429,8 +510,20 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             errors=[error_json(o) for o in outcomes],
             results=[o.result_json for o in outcomes],
         )
+        done: set[int] = set()
+        watched: list[int] = []
         with self._conn() as c:
-            return {r[0] for r in c.execute(self.q["jobs_complete_many"], params)}
+            for job_id, is_watched in c.execute(self.q["jobs_complete_many"], params):
+                done.add(job_id)
+                if is_watched:
+                    watched.append(job_id)
+            if watched:  # dependents to count down, waiters to wake: a statement more
+                try:
+                    self._resolve_in(c, watched, finished=True)
+                except psycopg.Error as exc:  # the outcomes are written; the sweep and
+                    # the waiters' own polling finish this
+                    log.warning("could not resolve the dependents of %s yet: %s", watched, exc)
+        return done
 
     def jobs_heartbeat(self, worker_id: str, lease_seconds: float,
                        held: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:

@@ -23,11 +23,13 @@ SET status = excluded.status, result = excluded.result, wake_at = excluded.wake_
 RETURNING (SELECT cancel_requested FROM {schema}.jobs WHERE id = %(job)s)
 
 -- name: workflow_run_insert
-INSERT INTO {schema}.workflow_runs (job_id, status, version, created_at, updated_at)
-SELECT %(job)s, 'running', %(version)s, {now}, {now}
+-- The instance row on its first run; on every run, which run began the body last.
+INSERT INTO {schema}.workflow_runs (job_id, status, version, created_at, updated_at,
+                                    began_attempt)
+SELECT %(job)s, 'running', %(version)s, {now}, {now}, %(attempt)s
 WHERE EXISTS (SELECT 1 FROM {schema}.jobs
               WHERE id = %(job)s AND attempt = %(attempt)s AND state = 'running')
-ON CONFLICT (job_id) DO NOTHING
+ON CONFLICT (job_id) DO UPDATE SET began_attempt = excluded.began_attempt
 
 -- name: workflow_run_get
 SELECT r.status, r.version, r.cancelled, r.cause, r.last_attempt, j.cancel_requested,
@@ -46,7 +48,7 @@ WHERE job_id = %(job)s
 
 -- name: workflow_job_extend
 -- More attempts for a decision already taken (compensation), fenced by attempt.
-UPDATE {schema}.jobs SET max_attempts = greatest(max_attempts, attempt + %(extra)s)
+UPDATE {schema}.jobs SET max_attempts = greatest(max_attempts, attempt - uncounted + %(extra)s)
 WHERE id = %(job)s AND attempt = %(attempt)s AND state = 'running'
 
 -- name: workflow_event_insert

@@ -40,4 +40,62 @@ SET state = 'running', attempt = attempt + 1, worker_id = :worker, attempted_at 
     lease_expires_at = :now + :lease
 WHERE id IN (SELECT value FROM json_each(:ids))
   AND state IN ('available', 'scheduled', 'retrying')
-RETURNING id, task, queue, args, attempt, max_attempts, timeout, checkpoint, meta, priority, run_at
+RETURNING id, task, queue, args, attempt, max_attempts, timeout, checkpoint, meta, priority, run_at,
+          uncounted
+
+-- name: fair_cursor_ensure
+INSERT INTO fair_cursors (queue, last_group) VALUES (:queue, '') ON CONFLICT (queue) DO NOTHING
+
+-- name: fair_cursor_lock
+SELECT last_group, served FROM fair_cursors WHERE queue = :queue
+
+-- name: fair_cursor_set
+UPDATE fair_cursors SET last_group = :group, served = :served WHERE queue = :queue
+
+-- name: fair_groups
+-- The next groups with waiting jobs after a group key, in key order: a loose index scan of
+-- jobs_group_claim_idx, one index probe per group, whatever the backlog of each.
+WITH RECURSIVE g(grp, n) AS (
+    SELECT (SELECT json_extract(meta, '$.group') FROM jobs INDEXED BY jobs_group_claim_idx
+            WHERE queue = :queue AND state IN ('available', 'scheduled', 'retrying')
+              AND json_extract(meta, '$.group') IS NOT NULL
+              AND json_extract(meta, '$.group') > :after
+            ORDER BY json_extract(meta, '$.group') LIMIT 1), 1
+    UNION ALL
+    SELECT (SELECT json_extract(j.meta, '$.group') FROM jobs j INDEXED BY jobs_group_claim_idx
+            WHERE j.queue = :queue AND j.state IN ('available', 'scheduled', 'retrying')
+              AND json_extract(j.meta, '$.group') IS NOT NULL
+              AND json_extract(j.meta, '$.group') > g.grp
+            ORDER BY json_extract(j.meta, '$.group') LIMIT 1), g.n + 1
+    FROM g WHERE g.grp IS NOT NULL AND g.n < :n
+)
+SELECT grp FROM g WHERE grp IS NOT NULL
+
+-- name: fair_heads
+-- The first due jobs of one group, in claim order within the group (priority wins there).
+SELECT id, json_extract(meta, '$.group'), task FROM jobs INDEXED BY jobs_group_claim_idx
+WHERE queue = :queue AND state IN ('available', 'scheduled', 'retrying')
+  AND json_extract(meta, '$.group') IS NOT NULL AND json_extract(meta, '$.group') = :group
+  AND run_at <= :now
+  AND NOT EXISTS (SELECT 1 FROM queue_settings s WHERE s.queue = :queue AND s.paused)
+ORDER BY priority DESC, run_at, id
+LIMIT :take OFFSET :skip
+
+-- name: fair_ungrouped
+-- Jobs without a group, if among the first :peek waiting jobs (bounded: see the Postgres file).
+SELECT id, NULL, task FROM (
+    SELECT id, task, meta, priority, run_at FROM jobs INDEXED BY jobs_claim_idx
+    WHERE queue = :queue AND state IN ('available', 'scheduled', 'retrying')
+      AND run_at <= :now
+      AND NOT EXISTS (SELECT 1 FROM queue_settings s WHERE s.queue = :queue AND s.paused)
+    ORDER BY priority DESC, run_at, id
+    LIMIT :peek
+)
+WHERE json_extract(meta, '$.group') IS NULL
+ORDER BY priority DESC, run_at, id
+LIMIT :take OFFSET :skip
+
+-- name: rate_buckets_prune
+-- See the Postgres file: idle buckets under a prefix are full again, the same as no row.
+DELETE FROM rate_buckets
+WHERE substr(key, 1, length(:prefix)) = :prefix AND updated_at < :now - :idle

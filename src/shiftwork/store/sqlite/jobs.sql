@@ -47,7 +47,8 @@ WHERE id IN (
     ORDER BY priority DESC, run_at, id
     LIMIT :limit
 )
-RETURNING id, task, queue, args, attempt, max_attempts, timeout, checkpoint, meta, priority, run_at
+RETURNING id, task, queue, args, attempt, max_attempts, timeout, checkpoint, meta, priority, run_at,
+          uncounted
 
 -- name: jobs_count_running_task
 SELECT count(*) FROM jobs WHERE state = 'running' AND task = :task
@@ -63,8 +64,8 @@ SET state = :state,
     errors = CASE WHEN :error IS NULL THEN errors ELSE json_insert(errors, '$[#]', json(:error)) END,
     result = :result,
     lease_expires_at = NULL,
-    -- a snoozed attempt (back to scheduled) is not counted against max_attempts
-    max_attempts = max_attempts + CASE WHEN :state = 'scheduled' THEN 1 ELSE 0 END
+    -- a snoozed run (back to scheduled) is not counted as an attempt
+    uncounted = uncounted + CASE WHEN :state = 'scheduled' THEN 1 ELSE 0 END
 WHERE id = :id AND attempt = :attempt AND state = 'running'
 
 -- name: jobs_complete_succeeded
@@ -75,7 +76,7 @@ SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL, wake_requeste
 WHERE id = ? AND attempt = ? AND state = 'running'
 
 -- name: jobs_running_attempts
-SELECT id, attempt FROM jobs
+SELECT id, attempt, watched FROM jobs
 WHERE state = 'running' AND id IN (SELECT value FROM json_each(:ids))
 
 -- name: jobs_heartbeat_worker
@@ -93,7 +94,7 @@ RETURNING id, attempt, cancel_requested
 
 -- name: jobs_release_unknown
 UPDATE jobs
-SET state = 'available', lease_expires_at = NULL, max_attempts = max_attempts + 1, run_at = :now,
+SET state = 'available', lease_expires_at = NULL, uncounted = uncounted + 1, run_at = :now,
     errors = json_insert(errors, '$[#]', json_object(
         'attempt', attempt, 'kind', 'released', 'type', 'ReplyLost',
         'message', 'claimed by a call whose reply was lost; given back, attempt not counted',
@@ -113,24 +114,54 @@ WHERE (j.attempt = json_extract(o.value, '$[1]') AND j.state = json_extract(o.va
          WHERE json_extract(e.value, '$.attempt') = json_extract(o.value, '$[1]')
            AND json_extract(e.value, '$.kind') IN ('lease_expired', 'handed_back', 'released')))
 
+-- name: jobs_rescue_flows
+-- Before jobs_rescue, in its transaction: the workflows among the expired jobs (the rule
+-- is in the Postgres query): the lost last run of a deciding workflow is noted; one lost
+-- while compensating on its last attempt ends the workflow failed.
+UPDATE workflow_runs
+SET last_attempt = CASE
+        WHEN status = 'running' AND began_attempt = (SELECT attempt FROM jobs WHERE id = job_id)
+        THEN (SELECT attempt FROM jobs WHERE id = job_id) ELSE last_attempt END,
+    status = CASE WHEN status = 'compensating' THEN 'failed' ELSE status END,
+    cause = CASE WHEN status = 'compensating' THEN coalesce(cause || '; ', '')
+                 || 'its worker died on the last attempt while compensating' ELSE cause END,
+    updated_at = :now
+WHERE status IN ('running', 'compensating')
+  AND job_id IN (SELECT id FROM jobs WHERE state = 'running' AND lease_expires_at < :now
+                 AND attempt - uncounted >= max_attempts
+                 ORDER BY lease_expires_at LIMIT :limit)
+  AND began_attempt = (SELECT attempt FROM jobs WHERE id = job_id)
+
 -- name: jobs_rescue
+-- A workflow not yet ended is spared (back, this run not counted): see the Postgres query.
 UPDATE jobs
-SET state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
-    finished_at = CASE WHEN attempt >= max_attempts THEN :now END,
+SET state = CASE WHEN x.spared THEN 'available'
+                 WHEN jobs.attempt - jobs.uncounted >= jobs.max_attempts THEN 'dead'
+                 ELSE 'available' END,
+    finished_at = CASE WHEN NOT x.spared AND jobs.attempt - jobs.uncounted >= jobs.max_attempts
+                       THEN :now END,
+    uncounted = jobs.uncounted + x.spared,
     lease_expires_at = NULL,
-    errors = json_insert(errors, '$[#]', json_object(
-        'attempt', attempt, 'kind', 'lease_expired', 'type', 'LeaseExpired',
-        'message', 'worker ' || coalesce(worker_id, '?') || ' stopped renewing its lease',
+    errors = json_insert(jobs.errors, '$[#]', json_object(
+        'attempt', jobs.attempt, 'kind', 'lease_expired', 'type', 'LeaseExpired',
+        'message', 'worker ' || coalesce(jobs.worker_id, '?') || ' stopped renewing its lease',
         'at', :now_iso))
-WHERE id IN (
-    SELECT id FROM jobs WHERE state = 'running' AND lease_expires_at < :now
-    ORDER BY lease_expires_at LIMIT :limit
-)
+FROM (
+    SELECT j.id AS rid, EXISTS (
+        SELECT 1 FROM workflow_runs r
+        WHERE r.job_id = j.id AND r.status IN ('running', 'compensating')
+          AND (r.began_attempt IS NOT j.attempt
+               OR (r.status = 'running' AND j.attempt - j.uncounted >= j.max_attempts))
+    ) AS spared
+    FROM jobs j WHERE j.state = 'running' AND j.lease_expires_at < :now
+    ORDER BY j.lease_expires_at LIMIT :limit
+) AS x
+WHERE jobs.id = x.rid
 RETURNING id, state, task, queue, attempt
 
 -- name: jobs_hand_back
 UPDATE jobs
-SET state = 'available', lease_expires_at = NULL, max_attempts = max_attempts + 1, run_at = :now,
+SET state = 'available', lease_expires_at = NULL, uncounted = uncounted + 1, run_at = :now,
     errors = json_insert(errors, '$[#]', json_object(
         'attempt', attempt, 'kind', 'handed_back', 'type', 'Shutdown',
         'message', 'worker shut down before the job finished; attempt not counted',
@@ -153,7 +184,7 @@ LIMIT :limit
 -- name: jobs_retry
 UPDATE jobs
 SET state = 'available', run_at = :now, finished_at = NULL,
-    max_attempts = max(max_attempts, attempt + 1), cancel_requested = 0
+    max_attempts = max(max_attempts, attempt - uncounted + 1), cancel_requested = 0
 WHERE id = :id AND state IN ('dead', 'cancelled', 'retrying', 'scheduled')
 RETURNING id
 

@@ -15,7 +15,7 @@ RETURNING cancel_requested,
 -- name: jobs_yield
 -- At a checkpoint on a paused queue: back to waiting, without spending an attempt.
 UPDATE jobs
-SET state = 'available', lease_expires_at = NULL, max_attempts = max_attempts + 1, run_at = :now,
+SET state = 'available', lease_expires_at = NULL, uncounted = uncounted + 1, run_at = :now,
     errors = json_insert(errors, '$[#]', json_object(
         'attempt', attempt, 'kind', 'paused', 'type', 'QueuePaused',
         'message', 'queue ' || queue || ' was paused; the job yielded at its checkpoint',

@@ -7,7 +7,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ...records import Job, QueueMinute
+from ...records import GroupStats, Job, QueueGroups, QueueMinute
 from ...states import JobState
 from ..rows import from_ts, job_from_row, loads, search_params
 
@@ -46,6 +46,14 @@ class SQLiteObserve:
 
     def workers_running(self) -> dict[str, int]:
         return {r[0]: r[1] for r in self.conn.execute(self.q["workers_running"])}
+
+    def groups_busiest(self, queue: str | None = None, limit: int = 10) -> list[GroupStats]:
+        rows = self.conn.execute(self.q["groups_busiest"], {"queue": queue, "limit": limit})
+        return [GroupStats(r[0], str(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+    def queue_group_counts(self) -> list[QueueGroups]:
+        return [QueueGroups(r[0], int(r[1]), int(r[2]))
+                for r in self.conn.execute(self.q["queue_group_counts"])]
 
     def jobs_search(self, text: str | None = None, state: JobState | None = None,
                     queue: str | None = None, limit: int = 50) -> list[Job]:

@@ -28,3 +28,24 @@ ORDER BY id DESC LIMIT :limit
 
 -- name: jobs_discard
 DELETE FROM jobs WHERE id = :id AND state = 'dead'
+
+-- name: groups_busiest
+-- Every waiting or running job with a group is read: for people, not for claims.
+SELECT queue, json_extract(meta, '$.group'),
+       sum(state <> 'running'), sum(state = 'running')
+FROM jobs
+WHERE state IN ('available', 'scheduled', 'retrying', 'running')
+  AND json_extract(meta, '$.group') IS NOT NULL
+  AND (:queue IS NULL OR queue = :queue)
+GROUP BY 1, 2
+ORDER BY count(*) DESC, 1, 2
+LIMIT :limit
+
+-- name: queue_group_counts
+SELECT queue,
+       count(DISTINCT CASE WHEN state <> 'running' THEN json_extract(meta, '$.group') END),
+       count(DISTINCT CASE WHEN state = 'running' THEN json_extract(meta, '$.group') END)
+FROM jobs
+WHERE state IN ('available', 'scheduled', 'retrying', 'running')
+  AND json_extract(meta, '$.group') IS NOT NULL
+GROUP BY 1 ORDER BY 1

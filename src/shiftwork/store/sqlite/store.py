@@ -10,7 +10,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from datetime import datetime
 from typing import Any
 
@@ -20,9 +20,10 @@ from ...flow import ClaimFlow, RateLimit
 from ...job import NewJob
 from ...outcome import Outcome
 from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, WorkerInfo
-from ...states import JobState
+from ...states import FINAL, JobState
+from ..deps import DepsActions
 from ..fleet import FleetWrites
-from ..flow_claim import ClaimSteps, claim_with_flow
+from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
 from ..jobs import (
     JobsActions,
     claim_within_limits,
@@ -67,7 +68,7 @@ COMPLETE_BATCH = 200
 PAGE_CACHE_KIB = 16 * 1024
 
 class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedules,
-                  JobsActions, LongJobsWrites, FleetWrites):
+                  DepsActions, JobsActions, LongJobsWrites, FleetWrites):
     engine = "sqlite"
 
     def __init__(self, path: str, clock: Clock | None = None, busy_timeout: float = 30.0) -> None:
@@ -180,6 +181,32 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
     def _notify(self, c: sqlite3.Connection, queues: list[str]) -> None:
         pass  # workers see every commit through PRAGMA data_version (wakeups.py)
 
+    def _rows(self, c: sqlite3.Connection, query: str, **params: Any) -> list[Any]:
+        now = self.clock.now()
+        params = {k: json.dumps(v) if isinstance(v, (list, tuple)) else v
+                  for k, v in params.items()}
+        params["now"], params["now_iso"] = now.timestamp(), now.isoformat()
+        return c.execute(self.q[query], params).fetchall()
+
+    def _deps_resolve_step(self, c: sqlite3.Connection, parent_ids: list[int],
+                           finished: bool = False) -> list[Any]:
+        hits: dict[int, list[int]] = {}  # dependent -> [edges taken, a failed parent or 0]
+        for job_id, parent_id, bad in self._rows(c, "deps_take_edges", ids=parent_ids):
+            hit = hits.setdefault(job_id, [0, 0])
+            hit[0] += 1
+            if bad and (not hit[1] or parent_id < hit[1]):
+                hit[1] = parent_id
+        changed = []
+        for job_id, (n, bad) in sorted(hits.items()):
+            changed += self._rows(c, "deps_count_down", id=job_id, n=n, bad=bad or None)
+        return changed
+
+    def _instant(self, value: Any) -> Any:
+        return from_ts(value)
+
+    def _reader(self) -> AbstractContextManager[sqlite3.Connection]:
+        return nullcontext(self.conn)  # one statement reads a consistent snapshot
+
     def close(self) -> None:
         with self._lock:
             for c in self._all:
@@ -210,7 +237,7 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
     def db_now(self) -> datetime:
         return self.clock.now()
 
-    def wakeups_listen(self) -> DataVersionWatcher:
+    def wakeups_listen(self, topic: str = "jobs") -> DataVersionWatcher:
         # A connection of the watcher's own: data_version is per connection, so the first
         # read and every later one must be on the same one, whichever thread reads.
         return DataVersionWatcher(self._connect())
@@ -347,10 +374,49 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                 return c.execute(q["jobs_claim_ids"], {**base, "ids": json.dumps(ids)}
                                  ).fetchall()
 
-            rows = claim_with_flow(queue, limit, limits or {}, flow, ClaimSteps(
-                running, claim, lambda task: None, bucket, set_bucket, group_running,
-                candidates, claim_ids))
+            steps = ClaimSteps(running, claim, lambda task: None, bucket, set_bucket,
+                               group_running, candidates, claim_ids)
+            if flow.fair:
+                rows = claim_fair(queue, limit, limits or {}, flow, steps,
+                                  self._fair_steps(c, queue, now))
+            else:
+                rows = claim_with_flow(queue, limit, limits or {}, flow, steps)
         return claimed_jobs(rows)
+
+    def _fair_steps(self, c: sqlite3.Connection, queue: str, now: float) -> FairSteps:
+        q = self.q
+
+        def cursor() -> tuple[str, int]:
+            c.execute(q["fair_cursor_ensure"], {"queue": queue})
+            row = c.execute(q["fair_cursor_lock"], {"queue": queue}).fetchone()
+            return str(row[0]), int(row[1])
+
+        def set_cursor(group: str, served: int) -> None:
+            c.execute(q["fair_cursor_set"], {"queue": queue, "group": group, "served": served})
+
+        def groups(after: str, n: int) -> list[str]:
+            return [r[0] for r in c.execute(q["fair_groups"],
+                                            {"queue": queue, "after": after, "n": n})]
+
+        def heads(groups: list[str], take: list[int], skip: list[int]) -> list[Any]:
+            # In-process: one indexed query per group costs no round trip.
+            rows: list[Any] = []
+            for group, n, k in zip(groups, take, skip, strict=True):
+                rows += c.execute(q["fair_heads"], {"queue": queue, "group": group, "take": n,
+                                                    "skip": k, "now": now}).fetchall()
+            return rows
+
+        def ungrouped(take: int, skip: int) -> list[Any]:
+            return list(c.execute(q["fair_ungrouped"], {"queue": queue, "take": take,
+                                                        "skip": skip, "now": now,
+                                                        "peek": FAIR_PEEK}))
+
+        return FairSteps(cursor, set_cursor, groups, heads, ungrouped)
+
+    def rate_buckets_prune(self, prefix: str, idle_seconds: float) -> int:
+        with self._tx() as c:
+            return int(c.execute(self.q["rate_buckets_prune"], {
+                "prefix": prefix, "idle": idle_seconds, "now": self._now()}).rowcount)
 
     def rate_limit_push_back(self, key: str, seconds: float) -> None:
         with self._tx() as c:
@@ -377,8 +443,10 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         with self._tx() as c:
             # The write lock is held: read which attempts still hold their jobs, then
             # update exactly those (each UPDATE keeps its own fence too).
-            held = {(r[0], r[1]) for r in c.execute(self.q["jobs_running_attempts"], {
-                "ids": json.dumps([o.job_id for o in outcomes])})}
+            running = c.execute(self.q["jobs_running_attempts"], {
+                "ids": json.dumps([o.job_id for o in outcomes])}).fetchall()
+            held = {(r[0], r[1]) for r in running}
+            watched = {r[0] for r in running if r[2]}
             fenced = [o for o in outcomes if (o.job_id, o.attempt) in held]
             plain: list[tuple[float, int, int]] = []
             other: list[Outcome] = []
@@ -395,6 +463,10 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                     "run_at": to_ts(o.run_at),
                     "error": error_json(o),
                     "result": o.result_json} for o in other])
+            # Jobs with dependents (or waiters): resolve them in the same transaction.
+            finished = [o.job_id for o in fenced if o.job_id in watched and o.state in FINAL]
+            if finished:
+                self._resolve_in(c, finished)
         return {o.job_id for o in fenced}
 
     def jobs_heartbeat(self, worker_id: str, lease_seconds: float,
@@ -425,9 +497,10 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
 
     def jobs_rescue(self, limit: int = 1000) -> list[RescuedJob]:
         now = self.clock.now()
+        params = {"now": now.timestamp(), "now_iso": now.isoformat(), "limit": limit}
         with self._tx() as c:
-            rows = c.execute(self.q["jobs_rescue"], {
-                "now": now.timestamp(), "now_iso": now.isoformat(), "limit": limit}).fetchall()
+            c.execute(self.q["jobs_rescue_flows"], params)
+            rows = c.execute(self.q["jobs_rescue"], params).fetchall()
         return rescued_jobs(rows)
 
     def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]]) -> int:

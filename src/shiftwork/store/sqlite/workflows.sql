@@ -23,10 +23,11 @@ SET status = excluded.status, result = excluded.result, wake_at = excluded.wake_
 SELECT cancel_requested FROM jobs WHERE id = :job
 
 -- name: workflow_run_insert
-INSERT INTO workflow_runs (job_id, status, version, created_at, updated_at)
-SELECT :job, 'running', :version, :now, :now
+-- The instance row on its first run; on every run, which run began the body last.
+INSERT INTO workflow_runs (job_id, status, version, created_at, updated_at, began_attempt)
+SELECT :job, 'running', :version, :now, :now, :attempt
 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = :job AND attempt = :attempt AND state = 'running')
-ON CONFLICT (job_id) DO NOTHING
+ON CONFLICT (job_id) DO UPDATE SET began_attempt = excluded.began_attempt
 
 -- name: workflow_run_get
 SELECT r.status, r.version, r.cancelled, r.cause, r.last_attempt, j.cancel_requested,
@@ -42,7 +43,7 @@ WHERE job_id = :job
   AND EXISTS (SELECT 1 FROM jobs WHERE id = :job AND attempt = :attempt AND state = 'running')
 
 -- name: workflow_job_extend
-UPDATE jobs SET max_attempts = max(max_attempts, attempt + :extra)
+UPDATE jobs SET max_attempts = max(max_attempts, attempt - uncounted + :extra)
 WHERE id = :job AND attempt = :attempt AND state = 'running'
 
 -- name: workflow_event_insert

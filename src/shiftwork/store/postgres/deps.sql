@@ -1,0 +1,124 @@
+-- Composition: dependencies, groups, waiting on results (store/deps.py decides; these
+-- are its statements). Every lookup of a job is by its primary key.
+
+-- name: deps_watch
+-- Mark jobs as watched (a dependent or a waiter cares when they finish); their states.
+-- The row lock orders this against a completion of the same job: either the completion
+-- sees watched (and resolves / notifies), or this sees the job already finished.
+UPDATE {schema}.jobs SET watched = true
+WHERE id = ANY(%(ids)s::bigint[])
+RETURNING id, state
+
+-- name: deps_link
+INSERT INTO {schema}.job_deps (job_id, parent_id, on_failure)
+SELECT * FROM unnest(%(jobs)s::bigint[], %(parents)s::bigint[], %(on_failure)s::text[])
+
+-- name: deps_mark
+-- Jobs just inserted: how many jobs each waits for, and whether it is itself a parent.
+UPDATE {schema}.jobs j SET deps_pending = p.n, watched = j.watched OR p.w
+FROM unnest(%(ids)s::bigint[], %(counts)s::int[], %(watch)s::bool[]) AS p(id, n, w)
+WHERE j.id = p.id
+
+-- name: deps_resolve
+-- The parents named have finished: take their edges (once each) and count down their
+-- dependents; a dependent whose count reaches zero becomes available, one that must not
+-- run after a failed parent is cancelled. The same tail as in jobs_complete_many.
+WITH edges AS (
+    UPDATE {schema}.job_deps d SET resolved = true
+    FROM {schema}.jobs p
+    WHERE d.parent_id = ANY(%(ids)s::bigint[]) AND NOT d.resolved AND p.id = d.parent_id
+      AND p.state IN ('succeeded', 'dead', 'cancelled')
+    RETURNING d.job_id, d.parent_id, (p.state <> 'succeeded' AND d.on_failure = 'cancel') AS bad
+), released AS (
+    UPDATE {schema}.jobs c
+    SET deps_pending = c.deps_pending - h.n,
+        state = CASE WHEN h.bad IS NOT NULL THEN 'cancelled'
+                     WHEN c.deps_pending - h.n <= 0 THEN 'available' ELSE c.state END,
+        run_at = CASE WHEN h.bad IS NULL AND c.deps_pending - h.n <= 0 THEN {now}
+                      ELSE c.run_at END,
+        finished_at = CASE WHEN h.bad IS NOT NULL THEN {now} END,
+        errors = CASE WHEN h.bad IS NULL THEN c.errors ELSE c.errors || jsonb_build_array(
+            jsonb_build_object('attempt', c.attempt, 'kind', 'dependency',
+                               'type', 'DependencyFailed', 'at', {now},
+                               'message', 'job ' || h.bad || ' it runs after did not succeed'))
+                 END
+    FROM (SELECT job_id, count(*)::int AS n, min(parent_id) FILTER (WHERE bad) AS bad
+          FROM edges GROUP BY job_id) h
+    WHERE c.id = h.job_id AND c.state = 'scheduled' AND c.deps_pending > 0
+    RETURNING c.id, c.state, c.queue, c.watched
+), wake_queues AS (
+    SELECT count(pg_notify(%(channel)s, q)) AS n
+    FROM (SELECT DISTINCT queue FROM released WHERE state = 'available') s(q)
+), wake_waiters AS (
+    SELECT count(pg_notify(%(done_channel)s, '*')) AS n
+    FROM (SELECT 1 FROM released WHERE watched AND state = 'cancelled'
+          UNION ALL SELECT 1 WHERE %(finished)s::boolean LIMIT 1) s
+)
+SELECT r.id, r.state, r.watched FROM released r
+UNION ALL
+-- referenced so that they run; never a row
+SELECT NULL, NULL, NULL FROM wake_queues, wake_waiters WHERE wake_queues.n + wake_waiters.n < 0
+
+-- name: deps_sweep
+-- Watched jobs finished in the last hour with edges still open (a crash between a
+-- completion and its resolution, a rescue to dead, a cancel by a schedule's deadline).
+-- Read through jobs_finished_idx: the history of edges is never scanned.
+SELECT DISTINCT d.parent_id FROM {schema}.jobs p
+JOIN {schema}.job_deps d ON d.parent_id = p.id
+WHERE p.state IN ('succeeded', 'dead', 'cancelled')
+  AND p.finished_at > {now} - interval '1 hour' AND p.watched AND NOT d.resolved
+LIMIT %(limit)s
+
+-- name: jobs_finished
+-- Of the jobs named, those finished: (id, state, result, last error).
+SELECT id, state, result::text, (errors -> -1)::text FROM {schema}.jobs
+WHERE id = ANY(%(ids)s::bigint[]) AND state IN ('succeeded', 'dead', 'cancelled')
+
+-- name: deps_parents
+SELECT d.parent_id, j.task, j.state, d.on_failure, d.resolved
+FROM {schema}.job_deps d LEFT JOIN {schema}.jobs j ON j.id = d.parent_id
+WHERE d.job_id = %(id)s ORDER BY d.parent_id
+
+-- name: deps_children
+SELECT d.job_id, j.task, j.state, d.on_failure, d.resolved
+FROM {schema}.job_deps d LEFT JOIN {schema}.jobs j ON j.id = d.job_id
+WHERE d.parent_id = %(id)s ORDER BY d.job_id
+
+-- name: deps_input
+-- A chain link's input: the result of the one job it runs after.
+SELECT p.result::text FROM {schema}.job_deps d JOIN {schema}.jobs p ON p.id = d.parent_id
+WHERE d.job_id = %(id)s
+
+-- name: groups_insert
+INSERT INTO {schema}.job_groups (total, created_at) VALUES (%(total)s, {now}) RETURNING id
+
+-- name: groups_add_members
+INSERT INTO {schema}.job_group_members (group_id, position, job_id)
+SELECT %(group)s, p - 1, id FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS t(id, p)
+
+-- name: groups_set_callback
+UPDATE {schema}.job_groups SET callback_id = %(callback)s
+WHERE id = %(group)s AND callback_id IS NULL
+RETURNING id
+
+-- name: groups_get
+SELECT id, total, callback_id, created_at FROM {schema}.job_groups WHERE id = %(group)s
+
+-- name: groups_counts
+SELECT j.state, count(*) FROM {schema}.job_group_members m
+JOIN {schema}.jobs j ON j.id = m.job_id
+WHERE m.group_id = %(group)s GROUP BY j.state
+
+-- name: groups_member_ids
+SELECT job_id FROM {schema}.job_group_members WHERE group_id = %(group)s ORDER BY position
+
+-- name: groups_of_callback
+SELECT id FROM {schema}.job_groups WHERE callback_id = %(id)s
+
+-- name: groups_of_member
+SELECT group_id FROM {schema}.job_group_members WHERE job_id = %(id)s ORDER BY group_id
+
+-- name: groups_results
+SELECT m.position, j.state, j.result::text FROM {schema}.job_group_members m
+LEFT JOIN {schema}.jobs j ON j.id = m.job_id
+WHERE m.group_id = %(group)s ORDER BY m.position

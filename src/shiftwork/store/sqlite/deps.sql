@@ -1,0 +1,103 @@
+-- Composition: dependencies, groups, waiting on results (store/deps.py decides; these
+-- are its statements, run inside one write transaction). Lists arrive as JSON arrays.
+
+-- name: deps_watch
+UPDATE jobs SET watched = 1
+WHERE id IN (SELECT value FROM json_each(:ids))
+RETURNING id, state
+
+-- name: deps_link
+INSERT INTO job_deps (job_id, parent_id, on_failure)
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]')
+FROM json_each(:edges)
+
+-- name: deps_mark
+-- Jobs just inserted: how many jobs each waits for, and whether it is itself a parent.
+UPDATE jobs SET deps_pending = p.n, watched = watched OR p.w
+FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS n,
+             json_extract(value, '$[2]') AS w FROM json_each(:marks)) AS p
+WHERE jobs.id = p.id
+
+-- name: deps_take_edges
+-- The parents named have finished: take their open edges, once each.
+UPDATE job_deps SET resolved = 1
+WHERE parent_id IN (SELECT value FROM json_each(:ids)) AND resolved = 0
+  AND (SELECT state FROM jobs p WHERE p.id = job_deps.parent_id)
+      IN ('succeeded', 'dead', 'cancelled')
+RETURNING job_id, parent_id,
+          on_failure = 'cancel' AND (SELECT state FROM jobs p WHERE p.id = job_deps.parent_id)
+                                    <> 'succeeded'
+
+-- name: deps_count_down
+-- One dependent: n of its parents finished; bad: the id of a failed parent it must not
+-- run after (NULL: none).
+UPDATE jobs
+SET deps_pending = deps_pending - :n,
+    state = CASE WHEN :bad IS NOT NULL THEN 'cancelled'
+                 WHEN deps_pending - :n <= 0 THEN 'available' ELSE state END,
+    run_at = CASE WHEN :bad IS NULL AND deps_pending - :n <= 0 THEN :now ELSE run_at END,
+    finished_at = CASE WHEN :bad IS NOT NULL THEN :now END,
+    errors = CASE WHEN :bad IS NULL THEN errors ELSE json_insert(errors, '$[#]', json_object(
+        'attempt', attempt, 'kind', 'dependency', 'type', 'DependencyFailed', 'at', :now_iso,
+        'message', 'job ' || :bad || ' it runs after did not succeed')) END
+WHERE id = :id AND state = 'scheduled' AND deps_pending > 0
+RETURNING id, state, watched
+
+-- name: deps_sweep
+-- Watched jobs finished in the last hour with edges still open (a crash between a
+-- completion and its resolution, a rescue to dead, a cancel by a schedule's deadline).
+SELECT DISTINCT d.parent_id FROM jobs p
+JOIN job_deps d ON d.parent_id = p.id
+WHERE p.state IN ('succeeded', 'dead', 'cancelled') AND p.finished_at > :now - 3600
+  AND p.watched AND d.resolved = 0
+LIMIT :limit
+
+-- name: jobs_finished
+SELECT id, state, result, json_extract(errors, '$[#-1]') FROM jobs
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('succeeded', 'dead', 'cancelled')
+
+-- name: deps_parents
+SELECT d.parent_id, j.task, j.state, d.on_failure, d.resolved
+FROM job_deps d LEFT JOIN jobs j ON j.id = d.parent_id
+WHERE d.job_id = :id ORDER BY d.parent_id
+
+-- name: deps_children
+SELECT d.job_id, j.task, j.state, d.on_failure, d.resolved
+FROM job_deps d LEFT JOIN jobs j ON j.id = d.job_id
+WHERE d.parent_id = :id ORDER BY d.job_id
+
+-- name: deps_input
+SELECT p.result FROM job_deps d JOIN jobs p ON p.id = d.parent_id WHERE d.job_id = :id
+
+-- name: groups_insert
+INSERT INTO job_groups (total, created_at) VALUES (:total, :now) RETURNING id
+
+-- name: groups_add_members
+INSERT INTO job_group_members (group_id, position, job_id)
+SELECT :group, key, value FROM json_each(:ids)
+
+-- name: groups_set_callback
+UPDATE job_groups SET callback_id = :callback
+WHERE id = :group AND callback_id IS NULL
+RETURNING id
+
+-- name: groups_get
+SELECT id, total, callback_id, created_at FROM job_groups WHERE id = :group
+
+-- name: groups_counts
+SELECT j.state, count(*) FROM job_group_members m JOIN jobs j ON j.id = m.job_id
+WHERE m.group_id = :group GROUP BY j.state
+
+-- name: groups_member_ids
+SELECT job_id FROM job_group_members WHERE group_id = :group ORDER BY position
+
+-- name: groups_of_callback
+SELECT id FROM job_groups WHERE callback_id = :id
+
+-- name: groups_of_member
+SELECT group_id FROM job_group_members WHERE job_id = :id ORDER BY group_id
+
+-- name: groups_results
+SELECT m.position, j.state, j.result FROM job_group_members m
+LEFT JOIN jobs j ON j.id = m.job_id
+WHERE m.group_id = :group ORDER BY m.position
