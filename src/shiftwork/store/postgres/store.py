@@ -458,7 +458,8 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         def claim(n: int, only_task: str | None, exclude: list[str]) -> list[Any]:
             if only_task is None and not exclude:  # a queue-wide limit only: the common claim
                 return c.execute(q["jobs_claim"], self._p(
-                    queue=queue, limit=n, worker=worker, lease=lease), prepare=self._prepare).fetchall()
+                    queue=queue, limit=n, worker=worker, lease=lease),
+                    prepare=self._prepare).fetchall()
             return c.execute(q["jobs_claim_filtered"], self._p(
                 queue=queue, limit=n, worker=worker, lease=lease, only_task=only_task,
                 exclude=exclude), prepare=False).fetchall()
