@@ -49,32 +49,90 @@ def require_pg() -> None:
         pytest.skip(f"PostgreSQL at {PG_DSN} is not reachable")
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+#: Through PgBouncer (transaction mode) run the store contract and the queue contract
+#: only: the rest would double the suite's Postgres time for the same statements.
+PGBOUNCER_MODULES = ("tests/store_contract/", "tests/test_queue_contract.py",
+                     "tests/test_fleet_pgbouncer.py")
+
+
+@pytest.fixture(params=["sqlite", "postgres", "postgres-pgbouncer"])
 def engine(request: pytest.FixtureRequest) -> str:
-    if request.param == "postgres":
+    if request.param.startswith("postgres"):
         require_pg()
+    if request.param == "postgres-pgbouncer":
+        request.getfixturevalue("pgbouncer")
     return str(request.param)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        through = callspec is not None and callspec.params.get("engine") == "postgres-pgbouncer"
+        where = str(Path(str(item.fspath)).relative_to(ROOT))
+        (dropped if through and not where.startswith(PGBOUNCER_MODULES) else keep).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def pgbouncer() -> Iterator[Any]:
+    """A real PgBouncer (transaction mode) in front of the test server, for the session."""
+    from .faults.pgbouncer import PgBouncer
+
+    try:
+        bouncer = PgBouncer(*_host_port(PG_DSN))
+    except (FileNotFoundError, OSError, RuntimeError) as exc:
+        if IN_CI:
+            pytest.fail(f"cannot start PgBouncer, and CI must not skip it: {exc}")
+        pytest.skip(f"cannot start PgBouncer: {exc}")
+    yield bouncer
+    bouncer.close()
+
+
+def _host_port(dsn: str) -> tuple[str, int]:
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
+    return str(info.get("host") or "127.0.0.1"), int(info.get("port") or 5432)
+
+
+def pg_dsn_for(engine: str, request: pytest.FixtureRequest) -> str:
+    """The DSN an engine's stores use: the server, or PgBouncer in front of it."""
+    if engine == "postgres-pgbouncer":
+        dbname = psycopg.conninfo.conninfo_to_dict(PG_DSN).get("dbname") or "test"
+        return str(request.getfixturevalue("pgbouncer").dsn(dbname))
+    return PG_DSN
+
+
 @pytest.fixture
-def db(engine: str, tmp_path: Path) -> Iterator[dict[str, str]]:
-    """Where a test's app lives: a fresh SQLite file, or a fresh Postgres schema."""
+def db(engine: str, tmp_path: Path, request: pytest.FixtureRequest
+       ) -> Iterator[dict[str, str]]:
+    """Where a test's app lives: a fresh SQLite file, or a fresh Postgres schema (reached
+    through PgBouncer for postgres-pgbouncer, with wake-ups LISTENed on the server)."""
     if engine == "sqlite":
         yield {"dsn": f"sqlite:///{tmp_path / 'jobs.db'}", "schema": "shiftwork"}
         return
     schema = f"t_{uuid.uuid4().hex[:12]}"
-    yield {"dsn": PG_DSN, "schema": schema}
+    where = {"dsn": pg_dsn_for(engine, request), "schema": schema}
+    if engine == "postgres-pgbouncer":
+        where |= {"pgbouncer": "1", "listen_dsn": PG_DSN}
+    yield where
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 @contextmanager
-def apps_on(dsn: str, schema: str) -> Iterator[Callable[..., App]]:
+def apps_on(dsn: str, schema: str, pgbouncer: str = "", listen_dsn: str | None = None
+            ) -> Iterator[Callable[..., App]]:
     """A maker of migrated, transition-guarded apps on ``dsn``/``schema``, closed after."""
     apps: list[App] = []
 
     def make(**kwargs: Any) -> App:
         kwargs.setdefault("settings", FAST)
+        if pgbouncer:
+            kwargs.setdefault("pgbouncer", True)
+            kwargs.setdefault("listen_dsn", listen_dsn)
         app = App(dsn, schema=schema, **kwargs)
         app.migrate()
         app.store.debug_install_transition_guard()
@@ -90,7 +148,8 @@ def apps_on(dsn: str, schema: str) -> Iterator[Callable[..., App]]:
 
 @pytest.fixture
 def make_app(db: dict[str, str]) -> Iterator[Callable[..., App]]:
-    with apps_on(db["dsn"], db["schema"]) as make:
+    with apps_on(db["dsn"], db["schema"], db.get("pgbouncer", ""), db.get("listen_dsn")
+                 ) as make:
         yield make
 
 

@@ -42,6 +42,7 @@ from .schema_check import describe_database, require_migrated
 from .settings import Settings
 from .states import JobState
 from .store import Store, open_store
+from .store.connections import Connections
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
 from .waiting import ResultWaiter, wait_result, wait_result_async
 from .workflow import Workflow
@@ -82,7 +83,8 @@ class App:
                  max_payload_bytes: int | None = None,
                  settings: Settings | None = None, auto_migrate: bool = False,
                  pool_size: int = 10, async_pool_size: int = 4,
-                 testing: str | None = None) -> None:
+                 testing: str | None = None, pgbouncer: bool = False,
+                 listen_dsn: str | None = None) -> None:
         if testing not in (None, "inline"):
             raise ConfigurationError(
                 f"App(testing={testing!r}): the only test mode is 'inline' (every job runs "
@@ -126,7 +128,14 @@ class App:
         self._store: Store | None = None
         self._store_lock = threading.Lock()
         # Validate the DSN now, so a typo fails at start-up, not at the first enqueue.
-        self._store = open_store(dsn, clock=self.clock, schema=schema, pool_size=pool_size,
+        #: PostgreSQL: the pool's bounds (pool_size, Settings.pool_*), and PgBouncer
+        #: (transaction mode) in front of ``dsn``, with wake-ups LISTENed on ``listen_dsn``.
+        self.connections = Connections(
+            pool_size=pool_size, pool_min_size=self.settings.pool_min_size,
+            pool_max_idle=self.settings.pool_max_idle, pgbouncer=pgbouncer,
+            listen_dsn=listen_dsn)
+        self._store = open_store(dsn, clock=self.clock, schema=schema,
+                                 connections=self.connections,
                                  async_pool_size=async_pool_size)
         self._ready = False  # the schema was checked (or migrated) once
         #: Every job.result() waiter of this process shares its one listener (waiting.py).

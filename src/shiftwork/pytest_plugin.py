@@ -93,7 +93,7 @@ def rebound(app: App, dsn: str, schema: str, clock: FakeClock) -> Iterator[App]:
     """``app`` with its storage and clock swapped for a test's, restored afterwards."""
     saved = (app.dsn, app.schema, app.clock, app._store, app._ready)
     app.dsn, app.schema, app.clock = dsn, schema, clock
-    app._store = open_store(dsn, clock=clock, schema=schema, pool_size=app.pool_size,
+    app._store = open_store(dsn, clock=clock, schema=schema, connections=app.connections,
                             async_pool_size=app.async_pool_size)
     try:
         app.migrate()

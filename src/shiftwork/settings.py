@@ -27,6 +27,12 @@ class Settings:
     prune_interval: float = 60.0
     effect_retention: float = 30 * 24 * 3600.0  # ctx.once / tx.once keys kept this long
     claim_batch: int = 100  # most jobs one claim statement takes
+    # PostgreSQL connection budget per process (docs/deploy.md, "Connections for a fleet"):
+    # the pool keeps pool_min_size connections, grows up to App(pool_size=) under load and
+    # closes one connection idle for pool_max_idle seconds at a time; the wake-up listener
+    # is one more. An idle worker process so holds pool_min_size + 1.
+    pool_min_size: int = 1
+    pool_max_idle: float = 30.0
     # Limits on every stored blob, checked before the write (PayloadTooLargeError names
     # the field, its size and the setting); sizes are bytes of compact JSON.
     max_args_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES  # a job's arguments (and its meta)
@@ -39,6 +45,13 @@ class Settings:
     max_json_depth: int = 64  # nesting of lists and objects in any of the above
 
     def __post_init__(self) -> None:
+        if isinstance(self.pool_min_size, bool) or not isinstance(self.pool_min_size, int) \
+                or self.pool_min_size < 0:
+            raise ConfigurationError(f"Settings.pool_min_size must be a whole number >= 0, "
+                                     f"got {self.pool_min_size!r}")
+        if not self.pool_max_idle > 0:
+            raise ConfigurationError(f"Settings.pool_max_idle must be > 0 seconds, "
+                                     f"got {self.pool_max_idle!r}")
         for name in _LIMITS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -148,6 +148,10 @@ class ResultWaiter:
                 self._ready.set()
                 self._poll_once()
                 continue
+            if listener is None:  # behind PgBouncer without a listen DSN: poll only
+                self._ready.set()
+                self._poll_once()
+                continue
             try:
                 with listener:
                     self._ready.set()

@@ -27,7 +27,9 @@ def _free_port() -> int:
 
 
 class ThrowawayCluster:
-    def __init__(self) -> None:
+    def __init__(self, options: dict[str, str] | None = None) -> None:
+        # Server settings (-c name=value), e.g. max_connections for a fleet.
+        self.options = dict(options or {})
         bindir = _bindir()
         if bindir is None:
             raise FileNotFoundError("initdb not found (PostgreSQL's server binaries)")
@@ -53,7 +55,8 @@ class ThrowawayCluster:
 
     def start(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w",
-                  "-o", f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1", "start")
+                  "-o", f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1"
+                  + "".join(f" -c {k}={v}" for k, v in self.options.items()), "start")
 
     def stop(self, mode: str = "fast") -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")

@@ -18,14 +18,21 @@ import pytest
 
 from shiftwork import FakeClock
 from shiftwork.store.base import Store
+from shiftwork.store.connections import Connections
 from shiftwork.store.open import open_store
 
-from ..conftest import PG_DSN, require_pg
+from ..conftest import PG_DSN, pg_dsn_for, require_pg
 
 
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(datetime.now(UTC).replace(microsecond=0))
+
+
+def _connections(engine: str) -> Connections | None:
+    """Behind PgBouncer: no prepared statements, LISTEN on the server itself."""
+    return Connections(pgbouncer=True, listen_dsn=PG_DSN) if engine.endswith("pgbouncer") \
+        else None
 
 
 def _migrated(dsn: str, schema: str) -> None:
@@ -77,7 +84,8 @@ def store(engine: str, clock: FakeClock, tmp_path: Path, request: pytest.Fixture
         opened.close()
         return
     schema = request.getfixturevalue("pg_template")
-    opened = open_store(PG_DSN, clock=clock, schema=schema)
+    opened = open_store(pg_dsn_for(engine, request), clock=clock, schema=schema,
+                        connections=_connections(engine))
     try:
         yield opened
     finally:
@@ -92,6 +100,8 @@ def other(store: Store, engine: str, tmp_path: Path, clock: FakeClock,
     if engine == "sqlite":
         second = open_store(f"sqlite:///{tmp_path / 'jobs.db'}", clock=clock)
     else:
-        second = open_store(PG_DSN, clock=clock, schema=request.getfixturevalue("pg_template"))
+        second = open_store(pg_dsn_for(engine, request), clock=clock,
+                            schema=request.getfixturevalue("pg_template"),
+                            connections=_connections(engine))
     yield second
     second.close()

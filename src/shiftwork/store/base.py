@@ -71,10 +71,12 @@ class Store(Protocol):
     def db_now(self) -> datetime:
         """The database's clock (or the injected fake clock)."""
 
-    def wakeups_listen(self, topic: str = "jobs") -> WakeListener:
+    def wakeups_listen(self, topic: str = "jobs") -> WakeListener | None:
         """Open a subscription to wake-ups: each names a queue that may have work (``"*"``:
         any). Raises StorageError when it cannot open; the caller retries (store/wakeups.py).
         ``topic="done"``: instead, wake-ups when a job someone waits on finished.
+        None when there is nothing to listen on (PostgreSQL behind PgBouncer without a
+        listen DSN): callers then find out by polling alone.
         """
 
     # -- jobs: the hot path ---------------------------------------------------

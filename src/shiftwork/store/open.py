@@ -8,13 +8,17 @@ from urllib.parse import urlparse
 from ..clock import Clock
 from ..errors import ConfigurationError
 from .base import Store
+from .connections import Connections
 
 
 def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
-               pool_size: int = 10, async_pool_size: int = 4) -> Store:
+               pool_size: int = 10, connections: Connections | None = None,
+               async_pool_size: int = 4) -> Store:
     """``sqlite:///relative.db``, ``sqlite:////abs/path.db``, ``postgresql://...`` or
     ``host=... dbname=...``. Leave the password out and psycopg reads ``PGPASSWORD`` or
-    ``~/.pgpass``; any password a DSN does carry is redacted from every error."""
+    ``~/.pgpass``; any password a DSN does carry is redacted from every error.
+    ``connections`` (PostgreSQL only) bounds the pool and says whether PgBouncer is in
+    front; without it the pool is ``pool_size`` at most."""
     if not isinstance(dsn, str):
         raise ConfigurationError(f"bad database DSN: expected a string, got {type(dsn).__name__}")
     if "://" not in dsn and "=" in dsn:
@@ -37,7 +41,8 @@ def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
         _require_postgres_extra()
         from .postgres.store import PostgresStore
 
-        return PostgresStore(dsn, schema=schema, clock=clock, pool_size=pool_size,
+        return PostgresStore(dsn, schema=schema, clock=clock,
+                             connections=connections or Connections(pool_size=pool_size),
                              async_pool_size=async_pool_size)
     raise ConfigurationError(
         f"unsupported database scheme {scheme!r} in DSN: use sqlite:/// or postgresql://"

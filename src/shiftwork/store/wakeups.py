@@ -8,13 +8,39 @@ missed wake-up only costs latency: producers also poll.
 
 from __future__ import annotations
 
+import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from types import TracebackType
 from typing import Protocol, Self
 
 #: The payload that means "any queue may have work" (also sent after a reconnect).
 ANY_QUEUE = "*"
+
+#: Separates a wake-up's queue, job count and token (no queue name contains it).
+_SEP = "|"
+
+
+def shared_wakeups(counts: Iterable[tuple[str, int]]) -> list[str]:
+    """Payloads for jobs just made due: ``queue|count|token`` per queue.
+
+    Of the N processes serving the queue, only the ``count`` whose rank follows ``token``
+    claim (worker/wake_share.py): one wake-up per job, not one per process. The token is
+    random so the wake-ups spread over the fleet.
+    """
+    return [f"{queue}{_SEP}{count}{_SEP}{random.getrandbits(31)}" for queue, count in counts]
+
+
+def parse_wakeup(payload: str) -> tuple[str, int | None, int]:
+    """(queue, job count or None for "every process", token) of a payload; a bare queue
+    name (or ``"*"``) wakes every process serving it."""
+    parts = payload.split(_SEP)
+    if len(parts) != 3:
+        return payload, None, 0
+    try:
+        return parts[0], int(parts[1]), int(parts[2])
+    except ValueError:
+        return parts[0], None, 0
 
 
 class WakeListener(Protocol):

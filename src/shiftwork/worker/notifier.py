@@ -51,6 +51,12 @@ class Notifier:
                 backoff = min(backoff * 2, RETRY_MOST)
                 continue
             backoff = RETRY_FIRST
+            if listener is None:  # nothing to listen on (behind PgBouncer): producers poll
+                log.info("no wake-up listener (PgBouncer without listen_dsn): producers "
+                         "find work by polling (Settings.poll_interval)")
+                self.ready.set()
+                self._stop.wait()
+                return
             try:
                 with listener:
                     self.ready.set()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ..states import JobState
@@ -9,18 +10,29 @@ from .service import Service
 
 if TYPE_CHECKING:
     from ..app import App
+    from .leader import Leader
 
 
 class Rescuer(Service):
-    """Every worker rescues expired leases: no single process is needed for recovery."""
+    """The leader looks for expired leases every ``rescue_interval``; every other worker
+    only once per ``leader_ttl``, so recovery needs no single process (a fleet without a
+    leader still rescues) while the fleet's rescue statements stay about one leader's,
+    not one per worker per interval (docs/performance.md, "Fleet")."""
 
     name = "rescuer"
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, leader: Leader | None = None) -> None:
         super().__init__(app.settings.rescue_interval)
         self.app = app
+        self.leader = leader
+        self.backstop = max(1, math.ceil(app.settings.leader_ttl / app.settings.rescue_interval))
+        self._ticks = 0
 
     def tick(self) -> None:
+        self._ticks += 1
+        leading = self.leader is None or self.leader.term is not None
+        if not leading and self._ticks % self.backstop:
+            return
         rescued = self.app.store.jobs_rescue()
         dead = [job.id for job in rescued if job.state is JobState.DEAD]
         if dead:  # their dependents: cancelled, or run anyway (on_failure="run")

@@ -32,6 +32,7 @@ from .rescuer import Rescuer
 from .run import JobTimeout, Run, error_record
 from .scheduler import Scheduler
 from .service import Lifecycle, Service
+from .wake_share import WakeShare
 
 if TYPE_CHECKING:
     from ..app import App
@@ -97,6 +98,8 @@ class Worker:
         self.completer = Completer(app)
         self.services: list[Lifecycle] = []
         self.started = threading.Event()
+        self.wake_share: WakeShare | None = None
+        self.wake_skipped = 0  # wake-ups left to another worker's rank (worker/wake_share.py)
 
     # -- start -----------------------------------------------------------------------
 
@@ -139,11 +142,12 @@ class Worker:
             self.pools[queue] = ThreadPool(concurrency, queue)
             self.producers[queue] = Producer(self.app, queue, concurrency, self.id, self._dispatch,
                                              self.held_leases)
+        self.wake_share = WakeShare(self.app, self.id, list(self.queues))
         notifier = Notifier(self.app.store, self._wake)
         leader = Leader(self.app, self.id)
         self.services = [notifier, Heartbeat(self.app, self.id, self.held_leases,
                                                        self._on_heartbeat),
-                         Rescuer(self.app), Scheduler(self.app, self.id, leader),
+                         Rescuer(self.app, leader), Scheduler(self.app, self.id, leader),
                          leader, Watchdog(self),
                          *worker_services(self.app, self.id, lambda: len(self.runs_snapshot()),
                                           self.metrics_port, self.metrics_host)]
@@ -156,7 +160,11 @@ class Worker:
                              queues=",".join(f"{q}={c}" for q, c in self.queues.items()))
         self.started.set()
 
-    def _wake(self, queue: str) -> None:
+    def _wake(self, payload: str) -> None:
+        queue = self.wake_share.queue_to_wake(payload) if self.wake_share else payload
+        if queue is None:
+            self.wake_skipped += 1
+            return
         if queue == "*":
             for p in self.producers.values():
                 p.wake()

@@ -33,6 +33,7 @@ class PostgresAsyncJobs:
     _apool_lock: asyncio.Lock | None = None
 
     _p: Callable[..., dict[str, Any]]  # the store's: parameters plus the clock's "now"
+    _connect_kwargs: Callable[..., dict[str, Any]]  # the store's (PgBouncer, application_name)
 
     async def async_pool(self) -> AsyncConnectionPool:
         """The async pool, opened on first use in the running event loop."""
@@ -43,8 +44,7 @@ class PostgresAsyncJobs:
                 if self._apool is None:
                     pool = AsyncConnectionPool(
                         self.dsn, min_size=1, max_size=self.async_pool_size, open=False,
-                        kwargs={"autocommit": True,
-                                "connect_timeout": int(self._connect_timeout)},
+                        kwargs={"autocommit": True, **self._connect_kwargs()},
                         timeout=self._connect_timeout + 5, name="shiftwork-async")
                     try:
                         await pool.open(wait=True, timeout=self._connect_timeout + 1)

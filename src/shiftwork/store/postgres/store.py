@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -23,6 +24,7 @@ from ...outcome import Outcome
 from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, WorkerInfo
 from ...redact import describe_dsn, redact
 from ...states import JobState
+from ..connections import Connections, application_name
 from ..deps import DepsActions
 from ..fleet import FleetWrites
 from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
@@ -36,6 +38,7 @@ from ..jobs import (
 from ..long_jobs import LongJobsWrites
 from ..rows import aware, decoded, job_from_row, legal_pairs, queue_stats_from_rows
 from ..sqlfile import load_all_queries, load_migrations
+from ..wakeups import shared_wakeups
 from .async_jobs import PostgresAsyncJobs
 from .connect_errors import refusal
 from .copy_rows import copy_jobs
@@ -57,19 +60,37 @@ KEYED_BATCH = 5000
 COPY_MIN_ROWS = 200  # from this many jobs without unique keys, COPY beats one INSERT
 
 
+def _due_counts(jobs: list[NewJob]) -> list[tuple[str, int]]:
+    """How many of ``jobs`` are due now, per queue (their wake-ups name the count)."""
+    counts: dict[str, int] = {}
+    for j in jobs:
+        if j.run_at is None:
+            counts[j.queue] = counts.get(j.queue, 0) + 1
+    return sorted(counts.items())
+
+
 class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, PostgresObserve,
                     PostgresSchedules, DepsActions, JobsActions, LongJobsWrites, FleetWrites):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,
                  pool_size: int = 10, connect_timeout: float = 5.0,
+                 connections: Connections | None = None,
                  async_pool_size: int = 4) -> None:
-        try:
-            psycopg.conninfo.conninfo_to_dict(dsn)
-        except psycopg.ProgrammingError as exc:
-            raise ConfigurationError(f"bad PostgreSQL DSN: {redact(str(exc), fragments=True)}"
-                                     ) from None  # the cause would quote the DSN again
+        self.connections = connections or Connections(pool_size=pool_size)
+        for what, value in (("DSN", dsn), ("listen DSN", self.connections.listen_dsn)):
+            if value is None:
+                continue
+            try:
+                psycopg.conninfo.conninfo_to_dict(value)
+            except psycopg.ProgrammingError as exc:
+                raise ConfigurationError(
+                    f"bad PostgreSQL {what}: {redact(str(exc), fragments=True)}"
+                ) from None  # the cause would quote the DSN again
         self.dsn = dsn
+        # Server-side prepared statements do not survive a transaction pooler (PgBouncer
+        # before 1.21 hands each transaction to any server connection).
+        self._prepare: bool | None = None if self.connections.pgbouncer else True
         self.schema = check_schema(schema)
         self.clock = clock or SystemClock()
         self.channel = NOTIFY_CHANNEL_PREFIX + self.schema
@@ -79,7 +100,6 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         now = "coalesce(%(now)s::timestamptz, now())"
         self.q = load_all_queries(__package__ or "", schema=quoted, now=now)
         self._migrations = load_migrations(f"{__package__}.migrations", schema=quoted)
-        self._pool_size = pool_size
         self.async_pool_size = async_pool_size  # enqueue_async's pool (async_jobs.py)
         self._connect_timeout = connect_timeout
         self._pool: ConnectionPool | None = None
@@ -94,8 +114,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                 if self._pool is None:
                     # One direct connection first: it fails fast, with the server's own reason.
                     try:
-                        psycopg.connect(self.dsn, connect_timeout=int(self._connect_timeout)
-                                        ).close()
+                        psycopg.connect(self.dsn, **self._connect_kwargs()).close()
                     except psycopg.Error as exc:
                         # A missing database or a refused login fails now; an outage
                         # (StorageError) is retried by the worker.
@@ -104,9 +123,11 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                             raise refused from None
                         raise StorageError(f"cannot connect to PostgreSQL at "
                                            f"{describe_dsn(self.dsn)}: {exc}".strip()) from exc
+                    plan = self.connections
                     pool = ConnectionPool(
-                        self.dsn, min_size=1, max_size=self._pool_size, open=False,
-                        kwargs={"autocommit": True, "connect_timeout": int(self._connect_timeout)},
+                        self.dsn, min_size=plan.pool_min_size, max_size=plan.pool_size,
+                        max_idle=plan.pool_max_idle, open=False,
+                        kwargs={"autocommit": True, **self._connect_kwargs()},
                         timeout=self._connect_timeout + 5, name="shiftwork",
                     )
                     try:
@@ -118,6 +139,17 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                         ) from exc
                     self._pool = pool
         return self._pool
+
+    def _connect_kwargs(self, dsn: str | None = None, role: str = "") -> dict[str, Any]:
+        """Connection options: the timeout, no prepared statements behind PgBouncer, and an
+        application_name per process unless the DSN or PGAPPNAME names one."""
+        kwargs: dict[str, Any] = {"connect_timeout": int(self._connect_timeout)}
+        if self.connections.pgbouncer:
+            kwargs["prepare_threshold"] = None
+        if ("application_name" not in psycopg.conninfo.conninfo_to_dict(dsn or self.dsn)
+                and "PGAPPNAME" not in os.environ):
+            kwargs["application_name"] = application_name(role)
+        return kwargs
 
     @contextmanager
     def _conn(self, conn: Any = None) -> Iterator[psycopg.Connection[Any]]:
@@ -171,21 +203,25 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
     def _instant(self, value: Any) -> Any:
         return aware(value)
 
-    def wakeups_listen(self, topic: str = "jobs") -> PostgresWakeListener:
-        """LISTEN on a dedicated autocommit connection (not from the pool); ``topic``
-        "done": finished jobs someone waits on, instead of queues with work."""
+    def wakeups_listen(self, topic: str = "jobs") -> PostgresWakeListener | None:
+        """LISTEN on a dedicated autocommit connection (not from the pool), to
+        ``listen_dsn`` if set; ``topic`` "done": finished jobs someone waits on, instead of
+        queues with work. None behind PgBouncer without a listen DSN: LISTEN through a
+        transaction pooler hears nothing, so callers poll."""
+        if not self.connections.listens:
+            return None
+        dsn = self.connections.listen_dsn or self.dsn
         try:
-            conn = psycopg.connect(self.dsn, autocommit=True,
-                                   connect_timeout=int(self._connect_timeout))
+            conn = psycopg.connect(dsn, autocommit=True, **self._connect_kwargs(dsn, "listen"))
             return PostgresWakeListener(
                 conn, self.done_channel if topic == "done" else self.channel)
         except psycopg.Error as exc:
-            raise StorageError(f"cannot LISTEN on PostgreSQL at {describe_dsn(self.dsn)}: "
+            raise StorageError(f"cannot LISTEN on PostgreSQL at {describe_dsn(dsn)}: "
                                f"{exc}".strip()) from exc
 
     def connection_budget(self) -> int:
         """The most connections this store holds at once: both pools, full."""
-        return self._pool_size + self.async_pool_size
+        return self.connections.pool_size + self.async_pool_size
 
     def close(self) -> None:
         if self._pool is not None:
@@ -274,7 +310,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             unique_keys=[j.unique_key for j in jobs], timeouts=[j.timeout for j in jobs],
             metas=[j.meta_json for j in jobs],
         )
-        due_queues = sorted({j.queue for j in jobs if j.run_at is None})
+        due = _due_counts(jobs)
         keyed = any(j.unique_key for j in jobs)
         for _ in range(5):
             with self._conn(conn) as c, c.transaction():
@@ -283,9 +319,9 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                     EnqueueResult(r[0], True) for r in rows]
                 if results is None:
                     continue  # a conflicting job finished between insert and lookup
-                if due_queues:
+                if due:
                     c.execute(self.q["jobs_notify"],
-                              {"channel": self.channel, "queues": due_queues})
+                              {"channel": self.channel, "queues": shared_wakeups(due)})
                 return results
         raise StorageError("could not settle unique keys after 5 tries; the key is contended")
 
@@ -298,7 +334,8 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                     queue=j.queue, task=j.task, args=j.args_json, priority=j.priority,
                     max_attempts=j.max_attempts, run_at=j.run_at, timeout=j.timeout,
                     meta=j.meta_json, channel=self.channel,
-                    notify=j.queue if j.run_at is None else None)).fetchone()
+                    notify=shared_wakeups([(j.queue, 1)])[0] if j.run_at is None else None)
+                                 ).fetchone()
             assert one is not None
             return [EnqueueResult(one[0], True)]
         params = self._p(
@@ -306,7 +343,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             args=[j.args_json for j in jobs], priorities=[j.priority for j in jobs],
             max_attempts=[j.max_attempts for j in jobs], run_ats=[j.run_at for j in jobs],
             timeouts=[j.timeout for j in jobs], metas=[j.meta_json for j in jobs],
-            channel=self.channel, notify=sorted({j.queue for j in jobs if j.run_at is None}),
+            channel=self.channel, notify=shared_wakeups(_due_counts(jobs)),
         )
         with self._conn(conn) as c:
             row = c.execute(self.q["jobs_insert_plain"], params).fetchone()
@@ -323,9 +360,9 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             assert row is not None
             now, ids = row[0], row[1]
             due_queues = copy_jobs(c.cursor(), self.q["jobs_copy"], ids, jobs, now)
-            if due_queues:
-                c.execute(self.q["jobs_notify"],
-                          {"channel": self.channel, "queues": sorted(due_queues)})
+            if due_queues:  # at most ``count`` jobs each: enough wake-ups for all of them
+                c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues":
+                          shared_wakeups((q, count) for q in sorted(due_queues))})
         return [EnqueueResult(job_id, True) for job_id in ids]
 
     def _match_inserted(self, c: psycopg.Connection[Any], jobs: list[NewJob],
@@ -345,7 +382,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             with self._conn() as c:
                 rows = c.execute(self.q["jobs_claim"], self._p(
                     queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
-                    prepare=True).fetchall()
+                    prepare=self._prepare).fetchall()
             return claimed_jobs(rows)
         rate = flow.queue_rate if flow is not None else None
         if rate is not None and not limits and flow == ClaimFlow(queue_rate=rate):
@@ -358,7 +395,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                     self._buckets_made.add(key)
                 rows = c.execute(self.q["jobs_claim_queue_rate"], self._p(
                     queue=queue, limit=limit, worker=worker_id, lease=lease_seconds, key=key,
-                    capacity=rate.capacity, rate=rate.rate), prepare=True).fetchall()
+                    capacity=rate.capacity, rate=rate.rate), prepare=self._prepare).fetchall()
             return claimed_jobs(rows)
         if flow is not None and flow.fair and not limits and flow == ClaimFlow(fair=True):
             # A fair queue and nothing else: one statement, one round trip. Prepared: its
@@ -366,7 +403,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             with self._conn() as c:
                 rows = c.execute(self.q["fair_claim"], self._p(
                     queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
-                    prepare=True).fetchall()
+                    prepare=self._prepare).fetchall()
             return claimed_jobs(rows)
         with self._conn() as c, c.transaction():
             steps = self._claim_steps(c, queue, worker_id, lease_seconds)
@@ -421,19 +458,20 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         def claim(n: int, only_task: str | None, exclude: list[str]) -> list[Any]:
             if only_task is None and not exclude:  # a queue-wide limit only: the common claim
                 return c.execute(q["jobs_claim"], self._p(
-                    queue=queue, limit=n, worker=worker, lease=lease), prepare=True).fetchall()
+                    queue=queue, limit=n, worker=worker, lease=lease),
+                    prepare=self._prepare).fetchall()
             return c.execute(q["jobs_claim_filtered"], self._p(
                 queue=queue, limit=n, worker=worker, lease=lease, only_task=only_task,
                 exclude=exclude), prepare=False).fetchall()
 
         def bucket(key: str, rate: RateLimit) -> float:
             row = c.execute(q["rate_bucket_lock"], self._p(
-                key=key, capacity=rate.capacity, rate=rate.rate), prepare=True).fetchone()
+                key=key, capacity=rate.capacity, rate=rate.rate), prepare=self._prepare).fetchone()
             assert row is not None  # made (full) if missing, and locked, by the statement
             return float(row[0])
 
         def set_bucket(key: str, tokens: float) -> None:
-            c.execute(q["rate_bucket_set"], self._p(key=key, tokens=tokens), prepare=True)
+            c.execute(q["rate_bucket_set"], self._p(key=key, tokens=tokens), prepare=self._prepare)
 
         def group_running(task: str) -> dict[str, int]:
             return {r[0]: int(r[1]) for r in c.execute(q["jobs_group_running"], {"task": task})}

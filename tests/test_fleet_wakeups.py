@@ -1,0 +1,88 @@
+"""One wake-up per job, not per process: with 8 worker processes listening, each
+enqueue of one job leads to about one claim (worker/wake_share.py).
+
+Claims are counted by the server (pg_stat_statements), on a throwaway cluster of the
+test's own, since the extension must be preloaded."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from .conftest import IN_CI, imported_app, spawn_worker, wait_for
+from .faults.pgcluster import ThrowawayCluster
+
+pytestmark = pytest.mark.fault  # real worker processes and a server of its own
+
+PROCESSES = 8
+JOBS = 12
+
+
+@pytest.fixture
+def counted_cluster() -> Iterator[ThrowawayCluster]:
+    try:
+        c = ThrowawayCluster({"shared_preload_libraries": "pg_stat_statements",
+                              "max_connections": "100"})
+    except (FileNotFoundError, OSError) as exc:
+        if IN_CI:
+            pytest.fail(f"cannot start a throwaway PostgreSQL cluster: {exc}")
+        pytest.skip(f"cannot start a throwaway PostgreSQL cluster: {exc}")
+    with psycopg.connect(c.dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    yield c
+    c.close()
+
+
+def claims(dsn: str) -> int:
+    """Claim statements run on the server so far (prepared or not)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements "
+                           "WHERE query LIKE '%%WITH next AS%%FOR UPDATE SKIP LOCKED%%'"
+                           ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_one_enqueue_wakes_about_one_of_eight_processes(
+        counted_cluster: ThrowawayCluster, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    db = {"dsn": counted_cluster.dsn, "schema": "fleet"}
+    with imported_app(monkeypatch, "fleet", db["dsn"], db["schema"]) as fleet:
+        # Polling every 30 s: within the test, only wake-ups lead to claims.
+        procs = [spawn_worker(db, "fleet", ["fleet=4"], env={"SHIFTWORK_TEST_POLL": "30"},
+                              log_path=tmp_path / f"worker{i}.log") for i in range(PROCESSES)]
+        try:
+            wait_for(lambda: len(fleet.app.store.workers_list()) == PROCESSES, timeout=60,
+                     what="8 workers registered")
+            time.sleep(1.5)  # each has run its first claim and heartbeat
+            before = claims(db["dsn"])
+            ids: list[Any] = []
+            for _ in range(JOBS):
+                ids.append(fleet.noop.enqueue().id)
+                done = ids[-1]
+                # Picked up by a wake-up (polling would take 30 s).
+                wait_for(lambda done=done: fleet.app.store.jobs_get(done).state.value
+                         == "succeeded", timeout=10, what="the job to run")
+            per_job = (claims(db["dsn"]) - before) / JOBS
+        finally:
+            for p in procs:
+                p.terminate()
+            for p in procs:
+                p.wait(30)
+    # Without sharing, every process claims on every wake-up: 8 per job.
+    assert per_job <= 2.0, f"{per_job:.2f} claims per job with {PROCESSES} processes"
+
+
+def test_a_batch_wakes_as_many_processes_as_it_has_jobs() -> None:
+    from shiftwork.store.wakeups import parse_wakeup, shared_wakeups
+
+    payload = shared_wakeups([("emails", 3)])[0]
+    queue, count, token = parse_wakeup(payload)
+    assert (queue, count) == ("emails", 3) and token >= 0
+    assert parse_wakeup("emails") == ("emails", None, 0)  # a bare queue wakes everyone
+    assert parse_wakeup("*") == ("*", None, 0)
