@@ -42,12 +42,7 @@ def claim_with_flow(queue: str, limit: int, limits: dict[str, int], flow: ClaimF
                     steps: ClaimSteps) -> list[Row]:
     """Claim up to ``limit`` jobs of ``queue`` within task concurrency (``limits``), rate
     buckets and group caps (``flow``): limited tasks one at a time, then the rest."""
-    tokens: dict[str, float] = {}
-
-    def room(key: str, rate: RateLimit) -> int:
-        if key not in tokens:
-            tokens[key] = steps.bucket(key, rate)
-        return max(0, int(tokens[key]))
+    tokens, room = _token_room(steps)
 
     if flow.queue_rate is not None:
         limit = min(limit, room(f"queue:{queue}", flow.queue_rate))
@@ -198,12 +193,7 @@ def claim_fair(queue: str, limit: int, limits: dict[str, int], flow: ClaimFlow,
 
     Steps through at most FAIR_SCAN groups (an index probe each): never a whole backlog.
     """
-    tokens: dict[str, float] = {}
-
-    def room(key: str, rate: RateLimit) -> int:
-        if key not in tokens:
-            tokens[key] = steps.bucket(key, rate)
-        return max(0, int(tokens[key]))
+    tokens, room = _token_room(steps)
 
     if flow.queue_rate is not None:
         limit = min(limit, room(f"queue:{queue}", flow.queue_rate))
@@ -276,3 +266,16 @@ def _round_robin(rows: list[Row], weights: dict[str, int]) -> list[Row]:
         rank[row[1]] = n + 1
         dealt.append((n // weights.get(str(row[1]), 1), i, row))
     return [row for _, _, row in sorted(dealt, key=lambda d: (d[0], d[1]))]
+
+
+def _token_room(steps: Any) -> tuple[dict[str, float], Callable[[str, RateLimit], int]]:
+    """The tokens this claim has read per bucket (each row read once, then locked until
+    commit, and spent from here), and how many whole ones a bucket has left."""
+    tokens: dict[str, float] = {}
+
+    def room(key: str, rate: RateLimit) -> int:
+        if key not in tokens:
+            tokens[key] = steps.bucket(key, rate)
+        return max(0, int(tokens[key]))
+
+    return tokens, room

@@ -19,6 +19,7 @@ from ...errors import CommitUnknownError, StorageError
 from ...job import NewJob
 from ...records import EnqueueResult
 from ...redact import describe_dsn
+from .connect_errors import lost_reply
 
 
 class PostgresAsyncJobs:
@@ -76,11 +77,8 @@ class PostgresAsyncJobs:
                 try:
                     yield c
                 except psycopg.OperationalError as exc:
-                    if c.broken:
-                        raise CommitUnknownError(
-                            f"PostgreSQL at {describe_dsn(self.dsn)}: the connection was lost "
-                            f"before the reply arrived, so whether the call committed is "
-                            f"unknown ({exc})".rstrip()) from exc
+                    if c.broken:  # sent, and the reply never came: it may have committed
+                        raise lost_reply(describe_dsn(self.dsn), exc) from exc
                     raise
         except CommitUnknownError:
             raise

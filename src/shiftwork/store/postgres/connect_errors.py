@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import re
 
-from ...errors import ConfigurationError, DatabaseAuthError, DatabaseMissingError
+from ...errors import (
+    CommitUnknownError,
+    ConfigurationError,
+    DatabaseAuthError,
+    DatabaseMissingError,
+)
 
 _MISSING = re.compile(r'database "[^"]*" does not exist')
 _AUTH = re.compile(r"password authentication failed|role \"[^\"]*\" does not exist|"
@@ -31,6 +36,14 @@ def refusal(message: str, where: str) -> ConfigurationError | None:
                                  "(SQLSTATE 28P01/28000); check the user, the password "
                                  "(PGPASSWORD, ~/.pgpass) and pg_hba.conf")
     return None
+
+
+def lost_reply(where: str, exc: Exception) -> CommitUnknownError:
+    """The error for a connection that broke after a statement was sent: it may have
+    committed, and nobody can tell (the sync and the async pool raise the same)."""
+    return CommitUnknownError(f"PostgreSQL at {where}: the connection was lost before the "
+                              f"reply arrived, so whether the call committed is unknown "
+                              f"({exc})".rstrip())
 
 
 def _server_reason(message: str) -> str:

@@ -40,7 +40,7 @@ from ..rows import aware, decoded, job_from_row, legal_pairs, queue_stats_from_r
 from ..sqlfile import load_all_queries, load_migrations
 from ..wakeups import shared_wakeups
 from .async_jobs import PostgresAsyncJobs
-from .connect_errors import refusal
+from .connect_errors import lost_reply, refusal
 from .copy_rows import copy_jobs
 from .long_jobs import PostgresLongJobs
 from .observe import PostgresObserve
@@ -162,10 +162,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                     yield c
                 except psycopg.OperationalError as exc:
                     if c.broken:  # sent, and the reply never came: it may have committed
-                        raise CommitUnknownError(
-                            f"PostgreSQL at {describe_dsn(self.dsn)}: the connection was lost "
-                            f"before the reply arrived, so whether the call committed is "
-                            f"unknown ({exc})".rstrip()) from exc
+                        raise lost_reply(describe_dsn(self.dsn), exc) from exc
                     raise
         except CommitUnknownError:
             raise
