@@ -13,8 +13,8 @@ the jobs' own columns (``created_at``, ``attempted_at``, ``finished_at``):
   group B every 0.02 s while the flood drains; B's pickup (created to attempted) p50/p99,
   against the same B jobs on an idle queue.
 - claim cost: in process, ``jobs_claim`` of 10 jobs from a 10,000-job backlog with no
-  limit, under a rate limit that never binds, and from a fair queue (1,000 groups),
-  interleaved; median milliseconds per claim.
+  limit, under a queue rate limit and under a task rate limit that never bind, and from a
+  fair queue (1,000 groups), interleaved; median milliseconds per claim.
 - accuracy: two workers on a ``rate_limit="20/s"`` task for ``--accuracy`` seconds; the
   largest number of starts in any one-second window, less 20.
 
@@ -152,22 +152,26 @@ def noisy(engine: str, flood: int, small: int = 50) -> dict[str, dict[str, float
 
 
 def claim_cost(engine: str, rounds: int = 300) -> dict[str, float]:
-    """Median ms per claim of 10: unlimited, under a rate limit that never binds, fair."""
+    """Median ms per claim of 10: unlimited, under a queue or a task rate limit that never
+    binds, fair."""
     with place(engine) as pl:
         app = _app(pl)
         plain, fair = app.tasks["flow.plain"], app.tasks["flow.fair"]
-        need = rounds * 10 + 10_000
-        for i in range(0, need, 5000):
-            plain.enqueue_many([(f"g{(i + k) % 1000:04d}",) for k in range(5000)])
-            fair.enqueue_many([(f"g{(i + k) % 1000:04d}",) for k in range(5000)])
+        for task, need in ((plain, rounds * 30 + 10_000),  # three claims a round
+                           (fair, rounds * 10 + 10_000)):
+            for i in range(0, need, 5000):
+                task.enqueue_many([(f"g{(i + k) % 1000:04d}",) for k in range(5000)])
         _analyze(pl)
         store = app.store
         limited = ClaimFlow(queue_rate=RateLimit(1e9, burst=1e9))
+        task_limited = ClaimFlow(task_rates={plain.name: RateLimit(1e9, burst=1e9)})
         fair_flow = app.claim_flow("fair")
-        cases: dict[str, list[float]] = {"unlimited": [], "rate limit": [], "fair": []}
+        cases: dict[str, list[float]] = {"unlimited": [], "rate limit": [], "task rate": [],
+                                         "fair": []}
         for _ in range(rounds):
             for name, queue, flow in (("unlimited", "plain", None),
                                       ("rate limit", "plain", limited),
+                                      ("task rate", "plain", task_limited),
                                       ("fair", "fair", fair_flow)):
                 t0 = time.perf_counter()
                 got = store.jobs_claim(queue, 10, "bench", 60, None, flow)
@@ -233,8 +237,10 @@ def main() -> None:
                   f"{f['flood_left']:.0f})   (load {load()})", flush=True)
         if "claim" in only:
             c = claim_cost(engine)
-            print(f"claim of 10: unlimited {c['unlimited']:.2f} ms, rate limit "
-                  f"{c['rate limit']:.2f} ms (x{c['rate limit'] / c['unlimited']:.2f}), fair "
+            print(f"claim of 10: unlimited {c['unlimited']:.2f} ms, queue rate limit "
+                  f"{c['rate limit']:.2f} ms (x{c['rate limit'] / c['unlimited']:.2f}), task "
+                  f"rate limit {c['task rate']:.2f} ms (x{c['task rate'] / c['unlimited']:.2f}),"
+                  f" fair "
                   f"{c['fair']:.2f} ms (x{c['fair'] / c['unlimited']:.2f})   (load {load()})",
                   flush=True)
         if "accuracy" in only:

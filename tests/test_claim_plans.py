@@ -24,15 +24,25 @@ from .conftest import PG_DSN
 
 
 def _plan_nodes(plan: dict[str, Any]) -> list[tuple[str, str]]:
-    out = [(plan["Node Type"], plan.get("Index Name", ""))]
+    out = [(plan["Node Type"], plan.get("Index Name", "") or plan.get("Relation Name", ""))]
     for child in plan.get("Plans", []):
         out += _plan_nodes(child)
     return out
 
 
+# The prepared claims, with their own parameters: the plain one, and the one for a queue
+# whose only limits are task rate limits (a bucket per task, made below).
+_CLAIMS: dict[str, dict[str, Any]] = {
+    "jobs_claim": {},
+    "jobs_claim_task_rates": {"tasks": ["noop", "other"], "capacities": [1e9, 1e9],
+                              "rates": [1e9, 1e9]},
+}
+
+
 @pytest.mark.parametrize("engine", ["postgres"], indirect=True)
+@pytest.mark.parametrize("name", sorted(_CLAIMS))
 def test_generic_claim_plan_walks_the_index_with_stale_statistics(
-        app: App, db: dict[str, str]) -> None:
+        app: App, db: dict[str, str], name: str) -> None:
     schema = db["schema"]
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         conn.execute(f'ALTER TABLE "{schema}".jobs SET (autovacuum_enabled = false)')
@@ -43,7 +53,9 @@ def test_generic_claim_plan_walks_the_index_with_stale_statistics(
             FROM generate_series(1, 600000)''')
         # The store's own statement, as a server-side prepared statement (its %(name)s
         # placeholders become $n), planned generically.
-        text = app.store.q["jobs_claim"]  # type: ignore[attr-defined]
+        conn.execute(f'''INSERT INTO "{schema}".rate_buckets (key, tokens, updated_at)
+                         VALUES ('task:noop', 1e9, now()), ('task:other', 1e9, now())''')
+        text = app.store.q[name]  # type: ignore[attr-defined]
         names: list[str] = []
 
         def number(m: re.Match[str]) -> str:
@@ -53,7 +65,8 @@ def test_generic_claim_plan_walks_the_index_with_stale_statistics(
 
         conn.execute("SET plan_cache_mode = force_generic_plan")
         conn.execute("PREPARE claim AS " + re.sub(r"%\((\w+)\)s", number, text))
-        values = {"queue": "bench", "limit": 50, "worker": "w", "lease": 10.0, "now": None}
+        values = {"queue": "bench", "limit": 50, "worker": "w", "lease": 10.0, "now": None,
+                  **_CLAIMS[name]}
         args = ", ".join("NULL::timestamptz" if n == "now" else
                          psycopg.sql.Literal(values[n]).as_string(conn) for n in names)
         conn.execute("BEGIN")
@@ -61,7 +74,9 @@ def test_generic_claim_plan_walks_the_index_with_stale_statistics(
         conn.execute("ROLLBACK")
     nodes = _plan_nodes((plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"])
     kinds = [kind for kind, _ in nodes]
-    assert "Sort" not in kinds, nodes
+    # The task-rate claim sorts the few jobs it picked (its tasks' and the rest) once.
+    assert kinds.count("Sort") == (name == "jobs_claim_task_rates"), nodes
+    assert not {"Seq Scan", "Bitmap Heap Scan"} & set(kinds), nodes
     assert ("Index Scan", "jobs_claim_idx") in nodes, nodes
 
 

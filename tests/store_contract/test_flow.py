@@ -1,6 +1,9 @@
-"""Flow control at the store: fair claims, group counts, pruning idle group buckets."""
+"""Flow control at the store: task rate limits, fair claims, group counts, pruning idle
+group buckets."""
 
 from __future__ import annotations
+
+import threading
 
 from shiftwork import FakeClock
 from shiftwork.flow import ClaimFlow, RateLimit
@@ -50,3 +53,69 @@ def test_idle_group_buckets_are_pruned(store: Store, clock: FakeClock) -> None:
     assert store.rate_buckets_prune("group:t:", 5) == 2
     assert store.rate_buckets_prune("task:", 5) == 0  # pushed back: kept until then
     assert [k for k, _, _ in store.rate_buckets()] == ["task:t"]
+
+
+def _task_rates() -> ClaimFlow:
+    # Two tasks with their own limits on one queue, a third without (Postgres claims this
+    # in one statement, jobs_claim_task_rates; the Python loop elsewhere).
+    return ClaimFlow(task_rates={"fast": RateLimit(5, per=1, burst=5),
+                                "slow": RateLimit(2, per=1, burst=2)})
+
+
+def test_task_rate_limits_claim_each_task_within_its_own_tokens(
+        store: Store, clock: FakeClock) -> None:
+    store.jobs_insert([new_job("slow", priority=9) for _ in range(6)])
+    store.jobs_insert([new_job("fast", priority=5) for _ in range(8)])
+    store.jobs_insert([new_job("free") for _ in range(3)])
+    flow = _task_rates()
+    got = [j.task for j in store.jobs_claim("q", 20, "w", LEASE, None, flow)]
+    assert got == ["slow"] * 2 + ["fast"] * 5 + ["free"] * 3  # claim order, each in budget
+    assert store.jobs_claim("q", 20, "w", LEASE, None, flow) == []  # none, no error
+    tokens = {k: t for k, t, _ in store.rate_buckets()}
+    assert tokens == {"task:fast": 0, "task:slow": 0}  # spent exactly, never below zero
+    clock.advance(0.5)  # 2.5 tokens for fast, 1 for slow: whole tokens only
+    got = [j.task for j in store.jobs_claim("q", 20, "w", LEASE, None, flow)]
+    assert got == ["slow", "fast", "fast"]
+    tokens = {k: t for k, t, _ in store.rate_buckets()}
+    assert abs(tokens["task:fast"] - 0.5) < 1e-6 and abs(tokens["task:slow"]) < 1e-6
+    clock.advance(0.05)  # 0.75 and 0.1 tokens: not a whole one
+    assert store.jobs_claim("q", 1, "w", LEASE, None, flow) == []
+    # The jobs over the limit stay waiting, their attempt not spent.
+    waiting = store.jobs_claim("q", 100, "w", LEASE)  # no limits: everything left
+    assert sorted(j.task for j in waiting) == ["fast"] * 1 + ["slow"] * 3
+    assert all(j.attempt == 1 for j in waiting)
+
+
+def test_task_rate_limits_hold_across_concurrent_claimers(
+        store: Store, other: Store) -> None:
+    store.jobs_insert([new_job(t) for t in ("fast", "slow", "free") for _ in range(40)])
+    flow = _task_rates()
+    got: list[str] = []
+    lock = threading.Lock()
+
+    def claimer(s: Store) -> None:
+        for _ in range(6):
+            jobs = s.jobs_claim("q", 4, "w", LEASE, None, flow)
+            with lock:
+                got.extend(j.task for j in jobs)
+
+    threads = [threading.Thread(target=claimer, args=(s,)) for s in (store, other) * 3]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # The clock stands still: the burst of each bucket, and not one job more.
+    assert got.count("fast") == 5 and got.count("slow") == 2
+    assert all(t >= 0 for _, t, _ in store.rate_buckets())
+
+
+def test_a_paused_queue_claims_nothing_under_task_rate_limits(store: Store) -> None:
+    store.jobs_insert([new_job(t) for t in ("fast", "slow", "free")])
+    store.queues_set_paused("q", True)
+    one = ClaimFlow(task_rates={"fast": RateLimit(5, per=1, burst=5)})
+    for flow in (one, _task_rates()):
+        assert store.jobs_claim("q", 10, "w", LEASE, None, flow) == []
+    store.queues_set_paused("q", False)
+    assert sorted(j.task for j in store.jobs_claim("q", 10, "w", LEASE, None, one)) == [
+        "fast", "free", "slow"]
+    assert {k: t for k, t, _ in store.rate_buckets()}["task:fast"] == 4

@@ -259,3 +259,119 @@ spent AS (
     WHERE key = %(key)s AND EXISTS (SELECT 1 FROM b)
 )
 SELECT * FROM claimed
+
+-- name: jobs_claim_task_rates
+-- A queue whose only limits are task rate limits, in one statement: lock the tasks'
+-- buckets (made beforehand; tasks sorted, so claimers queue up the same way), claim at
+-- most each task's whole tokens, then jobs of the other tasks for what is left of the
+-- claim (the order of the Python loop in flow_claim.py), and spend one token per job
+-- claimed of each limited task. A task out of tokens reads no
+-- job (LIMIT 0); its jobs stay waiting, their attempt untouched. Jobs locked but not
+-- taken are only locked until this statement commits.
+WITH b AS (  -- one primary-key probe per task, locked in the order given (sorted)
+    SELECT l.task, least(l.capacity, r.tokens + greatest(0, extract(epoch FROM
+                         {now} - r.updated_at)) * l.rate) AS tokens
+    FROM unnest(%(tasks)s::text[], %(capacities)s::float8[], %(rates)s::float8[])
+         AS l(task, capacity, rate)
+    CROSS JOIN LATERAL (SELECT tokens, updated_at FROM {schema}.rate_buckets
+                        WHERE key = 'task:' || l.task FOR UPDATE) r
+),
+limited AS (
+    SELECT j.id, j.priority, j.run_at FROM b
+    CROSS JOIN LATERAL (
+        SELECT id, priority, run_at FROM {schema}.jobs
+        WHERE queue = %(queue)s AND task = b.task
+          AND state IN ('available', 'scheduled', 'retrying')
+          AND run_at <= {now}
+          AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                          WHERE s.queue = %(queue)s AND s.paused)
+        ORDER BY priority DESC, run_at, id
+        LIMIT least(%(limit)s, greatest(0, floor(b.tokens)))::int
+        FOR UPDATE SKIP LOCKED
+    ) j
+),
+rest AS (
+    SELECT id, priority, run_at FROM {schema}.jobs
+    WHERE queue = %(queue)s
+      AND state IN ('available', 'scheduled', 'retrying')
+      AND run_at <= {now}
+      AND NOT (task = ANY(%(tasks)s::text[]))
+      AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                      WHERE s.queue = %(queue)s AND s.paused)
+    ORDER BY priority DESC, run_at, id
+    -- what the limited tasks left of the claim: none, and the rest is not read at all
+    -- (else it would read through their backlog); evaluated first, so the buckets are
+    -- locked before any job
+    LIMIT greatest(0, %(limit)s - (SELECT count(*) FROM limited))
+    FOR UPDATE SKIP LOCKED
+),
+picked AS (  -- in claim order (the worker starts them so), the limited tasks' first
+    SELECT id FROM (SELECT * FROM limited UNION ALL SELECT * FROM rest) c
+    ORDER BY priority DESC, run_at, id
+    LIMIT %(limit)s
+),
+claimed AS (
+    UPDATE {schema}.jobs j
+    SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
+        attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
+    FROM picked
+    WHERE j.id = picked.id
+    RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
+              j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted
+),
+spent AS (
+    UPDATE {schema}.rate_buckets r
+    SET tokens = b.tokens - s.n, updated_at = greatest(r.updated_at, {now})
+    FROM b JOIN (SELECT task, count(*) AS n FROM claimed GROUP BY task) s ON s.task = b.task
+    WHERE r.key = 'task:' || b.task
+)
+SELECT * FROM claimed
+
+-- name: jobs_claim_task_rate
+-- jobs_claim_task_rates for one limited task (the common case), in fewer steps, since a
+-- claim this hot is planned afresh each time: its bucket by key, its jobs by name, no sort.
+-- A paused queue locks no bucket and so reads no job.
+WITH b AS (
+    SELECT least(%(capacity)s, tokens + greatest(0, extract(epoch FROM {now} - updated_at))
+                                        * %(rate)s) AS tokens
+    FROM {schema}.rate_buckets WHERE key = %(key)s
+      AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                      WHERE s.queue = %(queue)s AND s.paused)
+    FOR UPDATE
+),
+limited AS (
+    SELECT id FROM {schema}.jobs
+    WHERE queue = %(queue)s AND task = %(task)s
+      AND state IN ('available', 'scheduled', 'retrying')
+      AND run_at <= {now}
+    ORDER BY priority DESC, run_at, id
+    LIMIT coalesce((SELECT least(%(limit)s, greatest(0, floor(tokens))) FROM b), 0)::int
+    FOR UPDATE SKIP LOCKED
+),
+rest AS (  -- what the task left of the claim: none, and the rest is not read at all
+    SELECT id FROM {schema}.jobs
+    WHERE queue = %(queue)s AND task <> %(task)s
+      AND state IN ('available', 'scheduled', 'retrying')
+      AND run_at <= {now}
+      AND EXISTS (SELECT 1 FROM b)
+    ORDER BY priority DESC, run_at, id
+    LIMIT greatest(0, %(limit)s - (SELECT count(*) FROM limited))
+    FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE {schema}.jobs j
+    SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
+        attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
+    -- a constant limit (never reached): the planner expects few jobs and finds them by id
+    FROM (SELECT id FROM limited UNION ALL SELECT id FROM rest LIMIT %(limit)s) p
+    WHERE j.id = p.id
+    RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
+              j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted
+),
+spent AS (
+    UPDATE {schema}.rate_buckets
+    SET tokens = (SELECT tokens FROM b) - (SELECT count(*) FROM limited),
+        updated_at = greatest(updated_at, {now})
+    WHERE key = %(key)s AND EXISTS (SELECT 1 FROM b)
+)
+SELECT * FROM claimed

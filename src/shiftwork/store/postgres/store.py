@@ -94,7 +94,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         self.schema = check_schema(schema)
         self.clock = clock or SystemClock()
         self.channel = NOTIFY_CHANNEL_PREFIX + self.schema
-        self._buckets_made: set[str] = set()  # queue buckets known to exist (never deleted)
+        self._buckets_made: set[str] = set()  # queue/task buckets known to exist (never deleted)
         self.done_channel = DONE_CHANNEL_PREFIX + self.schema
         quoted = f'"{self.schema}"'
         now = "coalesce(%(now)s::timestamptz, now())"
@@ -394,6 +394,11 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                     queue=queue, limit=limit, worker=worker_id, lease=lease_seconds, key=key,
                     capacity=rate.capacity, rate=rate.rate), prepare=self._prepare).fetchall()
             return claimed_jobs(rows)
+        if flow is not None and flow.task_rates and not limits \
+                and flow == ClaimFlow(task_rates=flow.task_rates):
+            # Task rate limits and nothing else (the common case): one statement too.
+            return claimed_jobs(self._claim_task_rates(queue, limit, worker_id,
+                                                       lease_seconds, flow.task_rates))
         if flow is not None and flow.fair and not limits and flow == ClaimFlow(fair=True):
             # A fair queue and nothing else: one statement, one round trip. Prepared: its
             # planning costs more than running it, and each step is an index probe by key.
@@ -410,6 +415,28 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             else:
                 rows = claim_with_flow(queue, limit, limits or {}, flow or ClaimFlow(), steps)
         return claimed_jobs(rows)
+
+    def _claim_task_rates(self, queue: str, limit: int, worker: str, lease: float,
+                          rates: dict[str, RateLimit]) -> list[Any]:
+        tasks = sorted(rates)
+        with self._conn() as c:
+            for task in tasks:  # the statement locks buckets, so they must exist first
+                key = f"task:{task}"
+                if key not in self._buckets_made:
+                    c.execute(self.q["rate_bucket_ensure"], self._p(
+                        key=key, capacity=rates[task].capacity))
+                    self._buckets_made.add(key)
+            if len(tasks) == 1:
+                (task,) = tasks
+                return c.execute(self.q["jobs_claim_task_rate"], self._p(
+                    queue=queue, limit=limit, worker=worker, lease=lease, task=task,
+                    key=f"task:{task}", capacity=rates[task].capacity,
+                    rate=rates[task].rate), prepare=self._prepare).fetchall()
+            return c.execute(self.q["jobs_claim_task_rates"], self._p(
+                queue=queue, limit=limit, worker=worker, lease=lease, tasks=tasks,
+                capacities=[float(rates[t].capacity) for t in tasks],
+                rates=[float(rates[t].rate) for t in tasks]),
+                prepare=self._prepare).fetchall()
 
     def _fair_steps(self, c: psycopg.Connection[Any], queue: str) -> FairSteps:
         q = self.q
