@@ -36,13 +36,23 @@ _CLAIMS: dict[str, dict[str, Any]] = {
     "jobs_claim": {},
     "jobs_claim_task_rates": {"tasks": ["noop", "other"], "capacities": [1e9, 1e9],
                               "rates": [1e9, 1e9]},
+    # Known weakness, shared with the Python loop's jobs_claim_filtered: its filter on
+    # one task lowers the estimate until sorting the task's waiting jobs looks cheaper.
+    # Strict, so a fix shows up here.
+    "jobs_claim_task_rate": {"task": "noop", "key": "task:noop", "capacity": 1e9,
+                             "rate": 1e9},
 }
+_SORTS_AT_STALE_STATISTICS = {"jobs_claim_task_rate"}
 
 
 @pytest.mark.parametrize("engine", ["postgres"], indirect=True)
 @pytest.mark.parametrize("name", sorted(_CLAIMS))
+@pytest.mark.parametrize("mode", ["generic", "custom"])
 def test_generic_claim_plan_walks_the_index_with_stale_statistics(
-        app: App, db: dict[str, str], name: str) -> None:
+        app: App, db: dict[str, str], name: str, mode: str,
+        request: pytest.FixtureRequest) -> None:
+    if name in _SORTS_AT_STALE_STATISTICS:
+        request.applymarker(pytest.mark.xfail(strict=True, reason="sorts the task's jobs"))
     schema = db["schema"]
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         conn.execute(f'ALTER TABLE "{schema}".jobs SET (autovacuum_enabled = false)')
@@ -52,7 +62,8 @@ def test_generic_claim_plan_walks_the_index_with_stale_statistics(
             SELECT 'bench', 'noop', '[]', 'available', 1, now(), now()
             FROM generate_series(1, 600000)''')
         # The store's own statement, as a server-side prepared statement (its %(name)s
-        # placeholders become $n), planned generically.
+        # placeholders become $n), planned generically, and planned for its values: both
+        # must walk the index.
         conn.execute(f'''INSERT INTO "{schema}".rate_buckets (key, tokens, updated_at)
                          VALUES ('task:noop', 1e9, now()), ('task:other', 1e9, now())''')
         text = app.store.q[name]  # type: ignore[attr-defined]
@@ -63,7 +74,7 @@ def test_generic_claim_plan_walks_the_index_with_stale_statistics(
                 names.append(m.group(1))
             return f"${names.index(m.group(1)) + 1}"
 
-        conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute(f"SET plan_cache_mode = force_{mode}_plan")
         conn.execute("PREPARE claim AS " + re.sub(r"%\((\w+)\)s", number, text))
         values = {"queue": "bench", "limit": 50, "worker": "w", "lease": 10.0, "now": None,
                   **_CLAIMS[name]}

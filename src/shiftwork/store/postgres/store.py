@@ -426,7 +426,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                     c.execute(self.q["rate_bucket_ensure"], self._p(
                         key=key, capacity=rates[task].capacity))
                     self._buckets_made.add(key)
-            if len(tasks) == 1:
+            if len(tasks) == 1:  # the common case: a statement with fewer steps to plan
                 (task,) = tasks
                 return c.execute(self.q["jobs_claim_task_rate"], self._p(
                     queue=queue, limit=limit, worker=worker, lease=lease, task=task,
