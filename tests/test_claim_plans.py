@@ -36,23 +36,15 @@ _CLAIMS: dict[str, dict[str, Any]] = {
     "jobs_claim": {},
     "jobs_claim_task_rates": {"tasks": ["noop", "other"], "capacities": [1e9, 1e9],
                               "rates": [1e9, 1e9]},
-    # Known weakness, shared with the Python loop's jobs_claim_filtered: its filter on
-    # one task lowers the estimate until sorting the task's waiting jobs looks cheaper.
-    # Strict, so a fix shows up here.
-    "jobs_claim_task_rate": {"task": "noop", "key": "task:noop", "capacity": 1e9,
-                             "rate": 1e9},
+    "jobs_claim_task_rate": {"task": "noop", "capacity": 1e9, "rate": 1e9},
 }
-_SORTS_AT_STALE_STATISTICS = {"jobs_claim_task_rate"}
 
 
 @pytest.mark.parametrize("engine", ["postgres"], indirect=True)
 @pytest.mark.parametrize("name", sorted(_CLAIMS))
 @pytest.mark.parametrize("mode", ["generic", "custom"])
 def test_generic_claim_plan_walks_the_index_with_stale_statistics(
-        app: App, db: dict[str, str], name: str, mode: str,
-        request: pytest.FixtureRequest) -> None:
-    if name in _SORTS_AT_STALE_STATISTICS:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="sorts the task's jobs"))
+        app: App, db: dict[str, str], name: str, mode: str) -> None:
     schema = db["schema"]
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         conn.execute(f'ALTER TABLE "{schema}".jobs SET (autovacuum_enabled = false)')
@@ -85,7 +77,8 @@ def test_generic_claim_plan_walks_the_index_with_stale_statistics(
         conn.execute("ROLLBACK")
     nodes = _plan_nodes((plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"])
     kinds = [kind for kind, _ in nodes]
-    # The task-rate claim sorts the few jobs it picked (its tasks' and the rest) once.
+    # The claim for several task rates sorts the few jobs it picked (its tasks' and the
+    # rest) once.
     assert kinds.count("Sort") == (name == "jobs_claim_task_rates"), nodes
     assert not {"Seq Scan", "Bitmap Heap Scan"} & set(kinds), nodes
     assert ("Index Scan", "jobs_claim_idx") in nodes, nodes

@@ -430,7 +430,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                 (task,) = tasks
                 return c.execute(self.q["jobs_claim_task_rate"], self._p(
                     queue=queue, limit=limit, worker=worker, lease=lease, task=task,
-                    key=f"task:{task}", capacity=rates[task].capacity,
+                    capacity=rates[task].capacity,
                     rate=rates[task].rate), prepare=self._prepare).fetchall()
             return c.execute(self.q["jobs_claim_task_rates"], self._p(
                 queue=queue, limit=limit, worker=worker, lease=lease, tasks=tasks,
