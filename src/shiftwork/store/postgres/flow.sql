@@ -332,7 +332,8 @@ SELECT * FROM claimed
 -- claim this hot is planned afresh each time: no sort, no count per task. The task comes
 -- in through a join (of a one-element array), not as a value: filtering the jobs on a
 -- value lowered the estimate until sorting all of the task's waiting jobs looked cheaper
--- than walking the claim index with statistics stale (tests/test_claim_plans.py).
+-- than walking the claim index with statistics stale (tests/test_claim_plans.py); so
+-- did moving the paused check out of the lateral scan.
 WITH b AS (
     SELECT l.task, least(%(capacity)s, r.tokens + greatest(0, extract(epoch FROM
                          {now} - r.updated_at)) * %(rate)s) AS tokens
