@@ -31,7 +31,8 @@ def _done(app: App, job_id: int) -> bool:
 def run(engine: str, n: int, rounds: int) -> dict[str, Any]:
     from . import children_app
 
-    out: dict[str, list[float]] = {"parallel": [], "plain": [], "child": [], "single": []}
+    out: dict[str, list[float]] = {"parallel": [], "plain": [], "child": [], "single": [],
+                                   "runs": []}
     with place(engine) as pl:
         app = _app(pl)
         worker = shiftwork_worker_for(pl)
@@ -44,6 +45,7 @@ def run(engine: str, n: int, rounds: int) -> dict[str, Any]:
                 j = app.enqueue_many([children_app.fan.call(n)])[0]
                 wait_until(lambda j=j: _done(app, j.id), 120, "fan")
                 out["parallel"].append(time.perf_counter() - t0)
+                out["runs"].append(app.get_job(j.id).attempt)  # the parent's runs (replays)
                 t0 = time.perf_counter()
                 ids = [r.id for r in app.enqueue_many([children_app.leaf.call(i)
                                                        for i in range(n)])]
@@ -79,7 +81,8 @@ def main() -> None:
         r = run(engine, n, rounds)
         print(f"{engine}: load {before} -> {load()}; N={n}, {rounds} rounds (medians)")
         print(f"  wf.parallel of {n} calls: {r['parallel'] * 1000:.0f} ms; {n} plain jobs: "
-              f"{r['plain'] * 1000:.0f} ms; ratio {r['parallel'] / r['plain']:.2f}")
+              f"{r['plain'] * 1000:.0f} ms; ratio {r['parallel'] / r['plain']:.2f}; "
+              f"parent runs {r['runs']:.0f}")
         print(f"  workflow awaiting one child: {r['child'] * 1000:.0f} ms; one-step workflow: "
               f"{r['single'] * 1000:.0f} ms; ratio {r['child'] / r['single']:.2f}")
 

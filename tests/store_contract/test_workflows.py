@@ -7,7 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from shiftwork import FakeClock, LeaseLost, ShiftworkError
+from shiftwork import FakeClock, JobState, LeaseLost, ShiftworkError
+from shiftwork.records import ClaimedJob
 from shiftwork.store.base import Store
 
 from .helpers import claim, claim_one, done, insert
@@ -109,3 +110,29 @@ def test_list_shows_workflows_with_their_status(store: Store) -> None:
         job_id, "flow", "running", "v1", 1)
     assert store.workflows_list(status="failed") == []
     assert store.workflows_list(task="other") == []
+
+
+def test_a_join_report_wakes_the_workflow_only_when_all_are_in(store: Store,
+                                                               clock: FakeClock) -> None:
+    [job_id] = insert(store)
+    job = claim_one(store)
+    later = clock.now() + timedelta(days=365)
+
+    def park(held: ClaimedJob) -> None:  # the workflow suspends until woken
+        store.jobs_complete_many([done(held, JobState.SCHEDULED, run_at=later)])
+
+    park(job)
+    join = ("p/", 3)
+    store.workflow_event_send(job_id, "p/0", "1", "done", join=join)
+    again = store.workflow_event_send(job_id, "p/0", "1", "done", join=join)  # stored once
+    store.workflow_event_send(job_id, "p/1", "1", "done", join=join)
+    assert claim(store) == []  # 2 of 3 reported (the resent one counted once): asleep
+    last = store.workflow_event_send(job_id, "p/2", "1", "done", join=join)
+    assert last > again
+    woken = claim_one(store)  # the third wakes it
+    assert woken.id == job_id
+    assert store.workflow_event_take(job_id, woken.attempt, "p/1", "p/1") == (True, 1)
+    with pytest.raises(ShiftworkError, match="needs a key"):
+        store.workflow_event_send(job_id, "p/3", "1", join=join)
+    with pytest.raises(ShiftworkError, match="positive int"):
+        store.workflow_event_send(job_id, "p/3", "1", "done", join=("p/", 0))

@@ -11,7 +11,9 @@
    parent's id and an event name ``<step>/<i>``). When the job ends for good (a child
    workflow's final status; a call's success, or its last failed attempt) it sends that
    event to the parent with its outcome, under the key ``done`` (sent twice after a crash,
-   stored once). ``send_event`` wakes the parent (its job becomes due now).
+   stored once). Only the join's last report wakes the parent (its job becomes due now):
+   the send counts the join's reports in its own transaction (store/joins.py), so a wide
+   fan-out replays the parent about twice, not once per member.
 3. **Join.** The parent takes each member's event as a sub-record ``<step>/<i>``; while
    one is missing it suspends (holding no worker). When all have reported, the step is
    recorded ``done`` with the results in order, or as failed: one failure raises
@@ -153,7 +155,8 @@ def _enqueue_once(wf: Workflow, step: str, members: list[tuple[str, Task[Any, An
     def enqueue(conn: Any) -> list[int]:
         ids = []
         for i, (_label, task, args, kwargs) in enumerate(members):
-            meta = {PARENT_META: {"workflow": wf.id, "event": f"{step}/{i}"}}
+            meta = {PARENT_META: {"workflow": wf.id, "event": f"{step}/{i}",
+                                  "of": len(members)}}
             key = f"wf{wf.id}:{_key_part(step)}/{i}"
             if getattr(task, "workflow_version", None) is not None:
                 res = task.using(conn=conn, meta=meta, key=key).enqueue(*args, **kwargs)
@@ -194,11 +197,24 @@ def report_for(app: Any, job_id: int, meta: dict[str, Any] | None, *, result: An
                                           "message": str(error)[:2000]}}
     boundary(job_id, "before:report")
     try:
-        app.send_event(int(parent["workflow"]), str(parent["event"]), payload, key="done")
+        _send(app, int(parent["workflow"]), str(parent["event"]), payload, parent.get("of"))
     except ShiftworkError as exc:  # the parent finished or was cancelled: nobody waits
         log.info("job %s: parent workflow %s no longer waits (%s)", job_id,
                  parent.get("workflow"), exc)
     boundary(job_id, "after:report")
+
+
+def _send(app: Any, workflow: int, event: str, payload: dict[str, Any], of: Any) -> None:
+    """Report under the key ``done`` (stored once if sent again after a crash). A member of
+    a join of ``of`` reports wakes the parent only with the join's last report (see
+    store/joins.py); a member enqueued before joins were counted wakes it every time."""
+    if not isinstance(of, int) or isinstance(of, bool) or of < 1:
+        app.send_event(workflow, event, payload, key="done")
+        return
+    body = encode_json(payload, f"event {event!r}: payload",
+                       app.settings.limit("max_event_payload_bytes"))
+    app.store.workflow_event_send(workflow, event, body, "done",
+                                  join=(event.rsplit("/", 1)[0] + "/", of))
 
 
 def install(app: Any) -> None:
