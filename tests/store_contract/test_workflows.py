@@ -136,3 +136,18 @@ def test_a_join_report_wakes_the_workflow_only_when_all_are_in(store: Store,
         store.workflow_event_send(job_id, "p/3", "1", join=join)
     with pytest.raises(ShiftworkError, match="positive int"):
         store.workflow_event_send(job_id, "p/3", "1", "done", join=("p/", 0))
+
+
+def test_many_events_are_taken_in_one_go(store: Store) -> None:
+    [job_id] = insert(store)
+    job = claim_one(store)
+    store.workflow_event_send(job_id, "j/0", '{"n": 0}', "done")
+    store.workflow_event_send(job_id, "j/2", '{"n": 2}', "done")
+    got = store.workflow_events_take(job_id, job.attempt, ["j/0", "j/1", "j/2"])
+    assert got == [(True, {"n": 0}), (False, None), (True, {"n": 2})]
+    steps = store.workflow_steps_get(job_id)
+    assert sorted(steps) == ["j/0", "j/2"] and steps["j/2"].result == {"n": 2}
+    assert store.workflow_events_take(job_id, job.attempt, ["j/0", "j/2"]) == [
+        (False, None), (False, None)]  # taken once
+    with pytest.raises(LeaseLost):
+        store.workflow_events_take(job_id, job.attempt + 1, ["j/1"])

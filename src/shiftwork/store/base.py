@@ -335,6 +335,12 @@ class Store(Protocol):
                             started_at: datetime | None = None) -> tuple[bool, Any]:
         """Consume the oldest pending event ``name`` and record it as ``step``, atomically."""
 
+    def workflow_events_take(self, job_id: int, attempt: int, names: list[str], *,
+                             started_at: datetime | None = None) -> list[tuple[bool, Any]]:
+        """:meth:`workflow_event_take` for many events in one transaction, each recorded as
+        the step of its own name (a join taking its members' reports); ``(False, None)``
+        for a name with no pending event. Raises LeaseLost like the single take."""
+
     def workflow_event_send(self, job_id: int, name: str, payload_json: str,
                             key: str | None = None, *,
                             join: tuple[str, int] | None = None) -> int:

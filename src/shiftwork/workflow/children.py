@@ -92,21 +92,27 @@ def join(wf: Workflow, step: str, kind: str, members: list[tuple[str, Task[Any, 
         wf._record(step, StepStatus.WAITING, _json(wf, {"jobs": ids}, step), None, **fields)
         if wf._cancel_requested:
             raise JobCancelled(f"workflow {wf.id} was cancelled; stopped at {step!r}")
-    reports: list[dict[str, Any] | None] = []
-    for i in range(len(ids)):
-        sub = f"{step}/{i}"
+    subs = [f"{step}/{i}" for i in range(len(ids))]
+    taken: dict[str, Any] = {}
+    for sub in subs:
         got = wf.history.get(sub)
         if got is not None and got.status is StepStatus.DONE:
-            reports.append(got.result)
-            continue
-        took, payload = wf._store.workflow_event_take(wf.id, wf.ctx.attempt, sub, sub,
-                                                      started_at=now)
-        if not took:
-            # Stop at the first member still out: its report wakes us, and the ones after
-            # it are taken then (one query per member in all, not one per member per wake).
+            taken[sub] = got.result
+    out = [sub for sub in subs if sub not in taken]
+    if out:
+        # Take every report that is in, in one transaction; the join's last report wakes
+        # us for the rest (store/joins.py).
+        for sub, (took, payload) in zip(out, wf._store.workflow_events_take(
+                wf.id, wf.ctx.attempt, out, started_at=now), strict=True):
+            if took:
+                taken[sub] = payload
+        missing = [i for i, sub in enumerate(subs) if sub not in taken]
+        if missing:
+            i = missing[0]
             raise Suspend(now + _forever(), f"workflow waiting for job {ids[i]} "
-                                            f"({i + 1} of {len(ids)}) of {step!r}")
-        reports.append(payload)
+                                            f"({len(missing)} of {len(ids)} still out) "
+                                            f"of {step!r}")
+    reports: list[dict[str, Any] | None] = [taken[sub] for sub in subs]
     labels = [label for label, _, _, _ in members]
     failed = [{"step": labels[i], "job": ids[i], **(r or {}).get("error", {})}
               for i, r in enumerate(reports) if not (r or {}).get("ok")]

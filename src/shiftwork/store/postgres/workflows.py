@@ -81,6 +81,26 @@ class PostgresWorkflows:
                 digest=digest, outcome=None, tries=0, started_at=started_at))
             return True, row[0]
 
+    def workflow_events_take(self, job_id: int, attempt: int, names: list[str], *,
+                             started_at: datetime | None = None) -> list[tuple[bool, Any]]:
+        out: list[tuple[bool, Any]] = []
+        with self._conn() as c, c.transaction():
+            if c.execute(self.q["workflow_job_lock"], {"job": job_id, "attempt": attempt}
+                         ).fetchone() is None:
+                raise _lost(job_id, attempt)
+            for name in names:
+                row = c.execute(self.q["workflow_event_take"],
+                                {"job": job_id, "name": name, "step": name}).fetchone()
+                if row is None:
+                    out.append((False, None))
+                    continue
+                c.execute(self.q["workflow_step_record"], self._p(
+                    job=job_id, attempt=attempt, name=name, status="done",
+                    result=json.dumps(row[0]), wake_at=None, position=None, kind="wait",
+                    digest=None, outcome=None, tries=0, started_at=started_at))
+                out.append((True, row[0]))
+        return out
+
     def workflow_event_send(self, job_id: int, name: str, payload_json: str,
                             key: str | None = None, *,
                             join: tuple[str, int] | None = None) -> int:
