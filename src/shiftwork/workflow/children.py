@@ -159,22 +159,21 @@ def _enqueue_once(wf: Workflow, step: str, members: list[tuple[str, Task[Any, An
     call_task = wf.app.tasks.get(CALL_TASK) if hasattr(wf.app, "tasks") else None
 
     def enqueue(conn: Any) -> list[int]:
-        ids = []
+        requests = []
         for i, (_label, task, args, kwargs) in enumerate(members):
             meta = {PARENT_META: {"workflow": wf.id, "event": f"{step}/{i}",
                                   "of": len(members)}}
             key = f"wf{wf.id}:{_key_part(step)}/{i}"
             if getattr(task, "workflow_version", None) is not None:
-                res = task.using(conn=conn, meta=meta, key=key).enqueue(*args, **kwargs)
+                requests.append(task.using(meta=meta, key=key).call(*args, **kwargs))
             else:
                 if call_task is None:
                     raise WorkflowError("wf.call needs the app's workflow call task")
-                res = call_task.using(conn=conn, meta=meta, key=key,
-                                      queue=task.options.queue,
-                                      max_attempts=task.options.max_attempts
-                                      ).enqueue(task.name, list(args), kwargs)
-            ids.append(int(res.id))
-        return ids
+                requests.append(call_task.using(meta=meta, key=key, queue=task.options.queue,
+                                                max_attempts=task.options.max_attempts
+                                                ).call(task.name, list(args), kwargs))
+        # one insert round trip per batch, in the parent's transaction
+        return [int(res.id) for res in wf.app.enqueue_many(requests, conn)]
 
     with wf.ctx.transaction() as tx:
         out = tx.once(f"wf:{wf.id}:{_key_part(step)}", lambda: enqueue(tx.conn))
