@@ -173,7 +173,9 @@ def _enqueue_once(wf: Workflow, step: str, members: list[tuple[str, Task[Any, An
                                                 max_attempts=task.options.max_attempts
                                                 ).call(task.name, list(args), kwargs))
         # one insert round trip per batch, in the parent's transaction
-        return [int(res.id) for res in wf.app.enqueue_many(requests, conn)]
+        now = wf.app.clock.now()
+        rows = [r.task.build(r.args, r.kwargs, r.options, now) for r in requests]
+        return [int(res.id) for res in wf.app.insert_rows(rows, conn)]
 
     with wf.ctx.transaction() as tx:
         out = tx.once(f"wf:{wf.id}:{_key_part(step)}", lambda: enqueue(tx.conn))
