@@ -24,6 +24,7 @@ from .events import EventBus
 from .flow import ClaimFlow, GroupBy, LimitStatus, RateLimit, group_weights, tokens_now
 from .flow import rate_limit as flow_rate_limit
 from .handle import JobHandle
+from .host import AppBase
 from .job import NewJob
 from .names import check_queue, did_you_mean
 from .observe.hooks import Observers
@@ -68,7 +69,7 @@ class QueueOptions:
     weights: dict[str, int] = field(default_factory=dict)  # group -> jobs per turn
 
 
-class App:
+class App(AppBase):
     """Background work on one database.
 
     >>> app = App("sqlite:///jobs.db")
