@@ -3,6 +3,7 @@ cancelling, listing."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -151,3 +152,26 @@ def test_many_events_are_taken_in_one_go(store: Store) -> None:
         (False, None), (False, None)]  # taken once
     with pytest.raises(LeaseLost):
         store.workflow_events_take(job_id, job.attempt + 1, ["j/1"])
+
+
+def test_join_reports_sent_at_once_still_wake_the_workflow(store: Store,
+                                                           clock: FakeClock) -> None:
+    """Reports from many workers at the same instant: the last one to commit sees all the
+    others (none counts short and leaves the workflow asleep)."""
+    [job_id] = insert(store)
+    job = claim_one(store)
+    store.jobs_complete_many([done(job, JobState.SCHEDULED,
+                                   run_at=clock.now() + timedelta(days=365))])
+    n = 16
+    start = threading.Barrier(n)
+
+    def report(i: int) -> None:
+        start.wait()
+        store.workflow_event_send(job_id, f"p/{i}", "1", "done", join=("p/", n))
+
+    threads = [threading.Thread(target=report, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert claim_one(store).id == job_id
