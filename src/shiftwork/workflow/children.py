@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import JobCancelled, RetryIn, ShiftworkError
 from ..payload import encode_json
@@ -40,8 +40,43 @@ from .hooks import boundary
 from .replay import digest
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from ..context import JobContext
-    from .context import Workflow
+    from ..host import JobHost
+    from ..payload import Limit
+    from ..records import StepRecord
+    from ..store.base import Store
+
+
+class Workflow(Protocol):
+    """What a join needs of the workflow that waits (workflow/context.py's Workflow: it
+    calls in here, so it is named by what it offers, not imported)."""
+
+    _cancel_requested: bool
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def ctx(self) -> JobContext: ...
+
+    @property
+    def app(self) -> JobHost: ...
+
+    @property
+    def history(self) -> dict[str, StepRecord]: ...
+
+    @property
+    def _store(self) -> Store: ...
+
+    def _step_limit(self) -> Limit: ...
+
+    def _enter(self, name: str, kind: str, digest_: str | None
+               ) -> tuple[StepRecord | None, int]: ...
+
+    def _record(self, name: str, status: StepStatus, result_json: str | None,
+                wake_at: datetime | None = None, **fields: Any) -> None: ...
 
 log = logging.getLogger("shiftwork.workflow")
 
@@ -132,7 +167,7 @@ def _key_part(step: str) -> str:
 
 
 def _forever() -> Any:
-    from .context import FOREVER
+    from .errors import FOREVER
 
     return FOREVER
 
