@@ -10,6 +10,8 @@ from shiftwork import App, Backoff, JobState, Workflow
 from shiftwork.testing import drain
 from shiftwork.workflow import ChildFailed, WorkflowError
 
+from .conftest import running_worker, wait_for
+
 
 def _jobs_by_task(app: App) -> Counter[str]:
     return Counter(j.task for j in app.list_jobs(limit=1000))
@@ -246,3 +248,54 @@ def test_a_member_cancelled_on_its_own_fails_the_join(wapp: App) -> None:
     assert wapp.get_job(job.id).state is JobState.DEAD
     assert seen and seen[0].errors[0]["step"] == "b"
     assert seen[0].errors[0]["type"] == "JobCancelled"
+
+
+def test_a_wide_parallel_wakes_its_parent_once_at_the_last_report(wapp: App) -> None:
+    """50 members report; only the 50th wakes the parent (issue #15): the parent runs
+    twice in all (start, join), not once per member."""
+    runs: list[int] = []
+
+    @wapp.task(queue="members")
+    def leaf(i: int) -> int:
+        return i * 2
+
+    @wapp.workflow(queue="parents")
+    def fan(wf: Workflow) -> int:
+        runs.append(1)
+        return sum(wf.parallel(*(wf.call(f"c{i}", leaf, i) for i in range(50))))
+
+    job = fan.enqueue()
+    assert drain(wapp, queues=["parents"]).ran == 1  # enqueues the 50, then suspends
+    assert drain(wapp, queues=["members"], max_jobs=49).ran == 49
+    parked = wapp.get_job(job.id)
+    assert parked.state is JobState.SCHEDULED and parked.run_at > wapp.clock.now()
+    assert drain(wapp, queues=["parents"]).ran == 0  # 49 reports in: still asleep
+    assert drain(wapp, queues=["members"]).ran == 1
+    assert wapp.get_job(job.id).run_at <= wapp.clock.now()  # the last report woke it
+    assert drain(wapp, queues=["parents"]).ran == 1
+    got = wapp.get_job(job.id)
+    assert got.state is JobState.SUCCEEDED and got.result == sum(i * 2 for i in range(50))
+    assert len(runs) == 2
+    history = {s.name: s for s in wapp.workflow_history(job.id)}
+    assert sum(1 for name in history if name.startswith("parallel")) == 51  # step + 50 takes
+
+
+def test_a_wide_parallel_in_a_worker_replays_the_parent_a_few_times(app: App) -> None:
+    """The same with a real worker running parent and members at once: the parent runs a
+    small, fixed number of times (at most 3), not once per member."""
+    runs: list[int] = []
+
+    @app.task
+    def leaf(i: int) -> int:
+        return i
+
+    @app.workflow
+    def fan(wf: Workflow) -> int:
+        runs.append(1)
+        return len(wf.parallel(*(wf.call(f"c{i}", leaf, i) for i in range(50))))
+
+    job = fan.enqueue()
+    with running_worker(app, {"default": 8}):
+        wait_for(lambda: app.get_job(job.id).state is JobState.SUCCEEDED, 60)
+    assert app.get_job(job.id).result == 50
+    assert 1 <= len(runs) <= 3, runs

@@ -2,7 +2,7 @@
 
 from .app import App
 from .clock import Clock, FakeClock, SystemClock
-from .compose import Chain, Group, JobHandle
+from .compose import Chain, Group
 from .context import JobContext
 from .errors import (
     CommitUnknownError,
@@ -22,6 +22,7 @@ from .errors import (
     StorageError,
     UnknownTaskError,
 )
+from .handle import JobHandle
 from .records import EnqueueResult, Job, QueueStats
 from .retry import Backoff
 from .settings import Settings

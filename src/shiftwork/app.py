@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from .clock import Clock, SystemClock
-from .compose import Chain, Group, JobHandle, make_chain, make_graph, make_group
+from .compose import Chain, Group, make_chain, make_graph, make_group
 from .context import JobContext
 from .decorators import TaskDecorator, WorkflowDecorator
 from .errors import (
@@ -23,6 +23,8 @@ from .errors import (
 from .events import EventBus
 from .flow import ClaimFlow, GroupBy, LimitStatus, RateLimit, group_weights, tokens_now
 from .flow import rate_limit as flow_rate_limit
+from .handle import JobHandle
+from .host import AppBase
 from .job import NewJob
 from .names import check_queue, did_you_mean
 from .observe.hooks import Observers
@@ -67,7 +69,7 @@ class QueueOptions:
     weights: dict[str, int] = field(default_factory=dict)  # group -> jobs per turn
 
 
-class App:
+class App(AppBase):
     """Background work on one database.
 
     >>> app = App("sqlite:///jobs.db")

@@ -9,11 +9,12 @@ import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .errors import DependencyError
+from .handle import JobHandle, check_on_failure
 from .job import NewJob
-from .records import ClaimedJob, EnqueueResult, GroupInfo
+from .records import ClaimedJob, GroupInfo
 from .states import JobState
 
 if TYPE_CHECKING:
@@ -25,54 +26,6 @@ R = TypeVar("R")
 #: In a job's meta: its last argument is filled in when it runs. "after": the result of
 #: the one job it runs after (a chain link); "group": its group's results (a callback).
 INPUT_META_KEY = "shiftwork.input"
-ON_FAILURE = ("cancel", "run")
-
-
-class JobHandle(EnqueueResult, Generic[R]):
-    """What ``task.enqueue`` returns: the job's id, and a way to wait for its result.
-
-    Still an :class:`EnqueueResult` (``id``, ``created``; compares equal to one).
-    """
-
-    _host: TaskHost
-
-    def __new__(cls, id: int, created: bool, host: TaskHost) -> JobHandle[R]:
-        self = super().__new__(cls, id, created)
-        self._host = host
-        return self
-
-    def result(self, timeout: float | None = 30.0) -> R:
-        """Block until the job finished and return its task's return value.
-
-        Raises :class:`~shiftwork.errors.JobFailed` (dead; ``.error`` is its last error),
-        :class:`~shiftwork.errors.JobCancelled`, or ``TimeoutError``.
-        """
-        return cast(R, self._host.wait_result(self.id, timeout))
-
-    async def result_async(self, timeout: float | None = 30.0) -> R:
-        """:meth:`result` for asyncio code."""
-        return cast(R, await self._host.wait_result_async(self.id, timeout))
-
-
-def dependency_ids(after: Any) -> tuple[int, ...]:
-    """``after=`` as job ids: handles, EnqueueResults or ints."""
-    if isinstance(after, (EnqueueResult, int)):
-        after = [after]
-    ids = []
-    for a in after:
-        job_id = a.id if isinstance(a, EnqueueResult) else a
-        if isinstance(job_id, bool) or not isinstance(job_id, int) or job_id < 1:
-            raise DependencyError(f"after= takes jobs (what enqueue returned) or job ids, "
-                                  f"not {a!r}")
-        ids.append(job_id)
-    return tuple(dict.fromkeys(ids))
-
-
-def check_on_failure(on_failure: str) -> str:
-    if on_failure not in ON_FAILURE:
-        raise DependencyError(f"on_failure={on_failure!r}: must be 'cancel' (do not run "
-                              "after a parent died or was cancelled) or 'run'")
-    return on_failure
 
 
 def _with_input(job: NewJob, kind: str) -> NewJob:

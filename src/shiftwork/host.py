@@ -7,7 +7,8 @@ helpers be typed without importing the App or the context, so no import runs bac
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .clock import Clock
 from .events import EventBus
@@ -15,6 +16,12 @@ from .job import NewJob
 from .records import EnqueueResult, Touch
 from .settings import Settings
 from .store.base import Store
+
+if TYPE_CHECKING:
+    from .flow import ClaimFlow
+    from .records import Job
+    from .states import JobState
+    from .task import Task
 
 
 class JobHost(Protocol):
@@ -51,3 +58,33 @@ class RunningJob(Protocol):
 
     def _touch(self, *, checkpoint: str | None = None, set_checkpoint: bool = False,
                conn: Any = None) -> Touch: ...
+
+
+class AppBase:
+    """The App's base class: code below the App (the loader, the testing tools) tells an
+    App from anything else by it, without importing the App."""
+
+
+class RunnerHost(JobHost, Protocol):
+    """What runs jobs outside a worker's own loop needs of the App: the executor (and
+    its child processes) and the testing tools (drain, inline)."""
+
+    import_path: str | None
+
+    @property
+    def tasks(self) -> Mapping[str, Task[Any, Any]]: ...
+
+    @property
+    def queue_options(self) -> Mapping[str, Any]: ...
+
+    @property
+    def enqueue_hooks(self) -> list[Callable[[list[EnqueueResult], set[str] | None], None]]: ...
+
+    def get_task(self, name: str) -> Task[Any, Any]: ...
+
+    def concurrency_limits(self, queue: str) -> dict[str, int]: ...
+
+    def claim_flow(self, queue: str) -> ClaimFlow: ...
+
+    def list_jobs(self, state: JobState | str | None = None, queue: str | None = None,
+                  task: str | None = None, limit: int = 50) -> list[Job]: ...

@@ -7,17 +7,15 @@ import importlib.util
 import os
 import sys
 import traceback
-from typing import TYPE_CHECKING
+from typing import cast
 
 from .errors import ConfigurationError
-
-if TYPE_CHECKING:
-    from .app import App
+from .host import AppBase, RunnerHost
 
 
-def load_app(spec: str) -> App:
-    from .app import App
-
+def load_app(spec: str) -> RunnerHost:
+    """The App at ``spec`` (``module:attribute`` or ``path.py:attribute``), its import path
+    set. Typed by what code below the App needs of it; the command line narrows it."""
     if ":" not in spec:
         raise ConfigurationError(f"app {spec!r}: expected module:attribute, e.g. myapp.jobs:app")
     module_name, attr = spec.rsplit(":", 1)
@@ -47,8 +45,9 @@ def load_app(spec: str) -> App:
         raise ConfigurationError(f"app {spec!r}: importing {module_name} failed:\n"
                                  + traceback.format_exc(limit=-3)) from exc
     app = getattr(module, attr, None)
-    if not isinstance(app, App):
+    if not isinstance(app, AppBase):
         raise ConfigurationError(f"app {spec!r}: {module_name}.{attr} is not a shiftwork App "
                                  f"(got {type(app).__name__})")
-    app.import_path = spec
-    return app
+    host = cast(RunnerHost, app)
+    host.import_path = spec
+    return host

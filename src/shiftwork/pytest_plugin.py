@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -55,7 +55,7 @@ def shiftwork_app(request: pytest.FixtureRequest, tmp_path: Path,
     spec = str(request.config.getini("shiftwork_app"))
     try:
         if spec:
-            with rebound(load_app(spec), dsn, schema, shiftwork_clock) as app:
+            with rebound(cast(App, load_app(spec)), dsn, schema, shiftwork_clock) as app:
                 yield app
         else:
             app = App(dsn, schema=schema, clock=shiftwork_clock)

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
 from .clock import Clock
-from .compose import JobHandle, check_on_failure, dependency_ids
 from .errors import ConfigurationError, DependencyError, PayloadError
 from .flow import GROUP_META_KEY, GroupBy, RateLimit, check_group, positive_int
+from .handle import JobHandle, check_on_failure, dependency_ids
 from .job import NewJob
 from .names import check_queue, check_task_name
 from .payload import check_text, encode_args, encode_json, unique_digest

@@ -3,11 +3,13 @@ cancelling, listing."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
 
-from shiftwork import FakeClock, LeaseLost, ShiftworkError
+from shiftwork import FakeClock, JobState, LeaseLost, ShiftworkError
+from shiftwork.records import ClaimedJob
 from shiftwork.store.base import Store
 
 from .helpers import claim, claim_one, done, insert
@@ -109,3 +111,67 @@ def test_list_shows_workflows_with_their_status(store: Store) -> None:
         job_id, "flow", "running", "v1", 1)
     assert store.workflows_list(status="failed") == []
     assert store.workflows_list(task="other") == []
+
+
+def test_a_join_report_wakes_the_workflow_only_when_all_are_in(store: Store,
+                                                               clock: FakeClock) -> None:
+    [job_id] = insert(store)
+    job = claim_one(store)
+    later = clock.now() + timedelta(days=365)
+
+    def park(held: ClaimedJob) -> None:  # the workflow suspends until woken
+        store.jobs_complete_many([done(held, JobState.SCHEDULED, run_at=later)])
+
+    park(job)
+    join = ("p/", 3)
+    store.workflow_event_send(job_id, "p/0", "1", "done", join=join)
+    again = store.workflow_event_send(job_id, "p/0", "1", "done", join=join)  # stored once
+    store.workflow_event_send(job_id, "p/1", "1", "done", join=join)
+    assert claim(store) == []  # 2 of 3 reported (the resent one counted once): asleep
+    last = store.workflow_event_send(job_id, "p/2", "1", "done", join=join)
+    assert last > again
+    woken = claim_one(store)  # the third wakes it
+    assert woken.id == job_id
+    assert store.workflow_event_take(job_id, woken.attempt, "p/1", "p/1") == (True, 1)
+    with pytest.raises(ShiftworkError, match="needs a key"):
+        store.workflow_event_send(job_id, "p/3", "1", join=join)
+    with pytest.raises(ShiftworkError, match="positive int"):
+        store.workflow_event_send(job_id, "p/3", "1", "done", join=("p/", 0))
+
+
+def test_many_events_are_taken_in_one_go(store: Store) -> None:
+    [job_id] = insert(store)
+    job = claim_one(store)
+    store.workflow_event_send(job_id, "j/0", '{"n": 0}', "done")
+    store.workflow_event_send(job_id, "j/2", '{"n": 2}', "done")
+    got = store.workflow_events_take(job_id, job.attempt, ["j/0", "j/1", "j/2"])
+    assert got == [(True, {"n": 0}), (False, None), (True, {"n": 2})]
+    steps = store.workflow_steps_get(job_id)
+    assert sorted(steps) == ["j/0", "j/2"] and steps["j/2"].result == {"n": 2}
+    assert store.workflow_events_take(job_id, job.attempt, ["j/0", "j/2"]) == [
+        (False, None), (False, None)]  # taken once
+    with pytest.raises(LeaseLost):
+        store.workflow_events_take(job_id, job.attempt + 1, ["j/1"])
+
+
+def test_join_reports_sent_at_once_still_wake_the_workflow(store: Store,
+                                                           clock: FakeClock) -> None:
+    """Reports from many workers at the same instant: the last one to commit sees all the
+    others (none counts short and leaves the workflow asleep)."""
+    [job_id] = insert(store)
+    job = claim_one(store)
+    store.jobs_complete_many([done(job, JobState.SCHEDULED,
+                                   run_at=clock.now() + timedelta(days=365))])
+    n = 16
+    start = threading.Barrier(n)
+
+    def report(i: int) -> None:
+        start.wait()
+        store.workflow_event_send(job_id, f"p/{i}", "1", "done", join=("p/", n))
+
+    threads = [threading.Thread(target=report, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert claim_one(store).id == job_id

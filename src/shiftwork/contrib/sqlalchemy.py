@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
     from ..records import EnqueueResult
-    from ..task import JobRequest, TaskHost
 
 _DRIVERS = ("shiftwork joins the transaction of a psycopg 3 connection "
             "(postgresql+psycopg://) or of a sqlite3 one (sqlite://, sqlite+aiosqlite://)")
@@ -44,7 +43,17 @@ def session_connection(session: Any) -> Any:
                              f"{type(driver).__module__}.{type(driver).__name__}: {_DRIVERS}")
 
 
-async def enqueue_in_async_session(app: TaskHost, requests: Iterable[JobRequest],
+class _AsyncEnqueuer(Protocol):
+    """What the session path needs of the App (typed here: the task module calls in)."""
+
+    def enqueue_many(self, requests: Iterable[Any], conn: Any = None
+                     ) -> list[EnqueueResult]: ...
+
+    async def enqueue_many_async(self, requests: Iterable[Any], conn: Any = None
+                                 ) -> list[EnqueueResult]: ...
+
+
+async def enqueue_in_async_session(app: _AsyncEnqueuer, requests: Iterable[Any],
                                    session: Any) -> list[EnqueueResult]:
     """Insert ``requests`` on an ``AsyncSession``'s connection, in its transaction."""
     if not hasattr(session, "sync_session"):

@@ -335,9 +335,21 @@ class Store(Protocol):
                             started_at: datetime | None = None) -> tuple[bool, Any]:
         """Consume the oldest pending event ``name`` and record it as ``step``, atomically."""
 
+    def workflow_events_take(self, job_id: int, attempt: int, names: list[str], *,
+                             started_at: datetime | None = None) -> list[tuple[bool, Any]]:
+        """:meth:`workflow_event_take` for many events in one transaction, each recorded as
+        the step of its own name (a join taking its members' reports); ``(False, None)``
+        for a name with no pending event. Raises LeaseLost like the single take."""
+
     def workflow_event_send(self, job_id: int, name: str, payload_json: str,
-                            key: str | None = None) -> int:
-        """Store an event for a workflow and wake it; a repeated ``key`` stores nothing."""
+                            key: str | None = None, *,
+                            join: tuple[str, int] | None = None) -> int:
+        """Store an event for a workflow and wake it; a repeated ``key`` stores nothing.
+
+        With ``join=(prefix, total)`` (a member's report to a parallel join; needs ``key``)
+        the workflow is woken only once at least ``total`` events under ``key`` whose names
+        start with ``prefix`` are stored, counted in the same transaction as the insert,
+        under a lock on the workflow's row: one wake per join instead of one per member."""
 
     def workflow_cancel(self, job_id: int) -> bool:
         """Flag a started workflow for cancel and wake it; False if it is not one."""

@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
-from ..errors import ShiftworkError
+from ..errors import ConfigurationError, ShiftworkError
 from ..job import NewJob
 from ..records import Applied, EnqueueResult, LateRun, ScheduleInfo, ScheduleRun
 from ..schedule import (
@@ -36,6 +36,7 @@ from ..schedule import (
     occurrence_job,
 )
 from ..states import ACTIVE, JobState
+from .runtime_schedules import CODE, RUNTIME, ScheduleNameTaken
 
 LEADER_NAME = "shiftwork.leader"
 
@@ -158,9 +159,9 @@ class ScheduleStoreLogic:
             for d in defs:
                 row = stored.get(d.name)
                 params = def_params(d)
-                if row is not None and row.get("origin") == "runtime":
+                if row is not None and row.get("origin") == RUNTIME:
                     # Declared in code now: code owns it from here on.
-                    self._s_rows(c, "schedules_set_origin", name=d.name, origin="code")
+                    self._s_rows(c, "schedules_set_origin", name=d.name, origin=CODE)
                 if row is None:
                     self._s_rows(c, "schedules_insert", **params,
                                  next_fire_at=first_fire(d, now))
@@ -176,7 +177,7 @@ class ScheduleStoreLogic:
                 report[d.name] = "revived" if revived else "changed"
             declared = {d.name for d in defs}
             for name, row in stored.items():
-                if row.get("origin") == "runtime":
+                if row.get("origin") == RUNTIME:
                     continue  # added at run time: not code's to remove
                 if name not in declared and row["removed_at"] is None:
                     self._s_rows(c, "schedules_mark_removed", name=name)
@@ -186,16 +187,48 @@ class ScheduleStoreLogic:
     def schedules_add(self, defn: ScheduleDef,
                       first_fire: Callable[[ScheduleDef, datetime], datetime],
                       replace: bool = False) -> str:
-        """Store a run-time schedule (see store/runtime_schedules.py)."""
-        from . import runtime_schedules
+        """Store ``defn`` as a run-time schedule; returns created | revived | replaced.
 
-        return runtime_schedules.add(self, defn, first_fire, replace)
+        One transaction, under the same lock as the reconcile, so a worker starting at the
+        same instant either sees the new row or runs before it is written.
+        """
+        with self._s_tx() as c:
+            self._s_rows(c, "schedules_lock_all")
+            now = self._s_now(c, None, None)
+            row = self._s_one(c, "schedules_get", name=defn.name)
+            params = def_params(defn)
+            if row is None:
+                self._s_rows(c, "schedules_insert", **params, next_fire_at=first_fire(defn, now))
+                how = "created"
+            else:
+                live = row["removed_at"] is None
+                if live and row.get("origin", CODE) == CODE:
+                    raise ScheduleNameTaken(
+                        f"schedule {defn.name!r} is declared in code; pick another name for a "
+                        "run-time schedule (code schedules change with the code)")
+                if live and not replace:
+                    raise ScheduleNameTaken(
+                        f"a run-time schedule named {defn.name!r} already exists; remove it first "
+                        "or pass replace=True")
+                reset = not live or (row["cron"], row["tz"]) != (defn.cron, defn.tz)
+                self._s_rows(c, "schedules_update_definition", **params, reset_cursor=reset,
+                              next_fire_at=first_fire(defn, now) if reset else None)
+                how = "replaced" if live else "revived"
+            self._s_rows(c, "schedules_set_origin", name=defn.name, origin=RUNTIME)
+        return how
 
     def schedules_remove(self, name: str) -> None:
-        """Remove a run-time schedule (see store/runtime_schedules.py)."""
-        from . import runtime_schedules
-
-        runtime_schedules.remove(self, name)
+        """Mark a run-time schedule removed (its history is kept; adding it again revives it)."""
+        with self._s_tx() as c:
+            self._s_rows(c, "schedules_lock_all")
+            row = self._s_one(c, "schedules_get", name=name)
+            if row is None or row["removed_at"] is not None:
+                raise UnknownScheduleError(f"no run-time schedule named {name!r}")
+            if row.get("origin", CODE) != RUNTIME:
+                raise ConfigurationError(
+                    f"schedule {name!r} is declared in code: remove it from the code (the next "
+                    "worker start removes it), or pause it")
+            self._s_rows(c, "schedules_mark_removed", name=name)
 
     # -- the leader's pass ----------------------------------------------------------------
 
@@ -438,7 +471,7 @@ class ScheduleStoreLogic:
                 last_fire_at=r["last_fire_at"], last_success_at=r["last_success_at"],
                 last_late_fire_at=r["last_late_fire_at"], not_run=int(r["not_run"]),
                 pending=int(r["pending"]), missed_unrecorded=int(r["missed_unrecorded"]),
-                now=r["now"], origin=r.get("origin") or "code"))
+                now=r["now"], origin=r.get("origin") or CODE))
         return out
 
     def schedules_get(self, name: str) -> ScheduleInfo:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from ..app import App
+from ..host import AppBase, RunnerHost
 from ..records import Job
 from ..task import Task
 from .drain import enqueued
@@ -20,9 +20,9 @@ def assert_enqueued(task: Task[Any, Any], args: list[Any] | tuple[Any, ...] | No
     >>> assert_enqueued(send_welcome, args=[7])
     """
     app = task.app
-    if not isinstance(app, App):
+    if not isinstance(app, AppBase):
         raise TypeError(f"{task.name} is not registered on a shiftwork App")
-    waiting = enqueued(app, task, queue=queue)
+    waiting = enqueued(cast(RunnerHost, app), task, queue=queue)
     matching = [j for j in waiting
                 if (args is None or j.args == list(args))
                 and (kwargs is None or j.kwargs == kwargs)]

@@ -6,8 +6,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..app import App
 from ..compose import with_input
+from ..host import RunnerHost
 from ..outcome import Outcome
 from ..records import ClaimedJob, Job
 from ..states import WAITING, JobState
@@ -42,7 +42,7 @@ class DrainResult:
         setattr(self, name, getattr(self, name) + 1)
 
 
-def drain(app: App, queues: list[str] | None = None, max_jobs: int = 10_000) -> DrainResult:
+def drain(app: RunnerHost, queues: list[str] | None = None, max_jobs: int = 10_000) -> DrainResult:
     """Run every due job of ``queues`` (default: all the app's queues) in this thread.
 
     Jobs go through the real storage and the real retry decisions; a job that
@@ -63,12 +63,12 @@ def drain(app: App, queues: list[str] | None = None, max_jobs: int = 10_000) -> 
     return result
 
 
-def app_queues(app: App) -> list[str]:
+def app_queues(app: RunnerHost) -> list[str]:
     """The queues of the app's tasks and declared queues."""
     return sorted({t.options.queue for t in app.tasks.values()} | set(app.queue_options))
 
 
-def claim_due(app: App, queues: list[str], limit: int = 100) -> list[ClaimedJob]:
+def claim_due(app: RunnerHost, queues: list[str], limit: int = 100) -> list[ClaimedJob]:
     """Claim the due jobs of ``queues`` (up to ``limit`` each), as a worker's producer
     would: within the tasks' concurrency limits and the queues' flow control."""
     return [job for q in queues
@@ -77,7 +77,7 @@ def claim_due(app: App, queues: list[str], limit: int = 100) -> list[ClaimedJob]
                                             app.claim_flow(q) or None)]
 
 
-def run_attempt(app: App, executor: Executor, job: ClaimedJob) -> list[Outcome]:
+def run_attempt(app: RunnerHost, executor: Executor, job: ClaimedJob) -> list[Outcome]:
     """Run one claimed attempt in this thread, as the worker's executor does; its
     outcome is decided (not yet written)."""
     done: list[Outcome] = []
@@ -91,7 +91,7 @@ def run_attempt(app: App, executor: Executor, job: ClaimedJob) -> list[Outcome]:
     return done
 
 
-def enqueued(app: App, task: Task[Any, Any] | str | None = None,
+def enqueued(app: RunnerHost, task: Task[Any, Any] | str | None = None,
              queue: str | None = None) -> list[Job]:
     """Jobs waiting to run (oldest first), optionally of one task or queue."""
     name = task.name if isinstance(task, Task) else task
@@ -99,7 +99,7 @@ def enqueued(app: App, task: Task[Any, Any] | str | None = None,
     return sorted((j for j in jobs if j.state in WAITING), key=lambda j: j.id)
 
 
-def job_states(app: App) -> dict[JobState, int]:
+def job_states(app: RunnerHost) -> dict[JobState, int]:
     """How many jobs are in each state (for assertions in tests)."""
     counts: dict[JobState, int] = {}
     for job in app.list_jobs(limit=100_000):

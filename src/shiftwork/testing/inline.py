@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
-from ..app import App
+from ..host import RunnerHost
 from ..records import EnqueueResult
 from ..states import JobState
 from ..worker.executor import Executor
@@ -25,7 +25,7 @@ from .drain import DrainResult, app_queues, claim_due, run_attempt
 
 
 @contextmanager
-def inline(app: App) -> Iterator[DrainResult]:
+def inline(app: RunnerHost) -> Iterator[DrainResult]:
     """Run every job ``app`` enqueues inside the block at once, in this thread.
 
     >>> with inline(app) as ran:
@@ -49,7 +49,7 @@ class InlineHook:
     """The enqueue hook of the inline mode: runs the new jobs, counting each attempt into
     every sink (the App's own with ``testing="inline"``, and each open ``inline()`` block)."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: RunnerHost) -> None:
         self.app = app
         self.sinks: list[DrainResult] = []
 
@@ -62,7 +62,7 @@ class InlineHook:
                 sink.add(outcome)
 
 
-def install(app: App, ran: DrainResult) -> InlineHook:
+def install(app: RunnerHost, ran: DrainResult) -> InlineHook:
     """Make every later enqueue on ``app`` (outside a caller's transaction) run its jobs
     at once, counting each attempt into ``ran``; one hook per App, however many callers."""
     hook = next((h for h in app.enqueue_hooks if isinstance(h, InlineHook)), None)
@@ -73,7 +73,7 @@ def install(app: App, ran: DrainResult) -> InlineHook:
     return hook
 
 
-def run_until_final(app: App, ids: set[int], queues: list[str], into: DrainResult) -> None:
+def run_until_final(app: RunnerHost, ids: set[int], queues: list[str], into: DrainResult) -> None:
     """Claim and run the due jobs of ``queues`` until every job of ``ids`` has stopped:
     final, suspended, or not due (delayed). Retries are due at once."""
     executor = Executor(app, loop=None)

@@ -22,14 +22,14 @@ from .process import run_in_process
 from .run import JobTimeout, Run, flush_progress
 
 if TYPE_CHECKING:
-    from ..app import App
+    from ..host import RunnerHost
     from .pool import ThreadPool
 
 log = logging.getLogger("shiftwork.worker.executor")
 
 
 class Executor:
-    def __init__(self, app: App, loop: asyncio.AbstractEventLoop | None,
+    def __init__(self, app: RunnerHost, loop: asyncio.AbstractEventLoop | None,
                  concurrency: dict[str, int] | None = None) -> None:
         self.app = app
         self.decide = Decide(app.settings, app.clock)

@@ -11,7 +11,9 @@
    parent's id and an event name ``<step>/<i>``). When the job ends for good (a child
    workflow's final status; a call's success, or its last failed attempt) it sends that
    event to the parent with its outcome, under the key ``done`` (sent twice after a crash,
-   stored once). ``send_event`` wakes the parent (its job becomes due now).
+   stored once). Only the join's last report wakes the parent (its job becomes due now):
+   the send counts the join's reports in its own transaction (store/joins.py), so a wide
+   fan-out replays the parent about twice, not once per member.
 3. **Join.** The parent takes each member's event as a sub-record ``<step>/<i>``; while
    one is missing it suspends (holding no worker). When all have reported, the step is
    recorded ``done`` with the results in order, or as failed: one failure raises
@@ -26,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import JobCancelled, RetryIn, ShiftworkError
 from ..payload import encode_json
@@ -38,8 +40,43 @@ from .hooks import boundary
 from .replay import digest
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from ..context import JobContext
-    from .context import Workflow
+    from ..host import JobHost
+    from ..payload import Limit
+    from ..records import StepRecord
+    from ..store.base import Store
+
+
+class Workflow(Protocol):
+    """What a join needs of the workflow that waits (workflow/context.py's Workflow: it
+    calls in here, so it is named by what it offers, not imported)."""
+
+    _cancel_requested: bool
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def ctx(self) -> JobContext: ...
+
+    @property
+    def app(self) -> JobHost: ...
+
+    @property
+    def history(self) -> dict[str, StepRecord]: ...
+
+    @property
+    def _store(self) -> Store: ...
+
+    def _step_limit(self) -> Limit: ...
+
+    def _enter(self, name: str, kind: str, digest_: str | None
+               ) -> tuple[StepRecord | None, int]: ...
+
+    def _record(self, name: str, status: StepStatus, result_json: str | None,
+                wake_at: datetime | None = None, **fields: Any) -> None: ...
 
 log = logging.getLogger("shiftwork.workflow")
 
@@ -90,21 +127,27 @@ def join(wf: Workflow, step: str, kind: str, members: list[tuple[str, Task[Any, 
         wf._record(step, StepStatus.WAITING, _json(wf, {"jobs": ids}, step), None, **fields)
         if wf._cancel_requested:
             raise JobCancelled(f"workflow {wf.id} was cancelled; stopped at {step!r}")
-    reports: list[dict[str, Any] | None] = []
-    for i in range(len(ids)):
-        sub = f"{step}/{i}"
+    subs = [f"{step}/{i}" for i in range(len(ids))]
+    taken: dict[str, Any] = {}
+    for sub in subs:
         got = wf.history.get(sub)
         if got is not None and got.status is StepStatus.DONE:
-            reports.append(got.result)
-            continue
-        took, payload = wf._store.workflow_event_take(wf.id, wf.ctx.attempt, sub, sub,
-                                                      started_at=now)
-        if not took:
-            # Stop at the first member still out: its report wakes us, and the ones after
-            # it are taken then (one query per member in all, not one per member per wake).
+            taken[sub] = got.result
+    out = [sub for sub in subs if sub not in taken]
+    if out:
+        # Take every report that is in, in one transaction; the join's last report wakes
+        # us for the rest (store/joins.py).
+        for sub, (took, payload) in zip(out, wf._store.workflow_events_take(
+                wf.id, wf.ctx.attempt, out, started_at=now), strict=True):
+            if took:
+                taken[sub] = payload
+        missing = [i for i, sub in enumerate(subs) if sub not in taken]
+        if missing:
+            i = missing[0]
             raise Suspend(now + _forever(), f"workflow waiting for job {ids[i]} "
-                                            f"({i + 1} of {len(ids)}) of {step!r}")
-        reports.append(payload)
+                                            f"({len(missing)} of {len(ids)} still out) "
+                                            f"of {step!r}")
+    reports: list[dict[str, Any] | None] = [taken[sub] for sub in subs]
     labels = [label for label, _, _, _ in members]
     failed = [{"step": labels[i], "job": ids[i], **(r or {}).get("error", {})}
               for i, r in enumerate(reports) if not (r or {}).get("ok")]
@@ -124,7 +167,7 @@ def _key_part(step: str) -> str:
 
 
 def _forever() -> Any:
-    from .context import FOREVER
+    from .errors import FOREVER
 
     return FOREVER
 
@@ -151,21 +194,23 @@ def _enqueue_once(wf: Workflow, step: str, members: list[tuple[str, Task[Any, An
     call_task = wf.app.tasks.get(CALL_TASK) if hasattr(wf.app, "tasks") else None
 
     def enqueue(conn: Any) -> list[int]:
-        ids = []
+        requests = []
         for i, (_label, task, args, kwargs) in enumerate(members):
-            meta = {PARENT_META: {"workflow": wf.id, "event": f"{step}/{i}"}}
+            meta = {PARENT_META: {"workflow": wf.id, "event": f"{step}/{i}",
+                                  "of": len(members)}}
             key = f"wf{wf.id}:{_key_part(step)}/{i}"
             if getattr(task, "workflow_version", None) is not None:
-                res = task.using(conn=conn, meta=meta, key=key).enqueue(*args, **kwargs)
+                requests.append(task.using(meta=meta, key=key).call(*args, **kwargs))
             else:
                 if call_task is None:
                     raise WorkflowError("wf.call needs the app's workflow call task")
-                res = call_task.using(conn=conn, meta=meta, key=key,
-                                      queue=task.options.queue,
-                                      max_attempts=task.options.max_attempts
-                                      ).enqueue(task.name, list(args), kwargs)
-            ids.append(int(res.id))
-        return ids
+                requests.append(call_task.using(meta=meta, key=key, queue=task.options.queue,
+                                                max_attempts=task.options.max_attempts
+                                                ).call(task.name, list(args), kwargs))
+        # one insert round trip per batch, in the parent's transaction
+        now = wf.app.clock.now()
+        rows = [r.task.build(r.args, r.kwargs, r.options, now) for r in requests]
+        return [int(res.id) for res in wf.app.insert_rows(rows, conn)]
 
     with wf.ctx.transaction() as tx:
         out = tx.once(f"wf:{wf.id}:{_key_part(step)}", lambda: enqueue(tx.conn))
@@ -194,11 +239,24 @@ def report_for(app: Any, job_id: int, meta: dict[str, Any] | None, *, result: An
                                           "message": str(error)[:2000]}}
     boundary(job_id, "before:report")
     try:
-        app.send_event(int(parent["workflow"]), str(parent["event"]), payload, key="done")
+        _send(app, int(parent["workflow"]), str(parent["event"]), payload, parent.get("of"))
     except ShiftworkError as exc:  # the parent finished or was cancelled: nobody waits
         log.info("job %s: parent workflow %s no longer waits (%s)", job_id,
                  parent.get("workflow"), exc)
     boundary(job_id, "after:report")
+
+
+def _send(app: Any, workflow: int, event: str, payload: dict[str, Any], of: Any) -> None:
+    """Report under the key ``done`` (stored once if sent again after a crash). A member of
+    a join of ``of`` reports wakes the parent only with the join's last report (see
+    store/joins.py); a member enqueued before joins were counted wakes it every time."""
+    if not isinstance(of, int) or isinstance(of, bool) or of < 1:
+        app.send_event(workflow, event, payload, key="done")
+        return
+    body = encode_json(payload, f"event {event!r}: payload",
+                       app.settings.limit("max_event_payload_bytes"))
+    app.store.workflow_event_send(workflow, event, body, "done",
+                                  join=(event.rsplit("/", 1)[0] + "/", of))
 
 
 def install(app: Any) -> None:

@@ -21,12 +21,11 @@ from ..payload import Limit, encode_json
 from ..records import StepRecord, WorkflowRun
 from ..retry import Backoff, repeat_on_storage_error
 from ..states import StepStatus, WorkflowStatus
-from .errors import EventTimeout, StepFailed, StopReplay, Suspend, WorkflowError
+from .errors import FOREVER, EventTimeout, StepFailed, StopReplay, Suspend, WorkflowError
 from .hooks import boundary
 from .replay import Replay, digest
 
 #: How far ahead a wait without a timeout schedules its job (an event wakes it sooner).
-FOREVER = timedelta(days=3650)
 #: A step given ``retry=`` without ``max_attempts=`` gets this many tries.
 STEP_ATTEMPTS = 3
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import LeaseLost, ShiftworkError
+
+#: How long a wait with no timeout sleeps: until woken by its event, in practice.
+FOREVER = timedelta(days=3650)
 
 __all__ = ["ChildFailed", "CompensationFailed", "EventTimeout", "LeaseLost", "NonDeterminismError",
            "StepFailed", "WorkflowCompensated", "WorkflowError", "WorkflowFailed"]

@@ -46,9 +46,14 @@ def django_login(allow: Callable[[Any], bool] = staff) -> Callable[[Any], bool]:
     def authenticate(request: Any) -> bool:
         from django.db import close_old_connections
 
-        close_old_connections()  # as Django does around a request (this runs in a thread)
-        user = django_user(request)
-        return bool(user.is_authenticated and allow(user))
+        # As Django does around a request: this runs in a worker thread of the dashboard,
+        # whose connection Django's own request cycle would never close.
+        close_old_connections()
+        try:
+            user = django_user(request)
+            return bool(user.is_authenticated and allow(user))
+        finally:
+            close_old_connections()
 
     return authenticate
 

@@ -20,6 +20,7 @@ from ...job import NewJob
 from ...records import EnqueueResult
 from ...redact import describe_dsn
 from .connect_errors import lost_reply
+from .keyed import keys_taken, settle_keys
 
 
 class PostgresAsyncJobs:
@@ -89,8 +90,6 @@ class PostgresAsyncJobs:
                                 ) -> list[EnqueueResult]:
         """:meth:`jobs_insert` on the async pool, or in ``conn``'s transaction (a
         ``psycopg.AsyncConnection``): the same statements as the sync path."""
-        from .store import keys_taken, settle_keys
-
         if not jobs:
             return []
         if len(jobs) == 1 and not jobs[0].unique_key:

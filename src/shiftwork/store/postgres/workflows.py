@@ -8,6 +8,7 @@ from typing import Any
 
 from ...errors import LeaseLost, ShiftworkError
 from ...records import StepRecord, WorkflowRun, WorkflowSummary
+from ..joins import check_join
 from ..rows import aware
 
 
@@ -80,9 +81,33 @@ class PostgresWorkflows:
                 digest=digest, outcome=None, tries=0, started_at=started_at))
             return True, row[0]
 
-    def workflow_event_send(self, job_id: int, name: str, payload_json: str,
-                            key: str | None = None) -> int:
+    def workflow_events_take(self, job_id: int, attempt: int, names: list[str], *,
+                             started_at: datetime | None = None) -> list[tuple[bool, Any]]:
+        out: list[tuple[bool, Any]] = []
         with self._conn() as c, c.transaction():
+            if c.execute(self.q["workflow_job_lock"], {"job": job_id, "attempt": attempt}
+                         ).fetchone() is None:
+                raise _lost(job_id, attempt)
+            for name in names:
+                row = c.execute(self.q["workflow_event_take"],
+                                {"job": job_id, "name": name, "step": name}).fetchone()
+                if row is None:
+                    out.append((False, None))
+                    continue
+                c.execute(self.q["workflow_step_record"], self._p(
+                    job=job_id, attempt=attempt, name=name, status="done",
+                    result=json.dumps(row[0]), wake_at=None, position=None, kind="wait",
+                    digest=None, outcome=None, tries=0, started_at=started_at))
+                out.append((True, row[0]))
+        return out
+
+    def workflow_event_send(self, job_id: int, name: str, payload_json: str,
+                            key: str | None = None, *,
+                            join: tuple[str, int] | None = None) -> int:
+        check_join(key, join)
+        with self._conn() as c, c.transaction():
+            if join is not None:
+                c.execute(self.q["workflow_join_lock"], {"job": job_id})
             row = c.execute(self.q["workflow_event_insert"], self._p(
                 job=job_id, name=name, payload=payload_json, key=key)).fetchone()
             if row is None:
@@ -93,6 +118,10 @@ class PostgresWorkflows:
                     return int(dup[0])  # sent before with this key: not again
                 raise ShiftworkError(f"workflow {job_id} is not active (finished or unknown); "
                                      "its events can no longer be delivered")
+            if join is not None and c.execute(self.q["workflow_join_count"], {
+                    "job": job_id, "key": key, "prefix": join[0], "plen": len(join[0])}
+                    ).fetchone()[0] < join[1]:
+                return int(row[0])  # members still out: the last one's report wakes it
             c.execute(self.q["workflow_wake"], self._p(job=job_id))
             c.execute(self.q["jobs_notify"], {"channel": self.channel,  # type: ignore[attr-defined]
                                               "queues": ["*"]})

@@ -65,6 +65,15 @@ SELECT id FROM {schema}.workflow_events WHERE job_id = %(job)s AND name = %(name
 SELECT 1 FROM {schema}.jobs
 WHERE id = %(job)s AND state IN ('scheduled', 'available', 'running', 'retrying')
 
+-- name: workflow_join_lock
+-- A join's report takes the parent's row first: reports to one parent count in turn, so
+-- the last one sees all the others (none counts short and leaves the parent asleep).
+SELECT 1 FROM {schema}.jobs WHERE id = %(job)s FOR UPDATE
+
+-- name: workflow_join_count
+SELECT count(*) FROM {schema}.workflow_events
+WHERE job_id = %(job)s AND key = %(key)s AND left(name, %(plen)s) = %(prefix)s
+
 -- name: workflow_wake
 -- A sleeping workflow runs at once; a running one is woken when it next suspends.
 UPDATE {schema}.jobs

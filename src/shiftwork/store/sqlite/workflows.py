@@ -8,6 +8,7 @@ from typing import Any
 
 from ...errors import LeaseLost, ShiftworkError
 from ...records import StepRecord, WorkflowRun, WorkflowSummary
+from ..joins import check_join
 from ..rows import from_ts
 
 
@@ -83,8 +84,32 @@ class SQLiteWorkflows:
                 "started_at": _ts(started_at)})
             return True, json.loads(row[0]) if row[0] is not None else None
 
+    def workflow_events_take(self, job_id: int, attempt: int, names: list[str], *,
+                             started_at: datetime | None = None) -> list[tuple[bool, Any]]:
+        out: list[tuple[bool, Any]] = []
+        with self._tx() as c:
+            if c.execute(self.q["workflow_job_held"], {"job": job_id, "attempt": attempt}
+                         ).fetchone() is None:
+                raise LeaseLost(f"job {job_id} attempt {attempt} no longer holds its lease")
+            now = self._now()
+            for name in names:
+                row = c.execute(self.q["workflow_event_take"],
+                                {"job": job_id, "name": name, "step": name}).fetchone()
+                if row is None:
+                    out.append((False, None))
+                    continue
+                c.execute(self.q["workflow_step_record"], {
+                    "job": job_id, "attempt": attempt, "name": name, "status": "done",
+                    "result": row[0], "now": now, "wake_at": None, "position": None,
+                    "kind": "wait", "digest": None, "outcome": None, "tries": 0,
+                    "started_at": _ts(started_at)})
+                out.append((True, json.loads(row[0]) if row[0] is not None else None))
+        return out
+
     def workflow_event_send(self, job_id: int, name: str, payload_json: str,
-                            key: str | None = None) -> int:
+                            key: str | None = None, *,
+                            join: tuple[str, int] | None = None) -> int:
+        check_join(key, join)
         with self._tx() as c:
             now = self._now()
             row = c.execute(self.q["workflow_event_insert"], {
@@ -98,6 +123,10 @@ class SQLiteWorkflows:
                     return int(dup[0])  # sent before with this key: not again
                 raise ShiftworkError(f"workflow {job_id} is not active (finished or unknown); "
                                      "its events can no longer be delivered")
+            if join is not None and c.execute(self.q["workflow_join_count"], {
+                    "job": job_id, "key": key, "prefix": join[0], "plen": len(join[0])}
+                    ).fetchone()[0] < join[1]:
+                return int(row[0])  # members still out: the last one's report wakes it
             c.execute(self.q["workflow_wake"], {"job": job_id, "now": now})
             return int(row[0])
 

@@ -59,6 +59,11 @@ SELECT id FROM workflow_events WHERE job_id = :job AND name = :name AND key = :k
 -- name: workflow_job_active
 SELECT 1 FROM jobs WHERE id = :job AND state IN ('scheduled', 'available', 'running', 'retrying')
 
+-- name: workflow_join_count
+-- (no row lock needed: SQLite write transactions run one at a time)
+SELECT count(*) FROM workflow_events
+WHERE job_id = :job AND key = :key AND substr(name, 1, :plen) = :prefix
+
 -- name: workflow_wake
 UPDATE jobs
 SET wake_requested = 1,
