@@ -84,7 +84,6 @@ class Group:
         the same transaction.
         """
         job = _callback_row(self._host, request, on_failure)
-        job = replace(job, after=tuple(j.id for j in self.jobs))
         results, _ = self._host.store.jobs_insert_graph([job], request.options.conn,
                                                         callback_of=self.id)
         self.callback = JobHandle(results[0].id, True, self._host)
@@ -109,7 +108,7 @@ def make_group(host: TaskHost, requests: Iterable[JobRequest], conn: Any = None,
     rows = _build(host, requests)
     if then is not None:
         callback = _callback_row(host, then, on_failure)
-        rows.append(replace(callback, after_new=tuple(range(len(requests)))))
+        rows.append(callback)  # waits for the group (store/deps.py)
     results, group_id = host.store.jobs_insert_graph(rows, conn, group=True,
                                                      with_callback=then is not None)
     assert group_id is not None

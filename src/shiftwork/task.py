@@ -171,7 +171,7 @@ class Task(Generic[P, R]):
 
     def call(self, *args: P.args, **kwargs: P.kwargs) -> JobRequest:
         """A request to enqueue this task, for :meth:`App.enqueue_many`."""
-        return JobRequest(self, tuple(args), dict(kwargs), EnqueueOptions())
+        return JobRequest(self, tuple(args), dict(kwargs), _NO_OPTIONS)
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """Enqueue one job; returns after its commit (or joins ``conn``'s transaction).
@@ -228,6 +228,9 @@ class Task(Generic[P, R]):
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
               now: datetime | None) -> NewJob:
         """Validate a call's arguments and options into the row an enqueue inserts."""
+        if (opts is _NO_OPTIONS and not (args and kwargs) and self.options.unique is False
+                and self._plain_params and self.options.group_by is None):
+            return self._build_plain(kwargs or args)  # no overrides: the bulk path's checks
         if (not self._arguments_fit(args, kwargs) or self.options.unique is not False
                 or self.options.group_by is not None):
             try:

@@ -76,7 +76,8 @@ SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL, wake_requeste
 WHERE id = ? AND attempt = ? AND state = 'running'
 
 -- name: jobs_running_attempts
-SELECT id, attempt, watched FROM jobs
+-- watched, or a group member: its finish is resolved in the same transaction.
+SELECT id, attempt, watched OR group_mark = 1 FROM jobs
 WHERE state = 'running' AND id IN (SELECT value FROM json_each(:ids))
 
 -- name: jobs_heartbeat_worker

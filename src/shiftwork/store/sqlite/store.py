@@ -201,6 +201,25 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
             changed += self._rows(c, "deps_count_down", id=job_id, n=n, bad=bad or None)
         return changed
 
+    def _groups_count_step(self, c: sqlite3.Connection, job_ids: list[int]) -> list[int]:
+        counts: dict[int, list[int]] = {}  # group -> [members finished, of them failed]
+        for group_id, state in self._rows(c, "groups_members_count", ids=job_ids):
+            hit = counts.setdefault(group_id, [0, 0])
+            hit[0] += 1
+            hit[1] += state != JobState.SUCCEEDED.value
+        due = []
+        for group_id, (n, bad) in sorted(counts.items()):
+            due += [r[0] for r in self._rows(c, "groups_count_down", group=group_id, n=n,
+                                             bad=bad) if r[1]]
+        return due
+
+    def _groups_settle_step(self, c: sqlite3.Connection, group_ids: list[int]) -> list[Any]:
+        changed = []
+        for group_id, callback_id, cancel in self._rows(c, "groups_settle", ids=group_ids):
+            changed += self._rows(c, "groups_release", id=callback_id, group=group_id,
+                                  cancel=bool(cancel))
+        return changed
+
     def _instant(self, value: Any) -> Any:
         return from_ts(value)
 
