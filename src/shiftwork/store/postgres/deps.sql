@@ -159,12 +159,11 @@ SELECT NULL, NULL, NULL FROM wake_queues, wake_waiters WHERE wake_queues.n + wak
 
 -- name: groups_sweep
 -- Left by a crash between a finish and its count, or a count and its settle: members
--- finished in the last hour and not counted (through jobs_finished_idx), and groups due
--- but not settled (through job_groups_open_idx).
+-- finished and not counted (through jobs_group_uncounted_idx, which holds only those),
+-- and groups due but not settled (through job_groups_open_idx).
 SELECT 'member', id FROM (
     SELECT id FROM {schema}.jobs
-    WHERE state IN ('succeeded', 'dead', 'cancelled')
-      AND finished_at > {now} - interval '1 hour' AND group_mark = 1
+    WHERE group_mark = 1 AND state IN ('succeeded', 'dead', 'cancelled')
     LIMIT %(limit)s) m
 UNION ALL
 SELECT 'group', id FROM (

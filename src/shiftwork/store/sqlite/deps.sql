@@ -116,11 +116,11 @@ WHERE id = :id AND state = 'scheduled' AND deps_pending > 0
 RETURNING id, state, watched
 
 -- name: groups_sweep
--- Members finished in the last hour and not counted; groups due and not settled.
+-- Members finished and not counted (jobs_group_uncounted_idx); groups due and not
+-- settled (job_groups_open_idx).
 SELECT 'member', id FROM (
     SELECT id FROM jobs
-    WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at > :now - 3600
-      AND group_mark = 1
+    WHERE group_mark = 1 AND state IN ('succeeded', 'dead', 'cancelled')
     LIMIT :limit)
 UNION ALL
 SELECT 'group', id FROM (
