@@ -172,6 +172,17 @@ SELECT 'group', id FROM (
       AND (pending <= 0 OR (failed > 0 AND on_failure = 'cancel'))
     LIMIT %(limit)s) g
 
+-- name: groups_prune
+-- Groups past retention whose members and callback are all gone (pruned as jobs are).
+DELETE FROM {schema}.job_groups WHERE id IN (
+    SELECT g.id FROM {schema}.job_groups g
+    WHERE g.created_at < {now} - make_interval(secs => %(older)s)
+      AND NOT EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.group_id = g.id)
+      AND (g.callback_id IS NULL
+           OR NOT EXISTS (SELECT 1 FROM {schema}.jobs c WHERE c.id = g.callback_id))
+    LIMIT %(limit)s)
+RETURNING id
+
 -- name: groups_get
 SELECT id, total, callback_id, created_at FROM {schema}.job_groups WHERE id = %(group)s
 

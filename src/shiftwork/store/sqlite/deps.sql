@@ -129,6 +129,17 @@ SELECT 'group', id FROM (
       AND (pending <= 0 OR (failed > 0 AND on_failure = 'cancel'))
     LIMIT :limit)
 
+-- name: groups_prune
+-- Groups past retention whose members and callback are all gone (pruned as jobs are).
+DELETE FROM job_groups WHERE id IN (
+    SELECT g.id FROM job_groups g
+    WHERE g.created_at < :now - :older
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.group_id = g.id)
+      AND (g.callback_id IS NULL
+           OR NOT EXISTS (SELECT 1 FROM jobs c WHERE c.id = g.callback_id))
+    LIMIT :limit)
+RETURNING id
+
 -- name: groups_get
 SELECT id, total, callback_id, created_at FROM job_groups WHERE id = :group
 
