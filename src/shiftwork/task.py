@@ -46,6 +46,10 @@ class TaskHost(Protocol):
     def insert_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
                       ) -> list[EnqueueResult]: ...
 
+    def insert_graph(self, rows: list[NewJob], conn: Any = None, *, group: bool = False,
+                     callback_of: int | None = None, with_callback: bool = False
+                     ) -> tuple[list[EnqueueResult], int | None]: ...
+
     async def enqueue_many_async(self, requests: Iterable[JobRequest], conn: Any = None
                                  ) -> list[EnqueueResult]: ...
 
