@@ -60,7 +60,28 @@ class UnknownScheduleError(ShiftworkError, LookupError):
     """No schedule with that name."""
 
 
+_DEF_COLUMNS = ("name", "cron", "tz", "task", "args", "queue", "priority", "max_attempts",
+                "timeout", "catchup", "catchup_window", "catchup_cap", "overlap",
+                "starting_deadline", "jitter", "expect_success_within", "pause_on_failure")
+#: Definitions read by the leader's passes, by their stored values: the same schedules
+#: come due pass after pass, and building (and checking) a ScheduleDef is most of reading one.
+_DEFS: dict[tuple[Any, ...], ScheduleDef] = {}
+_DEFS_MAX = 20_000
+
+
 def def_from_row(row: dict[str, Any]) -> ScheduleDef:
+    if not isinstance(row["args"], str):  # decoded JSON (not hashable): not remembered
+        return _def_from_row(row)
+    key = tuple([row[k] for k in _DEF_COLUMNS])
+    defn = _DEFS.get(key)
+    if defn is None:
+        if len(_DEFS) >= _DEFS_MAX:
+            _DEFS.clear()
+        defn = _DEFS[key] = _def_from_row(row)
+    return defn
+
+
+def _def_from_row(row: dict[str, Any]) -> ScheduleDef:
     args = row["args"]
     return ScheduleDef(
         name=row["name"], cron=row["cron"], tz=row["tz"], task=row["task"],
