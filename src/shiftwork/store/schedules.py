@@ -356,31 +356,56 @@ class ScheduleStoreLogic:
     def _write_plans(self, c: Any, plans: list[tuple[ScheduleDef, Plan]], term: int | None,
                      now: datetime, insert: Insert | None
                      ) -> list[tuple[list[tuple[datetime, int]], list[tuple[str, Decision]]]]:
-        """Write many schedules' plans: new occurrences in one statement, their jobs in
-        one call of the App's insert, the job ids in one statement. (Released and revived
-        occurrences, rare, are written one by one.) Returns, per plan, the jobs enqueued
-        ``(fire instant, job id)`` and what was written ``(new|released|revived, d)``."""
+        """Write many schedules' plans: the new occurrences' jobs in one call of the App's
+        insert, then the occurrences, their job ids included, in one statement. (Released
+        and revived occurrences, rare, are written one by one.) Returns, per plan, the jobs
+        enqueued ``(fire instant, job id)`` and what was written ``(new|released|revived, d)``.
+
+        The jobs go first so that no statement has to go back and write their ids on the
+        occurrences. The occurrence's primary key still decides: a job made for an
+        occurrence that was recorded already (by a backfill, a trigger) is deleted again
+        in this transaction, so it is never seen.
+        """
         written: list[list[tuple[str, Decision]]] = [[] for _ in plans]
-        to_enqueue: list[tuple[int, ScheduleDef, Decision]] = []
+        enqueued: list[list[tuple[datetime, int]]] = [[] for _ in plans]
         new_rows = []
-        for defn, plan in plans:
+        new_jobs: list[tuple[int, ScheduleDef, Decision, dict[str, Any]]] = []
+        for i, (defn, plan) in enumerate(plans):
             for d in plan.new:
                 dms = None
                 if defn.expect_success_within is None or d.reason == "paused":
                     dms = DeadManCheck.NONE.value
-                new_rows.append({"schedule": defn.name, "fire_at": d.fire_at,
-                                 "kind": d.kind.value, "status": d.status.value,
-                                 "reason": d.reason, "run_at": d.run_at, "dms": dms})
+                row = {"schedule": defn.name, "fire_at": d.fire_at, "kind": d.kind.value,
+                       "status": d.status.value, "reason": d.reason, "run_at": d.run_at,
+                       "dms": dms, "job_id": None}
+                new_rows.append(row)
+                if d.status is RunStatus.ENQUEUED:
+                    new_jobs.append((i, defn, d, row))
+        made: list[EnqueueResult] = []
+        if new_jobs:
+            # Through the App's own insert (the end of every enqueue path: validation,
+            # tracing), in this transaction, all of the batch's jobs in one call.
+            assert insert is not None, "a plan that enqueues needs the App's insert"
+            made = insert([occurrence_job(defn, d) for _, defn, d, _ in new_jobs], c)
+            for (_, _, _, row), result in zip(new_jobs, made, strict=True):
+                row["job_id"] = int(result.id)
         inserted: set[tuple[str, datetime]] = set()
         if new_rows:
             inserted = {(r["schedule"], r["fire_at"]) for r in self._s_rows(
                 c, "schedule_runs_insert_batch", rows=self._s_json(new_rows), term=term)}
+        discard = [int(result.id) for (_, defn, d, _), result in zip(new_jobs, made, strict=True)
+                   if result.created and (defn.name, d.fire_at) not in inserted]
+        if discard:  # made for occurrences recorded before: never committed
+            self._s_rows(c, "schedule_jobs_discard", ids=self._s_json(discard))
         for i, (defn, plan) in enumerate(plans):
             for d in plan.new:
                 if (defn.name, d.fire_at) in inserted:
                     written[i].append(("new", d))
-                    if d.status is RunStatus.ENQUEUED:
-                        to_enqueue.append((i, defn, d))
+        for (i, defn, d, _), result in zip(new_jobs, made, strict=True):
+            if (defn.name, d.fire_at) in inserted:
+                enqueued[i].append((d.fire_at, int(result.id)))
+        to_enqueue: list[tuple[int, ScheduleDef, Decision]] = []
+        for i, (defn, plan) in enumerate(plans):
             for d in plan.released:
                 done = self._s_one(c, "schedule_runs_release", name=defn.name,
                                    fire_at=d.fire_at, status=d.status.value, reason=d.reason,
@@ -399,10 +424,7 @@ class ScheduleStoreLogic:
                     written[i].append(("revived", d))
                     if d.status is RunStatus.ENQUEUED:
                         to_enqueue.append((i, defn, d))
-        enqueued: list[list[tuple[datetime, int]]] = [[] for _ in plans]
         if to_enqueue:
-            # Through the App's own insert (the end of every enqueue path: validation,
-            # tracing), in this transaction, all of the batch's jobs in one call.
             assert insert is not None, "a plan that enqueues needs the App's insert"
             results = insert([occurrence_job(defn, d) for _, defn, d in to_enqueue], c)
             ids = []

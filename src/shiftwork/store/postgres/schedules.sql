@@ -116,16 +116,22 @@ LEFT JOIN {schema}.jobs j ON j.id = r.job_id
 ORDER BY r.schedule, r.fire_at
 
 -- name: schedule_runs_insert_batch
--- Occurrences of many schedules in one statement; the primary key keeps each
--- (schedule, fire instant) once: only the rows returned are new.
+-- Occurrences of many schedules in one statement, with their jobs' ids (inserted just
+-- before); the primary key keeps each (schedule, fire instant) once: only the rows
+-- returned are new (the caller deletes the jobs made for the others).
 INSERT INTO {schema}.schedule_runs (schedule, fire_at, kind, status, reason, run_at,
-                                    recorded_at, term, dms)
-SELECT x.schedule, x.fire_at, x.kind, x.status, x.reason, x.run_at, {now}, %(term)s, x.dms
+                                    recorded_at, term, dms, job_id)
+SELECT x.schedule, x.fire_at, x.kind, x.status, x.reason, x.run_at, {now}, %(term)s, x.dms,
+       x.job_id
 FROM jsonb_to_recordset(%(rows)s::jsonb) AS x(schedule text, fire_at timestamptz, kind text,
                                              status text, reason text, run_at timestamptz,
-                                             dms text)
+                                             dms text, job_id bigint)
 ON CONFLICT (schedule, fire_at) DO NOTHING
 RETURNING schedule, fire_at
+
+-- name: schedule_jobs_discard
+-- Jobs made in this transaction for occurrences that turned out to be recorded already.
+DELETE FROM {schema}.jobs WHERE id IN (SELECT jsonb_array_elements_text(%(ids)s::jsonb)::bigint)
 
 -- name: schedule_runs_set_job_batch
 UPDATE {schema}.schedule_runs r SET job_id = x.job_id

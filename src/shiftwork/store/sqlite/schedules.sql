@@ -106,16 +106,21 @@ ORDER BY r.schedule, r.fire_at
 
 -- name: schedule_runs_insert_batch
 -- Occurrences of many schedules in one statement; the primary key keeps each
--- (schedule, fire instant) once: only the rows returned are new. Instants come as
--- integer microseconds (divided here exactly as Python's timestamp() divides).
+-- (schedule, fire instant) once: only the rows returned are new (the caller deletes the
+-- jobs it made for the others). Instants come as integer microseconds (divided here
+-- exactly as Python's timestamp() divides).
 INSERT INTO schedule_runs (schedule, fire_at, kind, status, reason, run_at,
-                           recorded_at, term, dms)
+                           recorded_at, term, dms, job_id)
 SELECT x.value ->> 'schedule', (x.value ->> 'fire_at') / 1000000.0, x.value ->> 'kind',
        x.value ->> 'status', x.value ->> 'reason', (x.value ->> 'run_at') / 1000000.0,
-       :now, :term, x.value ->> 'dms'
+       :now, :term, x.value ->> 'dms', x.value ->> 'job_id'
 FROM json_each(:rows) x WHERE true
 ON CONFLICT (schedule, fire_at) DO NOTHING
 RETURNING schedule, fire_at
+
+-- name: schedule_jobs_discard
+-- Jobs made in this transaction for occurrences that turned out to be recorded already.
+DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(:ids))
 
 -- name: schedule_runs_set_job_batch
 UPDATE schedule_runs AS r SET job_id = x.value ->> 'job_id'
