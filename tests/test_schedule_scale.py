@@ -276,3 +276,26 @@ def test_an_occurrence_job_meta_is_the_dict_encoded() -> None:
                 meta = job_meta(defn, defn.cron_schedule(), fire_at, kind)
                 assert job.meta_json == json.dumps(meta, separators=(",", ":"))
                 assert json.loads(job.meta_json) == meta
+
+
+def test_the_leader_wakes_at_the_next_cursor(sapp: App, clock: FakeClock) -> None:
+    """Between passes the leader sleeps until the earliest cursor ahead when that comes
+    before its pass interval: a burst starts at its instant, not up to an interval late."""
+    from shiftwork.worker.scheduler import WAKE_MARGIN, Scheduler
+
+    assert sapp.store.schedules_next_fire_in() is None
+    sapp.schedule("every-minute", "* * * * *", sapp.task(name="noop")(noop))
+    reconcile(sapp)
+    assert sapp.store.schedules_next_fire_in() == 60.0
+    clock.set(T0 + timedelta(seconds=59.9))
+    service = Scheduler(sapp, "test-leader")
+    term = sapp.store.leader_acquire(LEADER_NAME, "test-leader", 3600)
+    assert term is not None
+    service.on_leader_tick(term)
+    service.tick()
+    assert service.next_wait is not None
+    assert 0 < service.next_wait <= 0.1 + WAKE_MARGIN + 1e-6
+    clock.set(T0 + timedelta(seconds=30))
+    service.next_wait = None
+    service.tick()
+    assert service.next_wait is None  # 30 s ahead: the usual interval

@@ -271,6 +271,15 @@ class ScheduleStoreLogic:
             now = rows[0]["now"] if rows else self._s_now(c, None, None)
         return now, [r["name"] for r in rows]
 
+    def schedules_next_fire_in(self) -> float | None:
+        """Seconds from the database's instant to the earliest cursor after it; None when
+        no schedule has one (an index's first entry, whatever the number of schedules)."""
+        with self._s_read() as c:
+            row = self._s_one(c, "schedules_next_fire")
+        if row is None or row["next_fire_at"] is None:
+            return None
+        return float((row["next_fire_at"] - row["now"]).total_seconds())
+
     def schedules_apply(self, name: str, planner: Planner, owner: str | None = None,
                         term: int | None = None, *, insert: Insert) -> Applied:
         """Read a schedule's snapshot, ask ``planner``, write the plan: one transaction.

@@ -49,6 +49,8 @@ PASS_INTERVAL = 0.25
 FIRE_BATCH = 1000
 #: Firing transactions at once on Postgres when a pass has several batches.
 FIRE_THREADS = 2
+#: Seconds after a cursor's instant that the leader wakes for it (clock granularity).
+WAKE_MARGIN = 0.002
 #: Seconds between the bookkeeping steps (sync, deadlines, dead-man switch).
 HOUSEKEEPING_INTERVAL = 1.0
 
@@ -213,3 +215,9 @@ class Scheduler(Service):
             log.info("scheduler: term %s is over; standing down", term)
             self._term = None
             return
+        # A cursor coming due before the next pass: wake at its instant (a burst of
+        # schedules due at a cron boundary starts then, not up to an interval later).
+        asked = time.monotonic()
+        soon = self.app.store.schedules_next_fire_in()
+        if soon is not None and 0 < soon < self.interval:
+            self.next_wait = soon + WAKE_MARGIN - (time.monotonic() - asked)

@@ -89,6 +89,13 @@ SELECT :now AS now, d.name FROM (
 ) d
 ORDER BY d.next_fire_at IS NOT NULL, d.next_fire_at, d.name
 
+-- name: schedules_next_fire
+-- The earliest cursor still ahead (schedules_due_idx: the first entry after now), so
+-- the leader wakes at that instant instead of up to a pass interval after it.
+SELECT :now AS now, min(s.next_fire_at) AS next_fire_at FROM schedules s
+    INDEXED BY schedules_due_idx
+WHERE s.removed_at IS NULL AND NOT s.paused AND s.next_fire_at > :now
+
 -- name: schedules_try_lock_batch
 -- One firing transaction's schedules (a JSON array of names); BEGIN IMMEDIATE already
 -- holds the database's write lock.
