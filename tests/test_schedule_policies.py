@@ -364,6 +364,17 @@ def test_a_job_made_for_an_occurrence_recorded_before_is_not_kept(sapp: App,
     assert [j.id for j in sapp.list_jobs()] == [job.id]
     assert statuses(sapp, "d") == {"succeeded": [at(1)]}
     assert runs(sapp, "d")[at(1)].job_id == job.id
+    # In a batch where only some occurrences are new: those get their jobs.
+    declare(sapp, "e")
+    reconcile(sapp)
+    term = sapp.store.leader_acquire(LEADER_NAME, "test-leader", 3600)
+    assert term is not None
+    fired = dict(sapp.store.schedules_fire(["d", "e"], stale, "test-leader", term,
+                                           insert=sapp.insert_rows))
+    assert fired["d"].enqueued == []
+    [(fire_at, e_job)] = fired["e"].enqueued
+    assert fire_at == at(1) and runs(sapp, "e")[at(1)].job_id == e_job
+    assert sorted(j.id for j in sapp.list_jobs()) == sorted([job.id, e_job])
 
 
 # -- reconcile ----------------------------------------------------------------------------------

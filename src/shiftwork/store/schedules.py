@@ -377,7 +377,7 @@ class ScheduleStoreLogic:
         """
         written: list[list[tuple[str, Decision]]] = [[] for _ in plans]
         enqueued: list[list[tuple[datetime, int]]] = [[] for _ in plans]
-        new_rows = []
+        new_rows: list[dict[str, Any]] = []
         new_jobs: list[tuple[int, ScheduleDef, Decision, dict[str, Any]]] = []
         for i, (defn, plan) in enumerate(plans):
             for d in plan.new:
@@ -400,8 +400,14 @@ class ScheduleStoreLogic:
                 row["job_id"] = int(result.id)
         inserted: set[tuple[str, datetime]] = set()
         if new_rows:
-            inserted = {(r["schedule"], r["fire_at"]) for r in self._s_rows(
-                c, "schedule_runs_insert_batch", rows=self._s_json(new_rows), term=term)}
+            got = self._s_rows(c, "schedule_runs_insert_batch", rows=self._s_json(new_rows),
+                               term=term, count=len(new_rows))
+            # Postgres counts them (a row without a schedule) and lists them only when not
+            # all were new; SQLite lists them.
+            if any(r["schedule"] is None and r["inserted"] == len(new_rows) for r in got):
+                inserted = {(r["schedule"], r["fire_at"]) for r in new_rows}
+            else:
+                inserted = {(r["schedule"], r["fire_at"]) for r in got if r["schedule"]}
         discard = [int(result.id) for (_, defn, d, _), result in zip(new_jobs, made, strict=True)
                    if result.created and (defn.name, d.fire_at) not in inserted]
         if discard:  # made for occurrences recorded before: never committed

@@ -11,7 +11,6 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
-from ..rows import aware
 from ..schedules import TIME_COLUMNS, ScheduleStoreLogic
 
 
@@ -38,10 +37,12 @@ class PostgresSchedules(ScheduleStoreLogic):
         if cur.description is None:
             return []
         rows = cur.fetchall()
+        times = [col.name for col in cur.description if col.name in TIME_COLUMNS]
         for r in rows:
-            for k in TIME_COLUMNS.intersection(r):
-                t = aware(r[k])
-                r[k] = None if t is None else t.astimezone(UTC)
+            for k in times:
+                t = r[k]
+                if t is not None:
+                    r[k] = t.astimezone(UTC) if t.tzinfo else t.replace(tzinfo=UTC)
         return rows  # type: ignore[no-any-return]
 
     def _s_json(self, value: Any) -> str:

@@ -124,16 +124,23 @@ ORDER BY r.schedule, r.fire_at
 -- name: schedule_runs_insert_batch
 -- Occurrences of many schedules in one statement, with their jobs' ids (inserted just
 -- before); the primary key keeps each (schedule, fire instant) once: only the rows
--- returned are new (the caller deletes the jobs made for the others).
-INSERT INTO {schema}.schedule_runs (schedule, fire_at, kind, status, reason, run_at,
-                                    recorded_at, term, dms, job_id)
-SELECT x.schedule, x.fire_at, x.kind, x.status, x.reason, x.run_at, {now}, %(term)s, x.dms,
-       x.job_id
-FROM jsonb_to_recordset(%(rows)s::jsonb) AS x(schedule text, fire_at timestamptz, kind text,
-                                             status text, reason text, run_at timestamptz,
-                                             dms text, job_id bigint)
-ON CONFLICT (schedule, fire_at) DO NOTHING
-RETURNING schedule, fire_at
+-- inserted are new (the caller deletes the jobs made for the others). A first row
+-- counts them; the inserted rows follow only when that is not all of them (1,000 rows
+-- read back and decoded for nothing, per batch, otherwise).
+WITH ins AS (
+    INSERT INTO {schema}.schedule_runs (schedule, fire_at, kind, status, reason, run_at,
+                                        recorded_at, term, dms, job_id)
+    SELECT x.schedule, x.fire_at, x.kind, x.status, x.reason, x.run_at, {now}, %(term)s,
+           x.dms, x.job_id
+    FROM jsonb_to_recordset(%(rows)s::jsonb) AS x(schedule text, fire_at timestamptz,
+                                                 kind text, status text, reason text,
+                                                 run_at timestamptz, dms text, job_id bigint)
+    ON CONFLICT (schedule, fire_at) DO NOTHING
+    RETURNING schedule, fire_at
+), n AS (SELECT count(*) AS inserted FROM ins)
+SELECT NULL::text AS schedule, NULL::timestamptz AS fire_at, n.inserted FROM n
+UNION ALL
+SELECT ins.schedule, ins.fire_at, NULL FROM ins, n WHERE n.inserted < %(count)s
 
 -- name: schedule_jobs_discard
 -- Jobs made in this transaction for occurrences that turned out to be recorded already.

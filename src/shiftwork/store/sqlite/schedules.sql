@@ -123,7 +123,7 @@ SELECT x.value ->> 'schedule', (x.value ->> 'fire_at') / 1000000.0, x.value ->> 
        :now, :term, x.value ->> 'dms', x.value ->> 'job_id'
 FROM json_each(:rows) x WHERE true
 ON CONFLICT (schedule, fire_at) DO NOTHING
-RETURNING schedule, fire_at
+RETURNING schedule, fire_at, NULL AS inserted
 
 -- name: schedule_jobs_discard
 -- Jobs made in this transaction for occurrences that turned out to be recorded already.
