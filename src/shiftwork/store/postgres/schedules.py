@@ -45,6 +45,9 @@ class PostgresSchedules(ScheduleStoreLogic):
                     r[k] = t.astimezone(UTC) if t.tzinfo else t.replace(tzinfo=UTC)
         return rows  # type: ignore[no-any-return]
 
+    def _s_instant(self, value: datetime | None) -> Any:
+        return None if value is None else _isoformat(value)
+
     def _s_json(self, value: Any) -> str:
         # Instants as ISO 8601 with their offset: timestamptz reads them exactly.
         return json.dumps(value, separators=(",", ":"), default=_iso)
