@@ -218,7 +218,7 @@ class Task(Generic[P, R]):
             if fits is None:
                 fits = self._fits_by_length[len(args)] = self._arguments_fit(args, kwargs)
         if not fits:
-            return self.build(args, kwargs, _NO_OPTIONS, None)  # raises, naming the problem
+            return self._build_checked(args, kwargs, _NO_OPTIONS, None)  # raises, naming it
         o = self.options
         return NewJob(self.name, o.queue,
                       encode_args(self.name, args, kwargs,
@@ -231,6 +231,10 @@ class Task(Generic[P, R]):
         if (opts is _NO_OPTIONS and not (args and kwargs) and self.options.unique is False
                 and self._plain_params and self.options.group_by is None):
             return self._build_plain(kwargs or args)  # no overrides: the bulk path's checks
+        return self._build_checked(args, kwargs, opts, now)
+
+    def _build_checked(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                       opts: EnqueueOptions, now: datetime | None) -> NewJob:
         if (not self._arguments_fit(args, kwargs) or self.options.unique is not False
                 or self.options.group_by is not None):
             try:

@@ -230,6 +230,12 @@ class DepsActions(EngineSql):
                 self._settle_groups(c, groups)
         return len(parents) + len(members) + len(groups)
 
+    def groups_prune(self, older_than: float, limit: int = 10_000) -> int:
+        """Delete groups older than ``older_than`` seconds whose jobs were all pruned;
+        how many."""
+        with self.transaction() as c:
+            return len(self._rows(c, "groups_prune", older=older_than, limit=limit))
+
     # -- waiting on results ------------------------------------------------------------
 
     def _finished(self, rows: list[Row]) -> list[FinishedJob]:

@@ -159,12 +159,11 @@ SELECT NULL, NULL, NULL FROM wake_queues, wake_waiters WHERE wake_queues.n + wak
 
 -- name: groups_sweep
 -- Left by a crash between a finish and its count, or a count and its settle: members
--- finished in the last hour and not counted (through jobs_finished_idx), and groups due
--- but not settled (through job_groups_open_idx).
+-- finished and not counted (through jobs_group_uncounted_idx, which holds only those),
+-- and groups due but not settled (through job_groups_open_idx).
 SELECT 'member', id FROM (
     SELECT id FROM {schema}.jobs
-    WHERE state IN ('succeeded', 'dead', 'cancelled')
-      AND finished_at > {now} - interval '1 hour' AND group_mark = 1
+    WHERE group_mark = 1 AND state IN ('succeeded', 'dead', 'cancelled')
     LIMIT %(limit)s) m
 UNION ALL
 SELECT 'group', id FROM (
@@ -172,6 +171,17 @@ SELECT 'group', id FROM (
     WHERE settled_at IS NULL AND callback_id IS NOT NULL
       AND (pending <= 0 OR (failed > 0 AND on_failure = 'cancel'))
     LIMIT %(limit)s) g
+
+-- name: groups_prune
+-- Groups past retention whose members and callback are all gone (pruned as jobs are).
+DELETE FROM {schema}.job_groups WHERE id IN (
+    SELECT g.id FROM {schema}.job_groups g
+    WHERE g.created_at < {now} - make_interval(secs => %(older)s)
+      AND NOT EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.group_id = g.id)
+      AND (g.callback_id IS NULL
+           OR NOT EXISTS (SELECT 1 FROM {schema}.jobs c WHERE c.id = g.callback_id))
+    LIMIT %(limit)s)
+RETURNING id
 
 -- name: groups_get
 SELECT id, total, callback_id, created_at FROM {schema}.job_groups WHERE id = %(group)s

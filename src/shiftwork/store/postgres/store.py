@@ -39,6 +39,7 @@ from ..long_jobs import LongJobsWrites
 from ..rows import aware, decoded, job_from_row, legal_pairs, queue_stats_from_rows
 from ..sqlfile import load_all_queries, load_migrations
 from ..wakeups import shared_wakeups
+from .arrays import int_array, or_null, word_array
 from .async_jobs import PostgresAsyncJobs
 from .connect_errors import lost_reply, refusal
 from .copy_rows import copy_jobs, copy_staged
@@ -552,11 +553,13 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
         if not outcomes:
             return set()
-        params = self._p(
-            ids=[o.job_id for o in outcomes], attempts=[o.attempt for o in outcomes],
-            states=[o.state.value for o in outcomes], run_ats=[o.run_at for o in outcomes],
-            errors=[error_json(o) for o in outcomes],
-            results=[o.result_json for o in outcomes],
+        params = self._p(  # arrays.py: literals and NULLs, cheap to send
+            ids=int_array(o.job_id for o in outcomes),
+            attempts=int_array(o.attempt for o in outcomes),
+            states=word_array(o.state.value for o in outcomes),
+            run_ats=or_null([o.run_at for o in outcomes]),
+            errors=or_null([error_json(o) for o in outcomes]),
+            results=or_null([o.result_json for o in outcomes]),
         )
         done: set[int] = set()
         watched: list[int] = []

@@ -116,11 +116,11 @@ WHERE id = :id AND state = 'scheduled' AND deps_pending > 0
 RETURNING id, state, watched
 
 -- name: groups_sweep
--- Members finished in the last hour and not counted; groups due and not settled.
+-- Members finished and not counted (jobs_group_uncounted_idx); groups due and not
+-- settled (job_groups_open_idx).
 SELECT 'member', id FROM (
     SELECT id FROM jobs
-    WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at > :now - 3600
-      AND group_mark = 1
+    WHERE group_mark = 1 AND state IN ('succeeded', 'dead', 'cancelled')
     LIMIT :limit)
 UNION ALL
 SELECT 'group', id FROM (
@@ -128,6 +128,17 @@ SELECT 'group', id FROM (
     WHERE settled_at IS NULL AND callback_id IS NOT NULL
       AND (pending <= 0 OR (failed > 0 AND on_failure = 'cancel'))
     LIMIT :limit)
+
+-- name: groups_prune
+-- Groups past retention whose members and callback are all gone (pruned as jobs are).
+DELETE FROM job_groups WHERE id IN (
+    SELECT g.id FROM job_groups g
+    WHERE g.created_at < :now - :older
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.group_id = g.id)
+      AND (g.callback_id IS NULL
+           OR NOT EXISTS (SELECT 1 FROM jobs c WHERE c.id = g.callback_id))
+    LIMIT :limit)
+RETURNING id
 
 -- name: groups_get
 SELECT id, total, callback_id, created_at FROM job_groups WHERE id = :group

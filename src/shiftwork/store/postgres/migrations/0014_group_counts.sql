@@ -12,6 +12,11 @@ ALTER TABLE {schema}.jobs ADD COLUMN group_id bigint;
 ALTER TABLE {schema}.jobs ADD COLUMN group_mark smallint NOT NULL DEFAULT 0;
 -- Members in order (ids are given in the order of the group's requests).
 CREATE INDEX jobs_group_members_idx ON {schema}.jobs (group_id, id) WHERE group_id IS NOT NULL;
+-- Members finished but not counted (a rescue to dead or a cancel between its statements,
+-- a crash): the sweep's, and only those rows are in it (a member's completion counts it
+-- in the same update, so it never enters).
+CREATE INDEX jobs_group_uncounted_idx ON {schema}.jobs (id)
+    WHERE group_mark = 1 AND state IN ('succeeded', 'dead', 'cancelled');
 
 -- pending: members not finished; failed: members finished without success. on_failure:
 -- the callback's ("cancel": cancelled as soon as a member fails).
