@@ -354,8 +354,10 @@ class ScheduleStoreLogic:
                  for d, p, cursor in decided
                  if p.cursor is not None or p.clear_override or p.missed_unrecorded]
         if moves:
-            moved = self._s_rows(c, "schedules_advance_batch", rows=self._s_json(moves))
-            if len(moved) != len(moves):  # cannot happen under the row locks; never half a plan
+            got = self._s_rows(c, "schedules_advance_batch", rows=self._s_json(moves))
+            # Postgres counts them in one row; SQLite returns one row each.
+            moved = got[0]["moved"] if got and "moved" in got[0] else len(got)
+            if moved != len(moves):  # cannot happen under the row locks; never half a plan
                 raise ShiftworkError("a schedule's cursor moved under us; retrying")
         return [(d.name, Applied(p, enqueued, now, written))
                 for (d, p, _), (enqueued, written) in zip(decided, results, strict=True)]

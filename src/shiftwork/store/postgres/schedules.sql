@@ -153,16 +153,20 @@ WHERE r.schedule = x.schedule AND r.fire_at = x.fire_at
 
 -- name: schedules_advance_batch
 -- Cursors of many schedules; a row whose cursor is not the one planned from is left
--- alone and missing from the result (the caller rolls back: never half a plan).
-UPDATE {schema}.schedules s
-SET next_fire_at = x.cursor,
-    catchup_override = CASE WHEN x.clear_override THEN NULL ELSE s.catchup_override END,
-    missed_unrecorded = s.missed_unrecorded + x.missed_unrecorded
-FROM jsonb_to_recordset(%(rows)s::jsonb) AS x(name text, cursor timestamptz,
-                                             old_cursor timestamptz, clear_override boolean,
-                                             missed_unrecorded bigint)
-WHERE s.name = x.name AND s.next_fire_at IS NOT DISTINCT FROM x.old_cursor
-RETURNING s.name
+-- alone and not counted (the caller rolls back: never half a plan). One row: the count.
+WITH moved AS (
+    UPDATE {schema}.schedules s
+    SET next_fire_at = x.cursor,
+        catchup_override = CASE WHEN x.clear_override THEN NULL ELSE s.catchup_override END,
+        missed_unrecorded = s.missed_unrecorded + x.missed_unrecorded
+    FROM jsonb_to_recordset(%(rows)s::jsonb) AS x(name text, cursor timestamptz,
+                                                 old_cursor timestamptz,
+                                                 clear_override boolean,
+                                                 missed_unrecorded bigint)
+    WHERE s.name = x.name AND s.next_fire_at IS NOT DISTINCT FROM x.old_cursor
+    RETURNING 1
+)
+SELECT count(*) AS moved FROM moved
 
 -- name: schedule_runs_open
 SELECT r.fire_at, r.kind, r.status, r.job_id, j.state AS job_state,
