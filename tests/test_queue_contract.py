@@ -183,6 +183,32 @@ def test_unique_key_returns_existing_job(app: App) -> None:
     assert k1.id == k2.id and not k2.created
 
 
+def test_unique_keys_in_a_large_batch(app: App) -> None:
+    """Hundreds of keyed jobs in one call (Postgres stages them by COPY): a key taken
+    earlier or twice in the batch gives the holder's id; unkeyed jobs in the same call
+    are each inserted, in order."""
+    @app.task(unique=("n",))
+    def keyed(n: int) -> None: ...
+
+    @app.task
+    def plain(n: int) -> None: ...
+
+    held = keyed.enqueue(5)
+    requests = [keyed.call(i % 300) for i in range(600)] + [plain.call(i) for i in range(50)]
+    results = app.enqueue_many(requests)
+    assert len(results) == 650
+    first, second, plains = results[:300], results[300:600], results[600:]
+    assert not first[5].created and first[5].id == held.id
+    assert [r.created for r in first] == [i != 5 for i in range(300)]
+    assert not any(r.created for r in second)
+    assert [r.id for r in second] == [r.id for r in first]
+    assert all(r.created for r in plains) and len({r.id for r in plains}) == 50
+    assert [r.id for r in plains] == sorted(r.id for r in plains)
+    jobs = app.list_jobs(task=keyed.name, limit=1000)
+    assert len(jobs) == 300
+    assert sorted(j.args[0] for j in jobs) == list(range(300))
+
+
 def test_unique_key_is_free_again_after_the_job_finishes(app: App) -> None:
     @app.task(unique=True)
     def once(x: int) -> None: ...

@@ -342,6 +342,41 @@ def test_backfill_never_duplicates(sapp: App, clock: FakeClock) -> None:
         sapp.schedules.backfill("b", at(2), at(0))
 
 
+def test_a_job_made_for_an_occurrence_recorded_before_is_not_kept(sapp: App,
+                                                                  clock: FakeClock) -> None:
+    """The jobs of a batch are inserted before their occurrences; the occurrence's primary
+    key still decides, and a job made for one recorded earlier is deleted before commit."""
+    from shiftwork.schedule import Decision, Plan, RunKind
+
+    declare(sapp, "d")
+    reconcile(sapp)
+    clock.set(at(1, 1))
+    assert leader_pass(sapp) == 1
+    (job,) = claim(sapp)
+    finish(sapp, job.id)  # its unique key is free again; the occurrence stays recorded
+    leader_pass(sapp)
+
+    def stale(defn: Any, snap: Any, now: datetime) -> Plan:  # decides 00:01 once more
+        return Plan(new=[Decision(at(1), RunKind.CRON, RunStatus.ENQUEUED, None, at(1))])
+
+    applied = sapp.store.schedules_apply("d", stale, insert=sapp.insert_rows)
+    assert applied.enqueued == [] and applied.written == []
+    assert [j.id for j in sapp.list_jobs()] == [job.id]
+    assert statuses(sapp, "d") == {"succeeded": [at(1)]}
+    assert runs(sapp, "d")[at(1)].job_id == job.id
+    # In a batch where only some occurrences are new: those get their jobs.
+    declare(sapp, "e")
+    reconcile(sapp)
+    term = sapp.store.leader_acquire(LEADER_NAME, "test-leader", 3600)
+    assert term is not None
+    fired = dict(sapp.store.schedules_fire(["d", "e"], stale, "test-leader", term,
+                                           insert=sapp.insert_rows))
+    assert fired["d"].enqueued == []
+    [(fire_at, e_job)] = fired["e"].enqueued
+    assert fire_at == at(1) and runs(sapp, "e")[at(1)].job_id == e_job
+    assert sorted(j.id for j in sapp.list_jobs()) == sorted([job.id, e_job])
+
+
 # -- reconcile ----------------------------------------------------------------------------------
 
 

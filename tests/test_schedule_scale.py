@@ -223,3 +223,79 @@ def test_a_broken_schedule_in_a_batch_does_not_starve_the_others(
     assert "firing them one by one" in caplog.text and "schedule s-2" in caplog.text
     assert sapp.store.schedule_runs_list("s-2") == []
     assert all(len(sapp.store.schedule_runs_list(f"s-{i}")) == 1 for i in (0, 1, 3, 4))
+
+
+def test_the_common_case_plan_is_the_general_one() -> None:
+    """plan_tick decides one on-time occurrence with nothing in its way without the
+    general machinery; every snapshot here gets the plan the general path makes."""
+    from itertools import product
+
+    from shiftwork.schedule import (
+        ActiveRun,
+        Catchup,
+        Overlap,
+        PendingRun,
+        ScheduleDef,
+        Snapshot,
+        _plan_general,
+        plan_tick,
+    )
+
+    grace = timedelta(seconds=5)
+    cursor = T0 + timedelta(minutes=1)
+    for overlap, jitter, deadline, cron, lag, active, pending, paused, override in product(
+            list(Overlap), (0.0, 7.5), (None, 1.0, 60.0), ("* * * * *", "* * * * * *"),
+            (-1.0, 0.0, 0.5, 4.0, 6.0, 130.0), (False, True), (False, True), (False, True),
+            (None, Catchup.ALL)):
+        if deadline is not None and jitter >= deadline:
+            continue
+        defn = ScheduleDef(name="n\u00e9\"x", cron=cron, tz="Europe/Paris", task="t",
+                           args_json="[]", queue="default", overlap=overlap, jitter=jitter,
+                           starting_deadline=deadline)
+        snap = Snapshot(cursor=cursor, paused=paused, catchup_override=override,
+                        active=(ActiveRun(T0, 41),) if active else (),
+                        pending=(PendingRun(T0, RunKind.CRON),) if pending else ())
+        now = cursor + timedelta(seconds=lag)
+        cron_s = defn.cron_schedule()
+        assert plan_tick(defn, cron_s, snap, now, grace) == \
+            _plan_general(defn, cron_s, snap, now, grace), (overlap, jitter, deadline, cron,
+                                                            lag, active, pending, paused)
+
+
+def test_an_occurrence_job_meta_is_the_dict_encoded() -> None:
+    import json
+
+    from shiftwork.schedule import Decision, ScheduleDef, job_meta, occurrence_job
+
+    for name, tz in (("plain", "UTC"), ("n\u00e9\"\\x/y", "America/New_York")):
+        defn = ScheduleDef(name=name, cron="0 9 * * *", tz=tz, task="t", args_json="[1]",
+                           queue="default")
+        for fire_at in (T0, T0 + timedelta(hours=3, microseconds=5)):
+            for kind in RunKind:
+                job = occurrence_job(defn, Decision(fire_at, kind, RunStatus.ENQUEUED))
+                meta = job_meta(defn, defn.cron_schedule(), fire_at, kind)
+                assert job.meta_json == json.dumps(meta, separators=(",", ":"))
+                assert json.loads(job.meta_json) == meta
+
+
+def test_the_leader_wakes_at_the_next_cursor(sapp: App, clock: FakeClock) -> None:
+    """Between passes the leader sleeps until the earliest cursor ahead when that comes
+    before its pass interval: a burst starts at its instant, not up to an interval late."""
+    from shiftwork.worker.scheduler import WAKE_MARGIN, Scheduler
+
+    assert sapp.store.schedules_next_fire_in() is None
+    sapp.schedule("every-minute", "* * * * *", sapp.task(name="noop")(noop))
+    reconcile(sapp)
+    assert sapp.store.schedules_next_fire_in() == 60.0
+    clock.set(T0 + timedelta(seconds=59.9))
+    service = Scheduler(sapp, "test-leader")
+    term = sapp.store.leader_acquire(LEADER_NAME, "test-leader", 3600)
+    assert term is not None
+    service.on_leader_tick(term)
+    service.tick()
+    assert service.next_wait is not None
+    assert 0 < service.next_wait <= 0.1 + WAKE_MARGIN + 1e-6
+    clock.set(T0 + timedelta(seconds=30))
+    service.next_wait = None
+    service.tick()
+    assert service.next_wait is None  # 30 s ahead: the usual interval

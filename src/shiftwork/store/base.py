@@ -263,6 +263,10 @@ class Store(Protocol):
         """The database's instant and the schedules due then, earliest cursor first;
         reads only those (indexes), however many are not due."""
 
+    def schedules_next_fire_in(self) -> float | None:
+        """Seconds from the database's instant to the earliest cursor after it (None:
+        none); the first entry of an index."""
+
     def schedules_fire(self, names: list[str],
                        planner: Callable[[ScheduleDef, Any, datetime], Plan],
                        owner: str, term: int, *,

@@ -60,7 +60,28 @@ class UnknownScheduleError(ShiftworkError, LookupError):
     """No schedule with that name."""
 
 
+_DEF_COLUMNS = ("name", "cron", "tz", "task", "args", "queue", "priority", "max_attempts",
+                "timeout", "catchup", "catchup_window", "catchup_cap", "overlap",
+                "starting_deadline", "jitter", "expect_success_within", "pause_on_failure")
+#: Definitions read by the leader's passes, by their stored values: the same schedules
+#: come due pass after pass, and building (and checking) a ScheduleDef is most of reading one.
+_DEFS: dict[tuple[Any, ...], ScheduleDef] = {}
+_DEFS_MAX = 20_000
+
+
 def def_from_row(row: dict[str, Any]) -> ScheduleDef:
+    if not isinstance(row["args"], str):  # decoded JSON (not hashable): not remembered
+        return _def_from_row(row)
+    key = tuple([row[k] for k in _DEF_COLUMNS])
+    defn = _DEFS.get(key)
+    if defn is None:
+        if len(_DEFS) >= _DEFS_MAX:
+            _DEFS.clear()
+        defn = _DEFS[key] = _def_from_row(row)
+    return defn
+
+
+def _def_from_row(row: dict[str, Any]) -> ScheduleDef:
     args = row["args"]
     return ScheduleDef(
         name=row["name"], cron=row["cron"], tz=row["tz"], task=row["task"],
@@ -113,6 +134,11 @@ class ScheduleStoreLogic:
 
     def _s_json(self, value: Any) -> str:
         """A JSON text for a batch statement, instants in the engine's own form."""
+        raise NotImplementedError
+
+    def _s_instant(self, value: datetime | None) -> Any:
+        """An instant as :meth:`_s_json` writes it, for rows built in bulk (encoding each
+        through json's fallback took three quarters of a batch's JSON time)."""
         raise NotImplementedError
 
     def _s_one(self, c: Any, query: str, **params: Any) -> dict[str, Any] | None:
@@ -250,6 +276,15 @@ class ScheduleStoreLogic:
             now = rows[0]["now"] if rows else self._s_now(c, None, None)
         return now, [r["name"] for r in rows]
 
+    def schedules_next_fire_in(self) -> float | None:
+        """Seconds from the database's instant to the earliest cursor after it; None when
+        no schedule has one (an index's first entry, whatever the number of schedules)."""
+        with self._s_read() as c:
+            row = self._s_one(c, "schedules_next_fire")
+        if row is None or row["next_fire_at"] is None:
+            return None
+        return float((row["next_fire_at"] - row["now"]).total_seconds())
+
     def schedules_apply(self, name: str, planner: Planner, owner: str | None = None,
                         term: int | None = None, *, insert: Insert) -> Applied:
         """Read a schedule's snapshot, ask ``planner``, write the plan: one transaction.
@@ -313,13 +348,16 @@ class ScheduleStoreLogic:
                             active=tuple(active), pending=tuple(pending))
             decided.append((defn, planner(defn, snap, now), snap.cursor))
         results = self._write_plans(c, [(d, p) for d, p, _ in decided], term, now, insert)
-        moves = [{"name": d.name, "cursor": p.cursor or cursor, "old_cursor": cursor,
+        t = self._s_instant
+        moves = [{"name": d.name, "cursor": t(p.cursor or cursor), "old_cursor": t(cursor),
                   "clear_override": p.clear_override, "missed_unrecorded": p.missed_unrecorded}
                  for d, p, cursor in decided
                  if p.cursor is not None or p.clear_override or p.missed_unrecorded]
         if moves:
-            moved = self._s_rows(c, "schedules_advance_batch", rows=self._s_json(moves))
-            if len(moved) != len(moves):  # cannot happen under the row locks; never half a plan
+            got = self._s_rows(c, "schedules_advance_batch", rows=self._s_json(moves))
+            # Postgres counts them in one row; SQLite returns one row each.
+            moved = got[0]["moved"] if got and "moved" in got[0] else len(got)
+            if moved != len(moves):  # cannot happen under the row locks; never half a plan
                 raise ShiftworkError("a schedule's cursor moved under us; retrying")
         return [(d.name, Applied(p, enqueued, now, written))
                 for (d, p, _), (enqueued, written) in zip(decided, results, strict=True)]
@@ -335,31 +373,65 @@ class ScheduleStoreLogic:
     def _write_plans(self, c: Any, plans: list[tuple[ScheduleDef, Plan]], term: int | None,
                      now: datetime, insert: Insert | None
                      ) -> list[tuple[list[tuple[datetime, int]], list[tuple[str, Decision]]]]:
-        """Write many schedules' plans: new occurrences in one statement, their jobs in
-        one call of the App's insert, the job ids in one statement. (Released and revived
-        occurrences, rare, are written one by one.) Returns, per plan, the jobs enqueued
-        ``(fire instant, job id)`` and what was written ``(new|released|revived, d)``."""
+        """Write many schedules' plans: the new occurrences' jobs in one call of the App's
+        insert, then the occurrences, their job ids included, in one statement. (Released
+        and revived occurrences, rare, are written one by one.) Returns, per plan, the jobs
+        enqueued ``(fire instant, job id)`` and what was written ``(new|released|revived, d)``.
+
+        The jobs go first so that no statement has to go back and write their ids on the
+        occurrences. The occurrence's primary key still decides: a job made for an
+        occurrence that was recorded already (by a backfill, a trigger) is deleted again
+        in this transaction, so it is never seen.
+        """
         written: list[list[tuple[str, Decision]]] = [[] for _ in plans]
-        to_enqueue: list[tuple[int, ScheduleDef, Decision]] = []
-        new_rows = []
-        for defn, plan in plans:
+        enqueued: list[list[tuple[datetime, int]]] = [[] for _ in plans]
+        t = self._s_instant
+        new_rows: list[dict[str, Any]] = []
+        keys: list[tuple[str, datetime]] = []
+        new_jobs: list[tuple[int, ScheduleDef, Decision, dict[str, Any]]] = []
+        for i, (defn, plan) in enumerate(plans):
             for d in plan.new:
                 dms = None
                 if defn.expect_success_within is None or d.reason == "paused":
                     dms = DeadManCheck.NONE.value
-                new_rows.append({"schedule": defn.name, "fire_at": d.fire_at,
-                                 "kind": d.kind.value, "status": d.status.value,
-                                 "reason": d.reason, "run_at": d.run_at, "dms": dms})
+                row = {"schedule": defn.name, "fire_at": t(d.fire_at), "kind": d.kind.value,
+                       "status": d.status.value, "reason": d.reason, "run_at": t(d.run_at),
+                       "dms": dms, "job_id": None}
+                new_rows.append(row)
+                keys.append((defn.name, d.fire_at))
+                if d.status is RunStatus.ENQUEUED:
+                    new_jobs.append((i, defn, d, row))
+        made: list[EnqueueResult] = []
+        if new_jobs:
+            # Through the App's own insert (the end of every enqueue path: validation,
+            # tracing), in this transaction, all of the batch's jobs in one call.
+            assert insert is not None, "a plan that enqueues needs the App's insert"
+            made = insert([occurrence_job(defn, d) for _, defn, d, _ in new_jobs], c)
+            for (_, _, _, row), result in zip(new_jobs, made, strict=True):
+                row["job_id"] = int(result.id)
         inserted: set[tuple[str, datetime]] = set()
         if new_rows:
-            inserted = {(r["schedule"], r["fire_at"]) for r in self._s_rows(
-                c, "schedule_runs_insert_batch", rows=self._s_json(new_rows), term=term)}
+            got = self._s_rows(c, "schedule_runs_insert_batch", rows=self._s_json(new_rows),
+                               term=term, count=len(new_rows))
+            # Postgres counts them (a row without a schedule) and lists them only when not
+            # all were new; SQLite lists them.
+            if any(r["schedule"] is None and r["inserted"] == len(new_rows) for r in got):
+                inserted = set(keys)
+            else:
+                inserted = {(r["schedule"], r["fire_at"]) for r in got if r["schedule"]}
+        discard = [int(result.id) for (_, defn, d, _), result in zip(new_jobs, made, strict=True)
+                   if result.created and (defn.name, d.fire_at) not in inserted]
+        if discard:  # made for occurrences recorded before: never committed
+            self._s_rows(c, "schedule_jobs_discard", ids=self._s_json(discard))
         for i, (defn, plan) in enumerate(plans):
             for d in plan.new:
                 if (defn.name, d.fire_at) in inserted:
                     written[i].append(("new", d))
-                    if d.status is RunStatus.ENQUEUED:
-                        to_enqueue.append((i, defn, d))
+        for (i, defn, d, _), result in zip(new_jobs, made, strict=True):
+            if (defn.name, d.fire_at) in inserted:
+                enqueued[i].append((d.fire_at, int(result.id)))
+        to_enqueue: list[tuple[int, ScheduleDef, Decision]] = []
+        for i, (defn, plan) in enumerate(plans):
             for d in plan.released:
                 done = self._s_one(c, "schedule_runs_release", name=defn.name,
                                    fire_at=d.fire_at, status=d.status.value, reason=d.reason,
@@ -378,10 +450,7 @@ class ScheduleStoreLogic:
                     written[i].append(("revived", d))
                     if d.status is RunStatus.ENQUEUED:
                         to_enqueue.append((i, defn, d))
-        enqueued: list[list[tuple[datetime, int]]] = [[] for _ in plans]
         if to_enqueue:
-            # Through the App's own insert (the end of every enqueue path: validation,
-            # tracing), in this transaction, all of the batch's jobs in one call.
             assert insert is not None, "a plan that enqueues needs the App's insert"
             results = insert([occurrence_job(defn, d) for _, defn, d in to_enqueue], c)
             ids = []

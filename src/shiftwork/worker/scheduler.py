@@ -47,8 +47,11 @@ PASS_INTERVAL = 0.25
 #: Schedules decided per firing transaction: their occurrences, jobs and cursors are
 #: written in a few statements, one commit.
 FIRE_BATCH = 1000
-#: Firing transactions at once on Postgres when a pass has several batches.
-FIRE_THREADS = 2
+#: Firing transactions at once on Postgres when a pass has several batches (at most the
+#: pool's size less one): while one waits for the server, another plans in Python.
+FIRE_THREADS = 3
+#: Seconds after a cursor's instant that the leader wakes for it (clock granularity).
+WAKE_MARGIN = 0.002
 #: Seconds between the bookkeeping steps (sync, deadlines, dead-man switch).
 HOUSEKEEPING_INTERVAL = 1.0
 
@@ -118,11 +121,16 @@ def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
 
     batches = [names[i:i + FIRE_BATCH] for i in range(0, len(names), FIRE_BATCH)]
     count = 0
+    threads = 1
     if len(batches) > 1 and store.engine == "postgres":
-        # Two transactions at once: one batch's statements run in Postgres while the next
+        # One of the pool's connections stays free for the worker's claims and heartbeats.
+        pool_size: int = store.connections.pool_size  # type: ignore[attr-defined]
+        threads = min(FIRE_THREADS, len(batches), pool_size - 1)
+    if threads > 1:
+        # Transactions at once: one batch's statements run in Postgres while the next
         # batch is planned in Python (SQLite has one writer: no gain there). Each batch
         # is announced as soon as it has committed.
-        with ThreadPoolExecutor(FIRE_THREADS, thread_name_prefix="shiftwork-fire") as pool:
+        with ThreadPoolExecutor(threads, thread_name_prefix="shiftwork-fire") as pool:
             for fired in pool.map(fire, batches):
                 count += announce(fired)
     else:
@@ -213,3 +221,9 @@ class Scheduler(Service):
             log.info("scheduler: term %s is over; standing down", term)
             self._term = None
             return
+        # A cursor coming due before the next pass: wake at its instant (a burst of
+        # schedules due at a cron boundary starts then, not up to an interval later).
+        asked = time.monotonic()
+        soon = self.app.store.schedules_next_fire_in()
+        if soon is not None and 0 < soon < self.interval:
+            self.next_wait = soon + WAKE_MARGIN - (time.monotonic() - asked)

@@ -26,6 +26,8 @@ class Service:
 
     def __init__(self, interval: float) -> None:
         self.interval = interval
+        #: Set by a tick to wait this long before the next one, once, instead of interval.
+        self.next_wait: float | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -50,7 +52,8 @@ class Service:
                 self.tick()
             except Exception:
                 log.exception("%s failed; will try again in %.1fs", self.name, self.interval)
-            self._stop.wait(self.interval)
+            wait, self.next_wait = self.next_wait, None
+            self._stop.wait(self.interval if wait is None else max(wait, 0.0))
 
     def tick(self) -> None:
         raise NotImplementedError

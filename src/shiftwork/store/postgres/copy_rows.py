@@ -62,3 +62,19 @@ def copy_jobs(cursor: Cursor[Any], statement: str, ids: Sequence[int], jobs: Ite
                 row += (m.deps_pending, m.watched, m.group_id, 0 if m.group_id is None else 1)
             write(row)
     return due
+
+
+STAGE_COLUMNS = ["int4", "text", "text", "jsonb", "int2", "int4", "timestamptz", "text",
+                 "float8", "jsonb"]
+
+
+def copy_staged(cursor: Cursor[Any], statement: str, jobs: Sequence[NewJob]) -> None:
+    """Write ``jobs`` (keyed ones among them) into the transaction's staging table
+    (jobs_stage_create), in order; jobs_insert_staged then inserts them."""
+    cursor.adapters.register_dumper(str, EncodedJsonbDumper)  # this cursor only
+    with cursor.copy(statement) as copy:
+        copy.set_types(STAGE_COLUMNS)
+        write = copy.write_row
+        for i, j in enumerate(jobs):
+            write((i, j.task, j.queue, j.args_json, j.priority, j.max_attempts, j.run_at,
+                   j.unique_key, j.timeout, j.meta_json))

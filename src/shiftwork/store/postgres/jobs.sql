@@ -21,6 +21,36 @@ ON CONFLICT (unique_key)
     DO NOTHING
 RETURNING id, unique_key
 
+-- name: jobs_stage_create
+-- Many keyed jobs arrive by binary COPY into this table of the transaction, then one
+-- INSERT ... SELECT applies the unique key (jobs_insert_staged), instead of 9 array
+-- parameters that psycopg dumps element by element in Python: 1,000 keyed jobs took
+-- 31-40 ms that way, 13-14 ms staged. pg_temp: never a table of the search path.
+CREATE TEMP TABLE pg_temp.shiftwork_stage (ord int4, task text, queue text, args jsonb,
+    priority int2, max_attempts int4, run_at timestamptz, unique_key text, timeout float8,
+    meta jsonb) ON COMMIT DROP
+
+-- name: jobs_stage_copy
+COPY pg_temp.shiftwork_stage (ord, task, queue, args, priority, max_attempts, run_at,
+                              unique_key, timeout, meta) FROM STDIN (FORMAT BINARY)
+
+-- name: jobs_insert_staged
+-- jobs_insert, from the staged rows.
+INSERT INTO {schema}.jobs (queue, task, args, state, priority, max_attempts, run_at,
+                           created_at, unique_key, timeout, meta)
+SELECT queue, task, args,
+       CASE WHEN run_at IS NULL OR run_at <= {now} THEN 'available' ELSE 'scheduled' END,
+       priority, max_attempts, coalesce(run_at, {now}), {now}, unique_key, timeout, meta
+FROM pg_temp.shiftwork_stage ORDER BY ord
+ON CONFLICT (unique_key)
+    WHERE unique_key IS NOT NULL AND state IN ('scheduled', 'available', 'running', 'retrying')
+    DO NOTHING
+RETURNING id, unique_key
+
+-- name: jobs_stage_drop
+-- At once, not at commit: the same transaction may stage again (another chunk, a retry).
+DROP TABLE pg_temp.shiftwork_stage
+
 -- name: jobs_insert_plain
 -- Jobs without unique keys, and their wake-up, in one statement: one round trip.
 WITH input AS (

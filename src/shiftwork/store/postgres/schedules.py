@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,7 +11,6 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
-from ..rows import aware
 from ..schedules import TIME_COLUMNS, ScheduleStoreLogic
 
 
@@ -37,11 +37,16 @@ class PostgresSchedules(ScheduleStoreLogic):
         if cur.description is None:
             return []
         rows = cur.fetchall()
+        times = [col.name for col in cur.description if col.name in TIME_COLUMNS]
         for r in rows:
-            for k in TIME_COLUMNS.intersection(r):
-                t = aware(r[k])
-                r[k] = None if t is None else t.astimezone(UTC)
+            for k in times:
+                t = r[k]
+                if t is not None:
+                    r[k] = t.astimezone(UTC) if t.tzinfo else t.replace(tzinfo=UTC)
         return rows  # type: ignore[no-any-return]
+
+    def _s_instant(self, value: datetime | None) -> Any:
+        return None if value is None else _isoformat(value)
 
     def _s_json(self, value: Any) -> str:
         # Instants as ISO 8601 with their offset: timestamptz reads them exactly.
@@ -50,5 +55,12 @@ class PostgresSchedules(ScheduleStoreLogic):
 
 def _iso(value: Any) -> str:
     if isinstance(value, datetime):
-        return value.isoformat()
+        return _isoformat(value)
     raise TypeError(f"cannot encode {value!r} for a batch statement")
+
+
+@functools.lru_cache(maxsize=1024)
+def _isoformat(value: datetime) -> str:
+    # A burst's rows share a few instants (fire instants, run_at): formatted once each.
+    # (Equal instants in other zones hit the same entry: the text names the same instant.)
+    return value.isoformat()

@@ -91,6 +91,12 @@ SELECT {now} AS now, d.name FROM (
 ) d
 ORDER BY d.next_fire_at NULLS FIRST, d.name
 
+-- name: schedules_next_fire
+-- The earliest cursor still ahead (schedules_due_idx: the first entry after now), so
+-- the leader wakes at that instant instead of up to a pass interval after it.
+SELECT {now} AS now, min(s.next_fire_at) AS next_fire_at FROM {schema}.schedules s
+WHERE s.removed_at IS NULL AND NOT s.paused AND s.next_fire_at > {now}
+
 -- name: schedules_try_lock_batch
 -- One firing transaction's schedules (a JSON array of names), in one statement; those
 -- another transaction is deciding are skipped (the next pass finds them again).
@@ -116,16 +122,29 @@ LEFT JOIN {schema}.jobs j ON j.id = r.job_id
 ORDER BY r.schedule, r.fire_at
 
 -- name: schedule_runs_insert_batch
--- Occurrences of many schedules in one statement; the primary key keeps each
--- (schedule, fire instant) once: only the rows returned are new.
-INSERT INTO {schema}.schedule_runs (schedule, fire_at, kind, status, reason, run_at,
-                                    recorded_at, term, dms)
-SELECT x.schedule, x.fire_at, x.kind, x.status, x.reason, x.run_at, {now}, %(term)s, x.dms
-FROM jsonb_to_recordset(%(rows)s::jsonb) AS x(schedule text, fire_at timestamptz, kind text,
-                                             status text, reason text, run_at timestamptz,
-                                             dms text)
-ON CONFLICT (schedule, fire_at) DO NOTHING
-RETURNING schedule, fire_at
+-- Occurrences of many schedules in one statement, with their jobs' ids (inserted just
+-- before); the primary key keeps each (schedule, fire instant) once: only the rows
+-- inserted are new (the caller deletes the jobs made for the others). A first row
+-- counts them; the inserted rows follow only when that is not all of them (1,000 rows
+-- read back and decoded for nothing, per batch, otherwise).
+WITH ins AS (
+    INSERT INTO {schema}.schedule_runs (schedule, fire_at, kind, status, reason, run_at,
+                                        recorded_at, term, dms, job_id)
+    SELECT x.schedule, x.fire_at, x.kind, x.status, x.reason, x.run_at, {now}, %(term)s,
+           x.dms, x.job_id
+    FROM jsonb_to_recordset(%(rows)s::jsonb) AS x(schedule text, fire_at timestamptz,
+                                                 kind text, status text, reason text,
+                                                 run_at timestamptz, dms text, job_id bigint)
+    ON CONFLICT (schedule, fire_at) DO NOTHING
+    RETURNING schedule, fire_at
+), n AS (SELECT count(*) AS inserted FROM ins)
+SELECT NULL::text AS schedule, NULL::timestamptz AS fire_at, n.inserted FROM n
+UNION ALL
+SELECT ins.schedule, ins.fire_at, NULL FROM ins, n WHERE n.inserted < %(count)s
+
+-- name: schedule_jobs_discard
+-- Jobs made in this transaction for occurrences that turned out to be recorded already.
+DELETE FROM {schema}.jobs WHERE id IN (SELECT jsonb_array_elements_text(%(ids)s::jsonb)::bigint)
 
 -- name: schedule_runs_set_job_batch
 UPDATE {schema}.schedule_runs r SET job_id = x.job_id
@@ -134,16 +153,20 @@ WHERE r.schedule = x.schedule AND r.fire_at = x.fire_at
 
 -- name: schedules_advance_batch
 -- Cursors of many schedules; a row whose cursor is not the one planned from is left
--- alone and missing from the result (the caller rolls back: never half a plan).
-UPDATE {schema}.schedules s
-SET next_fire_at = x.cursor,
-    catchup_override = CASE WHEN x.clear_override THEN NULL ELSE s.catchup_override END,
-    missed_unrecorded = s.missed_unrecorded + x.missed_unrecorded
-FROM jsonb_to_recordset(%(rows)s::jsonb) AS x(name text, cursor timestamptz,
-                                             old_cursor timestamptz, clear_override boolean,
-                                             missed_unrecorded bigint)
-WHERE s.name = x.name AND s.next_fire_at IS NOT DISTINCT FROM x.old_cursor
-RETURNING s.name
+-- alone and not counted (the caller rolls back: never half a plan). One row: the count.
+WITH moved AS (
+    UPDATE {schema}.schedules s
+    SET next_fire_at = x.cursor,
+        catchup_override = CASE WHEN x.clear_override THEN NULL ELSE s.catchup_override END,
+        missed_unrecorded = s.missed_unrecorded + x.missed_unrecorded
+    FROM jsonb_to_recordset(%(rows)s::jsonb) AS x(name text, cursor timestamptz,
+                                                 old_cursor timestamptz,
+                                                 clear_override boolean,
+                                                 missed_unrecorded bigint)
+    WHERE s.name = x.name AND s.next_fire_at IS NOT DISTINCT FROM x.old_cursor
+    RETURNING 1
+)
+SELECT count(*) AS moved FROM moved
 
 -- name: schedule_runs_open
 SELECT r.fire_at, r.kind, r.status, r.job_id, j.state AS job_state,

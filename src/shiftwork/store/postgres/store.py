@@ -42,7 +42,7 @@ from ..wakeups import shared_wakeups
 from .arrays import int_array, or_null, word_array
 from .async_jobs import PostgresAsyncJobs
 from .connect_errors import lost_reply, refusal
-from .copy_rows import copy_jobs
+from .copy_rows import copy_jobs, copy_staged
 from .keyed import keys_taken, settle_keys
 from .long_jobs import PostgresLongJobs
 from .observe import PostgresObserve
@@ -59,7 +59,7 @@ DONE_CHANNEL_PREFIX = "shiftwork_done_"
 _UNIQUE = "jobs_unique_key_idx"
 #: Jobs with unique keys go in statements of at most this many rows.
 KEYED_BATCH = 5000
-COPY_MIN_ROWS = 200  # from this many jobs without unique keys, COPY beats one INSERT
+COPY_MIN_ROWS = 200  # from this many jobs, COPY beats one INSERT (keyed ones: into a stage)
 
 
 def _due_counts(jobs: list[NewJob]) -> list[tuple[str, int]]:
@@ -301,8 +301,9 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
 
     def _insert_keyed(self, jobs: list[NewJob], conn: Any) -> list[EnqueueResult]:
         """Jobs with unique keys (and any others in the same call): insert, then settle
-        the keys that were already taken."""
-        params = self._p(
+        the keys that were already taken. Many (a schedule burst): staged by COPY."""
+        staged = len(jobs) >= COPY_MIN_ROWS
+        params = self._p() if staged else self._p(
             tasks=[j.task for j in jobs], queues=[j.queue for j in jobs],
             args=[j.args_json for j in jobs], priorities=[j.priority for j in jobs],
             max_attempts=[j.max_attempts for j in jobs], run_ats=[j.run_at for j in jobs],
@@ -313,7 +314,10 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         keyed = any(j.unique_key for j in jobs)
         for _ in range(5):
             with self._conn(conn) as c, c.transaction():
-                rows = c.execute(self.q["jobs_insert"], params).fetchall()
+                if staged:
+                    rows = self._insert_staged(c, jobs, params)
+                else:
+                    rows = c.execute(self.q["jobs_insert"], params).fetchall()
                 results = self._match_inserted(c, jobs, rows) if keyed else [
                     EnqueueResult(r[0], True) for r in rows]
                 if results is None:
@@ -323,6 +327,15 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                               {"channel": self.channel, "queues": shared_wakeups(due)})
                 return results
         raise StorageError("could not settle unique keys after 5 tries; the key is contended")
+
+    def _insert_staged(self, c: psycopg.Connection[Any], jobs: list[NewJob],
+                       params: dict[str, Any]) -> list[Any]:
+        """jobs_insert through a staging table filled by binary COPY: (id, key) rows."""
+        c.execute(self.q["jobs_stage_create"])
+        copy_staged(c.cursor(), self.q["jobs_stage_copy"], jobs)
+        rows = c.execute(self.q["jobs_insert_staged"], params).fetchall()
+        c.execute(self.q["jobs_stage_drop"])
+        return rows
 
     def _insert_plain(self, jobs: list[NewJob], conn: Any) -> list[EnqueueResult]:
         """Few jobs without unique keys: insert and notify in one statement."""

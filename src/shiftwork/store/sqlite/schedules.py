@@ -52,5 +52,8 @@ class SQLiteSchedules(ScheduleStoreLogic):
                 r[k] = _from_ts(r[k])
         return rows
 
+    def _s_instant(self, value: datetime | None) -> Any:
+        return None if value is None else _micros(value)
+
     def _s_json(self, value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), default=_micros)

@@ -89,6 +89,13 @@ SELECT :now AS now, d.name FROM (
 ) d
 ORDER BY d.next_fire_at IS NOT NULL, d.next_fire_at, d.name
 
+-- name: schedules_next_fire
+-- The earliest cursor still ahead (schedules_due_idx: the first entry after now), so
+-- the leader wakes at that instant instead of up to a pass interval after it.
+SELECT :now AS now, min(s.next_fire_at) AS next_fire_at FROM schedules s
+    INDEXED BY schedules_due_idx
+WHERE s.removed_at IS NULL AND NOT s.paused AND s.next_fire_at > :now
+
 -- name: schedules_try_lock_batch
 -- One firing transaction's schedules (a JSON array of names); BEGIN IMMEDIATE already
 -- holds the database's write lock.
@@ -106,16 +113,21 @@ ORDER BY r.schedule, r.fire_at
 
 -- name: schedule_runs_insert_batch
 -- Occurrences of many schedules in one statement; the primary key keeps each
--- (schedule, fire instant) once: only the rows returned are new. Instants come as
--- integer microseconds (divided here exactly as Python's timestamp() divides).
+-- (schedule, fire instant) once: only the rows returned are new (the caller deletes the
+-- jobs it made for the others). Instants come as integer microseconds (divided here
+-- exactly as Python's timestamp() divides).
 INSERT INTO schedule_runs (schedule, fire_at, kind, status, reason, run_at,
-                           recorded_at, term, dms)
+                           recorded_at, term, dms, job_id)
 SELECT x.value ->> 'schedule', (x.value ->> 'fire_at') / 1000000.0, x.value ->> 'kind',
        x.value ->> 'status', x.value ->> 'reason', (x.value ->> 'run_at') / 1000000.0,
-       :now, :term, x.value ->> 'dms'
+       :now, :term, x.value ->> 'dms', x.value ->> 'job_id'
 FROM json_each(:rows) x WHERE true
 ON CONFLICT (schedule, fire_at) DO NOTHING
-RETURNING schedule, fire_at
+RETURNING schedule, fire_at, NULL AS inserted
+
+-- name: schedule_jobs_discard
+-- Jobs made in this transaction for occurrences that turned out to be recorded already.
+DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(:ids))
 
 -- name: schedule_runs_set_job_batch
 UPDATE schedule_runs AS r SET job_id = x.value ->> 'job_id'
