@@ -146,7 +146,8 @@ after_g(grp, id, due, n) AS (
     -- the groups in the window, then (when it held fewer than the claim's and did not
     -- reach the end of the keys) a step of the index per group, past the groups with a
     -- long backlog
-    SELECT grp, id, due, row_number() OVER (ORDER BY grp) FROM win_g
+    (SELECT grp, id, due, row_number() OVER (ORDER BY grp) FROM win_g
+     ORDER BY grp LIMIT %(limit)s)
     UNION ALL
     SELECT x.grp, x.id, x.due, a.n + 1 FROM after_g a
     CROSS JOIN LATERAL (
