@@ -40,6 +40,7 @@ _CLAIMS: dict[str, dict[str, Any]] = {
     "jobs_claim_task_rate": {"task": "noop", "capacity": 1e9, "rate": 1e9},
     "jobs_claim_queue_rate": {"key": "queue:bench", "capacity": 1e9, "rate": 1e9},
 }
+_FAIR: dict[str, dict[str, Any]] = {"fair_claim": {}}
 
 
 def _explain_prepared(app: App, conn: psycopg.Connection[Any], name: str, mode: str,
@@ -57,7 +58,7 @@ def _explain_prepared(app: App, conn: psycopg.Connection[Any], name: str, mode: 
     conn.execute(f"SET plan_cache_mode = force_{mode}_plan")
     conn.execute("PREPARE claim AS " + re.sub(r"%\((\w+)\)s", number, text))
     values = {"queue": "bench", "limit": 50, "worker": "w", "lease": 10.0, "now": None,
-              **_CLAIMS[name]}
+              **{**_CLAIMS, **_FAIR}[name]}
     args = ", ".join("NULL::timestamptz" if n == "now" else
                      psycopg.sql.Literal(values[n]).as_string(conn) for n in names)
     conn.execute("BEGIN")
@@ -168,3 +169,29 @@ def test_running_jobs_are_found_by_primary_key_after_analyze(
     nodes = _plan_nodes((plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"])
     assert ("Index Scan", "jobs_pkey") in nodes, nodes
     assert not any(index.startswith("jobs_running") for _, index in nodes), nodes
+
+
+@pytest.mark.parametrize("engine", ["postgres"], indirect=True)
+@pytest.mark.parametrize("mode", ["generic", "custom"])
+@pytest.mark.parametrize("analyze", [False, True])
+def test_fair_claim_plan_walks_the_group_index(
+        app: App, db: dict[str, str], mode: str, analyze: bool) -> None:
+    """The fair queue's claim is prepared and Postgres keeps its generic plan (its
+    window's LIMIT is a subquery, guessed alike either way): both must walk the group
+    index by key and update the jobs found by id, whatever the statistics say."""
+    schema = db["schema"]
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'ALTER TABLE "{schema}".jobs SET (autovacuum_enabled = false)')
+        conn.execute(f'''
+            INSERT INTO "{schema}".jobs (queue, task, args, state, max_attempts, run_at,
+                                         created_at, meta)
+            SELECT 'bench', 'noop', '[]', 'available', 1, now(), now(),
+                   jsonb_build_object('group', 'g' || (i % 1000))
+            FROM generate_series(1, 100000) i''')
+        if analyze:
+            conn.execute(f'ANALYZE "{schema}".jobs')
+        nodes = _explain_prepared(app, conn, "fair_claim", mode)
+    kinds = [kind for kind, _ in nodes]
+    assert not {"Hash Join", "Seq Scan", "Bitmap Heap Scan"} & set(kinds), nodes
+    assert ("Index Scan", "jobs_group_claim_idx") in nodes, nodes
+    assert ("Index Scan", "jobs_pkey") in nodes, nodes

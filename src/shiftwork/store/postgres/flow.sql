@@ -137,7 +137,9 @@ win AS (  -- the next waiting jobs after the cursor in group order: one walk of 
     WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
       AND meta ? 'group' AND meta->>'group' > (SELECT last_group FROM cur)
     ORDER BY meta->>'group', priority DESC, run_at, id
-    LIMIT 2 * %(limit)s
+    -- (a subquery: planned for its values or not, the plan guesses the same, and the
+    -- statement keeps its generic plan, made once per connection)
+    LIMIT (SELECT 2 * %(limit)s)
 ),
 win_g AS (  -- its groups, each at its first job there, which is its head in claim order
     SELECT DISTINCT ON (grp) grp, id, due FROM win ORDER BY grp, priority DESC, run_at, id
@@ -156,7 +158,7 @@ after_g(grp, id, due, n) AS (
           AND j.meta ? 'group' AND j.meta->>'group' > a.grp
         ORDER BY j.meta->>'group', j.priority DESC, j.run_at, j.id LIMIT 1) x
     WHERE a.n < %(limit)s AND a.n >= (SELECT count(*) FROM win_g)
-      AND (SELECT count(*) FROM win) = 2 * %(limit)s
+      AND (SELECT count(*) FROM win) = (SELECT 2 * %(limit)s)
 ),
 before_g(grp, id, due, n) AS (  -- only when the keys after the cursor ran out
     (SELECT meta->>'group', id, run_at <= {now}, 1 FROM {schema}.jobs

@@ -404,12 +404,13 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             return claimed_jobs(self._claim_task_rates(queue, limit, worker_id,
                                                        lease_seconds, flow.task_rates))
         if flow is not None and flow.fair and not limits and flow == ClaimFlow(fair=True):
-            # A fair queue and nothing else: one statement, one round trip, under its
-            # generic plan: planning it costs more than running it, and each step is an
-            # index probe by key.
+            # A fair queue and nothing else: one statement, one round trip. Prepared: its
+            # planning costs more than running it, and its generic plan (which Postgres
+            # picks by itself) walks the index by key.
             with self._conn() as c:
-                rows = self._claim_generic(c, "fair_claim", self._p(
-                    queue=queue, limit=limit, worker=worker_id, lease=lease_seconds))
+                rows = c.execute(self.q["fair_claim"], self._p(
+                    queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
+                    prepare=self._prepare).fetchall()
             return claimed_jobs(rows)
         with self._conn() as c, c.transaction():
             steps = self._claim_steps(c, queue, worker_id, lease_seconds)
