@@ -139,41 +139,50 @@ win AS (  -- the next waiting jobs after the cursor in group order: one walk of 
     ORDER BY meta->>'group', priority DESC, run_at, id
     -- (a subquery: planned for its values or not, the plan guesses the same, and the
     -- statement keeps its generic plan, made once per connection)
-    LIMIT (SELECT 2 * %(limit)s)
+    LIMIT (SELECT %(limit)s::int)
 ),
 win_g AS (  -- its groups, each at its first job there, which is its head in claim order
     SELECT DISTINCT ON (grp) grp, id, due FROM win ORDER BY grp, priority DESC, run_at, id
 ),
-after_g(grp, id, due, n) AS (
-    -- the groups in the window, then (when it held fewer than the claim's and did not
-    -- reach the end of the keys) a step of the index per group, past the groups with a
-    -- long backlog
-    (SELECT grp, id, due, row_number() OVER (ORDER BY grp) FROM win_g
-     ORDER BY grp LIMIT %(limit)s)
+after_g(grp, id, due, n, nd) AS (
+    -- the groups in the window, then (when it did not reach the end of the keys) a step
+    -- of the index per group, past the groups with a long backlog: until as many groups
+    -- as the claim wants have a due first job (nd counts them), or 256 groups (a group
+    -- whose jobs are all due later must not hold up the others)
+    (SELECT grp, id, due, n, nd FROM (
+         SELECT grp, id, due, row_number() OVER w AS n,
+                count(*) FILTER (WHERE due) OVER w AS nd
+         FROM win_g WINDOW w AS (ORDER BY grp)) g
+     WHERE nd - due::int < %(limit)s AND n <= 256
+     ORDER BY grp)
     UNION ALL
-    SELECT x.grp, x.id, x.due, a.n + 1 FROM after_g a
+    SELECT x.grp, x.id, x.due, a.n + 1, a.nd + x.due::int FROM after_g a
     CROSS JOIN LATERAL (
         SELECT j.meta->>'group' AS grp, j.id, j.run_at <= {now} AS due FROM {schema}.jobs j
         WHERE j.queue = %(queue)s AND j.state IN ('available', 'scheduled', 'retrying')
           AND j.meta ? 'group' AND j.meta->>'group' > a.grp
         ORDER BY j.meta->>'group', j.priority DESC, j.run_at, j.id LIMIT 1) x
-    WHERE a.n < %(limit)s AND a.n >= (SELECT count(*) FROM win_g)
-      AND (SELECT count(*) FROM win) = (SELECT 2 * %(limit)s)
+    WHERE a.nd < %(limit)s AND a.n < 256 AND a.n >= (SELECT count(*) FROM win_g)
+      AND (SELECT count(*) FROM win) = (SELECT %(limit)s::int)
 ),
-before_g(grp, id, due, n) AS (  -- only when the keys after the cursor ran out
-    (SELECT meta->>'group', id, run_at <= {now}, 1 FROM {schema}.jobs
+before_g(grp, id, due, n, nd) AS (  -- only when the keys after the cursor ran out
+    (SELECT meta->>'group', id, run_at <= {now}, 1, (run_at <= {now})::int
+     FROM {schema}.jobs
      WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
        AND meta ? 'group' AND meta->>'group' > ''
-       AND (SELECT count(*) FROM after_g) < %(limit)s
+       AND (SELECT max(nd) FROM after_g) IS DISTINCT FROM %(limit)s
+       AND (SELECT count(*) FROM after_g) < 256
      ORDER BY meta->>'group', priority DESC, run_at, id LIMIT 1)
     UNION ALL
-    SELECT x.grp, x.id, x.due, b.n + 1 FROM before_g b
+    SELECT x.grp, x.id, x.due, b.n + 1, b.nd + x.due::int FROM before_g b
     CROSS JOIN LATERAL (
         SELECT j.meta->>'group' AS grp, j.id, j.run_at <= {now} AS due FROM {schema}.jobs j
         WHERE j.queue = %(queue)s AND j.state IN ('available', 'scheduled', 'retrying')
           AND j.meta ? 'group' AND j.meta->>'group' > b.grp
         ORDER BY j.meta->>'group', j.priority DESC, j.run_at, j.id LIMIT 1) x
-    WHERE b.grp < (SELECT last_group FROM cur) AND b.n < %(limit)s
+    WHERE b.grp < (SELECT last_group FROM cur)
+      AND b.nd + coalesce((SELECT max(nd) FROM after_g), 0) < %(limit)s
+      AND b.n + (SELECT count(*) FROM after_g) < 256
 ),
 turns AS (
     SELECT grp, id, due, ord FROM (
