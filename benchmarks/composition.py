@@ -6,7 +6,8 @@ the enqueue of a dependency graph.
 1. Fan-out/fan-in: a group of ``n`` no-op members and a callback, from the start of the
    enqueue to the callback's start, against a plain drain of ``n`` no-op jobs (enqueue
    start to the last job's finish). Both on the same idle worker process, alternately,
-   with ANALYZE right after each bulk enqueue on Postgres. Times are the database's.
+   with ANALYZE right after each bulk enqueue on Postgres, in a rotating order. Times are
+   the database's.
 2. ``job.result`` latency: from the job's finished_at (database clock, same host) to
    the return of ``result()`` in this process, one job at a time.
 3. A 1,000-node dependency graph (each node after up to two earlier ones) enqueued by
@@ -144,10 +145,13 @@ def run(engine: str, n: int, rounds: int) -> None:
             bench.tasks["noop"].enqueue(0).result(timeout=60)  # the worker is up
             print(f"\n{engine}: load average {os.getloadavg()[0]:.2f} at start")
             plains, fans, togethers = [], [], []
+            runs = [(plains, lambda: plain_drain(bench, n)), (fans, lambda: fan_out_in(bench, n)),
+                    (togethers, lambda: fan_out_in(bench, n, together=True))]
             for r in range(rounds):
-                plains.append(plain_drain(bench, n))
-                fans.append(fan_out_in(bench, n))
-                togethers.append(fan_out_in(bench, n, together=True))
+                # Each round in a different order: a run late in a round drains a table
+                # with more dead rows behind it, and no variant should always be that one.
+                for times, measure in runs[r % 3:] + runs[:r % 3]:
+                    times.append(measure())
                 print(f"  round {r + 1}: plain drain {plains[-1]:.2f} s, fan-out/fan-in "
                       f"{fans[-1]:.2f} s (g.then), {togethers[-1]:.2f} s (then=)")
             lat = sorted(result_latency(bench, 300))

@@ -261,3 +261,73 @@ def test_group_with_its_callback_in_one_transaction(app: App) -> None:
         app.group([t["double"].call(1)], then=t["double"].call(2))
     with running_worker(app):
         assert g.callback.result(timeout=30) == "one:12"
+
+
+def test_group_callback_cancelled_as_soon_as_a_member_fails(app: App) -> None:
+    """on_failure="cancel": the callback is cancelled when a member dies, not after the
+    slowest member, and its error names the group."""
+    t = register(app)
+    g = app.group([t["boom"].call(), t["slow"].call(1.5)])
+    cb = g.then(t["total"].call("never"), on_failure="cancel")
+    with running_worker(app):
+        with pytest.raises(JobCancelled):
+            cb.result(timeout=30)
+        slow = app.get_job(g.jobs[1].id)
+        assert slow.finished_at is None  # the callback did not wait for it
+        wait_for(lambda: app.get_job(g.jobs[1].id).finished_at is not None)
+    job = app.get_job(cb.id)
+    assert job.state is JobState.CANCELLED and job.attempted_at is None
+    assert f"a member of group {g.id} did not succeed" in job.errors[-1]["message"]
+    p = g.progress()
+    assert (p.done, p.failed, p.total) == (1, 1, 2)
+
+
+def test_group_callback_added_after_its_members_finished_runs_at_once(app: App) -> None:
+    t = register(app)
+    g = app.group(t["double"].call(i) for i in range(3))
+    with running_worker(app):
+        wait_for(lambda: g.progress().done == 3)
+        cb = g.then(t["total"].call("late"))
+        assert cb.result(timeout=30) == "late:6"
+    late_cancel = app.group([t["boom"].call()])
+    with running_worker(app):
+        wait_for(lambda: late_cancel.progress().failed == 1)
+    cancelled = late_cancel.then(t["total"].call("x"), on_failure="cancel")
+    assert app.get_job(cancelled.id).state is JobState.CANCELLED
+
+
+def test_group_members_keep_their_order_and_need_new_jobs(app: App) -> None:
+    t = register(app)
+    g = app.group(t["double"].call(i) for i in (5, 1, 3))
+    assert app.store.groups_members(g.id) == [j.id for j in g.jobs]
+    assert sorted(j.id for j in g.jobs) == [j.id for j in g.jobs]
+    taken = t["double"].using(key="k").enqueue(1)
+    with pytest.raises(DependencyError, match="a group needs new jobs"):
+        app.group([t["double"].using(key="k").call(1)])
+    assert app.get_job(taken.id).state is JobState.AVAILABLE
+
+
+def test_a_callback_left_due_by_a_failed_settle_is_settled_by_the_sweep(
+        engine: str, app: App) -> None:
+    """The completion counts the last member, then its settle fails (the database went
+    away between the two statements): the leader's sweep makes the callback available."""
+    if engine == "sqlite":
+        pytest.skip("SQLite counts and settles in the completion's own transaction")
+    t = register(app)
+    g = app.group(t["double"].call(i) for i in range(3))
+    cb = g.then(t["total"].call("swept"))
+    store: Any = app.store
+    real = store._groups_settle_step
+    failed: list[list[int]] = []
+
+    def settle_fails_once(c: Any, group_ids: list[int]) -> Any:
+        if not failed:
+            failed.append(group_ids)
+            raise psycopg.OperationalError("injected: connection lost before the settle")
+        return real(c, group_ids)
+
+    store._groups_settle_step = settle_fails_once
+    with running_worker(app):
+        assert cb.result(timeout=30) == "swept:6"
+    assert failed == [[g.id]]
+    assert app.get_job(cb.id).attempt == 1

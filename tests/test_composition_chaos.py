@@ -113,3 +113,30 @@ def test_after_a_job_that_died_with_its_worker_cancels_the_dependent(
     assert comp.app.get_job(doomed.id).state is JobState.DEAD
     assert not any(e[0] == dependent.id for e in comp.effects())
     assert comp.app.get_job(dependent.id).errors[-1]["type"] == "DependencyFailed"
+
+
+def test_a_member_that_died_with_its_worker_is_counted_into_its_group(
+        comp: Any, db: dict[str, str]) -> None:
+    """A member on its last attempt when its worker is killed is rescued as dead: the
+    rescue counts it into its group (not the completion, which never came), so the
+    group's callback still runs once, and a cancel-on-failure callback is cancelled."""
+    app = comp.app
+    g = app.group([comp.once.call(30.0), comp.member.call(5)])
+    cb = g.then(comp.callback.call("kept"))
+    strict = app.group([comp.once.call(30.0)])
+    cancelled = strict.then(comp.callback.call("never"), on_failure="cancel")
+    proc = spawn_worker(db, "composed", ["work=4"])
+    procs = [proc]
+    try:
+        wait_for(lambda: {e[0] for e in comp.effects() if e[3] == "once"} ==
+                 {g.jobs[0].id, strict.jobs[0].id}, what="both doomed members started")
+        kill(proc)
+        procs.append(spawn_worker(db, "composed", ["work=4"]))
+        assert cb.result(timeout=60) == 5
+        with pytest.raises(JobCancelled):
+            cancelled.result(timeout=60)
+    finally:
+        stop(procs)
+    assert app.get_job(g.jobs[0].id).state is JobState.DEAD
+    assert (g.progress().done, g.progress().failed) == (1, 1)
+    assert len([e for e in comp.effects() if e[3] == "callback"]) == 1

@@ -39,13 +39,16 @@ def test_command_line_shows_dependencies_and_groups(comp: Any, db: dict[str, str
     shown = cli(db, "jobs", "show", str(cb.id))
     assert shown.returncode == 0, shown.stderr
     member = "tests.apps.composed.member"
-    assert f"runs after: {g.jobs[0].id} {member} succeeded (run anyway)" in shown.stdout
+    # a callback waits for its group (one dependency), not for an edge per member
+    assert "runs after:" not in shown.stdout
     assert f"run after it: {after.id} {member} succeeded (run anyway)" in shown.stdout
-    assert f"callback of group {g.id}" in shown.stdout
+    assert f"callback of group {g.id}: runs after all its members" in shown.stdout
     as_json = json.loads(cli(db, "jobs", "show", str(cb.id), "--json").stdout)
-    assert [d["job_id"] for d in as_json["dependencies"]] == [j.id for j in g.jobs]
+    assert as_json["dependencies"] == []
     assert as_json["dependents"][0]["on_failure"] == "run"
     assert as_json["callback_of_group"] == g.id
+    member_shown = cli(db, "jobs", "show", str(g.jobs[1].id))
+    assert f"member of group {g.id}" in member_shown.stdout
     group = cli(db, "groups", "show", str(g.id))
     assert group.returncode == 0, group.stderr
     assert "3 done, 0 failed, 3 total" in group.stdout
@@ -70,8 +73,9 @@ def test_dashboard_shows_group_progress_and_dependencies(comp: Any) -> None:
     assert page.status_code == 200
     assert "0 done · 0 failed · 2 total" in page.text and f'href="/jobs/{cb.id}"' in page.text
     job = client.get(f"/jobs/{cb.id}")
-    assert "runs after" in job.text and f'href="/jobs/{g.jobs[1].id}"' in job.text
-    assert f'href="/groups/{g.id}"' in job.text
+    assert "callback of" in job.text and f'href="/groups/{g.id}"' in job.text
+    member = client.get(f"/jobs/{g.jobs[1].id}")
+    assert f'href="/groups/{g.id}"' in member.text
     with running_worker(app, {"work": 2}):
         cb.result(timeout=30)
     assert "2 done · 0 failed · 2 total" in client.get(f"/groups/{g.id}").text

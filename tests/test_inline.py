@@ -160,3 +160,47 @@ def test_an_ambient_transaction_is_joined_and_inline_jobs_run_on_its_commit(
     assert ran == [2] and app.inline_results.succeeded == 1
     conn.close()
     app.close()
+
+
+def test_groups_chains_and_callbacks_run_inline(make_app: Any) -> None:
+    """Composition takes the same enqueue path: a group, its callback (with it or added
+    after its members ran), and a chain all run at once in the inline mode."""
+    app: App = make_app(testing="inline")
+
+    @app.task
+    def double(n: int) -> int:
+        return n * 2
+
+    @app.task
+    def total(label: str, results: list[int]) -> str:
+        return f"{label}:{sum(results)}"
+
+    g = app.group((double.call(i) for i in range(4)), then=total.call("with"))
+    assert g.callback is not None and g.callback.result(timeout=1) == "with:12"
+    later = app.group([double.call(5)])
+    assert later.progress().done == 1  # ran at enqueue
+    assert later.then(total.call("after")).result(timeout=1) == "after:10"
+    assert app.chain(double.call(1), double.call(), double.call()).result(timeout=1) == 8
+    assert app.inline_results.succeeded == 4 + 1 + 1 + 1 + 3
+
+
+def test_a_group_joins_an_ambient_transaction(tmp_path: Any) -> None:
+    """A group enqueued without conn= inside the framework's open transaction is part of
+    it: a rollback leaves nothing behind."""
+    import sqlite3
+
+    app = App(f"sqlite:///{tmp_path / 'jobs.db'}")
+    app.migrate()
+
+    @app.task
+    def work(n: int) -> None: ...
+
+    conn = sqlite3.connect(tmp_path / "jobs.db", isolation_level=None)
+    app.ambient_transaction = lambda: conn
+    conn.execute("BEGIN")
+    app.group(work.call(i) for i in range(3))
+    conn.execute("ROLLBACK")
+    app.ambient_transaction = None
+    assert app.list_jobs() == []
+    conn.close()
+    app.close()

@@ -510,14 +510,33 @@ class App(AppBase):
         The store batches as suits its engine (Postgres streams one COPY; SQLite
         commits every 500 rows so workers can claim in between).
         """
+        if any(r.after or r.after_new for r in rows):  # dependencies: one transaction
+            return self.insert_graph(rows, conn)[0]
+        return self._insert(rows, conn, lambda rows, c: self.store.jobs_insert(rows, conn=c))
+
+    def insert_graph(self, rows: list[NewJob], conn: Any = None, *, group: bool = False,
+                     callback_of: int | None = None, with_callback: bool = False
+                     ) -> tuple[list[EnqueueResult], int | None]:
+        """Insert jobs with dependencies, a group, or a group's callback (compose.py):
+        ``Store.jobs_insert_graph`` in one transaction, on the same path as every other
+        enqueue (tracing context, an ambient transaction, the inline mode's hooks)."""
+        made: list[int | None] = [None]
+
+        def write(rows: list[NewJob], c: Any) -> list[EnqueueResult]:
+            results, made[0] = self.store.jobs_insert_graph(
+                rows, c, group=group, callback_of=callback_of, with_callback=with_callback)
+            return results
+
+        return self._insert(rows, conn, write), made[0]
+
+    def _insert(self, rows: list[NewJob], conn: Any,
+                write: Callable[[list[NewJob], Any], list[EnqueueResult]]
+                ) -> list[EnqueueResult]:
         ambient = None
         if conn is None and self.ambient_transaction is not None:
             conn = ambient = self.ambient_transaction()
         with enqueue_span(rows) as rows:  # OpenTelemetry, when installed: context into meta
-            if any(r.after or r.after_new for r in rows):  # dependencies: one transaction
-                results = self.store.jobs_insert_graph(rows, conn=conn)[0]
-            else:
-                results = self.store.jobs_insert(rows, conn=conn)
+            results = write(rows, conn)
         if self.enqueue_hooks:
             queues = {r.queue for r in rows}
 

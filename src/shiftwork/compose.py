@@ -84,9 +84,8 @@ class Group:
         the same transaction.
         """
         job = _callback_row(self._host, request, on_failure)
-        job = replace(job, after=tuple(j.id for j in self.jobs))
-        results, _ = self._host.store.jobs_insert_graph([job], request.options.conn,
-                                                        callback_of=self.id)
+        results, _ = self._host.insert_graph([job], request.options.conn,
+                                             callback_of=self.id)
         self.callback = JobHandle(results[0].id, True, self._host)
         return self.callback
 
@@ -109,9 +108,9 @@ def make_group(host: TaskHost, requests: Iterable[JobRequest], conn: Any = None,
     rows = _build(host, requests)
     if then is not None:
         callback = _callback_row(host, then, on_failure)
-        rows.append(replace(callback, after_new=tuple(range(len(requests)))))
-    results, group_id = host.store.jobs_insert_graph(rows, conn, group=True,
-                                                     with_callback=then is not None)
+        rows.append(callback)  # waits for the group (store/deps.py)
+    results, group_id = host.insert_graph(rows, conn, group=True,
+                                          with_callback=then is not None)
     assert group_id is not None
     handles = [JobHandle(r.id, r.created, host) for r in results]
     if then is not None:
@@ -152,7 +151,7 @@ def make_chain(host: TaskHost, requests: Sequence[JobRequest], conn: Any = None
     rows = _build(host, requests[:1]) + _build(host, requests[1:], takes_input=True)
     rows = [rows[0]] + [_with_input(replace(r, after_new=(i,)), "after")
                         for i, r in enumerate(rows[1:])]
-    results, _ = host.store.jobs_insert_graph(rows, conn)
+    results, _ = host.insert_graph(rows, conn)
     return Chain([JobHandle(r.id, r.created, host) for r in results])
 
 
@@ -188,7 +187,7 @@ def make_graph(host: TaskHost, nodes: Mapping[str, JobRequest],
     rows = _build(host, [nodes[name] for name in order])
     rows = [replace(r, after_new=tuple(position[p] for p in parents[name]))
             for name, r in zip(order, rows, strict=True)]
-    results, _ = host.store.jobs_insert_graph(rows, conn)
+    results, _ = host.insert_graph(rows, conn)
     return {name: JobHandle(results[position[name]].id, results[position[name]].created, host)
             for name in nodes}
 

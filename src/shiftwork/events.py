@@ -48,17 +48,20 @@ LEVELS = {
 
 class EventBus:
     def __init__(self) -> None:
-        self._listeners: list[Listener] = []
+        # A tuple, replaced on (un)subscribe: emit, twice a job, reads it without a copy.
+        self._listeners: tuple[Listener, ...] = ()
         self._lock = threading.Lock()
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         with self._lock:
-            self._listeners.append(listener)
+            self._listeners = (*self._listeners, listener)
 
         def unsubscribe() -> None:
             with self._lock:
                 if listener in self._listeners:
-                    self._listeners.remove(listener)
+                    kept = list(self._listeners)
+                    kept.remove(listener)
+                    self._listeners = tuple(kept)
 
         return unsubscribe
 
@@ -67,7 +70,7 @@ class EventBus:
         if log.isEnabledFor(level):
             text = " ".join(f"{k}={v}" for k, v in fields.items() if k != "traceback")
             log.log(level, "%s %s", name, text, extra={"event": name, **fields})
-        for listener in list(self._listeners):
+        for listener in self._listeners:
             try:
                 listener(name, fields)
             except Exception:  # a broken listener must not break the worker

@@ -46,6 +46,10 @@ class TaskHost(Protocol):
     def insert_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
                       ) -> list[EnqueueResult]: ...
 
+    def insert_graph(self, rows: list[NewJob], conn: Any = None, *, group: bool = False,
+                     callback_of: int | None = None, with_callback: bool = False
+                     ) -> tuple[list[EnqueueResult], int | None]: ...
+
     async def enqueue_many_async(self, requests: Iterable[JobRequest], conn: Any = None
                                  ) -> list[EnqueueResult]: ...
 
@@ -171,7 +175,7 @@ class Task(Generic[P, R]):
 
     def call(self, *args: P.args, **kwargs: P.kwargs) -> JobRequest:
         """A request to enqueue this task, for :meth:`App.enqueue_many`."""
-        return JobRequest(self, tuple(args), dict(kwargs), EnqueueOptions())
+        return JobRequest(self, tuple(args), dict(kwargs), _NO_OPTIONS)
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """Enqueue one job; returns after its commit (or joins ``conn``'s transaction).
@@ -218,7 +222,7 @@ class Task(Generic[P, R]):
             if fits is None:
                 fits = self._fits_by_length[len(args)] = self._arguments_fit(args, kwargs)
         if not fits:
-            return self.build(args, kwargs, _NO_OPTIONS, None)  # raises, naming the problem
+            return self._build_checked(args, kwargs, _NO_OPTIONS, None)  # raises, naming it
         o = self.options
         return NewJob(self.name, o.queue,
                       encode_args(self.name, args, kwargs,
@@ -228,6 +232,13 @@ class Task(Generic[P, R]):
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
               now: datetime | None) -> NewJob:
         """Validate a call's arguments and options into the row an enqueue inserts."""
+        if (opts is _NO_OPTIONS and not (args and kwargs) and self.options.unique is False
+                and self._plain_params and self.options.group_by is None):
+            return self._build_plain(kwargs or args)  # no overrides: the bulk path's checks
+        return self._build_checked(args, kwargs, opts, now)
+
+    def _build_checked(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                       opts: EnqueueOptions, now: datetime | None) -> NewJob:
         if (not self._arguments_fit(args, kwargs) or self.options.unique is not False
                 or self.options.group_by is not None):
             try:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
+from shiftwork import FakeClock
 from shiftwork.errors import DependencyError
 from shiftwork.states import JobState
 from shiftwork.store.base import Store
 
-from .helpers import claim, claim_one, done, insert, new_job, state
+from .helpers import LEASE, claim, claim_one, done, insert, new_job, state
 
 
 def test_a_dependent_is_not_claimable_until_its_parent_succeeds(store: Store) -> None:
@@ -55,10 +58,12 @@ def test_groups_and_their_callback(store: Store) -> None:
     results, group = store.jobs_insert_graph([new_job(), new_job()], group=True)
     assert group is not None
     members = [r.id for r in results]
-    cb = store.jobs_insert_graph([replace(new_job(), after=tuple(members), on_failure="run")],
+    cb = store.jobs_insert_graph([replace(new_job(), on_failure="run")],
                                  callback_of=group)[0][0].id
     with pytest.raises(DependencyError, match="already has a callback"):
-        store.jobs_insert_graph([replace(new_job(), after=tuple(members))], callback_of=group)
+        store.jobs_insert_graph([new_job()], callback_of=group)
+    assert state(store, cb) is JobState.SCHEDULED
+    assert store.jobs_dependencies(cb) == ([], [])  # it waits for the group: no edges
     jobs = {j.id: j for j in claim(store)}
     assert set(jobs) == set(members)
     store.jobs_complete_many([done(jobs[members[0]], result_json='"x"'),
@@ -70,6 +75,64 @@ def test_groups_and_their_callback(store: Store) -> None:
     assert store.groups_members(group) == members
     res = store.groups_results(group)
     assert res[0] is not None and res[0].result == "x"
+
+
+def test_members_finished_at_the_same_instant_release_the_callback_once(
+        store: Store) -> None:
+    """Eight completers, each finishing its share of the members at once: the group's
+    count reaches zero once and the callback is made available once."""
+    n = 64
+    results, group = store.jobs_insert_graph([new_job() for _ in range(n)] + [new_job()],
+                                             group=True, with_callback=True)
+    assert group is not None
+    cb = results[-1].id
+    jobs = claim(store, limit=n)
+    assert len(jobs) == n and cb not in {j.id for j in jobs}
+    start = threading.Barrier(8)
+
+    def complete(share: list[Any]) -> None:
+        start.wait()
+        for job in share:
+            store.jobs_complete_many([done(job)])
+
+    threads = [threading.Thread(target=complete, args=(jobs[i::8],)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    info = store.groups_get(group)
+    assert (info.done, info.failed, info.total) == (n, 0, n)
+    assert [j.id for j in claim(store)] == [cb]
+    assert store.jobs_get(cb).errors == []
+
+
+def test_a_failed_member_cancels_a_cancel_on_failure_callback_at_once(store: Store) -> None:
+    results, group = store.jobs_insert_graph(
+        [new_job(), new_job(), replace(new_job(), on_failure="cancel")],
+        group=True, with_callback=True)
+    cb = results[-1].id
+    first, _ = claim(store, limit=2)
+    store.jobs_complete_many([done(first, JobState.DEAD)])
+    assert state(store, cb) is JobState.CANCELLED  # the other member still runs
+    assert f"a member of group {group} did not succeed" in \
+        store.jobs_get(cb).errors[-1]["message"]
+
+
+def test_a_member_rescued_as_dead_is_counted_by_the_sweep(store: Store,
+                                                          clock: FakeClock) -> None:
+    results, group = store.jobs_insert_graph(
+        [new_job(max_attempts=1), replace(new_job(), on_failure="run")],
+        group=True, with_callback=True)
+    member, cb = results[0].id, results[1].id
+    claim_one(store)
+    clock.advance(LEASE + 1)
+    [rescued] = store.jobs_rescue()  # the rescuer's own resolve is what a crash skips
+    assert rescued.id == member and rescued.state is JobState.DEAD
+    assert state(store, cb) is JobState.SCHEDULED
+    assert store.deps_sweep() == 1
+    assert state(store, cb) is JobState.AVAILABLE
+    assert store.groups_get(group).failed == 1
+    assert store.deps_sweep() == 0
 
 
 def test_watch_and_finished(store: Store) -> None:

@@ -139,6 +139,27 @@ def test_a_join_report_wakes_the_workflow_only_when_all_are_in(store: Store,
         store.workflow_event_send(job_id, "p/3", "1", "done", join=("p/", 0))
 
 
+def test_a_join_under_way_without_its_counter_is_counted_once(store: Store,
+                                                             clock: FakeClock) -> None:
+    """A join with reports in but no counter row (under way at the upgrade to migration
+    0015): its next report counts the ones already in, and the last still wakes it."""
+    [job_id] = insert(store)
+    job = claim_one(store)
+    store.jobs_complete_many([done(job, JobState.SCHEDULED,
+                                   run_at=clock.now() + timedelta(days=365))])
+    join = ("p/", 4)
+    store.workflow_event_send(job_id, "p/0", "1", "done", join=join)
+    store.workflow_event_send(job_id, "p/1", "1", "done", join=join)
+    with store.transaction() as c:  # as before the upgrade: no counter
+        table = "workflow_joins" if store.engine == "sqlite" else \
+            f'"{store.schema}".workflow_joins'  # type: ignore[attr-defined]
+        c.execute(f"DELETE FROM {table}")
+    store.workflow_event_send(job_id, "p/2", "1", "done", join=join)
+    assert claim(store) == []  # 3 of 4
+    store.workflow_event_send(job_id, "p/3", "1", "done", join=join)
+    assert claim_one(store).id == job_id
+
+
 def test_many_events_are_taken_in_one_go(store: Store) -> None:
     [job_id] = insert(store)
     job = claim_one(store)

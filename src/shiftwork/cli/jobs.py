@@ -111,7 +111,8 @@ def jobs_show(job_id: int, as_json: bool) -> None:
     if member_of:
         console.print("member of group " + ", ".join(map(str, member_of)), markup=False)
     if callback_of is not None:
-        console.print(f"callback of group {callback_of}", markup=False)
+        console.print(f"callback of group {callback_of}: runs after all its members "
+                      f"(shiftwork groups show {callback_of})", markup=False)
     for err in job.errors:
         console.print(Text.assemble(("\nattempt " + escape_controls(str(err.get("attempt"))),
                                      "red"), escape_controls(

@@ -33,10 +33,6 @@ def worker_services(app: App, worker_id: str, in_flight: Callable[[], int],
     return services
 
 
-def minute_of(instant: datetime) -> datetime:
-    return instant.astimezone(UTC).replace(second=0, microsecond=0)
-
-
 class ThroughputRecorder(Service):
     """Counts finished jobs per queue and minute from events; adds them to the database.
 
@@ -49,7 +45,7 @@ class ThroughputRecorder(Service):
     def __init__(self, app: App, interval: float = 5.0) -> None:
         super().__init__(interval)
         self.app = app
-        self._counts: dict[tuple[str, datetime], list[int]] = {}
+        self._counts: dict[tuple[str, int], list[int]] = {}  # (queue, epoch minute)
         self._lock = threading.Lock()
         self._unsubscribe = app.events.subscribe(self._on_event)
 
@@ -58,7 +54,8 @@ class ThroughputRecorder(Service):
         queue = fields.get("queue")
         if index is None or not queue:
             return
-        key = (str(queue), minute_of(self.app.clock.now()))
+        # The minute as an epoch number (a datetime per event cost ~1.5 us a job).
+        key = (str(queue), int(self.app.clock.now().timestamp() // 60))
         with self._lock:
             self._counts.setdefault(key, [0, 0, 0, 0])[index] += 1
 
@@ -67,7 +64,8 @@ class ThroughputRecorder(Service):
             counts, self._counts = self._counts, {}
         if not counts:
             return
-        rows = [QueueMinute(q, m, *c) for (q, m), c in sorted(counts.items())]
+        rows = [QueueMinute(q, datetime.fromtimestamp(m * 60, UTC), *c)
+                for (q, m), c in sorted(counts.items())]
         try:
             self.app.store.queue_minutes_add(rows)
         except Exception:

@@ -388,6 +388,9 @@ class Store(Protocol):
 
     def groups_members(self, group_id: int) -> list[int]: ...
 
+    def groups_prune(self, older_than: float, limit: int = 10_000) -> int:
+        """Delete groups older than ``older_than`` seconds whose jobs were all pruned."""
+
     def groups_of_job(self, job_id: int) -> tuple[list[int], int | None]: ...
 
     def groups_results(self, group_id: int) -> list[FinishedJob | None]: ...

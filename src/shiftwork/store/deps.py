@@ -8,7 +8,15 @@ never sees it. A parent is ``watched``; its completion (the same transaction on 
 the next statement on Postgres, whose completion statement returns the flag) takes its
 edges once each and counts its dependents down: available at zero, cancelled after a
 failed parent unless ``on_failure="run"``. The leader's sweep closes edges a crash left.
-A group is a row and its members' rows; its callback is one dependent of every member.
+
+A group is a row counting its members not finished (``pending``) and failed; each
+member names it (``jobs.group_id``, in order by id). Its callback waits for the group as
+one dependency, not for an edge per member. A member's finish is counted once
+(``group_mark`` 1 -> counted): by the Postgres completion statement itself, or here for
+a finish elsewhere (SQLite's completion, a rescue to dead, a cancel, the sweep). The
+count that makes a group due (all finished; or one failed, callback ``on_failure=
+"cancel"``) is followed by its settling, once (``settled_at``): the callback made
+available or cancelled.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import DependencyError, JobNotFoundError
 from ..job import DEPS_WAIT, NewJob
@@ -27,6 +35,17 @@ from .engine_sql import EngineSql
 
 Row = Sequence[Any]
 _FINAL = {s.value for s in FINAL}
+
+
+class Mark(NamedTuple):
+    """What a job of a graph is written with besides its row."""
+
+    deps_pending: int = 0  # how many jobs (a group: one) it waits for
+    watched: bool = False  # a job of the same insert waits for it
+    group_id: int | None = None  # the group it is a member of
+
+
+NO_MARK = Mark()
 
 
 class DepsActions(EngineSql):
@@ -67,6 +86,20 @@ class DepsActions(EngineSql):
 
     # -- enqueue ------------------------------------------------------------------------
 
+    def _insert_marked(self, c: Any, jobs: list[NewJob], marks: list[Mark]
+                       ) -> list[EnqueueResult]:
+        """Insert ``jobs`` on ``c`` with their marks (jobs awaited, watched, group). Here:
+        insert, then mark; an engine that can write them with the rows overrides this."""
+        results = self.jobs_insert(jobs, conn=c)
+        marked = [(r.id, m) for r, m in zip(results, marks, strict=True) if m != NO_MARK]
+        if marked:
+            self._rows(c, "deps_mark", ids=[i for i, _ in marked],
+                       counts=[m.deps_pending for _, m in marked],
+                       watch=[m.watched for _, m in marked],
+                       groups=[m.group_id for _, m in marked],
+                       marks=[(i, m.deps_pending, m.watched, m.group_id) for i, m in marked])
+        return results
+
     def jobs_insert_graph(self, jobs: list[NewJob], conn: Any = None, *,
                           group: bool = False, callback_of: int | None = None,
                           with_callback: bool = False
@@ -76,6 +109,8 @@ class DepsActions(EngineSql):
         the last with ``with_callback``: the last is then the group's callback).
 
         ``callback_of``: the last job is that group's callback (at most one per group).
+        A callback waits for its group as one dependency (its ``on_failure`` says what
+        a failed member does to it, see ``Group.then``), not for an edge per member.
         A parent that does not exist raises DependencyError and nothing is written.
         """
         with self._in_transaction(conn) as c:
@@ -88,45 +123,55 @@ class DepsActions(EngineSql):
                     raise DependencyError(
                         f"after=: no job with id {', '.join(map(str, missing))} (never "
                         "enqueued, or finished and pruned); nothing was enqueued")
-            rows = [replace(j, run_at=DEPS_WAIT) if j.after or j.after_new else j
-                    for j in jobs]
-            results = self.jobs_insert(rows, conn=c)
+            members = (len(jobs) - 1 if with_callback else len(jobs)) if group else 0
+            group_id: int | None = None
+            if group:
+                group_id = int(self._rows(c, "groups_insert", total=members)[0][0])
+                if with_callback:
+                    callback_of = group_id
+            callback = callback_of is not None
+            linked = [i for i, j in enumerate(jobs) if j.after or j.after_new]
+            new_parents = {k for i in linked for k in jobs[i].after_new}
+            # Most rows of a group have no links: one shared mark, the row as it is.
+            marks = [Mark(0, False, group_id)] * members + [NO_MARK] * (len(jobs) - members)
+            rows = list(jobs)
+            for i in sorted({*linked, *new_parents}):
+                j = jobs[i]
+                marks[i] = Mark(len(set(j.after)) + len(set(j.after_new)), i in new_parents,
+                                group_id if i < members else None)
+            if callback:  # the last row waits for the group
+                marks[-1] = marks[-1]._replace(deps_pending=marks[-1].deps_pending + 1)
+            rows = [replace(j, run_at=DEPS_WAIT) if m.deps_pending else j
+                    for j, m in zip(jobs, marks, strict=True)] if linked or callback else rows
+            results = self._insert_marked(c, rows, marks)
             ids = [r.id for r in results]
+            if members and not all(r.created for r in results[:members]):
+                raise DependencyError("a job with the unique key of a group member is already "
+                                      "waiting; a group needs new jobs")
             edges: list[tuple[int, int, str]] = []
-            counts: list[tuple[int, int]] = []
-            new_parents: set[int] = set()
-            for i, j in enumerate(jobs):
+            for i in linked:
+                j = jobs[i]
                 parents = list(dict.fromkeys([*j.after, *(ids[k] for k in j.after_new)]))
-                if not parents:
-                    continue
                 if not results[i].created:
-                    raise DependencyError(f"job {ids[i]}: a job with its unique key is "
-                                          "already waiting; dependencies need a new job")
-                new_parents.update(ids[k] for k in j.after_new)
+                    raise DependencyError(f"job {ids[i]}: a job with its unique key is already "
+                                          "waiting; dependencies need a new job")
                 edges += [(ids[i], p, j.on_failure) for p in parents]
-                counts.append((ids[i], len(parents)))
+            if callback and not results[-1].created:
+                raise DependencyError(f"job {ids[-1]}: a job with its unique key is already "
+                                      "waiting; a group's callback needs a new job")
             if edges:
                 self._rows(c, "deps_link", jobs=[e[0] for e in edges],
                            parents=[e[1] for e in edges], on_failure=[e[2] for e in edges],
                            edges=edges)
-            pending = dict(counts)
-            marks = [(i, pending.get(i, 0), i in new_parents)
-                     for i in sorted(set(pending) | new_parents)]
-            if marks:  # the new jobs' counts, and the new parents watched: one statement
-                self._rows(c, "deps_mark", ids=[m[0] for m in marks],
-                           counts=[m[1] for m in marks], watch=[m[2] for m in marks],
-                           marks=marks)
-            group_id: int | None = None
-            if group:
-                members = ids[:-1] if with_callback else ids
-                group_id = int(self._rows(c, "groups_insert", total=len(members))[0][0])
-                self._rows(c, "groups_add_members", group=group_id, ids=members)
-                if with_callback:
-                    callback_of = group_id
-            if callback_of is not None and not self._rows(
-                    c, "groups_set_callback", group=callback_of, callback=ids[-1]):
-                raise DependencyError(f"group {callback_of} already has a callback (or does "
-                                      "not exist); a group's callback is set once")
+            if callback:
+                set_ = self._rows(c, "groups_set_callback", group=callback_of,
+                                  callback=ids[-1], on_failure=jobs[-1].on_failure)
+                if not set_:
+                    raise DependencyError(
+                        f"group {callback_of} already has a callback (or does not exist); "
+                        "a group's callback is set once")
+                if set_[0][1]:  # its members finished already (or one failed: "cancel")
+                    self._settle_groups(c, [int(set_[0][0])])
             finished = [p for p, s in states.items() if s in _FINAL]
             if finished:  # parents that finished before this enqueue: resolve now
                 self._resolve_in(c, finished)
@@ -134,11 +179,30 @@ class DepsActions(EngineSql):
 
     # -- resolution -------------------------------------------------------------------
 
+    def _groups_count_step(self, c: Any, job_ids: list[int]) -> list[int]:
+        """Count the finished, uncounted group members among ``job_ids`` into their
+        groups (once each); the groups whose callback may now be due."""
+        return [int(r[0]) for r in self._rows(c, "groups_count", ids=job_ids) if r[1]]
+
+    def _groups_settle_step(self, c: Any, group_ids: list[int]) -> list[Row]:
+        """Make the due groups' callbacks available (or cancel them); (id, state,
+        watched) of each callback moved."""
+        return [r for r in self._rows(c, "groups_settle", ids=group_ids) if r[0] is not None]
+
+    def _settle_groups(self, c: Any, group_ids: list[int]) -> None:
+        cancelled = [int(r[0]) for r in self._groups_settle_step(c, sorted(set(group_ids)))
+                     if r[1] == JobState.CANCELLED.value and r[2]]
+        self._resolve_in(c, cancelled)  # a cancelled callback's own dependents
+
     def _resolve_in(self, c: Any, parent_ids: list[int], finished: bool = False) -> None:
-        """Resolve finished parents on ``c``; a dependent cancelled in turn is resolved
-        next (a cancel runs down a chain)."""
+        """Resolve finished parents on ``c``: their dependents' edges, and their groups'
+        counts; a dependent (or callback) cancelled in turn is resolved next (a cancel
+        runs down a chain)."""
         while parent_ids:
             changed = self._deps_resolve_step(c, parent_ids, finished)
+            due = self._groups_count_step(c, parent_ids)
+            if due:
+                changed += self._groups_settle_step(c, due)
             finished = False
             parent_ids = [int(r[0]) for r in changed
                           if r[1] == JobState.CANCELLED.value and r[2]]
@@ -151,13 +215,26 @@ class DepsActions(EngineSql):
 
     def deps_sweep(self, limit: int = 1000) -> int:
         """Resolve edges whose parent finished but were left open (a crash between a
-        completion and its resolution, a rescue to dead, a cancel elsewhere); how many
-        parents."""
+        completion and its resolution, a rescue to dead, a cancel elsewhere), count the
+        group members left uncounted and settle the groups left due; how many of those."""
         with self.transaction() as c:
             parents = [int(r[0]) for r in self._rows(c, "deps_sweep", limit=limit)]
             if parents:
                 self._resolve_in(c, parents)
-        return len(parents)
+            left = self._rows(c, "groups_sweep", limit=limit)
+            members = [int(r[1]) for r in left if r[0] == "member"]
+            if members:
+                self._resolve_in(c, members)
+            groups = [int(r[1]) for r in left if r[0] == "group"]
+            if groups:
+                self._settle_groups(c, groups)
+        return len(parents) + len(members) + len(groups)
+
+    def groups_prune(self, older_than: float, limit: int = 10_000) -> int:
+        """Delete groups older than ``older_than`` seconds whose jobs were all pruned;
+        how many."""
+        with self.transaction() as c:
+            return len(self._rows(c, "groups_prune", older=older_than, limit=limit))
 
     # -- waiting on results ------------------------------------------------------------
 
@@ -228,8 +305,7 @@ class DepsActions(EngineSql):
         with self._reader() as c:
             rows = self._rows(c, "groups_results", group=group_id)
         out: list[FinishedJob | None] = []
-        for r in rows:
-            state = r[1]
+        for member_id, state, result in rows:
             out.append(None if state not in _FINAL else
-                       FinishedJob(int(r[0]), JobState(state), self._decode(r[2]), None))
+                       FinishedJob(int(member_id), JobState(state), self._decode(result), None))
         return out

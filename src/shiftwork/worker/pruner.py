@@ -1,7 +1,8 @@
 """Retention: what the leader deletes every ``prune_interval``, in one place.
 
 Finished and dead jobs past their retention, rows of workers gone silent, expired
-effect keys, schedule occurrences past the dead-job retention, per-minute counts
+effect keys, schedule occurrences past the dead-job retention, groups whose jobs are all
+gone, per-minute counts
 older than a day, and per-group rate buckets idle long enough to be full again.
 Only the leader prunes, so the fleet does this work once.
 """
@@ -39,6 +40,7 @@ class Pruner:
         store.workers_prune(max(3 * s.heartbeat_interval, s.lease_seconds))
         store.effect_keys_prune()
         store.schedule_runs_prune(s.retention_dead)
+        store.groups_prune(max(s.retention_finished, s.retention_dead))
         store.queue_minutes_prune(MINUTES_KEPT)
         for task in self.app.tasks.values():
             limit = task.options.group_rate_limit

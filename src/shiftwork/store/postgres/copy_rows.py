@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from psycopg import Cursor, postgres
 from psycopg.adapt import Dumper
@@ -19,9 +19,14 @@ from psycopg.pq import Format
 
 from ...job import NewJob
 
+if TYPE_CHECKING:
+    from ..deps import Mark
+
 _JSONB_VERSION = b"\x01"
 COLUMNS = ["int8", "text", "text", "jsonb", "text", "int2", "int4", "timestamptz",
            "timestamptz", "float8", "jsonb"]
+#: The jobs of a graph or a group carry these too (jobs_copy_marked).
+MARK_COLUMNS = ["int4", "bool", "int8", "int2"]
 
 
 class EncodedJsonbDumper(Dumper):
@@ -36,19 +41,24 @@ class EncodedJsonbDumper(Dumper):
 
 
 def copy_jobs(cursor: Cursor[Any], statement: str, ids: Sequence[int], jobs: Iterable[NewJob],
-              now: datetime) -> set[str]:
-    """Write ``jobs`` with their reserved ``ids`` through ``statement`` (a binary COPY);
-    returns the queues that got a job due now (to wake their workers)."""
+              now: datetime, marks: Sequence[Mark] | None = None) -> set[str]:
+    """Write ``jobs`` with their reserved ``ids`` through ``statement`` (a binary COPY),
+    with their ``marks`` if given (``statement`` then names those columns too); returns
+    the queues that got a job due now (to wake their workers)."""
     cursor.adapters.register_dumper(str, EncodedJsonbDumper)  # this cursor only
     due: set[str] = set()
     with cursor.copy(statement) as copy:
-        copy.set_types(COLUMNS)
+        copy.set_types(COLUMNS if marks is None else COLUMNS + MARK_COLUMNS)
         write = copy.write_row
-        for job_id, j in zip(ids, jobs, strict=True):
+        for i, (job_id, j) in enumerate(zip(ids, jobs, strict=True)):
             run_at = now if j.run_at is None else j.run_at
             state = "available" if run_at <= now else "scheduled"
             if state == "available":
                 due.add(j.queue)
-            write((job_id, j.queue, j.task, j.args_json, state, j.priority, j.max_attempts,
-                   run_at, now, j.timeout, j.meta_json))
+            row: tuple[Any, ...] = (job_id, j.queue, j.task, j.args_json, state, j.priority,
+                                    j.max_attempts, run_at, now, j.timeout, j.meta_json)
+            if marks is not None:
+                m = marks[i]
+                row += (m.deps_pending, m.watched, m.group_id, 0 if m.group_id is None else 1)
+            write(row)
     return due

@@ -14,9 +14,13 @@ INSERT INTO {schema}.job_deps (job_id, parent_id, on_failure)
 SELECT * FROM unnest(%(jobs)s::bigint[], %(parents)s::bigint[], %(on_failure)s::text[])
 
 -- name: deps_mark
--- Jobs just inserted: how many jobs each waits for, and whether it is itself a parent.
-UPDATE {schema}.jobs j SET deps_pending = p.n, watched = j.watched OR p.w
-FROM unnest(%(ids)s::bigint[], %(counts)s::int[], %(watch)s::bool[]) AS p(id, n, w)
+-- Jobs just inserted (when they could not be written whole, store/deps.py): how many
+-- jobs each waits for, whether it is itself a parent, and the group it is a member of.
+UPDATE {schema}.jobs j
+SET deps_pending = p.n, watched = j.watched OR p.w, group_id = p.g,
+    group_mark = CASE WHEN p.g IS NULL THEN 0 ELSE 1 END
+FROM unnest(%(ids)s::bigint[], %(counts)s::int[], %(watch)s::bool[], %(groups)s::bigint[])
+     AS p(id, n, w, g)
 WHERE j.id = p.id
 
 -- name: deps_resolve
@@ -90,35 +94,111 @@ SELECT p.result::text FROM {schema}.job_deps d JOIN {schema}.jobs p ON p.id = d.
 WHERE d.job_id = %(id)s
 
 -- name: groups_insert
-INSERT INTO {schema}.job_groups (total, created_at) VALUES (%(total)s, {now}) RETURNING id
-
--- name: groups_add_members
-INSERT INTO {schema}.job_group_members (group_id, position, job_id)
-SELECT %(group)s, p - 1, id FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS t(id, p)
+INSERT INTO {schema}.job_groups (total, pending, created_at)
+VALUES (%(total)s, %(total)s, {now}) RETURNING id
 
 -- name: groups_set_callback
-UPDATE {schema}.job_groups SET callback_id = %(callback)s
+-- The group's callback, set once; whether it is due at once (the members finished
+-- already, or one failed and it must not run then).
+UPDATE {schema}.job_groups SET callback_id = %(callback)s, on_failure = %(on_failure)s
 WHERE id = %(group)s AND callback_id IS NULL
+RETURNING id, pending <= 0 OR (failed > 0 AND on_failure = 'cancel')
+
+-- name: groups_count
+-- Members finished outside a completion (a rescue to dead, a cancel; the sweep): each
+-- counted once into its group (group_mark 1 -> 3). The groups whose callback may be due.
+WITH members AS (
+    UPDATE {schema}.jobs SET group_mark = 3
+    WHERE id = ANY(%(ids)s::bigint[]) AND group_mark = 1
+      AND state IN ('succeeded', 'dead', 'cancelled')
+    RETURNING group_id, state
+)
+UPDATE {schema}.job_groups g
+SET pending = g.pending - m.n, failed = g.failed + m.bad
+FROM (SELECT group_id, count(*)::int AS n,
+             count(*) FILTER (WHERE state <> 'succeeded')::int AS bad
+      FROM members GROUP BY group_id) m
+WHERE g.id = m.group_id
+RETURNING g.id, g.callback_id IS NOT NULL
+                AND (g.pending <= 0 OR (g.failed > 0 AND g.on_failure = 'cancel'))
+
+-- name: groups_settle
+-- Groups whose members all finished, or one failed under on_failure="cancel": their
+-- callback becomes available, or is cancelled. Once: the group is marked settled under
+-- its row lock, so two settles of one group (two completions, the sweep) move it once.
+WITH g AS (
+    UPDATE {schema}.job_groups SET settled_at = {now}
+    WHERE id = ANY(%(ids)s::bigint[]) AND settled_at IS NULL AND callback_id IS NOT NULL
+      AND (pending <= 0 OR (failed > 0 AND on_failure = 'cancel'))
+    RETURNING id, callback_id, failed > 0 AND on_failure = 'cancel' AS cancel
+), released AS (
+    UPDATE {schema}.jobs c
+    SET deps_pending = 0,
+        state = CASE WHEN g.cancel THEN 'cancelled' ELSE 'available' END,
+        run_at = CASE WHEN g.cancel THEN c.run_at ELSE {now} END,
+        finished_at = CASE WHEN g.cancel THEN {now} END,
+        errors = CASE WHEN NOT g.cancel THEN c.errors ELSE c.errors || jsonb_build_array(
+            jsonb_build_object('attempt', c.attempt, 'kind', 'dependency',
+                               'type', 'DependencyFailed', 'at', {now},
+                               'message', 'a member of group ' || g.id || ' did not succeed'))
+                 END
+    FROM g
+    WHERE c.id = g.callback_id AND c.state = 'scheduled' AND c.deps_pending > 0
+    RETURNING c.id, c.state, c.queue, c.watched
+), wake_queues AS (
+    SELECT count(pg_notify(%(channel)s, q)) AS n
+    FROM (SELECT DISTINCT queue FROM released WHERE state = 'available') s(q)
+), wake_waiters AS (
+    SELECT count(pg_notify(%(done_channel)s, '*')) AS n
+    FROM (SELECT 1 FROM released WHERE watched AND state = 'cancelled' LIMIT 1) s
+)
+SELECT r.id, r.state, r.watched FROM released r
+UNION ALL
+-- referenced so that they run; never a row
+SELECT NULL, NULL, NULL FROM wake_queues, wake_waiters WHERE wake_queues.n + wake_waiters.n < 0
+
+-- name: groups_sweep
+-- Left by a crash between a finish and its count, or a count and its settle: members
+-- finished and not counted (through jobs_group_uncounted_idx, which holds only those),
+-- and groups due but not settled (through job_groups_open_idx).
+SELECT 'member', id FROM (
+    SELECT id FROM {schema}.jobs
+    WHERE group_mark = 1 AND state IN ('succeeded', 'dead', 'cancelled')
+    LIMIT %(limit)s) m
+UNION ALL
+SELECT 'group', id FROM (
+    SELECT id FROM {schema}.job_groups
+    WHERE settled_at IS NULL AND callback_id IS NOT NULL
+      AND (pending <= 0 OR (failed > 0 AND on_failure = 'cancel'))
+    LIMIT %(limit)s) g
+
+-- name: groups_prune
+-- Groups past retention whose members and callback are all gone (pruned as jobs are).
+DELETE FROM {schema}.job_groups WHERE id IN (
+    SELECT g.id FROM {schema}.job_groups g
+    WHERE g.created_at < {now} - make_interval(secs => %(older)s)
+      AND NOT EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.group_id = g.id)
+      AND (g.callback_id IS NULL
+           OR NOT EXISTS (SELECT 1 FROM {schema}.jobs c WHERE c.id = g.callback_id))
+    LIMIT %(limit)s)
 RETURNING id
 
 -- name: groups_get
 SELECT id, total, callback_id, created_at FROM {schema}.job_groups WHERE id = %(group)s
 
 -- name: groups_counts
-SELECT j.state, count(*) FROM {schema}.job_group_members m
-JOIN {schema}.jobs j ON j.id = m.job_id
-WHERE m.group_id = %(group)s GROUP BY j.state
+SELECT state, count(*) FROM {schema}.jobs WHERE group_id = %(group)s GROUP BY state
 
 -- name: groups_member_ids
-SELECT job_id FROM {schema}.job_group_members WHERE group_id = %(group)s ORDER BY position
+SELECT id FROM {schema}.jobs WHERE group_id = %(group)s ORDER BY id
 
 -- name: groups_of_callback
 SELECT id FROM {schema}.job_groups WHERE callback_id = %(id)s
 
 -- name: groups_of_member
-SELECT group_id FROM {schema}.job_group_members WHERE job_id = %(id)s ORDER BY group_id
+SELECT group_id FROM {schema}.jobs WHERE id = %(id)s AND group_id IS NOT NULL
 
 -- name: groups_results
-SELECT m.position, j.state, j.result::text FROM {schema}.job_group_members m
-LEFT JOIN {schema}.jobs j ON j.id = m.job_id
-WHERE m.group_id = %(group)s ORDER BY m.position
+-- Members in order, with their state and result (members pruned are missing).
+SELECT id, state, result::text FROM {schema}.jobs
+WHERE group_id = %(group)s ORDER BY id

@@ -71,6 +71,12 @@ SELECT {now}, array(SELECT nextval(s.seq) FROM s, generate_series(1, %(n)s))
 COPY {schema}.jobs (id, queue, task, args, state, priority, max_attempts, run_at, created_at,
                     timeout, meta) FROM STDIN (FORMAT BINARY)
 
+-- name: jobs_copy_marked
+-- The jobs of a graph or a group (store/deps.py): written whole, marks included.
+COPY {schema}.jobs (id, queue, task, args, state, priority, max_attempts, run_at, created_at,
+                    timeout, meta, deps_pending, watched, group_id, group_mark)
+FROM STDIN (FORMAT BINARY)
+
 -- name: jobs_find_active_by_keys
 SELECT id, unique_key FROM {schema}.jobs
 WHERE unique_key = ANY(%(keys)s::text[])
@@ -137,29 +143,51 @@ SELECT count(*) FROM {schema}.jobs WHERE state = 'running' AND task = %(task)s
 SELECT pg_advisory_xact_lock(hashtextextended('shiftwork.limit.' || %(task)s, 0))
 
 -- name: jobs_complete_many
-UPDATE {schema}.jobs j
-SET state = u.state,
-    finished_at = CASE WHEN u.state IN ('succeeded', 'dead', 'cancelled') THEN {now} END,
-    -- a snooze (back to scheduled) runs at once if a wake-up came while it ran
-    run_at = CASE WHEN u.state = 'scheduled' AND j.wake_requested THEN {now}
-                  ELSE coalesce(u.run_at, j.run_at) END,
-    wake_requested = false,
-    errors = CASE WHEN u.error IS NULL THEN j.errors ELSE j.errors || jsonb_build_array(u.error) END,
-    result = u.result,
-    lease_expires_at = NULL,
-    -- a snoozed run (back to scheduled) is not counted as an attempt
-    uncounted = j.uncounted + CASE WHEN u.state = 'scheduled' THEN 1 ELSE 0 END
-FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(states)s::text[],
-            %(run_ats)s::timestamptz[], %(errors)s::jsonb[], %(results)s::jsonb[])
-     AS u(id, attempt, state, run_at, error, result)
--- By primary key: `state || ''` keeps the state test out of index choice. Written
--- plainly, once statistics say few jobs run (any ANALYZE after a bulk load), the
--- planner walks a partial index on running jobs, full of dead entries while a queue
--- drains, instead of the ids (a drain ran ~16x slower; tests/test_claim_plans.py).
-WHERE j.id = u.id AND j.attempt = u.attempt AND j.state || '' = 'running'
--- watched: a dependent or a waiter cares; its completion is resolved and announced by
--- deps_resolve right after (store/postgres/store.py). Plain jobs pay nothing for it.
-RETURNING j.id, j.watched AND j.state IN ('succeeded', 'dead', 'cancelled')
+-- A group member's finish is counted into its group here, in the statement that
+-- finishes it (so exactly once, and without a statement more); the groups it may have
+-- made due come back as rows of their own for store/deps.py to settle.
+WITH done AS (
+    UPDATE {schema}.jobs j
+    SET state = u.state,
+        finished_at = CASE WHEN u.state IN ('succeeded', 'dead', 'cancelled') THEN {now} END,
+        -- a snooze (back to scheduled) runs at once if a wake-up came while it ran
+        run_at = CASE WHEN u.state = 'scheduled' AND j.wake_requested THEN {now}
+                      ELSE coalesce(u.run_at, j.run_at) END,
+        wake_requested = false,
+        errors = CASE WHEN u.error IS NULL THEN j.errors
+                      ELSE j.errors || jsonb_build_array(u.error) END,
+        result = u.result,
+        lease_expires_at = NULL,
+        -- a snoozed run (back to scheduled) is not counted as an attempt
+        uncounted = j.uncounted + CASE WHEN u.state = 'scheduled' THEN 1 ELSE 0 END,
+        -- 1 -> 2: counted by this statement (see migration 0014); 2 -> 3: an earlier one
+        group_mark = CASE WHEN j.group_mark = 1 AND u.state IN ('succeeded', 'dead', 'cancelled')
+                          THEN 2 WHEN j.group_mark = 2 THEN 3 ELSE j.group_mark END
+    FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(states)s::text[],
+                %(run_ats)s::timestamptz[], %(errors)s::jsonb[], %(results)s::jsonb[])
+         AS u(id, attempt, state, run_at, error, result)
+    -- By primary key: `state || ''` keeps the state test out of index choice. Written
+    -- plainly, once statistics say few jobs run (any ANALYZE after a bulk load), the
+    -- planner walks a partial index on running jobs, full of dead entries while a queue
+    -- drains, instead of the ids (a drain ran ~16x slower; tests/test_claim_plans.py).
+    WHERE j.id = u.id AND j.attempt = u.attempt AND j.state || '' = 'running'
+    -- watched: a dependent or a waiter cares; its completion is resolved and announced
+    -- by deps_resolve right after (store/postgres/store.py). Plain jobs pay nothing for it.
+    RETURNING j.id, j.watched AND j.state IN ('succeeded', 'dead', 'cancelled') AS watched,
+              j.group_id, j.group_mark, j.state
+), counted AS (
+    UPDATE {schema}.job_groups g
+    SET pending = g.pending - m.n, failed = g.failed + m.bad
+    FROM (SELECT group_id, count(*)::int AS n,
+                 count(*) FILTER (WHERE state <> 'succeeded')::int AS bad
+          FROM done WHERE group_mark = 2 GROUP BY group_id) m
+    WHERE g.id = m.group_id
+    RETURNING g.id, g.callback_id IS NOT NULL
+                    AND (g.pending <= 0 OR (g.failed > 0 AND g.on_failure = 'cancel')) AS due
+)
+SELECT id, watched, NULL::bigint FROM done
+UNION ALL
+SELECT NULL, NULL, id FROM counted WHERE due
 
 -- name: jobs_heartbeat
 -- Only the (id, attempt) pairs the worker holds: a job claimed by a call whose reply

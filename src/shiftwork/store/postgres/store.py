@@ -26,7 +26,7 @@ from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, W
 from ...redact import describe_dsn, redact
 from ...states import JobState
 from ..connections import Connections, application_name
-from ..deps import DepsActions
+from ..deps import DepsActions, Mark
 from ..fleet import FleetWrites
 from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
 from ..jobs import (
@@ -40,6 +40,7 @@ from ..long_jobs import LongJobsWrites
 from ..rows import aware, decoded, job_from_row, legal_pairs, queue_stats_from_rows
 from ..sqlfile import load_all_queries, load_migrations
 from ..wakeups import shared_wakeups
+from .arrays import int_array, or_null, word_array
 from .async_jobs import PostgresAsyncJobs
 from .connect_errors import lost_reply, refusal
 from .copy_rows import copy_jobs
@@ -351,8 +352,16 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         assert row is not None
         return [EnqueueResult(job_id, True) for job_id in row[0]]
 
-    def _insert_copy(self, count: int, jobs: Iterable[NewJob], conn: Any
-                     ) -> list[EnqueueResult]:
+    def _insert_marked(self, c: psycopg.Connection[Any], jobs: list[NewJob],
+                       marks: list[Mark]) -> list[EnqueueResult]:
+        """A graph's or a group's jobs written whole by COPY, marks included: no update
+        of the rows just written (a group of 10,000 spent 80 ms there)."""
+        if any(j.unique_key for j in jobs):
+            return super()._insert_marked(c, jobs, marks)
+        return self._insert_copy(len(jobs), jobs, c, marks)
+
+    def _insert_copy(self, count: int, jobs: Iterable[NewJob], conn: Any,
+                     marks: list[Mark] | None = None) -> list[EnqueueResult]:
         """Many jobs without unique keys: reserve their ids, then COPY them in (binary),
         streamed in one transaction: the server inserts while the client builds and
         encodes the next ones. Any error rolls the whole insert back."""
@@ -360,7 +369,8 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             row = c.execute(self.q["jobs_reserve_ids"], self._p(n=count)).fetchone()
             assert row is not None
             now, ids = row[0], row[1]
-            due_queues = copy_jobs(c.cursor(), self.q["jobs_copy"], ids, jobs, now)
+            due_queues = copy_jobs(c.cursor(), self.q["jobs_copy" if marks is None else
+                                                      "jobs_copy_marked"], ids, jobs, now, marks)
             if due_queues:  # at most ``count`` jobs each: enough wake-ups for all of them
                 c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues":
                           shared_wakeups((q, count) for q in sorted(due_queues))})
@@ -562,25 +572,35 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
         if not outcomes:
             return set()
-        params = self._p(
-            ids=[o.job_id for o in outcomes], attempts=[o.attempt for o in outcomes],
-            states=[o.state.value for o in outcomes], run_ats=[o.run_at for o in outcomes],
-            errors=[error_json(o) for o in outcomes],
-            results=[o.result_json for o in outcomes],
+        params = self._p(  # arrays.py: literals and NULLs, cheap to send
+            ids=int_array(o.job_id for o in outcomes),
+            attempts=int_array(o.attempt for o in outcomes),
+            states=word_array(o.state.value for o in outcomes),
+            run_ats=or_null([o.run_at for o in outcomes]),
+            errors=or_null([error_json(o) for o in outcomes]),
+            results=or_null([o.result_json for o in outcomes]),
         )
         done: set[int] = set()
         watched: list[int] = []
+        groups: list[int] = []
         with self._conn() as c:
-            for job_id, is_watched in c.execute(self.q["jobs_complete_many"], params):
+            for job_id, is_watched, group_id in c.execute(self.q["jobs_complete_many"], params):
+                if group_id is not None:
+                    groups.append(group_id)
+                    continue
                 done.add(job_id)
                 if is_watched:
                     watched.append(job_id)
-            if watched:  # dependents to count down, waiters to wake: a statement more
+            if watched or groups:  # dependents, waiters, callbacks due: a statement more
                 try:
-                    self._resolve_in(c, watched, finished=True)
+                    if groups:
+                        self._settle_groups(c, groups)
+                    if watched:
+                        self._resolve_in(c, watched, finished=True)
                 except psycopg.Error as exc:  # the outcomes are written; the sweep and
                     # the waiters' own polling finish this
-                    log.warning("could not resolve the dependents of %s yet: %s", watched, exc)
+                    log.warning("could not resolve the dependents of %s (groups %s) yet: %s",
+                                watched, groups, exc)
         return done
 
     def jobs_heartbeat(self, worker_id: str, lease_seconds: float,

@@ -8,7 +8,7 @@ from typing import Any
 
 from ...errors import LeaseLost, ShiftworkError
 from ...records import StepRecord, WorkflowRun, WorkflowSummary
-from ..joins import check_join
+from ..joins import check_join, join_reported
 from ..rows import aware
 
 
@@ -118,9 +118,7 @@ class PostgresWorkflows:
                     return int(dup[0])  # sent before with this key: not again
                 raise ShiftworkError(f"workflow {job_id} is not active (finished or unknown); "
                                      "its events can no longer be delivered")
-            if join is not None and c.execute(self.q["workflow_join_count"], {
-                    "job": job_id, "key": key, "prefix": join[0], "plen": len(join[0])}
-                    ).fetchone()[0] < join[1]:
+            if join is not None and join_reported(c, self.q, job_id, key, join) < join[1]:
                 return int(row[0])  # members still out: the last one's report wakes it
             c.execute(self.q["workflow_wake"], self._p(job=job_id))
             c.execute(self.q["jobs_notify"], {"channel": self.channel,  # type: ignore[attr-defined]

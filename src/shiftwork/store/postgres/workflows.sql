@@ -70,9 +70,18 @@ WHERE id = %(job)s AND state IN ('scheduled', 'available', 'running', 'retrying'
 -- the last one sees all the others (none counts short and leaves the parent asleep).
 SELECT 1 FROM {schema}.jobs WHERE id = %(job)s FOR UPDATE
 
--- name: workflow_join_count
-SELECT count(*) FROM {schema}.workflow_events
+-- name: workflow_join_bump
+-- A join's report counted (under the parent's row lock): how many are in now.
+UPDATE {schema}.workflow_joins SET reported = reported + 1
+WHERE job_id = %(job)s AND key = %(key)s AND prefix = %(prefix)s
+RETURNING reported
+
+-- name: workflow_join_start
+-- The join's first count: its reports so far (this one included), counted once.
+INSERT INTO {schema}.workflow_joins (job_id, key, prefix, reported)
+SELECT %(job)s, %(key)s, %(prefix)s, count(*) FROM {schema}.workflow_events
 WHERE job_id = %(job)s AND key = %(key)s AND left(name, %(plen)s) = %(prefix)s
+RETURNING reported
 
 -- name: workflow_wake
 -- A sleeping workflow runs at once; a running one is woken when it next suspends.

@@ -12,10 +12,13 @@ SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(va
 FROM json_each(:edges)
 
 -- name: deps_mark
--- Jobs just inserted: how many jobs each waits for, and whether it is itself a parent.
-UPDATE jobs SET deps_pending = p.n, watched = watched OR p.w
+-- Jobs just inserted: how many jobs each waits for, whether it is itself a parent, and
+-- the group it is a member of.
+UPDATE jobs SET deps_pending = p.n, watched = watched OR p.w, group_id = p.g,
+                group_mark = CASE WHEN p.g IS NULL THEN 0 ELSE 1 END
 FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS n,
-             json_extract(value, '$[2]') AS w FROM json_each(:marks)) AS p
+             json_extract(value, '$[2]') AS w, json_extract(value, '$[3]') AS g
+      FROM json_each(:marks)) AS p
 WHERE jobs.id = p.id
 
 -- name: deps_take_edges
@@ -70,34 +73,87 @@ WHERE d.parent_id = :id ORDER BY d.job_id
 SELECT p.result FROM job_deps d JOIN jobs p ON p.id = d.parent_id WHERE d.job_id = :id
 
 -- name: groups_insert
-INSERT INTO job_groups (total, created_at) VALUES (:total, :now) RETURNING id
-
--- name: groups_add_members
-INSERT INTO job_group_members (group_id, position, job_id)
-SELECT :group, key, value FROM json_each(:ids)
+INSERT INTO job_groups (total, pending, created_at) VALUES (:total, :total, :now) RETURNING id
 
 -- name: groups_set_callback
-UPDATE job_groups SET callback_id = :callback
+-- The group's callback, set once; whether it is due at once.
+UPDATE job_groups SET callback_id = :callback, on_failure = :on_failure
 WHERE id = :group AND callback_id IS NULL
+RETURNING id, pending <= 0 OR (failed > 0 AND on_failure = 'cancel')
+
+-- name: groups_members_count
+-- Finished members not yet counted: marked counted (1 -> 3), each once.
+UPDATE jobs SET group_mark = 3
+WHERE id IN (SELECT value FROM json_each(:ids)) AND group_mark = 1
+  AND state IN ('succeeded', 'dead', 'cancelled')
+RETURNING group_id, state
+
+-- name: groups_count_down
+-- One group: n of its members finished, bad of them without success; whether its
+-- callback may be due.
+UPDATE job_groups SET pending = pending - :n, failed = failed + :bad
+WHERE id = :group
+RETURNING id, callback_id IS NOT NULL AND (pending <= 0 OR (failed > 0 AND on_failure = 'cancel'))
+
+-- name: groups_settle
+-- Due groups, marked settled once; their callbacks to move, and whether to cancel them.
+UPDATE job_groups SET settled_at = :now
+WHERE id IN (SELECT value FROM json_each(:ids)) AND settled_at IS NULL
+  AND callback_id IS NOT NULL AND (pending <= 0 OR (failed > 0 AND on_failure = 'cancel'))
+RETURNING id, callback_id, failed > 0 AND on_failure = 'cancel'
+
+-- name: groups_release
+-- One callback: available, or (:cancel) cancelled as a member of group :group failed.
+UPDATE jobs
+SET deps_pending = 0,
+    state = CASE WHEN :cancel THEN 'cancelled' ELSE 'available' END,
+    run_at = CASE WHEN :cancel THEN run_at ELSE :now END,
+    finished_at = CASE WHEN :cancel THEN :now END,
+    errors = CASE WHEN NOT :cancel THEN errors ELSE json_insert(errors, '$[#]', json_object(
+        'attempt', attempt, 'kind', 'dependency', 'type', 'DependencyFailed', 'at', :now_iso,
+        'message', 'a member of group ' || :group || ' did not succeed')) END
+WHERE id = :id AND state = 'scheduled' AND deps_pending > 0
+RETURNING id, state, watched
+
+-- name: groups_sweep
+-- Members finished and not counted (jobs_group_uncounted_idx); groups due and not
+-- settled (job_groups_open_idx).
+SELECT 'member', id FROM (
+    SELECT id FROM jobs
+    WHERE group_mark = 1 AND state IN ('succeeded', 'dead', 'cancelled')
+    LIMIT :limit)
+UNION ALL
+SELECT 'group', id FROM (
+    SELECT id FROM job_groups
+    WHERE settled_at IS NULL AND callback_id IS NOT NULL
+      AND (pending <= 0 OR (failed > 0 AND on_failure = 'cancel'))
+    LIMIT :limit)
+
+-- name: groups_prune
+-- Groups past retention whose members and callback are all gone (pruned as jobs are).
+DELETE FROM job_groups WHERE id IN (
+    SELECT g.id FROM job_groups g
+    WHERE g.created_at < :now - :older
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.group_id = g.id)
+      AND (g.callback_id IS NULL
+           OR NOT EXISTS (SELECT 1 FROM jobs c WHERE c.id = g.callback_id))
+    LIMIT :limit)
 RETURNING id
 
 -- name: groups_get
 SELECT id, total, callback_id, created_at FROM job_groups WHERE id = :group
 
 -- name: groups_counts
-SELECT j.state, count(*) FROM job_group_members m JOIN jobs j ON j.id = m.job_id
-WHERE m.group_id = :group GROUP BY j.state
+SELECT state, count(*) FROM jobs WHERE group_id = :group GROUP BY state
 
 -- name: groups_member_ids
-SELECT job_id FROM job_group_members WHERE group_id = :group ORDER BY position
+SELECT id FROM jobs WHERE group_id = :group ORDER BY id
 
 -- name: groups_of_callback
 SELECT id FROM job_groups WHERE callback_id = :id
 
 -- name: groups_of_member
-SELECT group_id FROM job_group_members WHERE job_id = :id ORDER BY group_id
+SELECT group_id FROM jobs WHERE id = :id AND group_id IS NOT NULL
 
 -- name: groups_results
-SELECT m.position, j.state, j.result FROM job_group_members m
-LEFT JOIN jobs j ON j.id = m.job_id
-WHERE m.group_id = :group ORDER BY m.position
+SELECT id, state, result FROM jobs WHERE group_id = :group ORDER BY id

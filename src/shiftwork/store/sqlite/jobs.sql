@@ -25,6 +25,20 @@ SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(va
 FROM json_each(:rows)
 ORDER BY key  -- ids are handed out in this order: keep it the array's
 
+-- name: jobs_insert_marked
+-- The jobs of a graph or a group (store/deps.py), written whole: jobs_insert_plain's
+-- columns, then deps_pending, watched, group_id, group_mark.
+INSERT INTO jobs (queue, task, args, state, priority, max_attempts, run_at, created_at,
+                  timeout, meta, deps_pending, watched, group_id, group_mark)
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+       json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
+       json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]'),
+       json_extract(value, '$[9]'), json_extract(value, '$[10]'),
+       json_extract(value, '$[11]'), json_extract(value, '$[12]'),
+       json_extract(value, '$[13]')
+FROM json_each(:rows)
+ORDER BY key
+
 -- name: jobs_find_active_by_key
 SELECT id FROM jobs
 WHERE unique_key = :key AND state IN ('scheduled', 'available', 'running', 'retrying')
@@ -76,7 +90,8 @@ SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL, wake_requeste
 WHERE id = ? AND attempt = ? AND state = 'running'
 
 -- name: jobs_running_attempts
-SELECT id, attempt, watched FROM jobs
+-- watched, or a group member: its finish is resolved in the same transaction.
+SELECT id, attempt, watched OR group_mark = 1 FROM jobs
 WHERE state = 'running' AND id IN (SELECT value FROM json_each(:ids))
 
 -- name: jobs_heartbeat_worker

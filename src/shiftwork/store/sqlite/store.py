@@ -21,7 +21,7 @@ from ...job import NewJob
 from ...outcome import Outcome
 from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, WorkerInfo
 from ...states import FINAL, JobState
-from ..deps import DepsActions
+from ..deps import DepsActions, Mark
 from ..fleet import FleetWrites
 from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
 from ..jobs import (
@@ -201,6 +201,25 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
             changed += self._rows(c, "deps_count_down", id=job_id, n=n, bad=bad or None)
         return changed
 
+    def _groups_count_step(self, c: sqlite3.Connection, job_ids: list[int]) -> list[int]:
+        counts: dict[int, list[int]] = {}  # group -> [members finished, of them failed]
+        for group_id, state in self._rows(c, "groups_members_count", ids=job_ids):
+            hit = counts.setdefault(group_id, [0, 0])
+            hit[0] += 1
+            hit[1] += state != JobState.SUCCEEDED.value
+        due = []
+        for group_id, (n, bad) in sorted(counts.items()):
+            due += [r[0] for r in self._rows(c, "groups_count_down", group=group_id, n=n,
+                                             bad=bad) if r[1]]
+        return due
+
+    def _groups_settle_step(self, c: sqlite3.Connection, group_ids: list[int]) -> list[Any]:
+        changed = []
+        for group_id, callback_id, cancel in self._rows(c, "groups_settle", ids=group_ids):
+            changed += self._rows(c, "groups_release", id=callback_id, group=group_id,
+                                  cancel=bool(cancel))
+        return changed
+
     def _instant(self, value: Any) -> Any:
         return from_ts(value)
 
@@ -325,6 +344,22 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
             out += [EnqueueResult(job_id, True)
                     for job_id in range(last - len(batch) + 1, last + 1)]
         return out
+
+    def _insert_marked(self, c: sqlite3.Connection, jobs: list[NewJob], marks: list[Mark]
+                       ) -> list[EnqueueResult]:
+        """A graph's or a group's jobs in one statement, marks included (no update of the
+        rows just written). Inside the graph's transaction: the write lock is held."""
+        if any(j.unique_key for j in jobs):
+            return super()._insert_marked(c, jobs, marks)
+        now = self._now()
+        rows = _compact_json([(*_plain_row(j, now), m.deps_pending, int(m.watched), m.group_id,
+                               0 if m.group_id is None else 1)
+                              for j, m in zip(jobs, marks, strict=True)])
+        cur = c.execute(self.q["jobs_insert_marked"], {"rows": rows})
+        last = c.execute("SELECT last_insert_rowid()").fetchone()[0]
+        if cur.rowcount != len(jobs):
+            raise StorageError(f"inserted {cur.rowcount} of {len(jobs)} jobs")
+        return [EnqueueResult(job_id, True) for job_id in range(last - len(jobs) + 1, last + 1)]
 
     # -- claim / complete -----------------------------------------------------------------
 

@@ -59,10 +59,17 @@ SELECT id FROM workflow_events WHERE job_id = :job AND name = :name AND key = :k
 -- name: workflow_job_active
 SELECT 1 FROM jobs WHERE id = :job AND state IN ('scheduled', 'available', 'running', 'retrying')
 
--- name: workflow_join_count
+-- name: workflow_join_bump
 -- (no row lock needed: SQLite write transactions run one at a time)
-SELECT count(*) FROM workflow_events
+UPDATE workflow_joins SET reported = reported + 1
+WHERE job_id = :job AND key = :key AND prefix = :prefix
+RETURNING reported
+
+-- name: workflow_join_start
+INSERT INTO workflow_joins (job_id, key, prefix, reported)
+SELECT :job, :key, :prefix, count(*) FROM workflow_events
 WHERE job_id = :job AND key = :key AND substr(name, 1, :plen) = :prefix
+RETURNING reported
 
 -- name: workflow_wake
 UPDATE jobs
