@@ -30,14 +30,48 @@ def _plan_nodes(plan: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-# The prepared claims, with their own parameters: the plain one, and the one for a queue
-# whose only limits are task rate limits (a bucket per task, made below).
+# The prepared claims, with their own parameters: the plain one, and the ones for a queue
+# whose only limits are task rate limits (a bucket per task, made below) or its own rate
+# (the last two always run under their generic plan: store.py _claim_generic).
 _CLAIMS: dict[str, dict[str, Any]] = {
     "jobs_claim": {},
     "jobs_claim_task_rates": {"tasks": ["noop", "other"], "capacities": [1e9, 1e9],
                               "rates": [1e9, 1e9]},
     "jobs_claim_task_rate": {"task": "noop", "capacity": 1e9, "rate": 1e9},
+    "jobs_claim_queue_rate": {"key": "queue:bench", "capacity": 1e9, "rate": 1e9},
 }
+_FAIR: dict[str, dict[str, Any]] = {"fair_claim": {}}
+
+
+def _explain_prepared(app: App, conn: psycopg.Connection[Any], name: str, mode: str,
+                      ) -> list[tuple[str, str]]:
+    """The plan of the store's statement ``name`` as a server-side prepared statement (its
+    %(name)s placeholders become $n), planned generically or for its values."""
+    text = app.store.q[name]  # type: ignore[attr-defined]
+    names: list[str] = []
+
+    def number(m: re.Match[str]) -> str:
+        if m.group(1) not in names:
+            names.append(m.group(1))
+        return f"${names.index(m.group(1)) + 1}"
+
+    conn.execute(f"SET plan_cache_mode = force_{mode}_plan")
+    conn.execute("PREPARE claim AS " + re.sub(r"%\((\w+)\)s", number, text))
+    values = {"queue": "bench", "limit": 50, "worker": "w", "lease": 10.0, "now": None,
+              **{**_CLAIMS, **_FAIR}[name]}
+    args = ", ".join("NULL::timestamptz" if n == "now" else
+                     psycopg.sql.Literal(values[n]).as_string(conn) for n in names)
+    conn.execute("BEGIN")
+    (plan,) = conn.execute(f"EXPLAIN (FORMAT JSON) EXECUTE claim({args})").fetchone()
+    conn.execute("ROLLBACK")
+    conn.execute("DEALLOCATE claim")
+    return _plan_nodes((plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"])
+
+
+def _buckets(conn: psycopg.Connection[Any], schema: str) -> None:
+    conn.execute(f'''INSERT INTO "{schema}".rate_buckets (key, tokens, updated_at)
+                     VALUES ('task:noop', 1e9, now()), ('task:other', 1e9, now()),
+                            ('queue:bench', 1e9, now())''')
 
 
 @pytest.mark.parametrize("engine", ["postgres"], indirect=True)
@@ -53,35 +87,42 @@ def test_generic_claim_plan_walks_the_index_with_stale_statistics(
                                          created_at)
             SELECT 'bench', 'noop', '[]', 'available', 1, now(), now()
             FROM generate_series(1, 600000)''')
-        # The store's own statement, as a server-side prepared statement (its %(name)s
-        # placeholders become $n), planned generically, and planned for its values: both
-        # must walk the index.
-        conn.execute(f'''INSERT INTO "{schema}".rate_buckets (key, tokens, updated_at)
-                         VALUES ('task:noop', 1e9, now()), ('task:other', 1e9, now())''')
-        text = app.store.q[name]  # type: ignore[attr-defined]
-        names: list[str] = []
-
-        def number(m: re.Match[str]) -> str:
-            if m.group(1) not in names:
-                names.append(m.group(1))
-            return f"${names.index(m.group(1)) + 1}"
-
-        conn.execute(f"SET plan_cache_mode = force_{mode}_plan")
-        conn.execute("PREPARE claim AS " + re.sub(r"%\((\w+)\)s", number, text))
-        values = {"queue": "bench", "limit": 50, "worker": "w", "lease": 10.0, "now": None,
-                  **_CLAIMS[name]}
-        args = ", ".join("NULL::timestamptz" if n == "now" else
-                         psycopg.sql.Literal(values[n]).as_string(conn) for n in names)
-        conn.execute("BEGIN")
-        (plan,) = conn.execute(f"EXPLAIN (FORMAT JSON) EXECUTE claim({args})").fetchone()
-        conn.execute("ROLLBACK")
-    nodes = _plan_nodes((plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"])
+        _buckets(conn, schema)
+        # Planned generically, and planned for its values: both must walk the index.
+        nodes = _explain_prepared(app, conn, name, mode)
     kinds = [kind for kind, _ in nodes]
     # The claim for several task rates sorts the few jobs it picked (its tasks' and the
     # rest) once.
     assert kinds.count("Sort") == (name == "jobs_claim_task_rates"), nodes
     assert not {"Seq Scan", "Bitmap Heap Scan"} & set(kinds), nodes
     assert ("Index Scan", "jobs_claim_idx") in nodes, nodes
+
+
+@pytest.mark.parametrize("engine", ["postgres"], indirect=True)
+@pytest.mark.parametrize("name", ["jobs_claim_task_rate", "jobs_claim_queue_rate"])
+def test_rate_limited_claims_generic_plan_finds_jobs_by_id_after_analyze(
+        app: App, db: dict[str, str], name: str) -> None:
+    """The rate-limited claims always run under their generic plan (store.py
+    _claim_generic), which guesses a tenth of the backlog for their LIMITs: with fresh
+    statistics it must still walk the claim index and update the jobs found by id, not
+    hash them against a scan of the whole table (the generic plans of the plain claim and
+    of the claim for several task rates do that, which is why they are planned for their
+    values)."""
+    schema = db["schema"]
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'''
+            INSERT INTO "{schema}".jobs (queue, task, args, state, max_attempts, run_at,
+                                         created_at)
+            SELECT 'bench', CASE WHEN i % 2 = 0 THEN 'noop' ELSE 'more' END, '[]',
+                   'available', 1, now(), now()
+            FROM generate_series(1, 100000) i''')
+        conn.execute(f'ANALYZE "{schema}".jobs')
+        _buckets(conn, schema)
+        nodes = _explain_prepared(app, conn, name, "generic")
+    kinds = [kind for kind, _ in nodes]
+    assert "Hash Join" not in kinds, nodes
+    assert ("Index Scan", "jobs_claim_idx") in nodes, nodes
+    assert ("Index Scan", "jobs_pkey") in nodes, nodes
 
 
 # The statements that find a worker's running jobs by (id, attempt) pairs, with their
@@ -128,3 +169,29 @@ def test_running_jobs_are_found_by_primary_key_after_analyze(
     nodes = _plan_nodes((plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"])
     assert ("Index Scan", "jobs_pkey") in nodes, nodes
     assert not any(index.startswith("jobs_running") for _, index in nodes), nodes
+
+
+@pytest.mark.parametrize("engine", ["postgres"], indirect=True)
+@pytest.mark.parametrize("mode", ["generic", "custom"])
+@pytest.mark.parametrize("analyze", [False, True])
+def test_fair_claim_plan_walks_the_group_index(
+        app: App, db: dict[str, str], mode: str, analyze: bool) -> None:
+    """The fair queue's claim is prepared and Postgres keeps its generic plan (its
+    window's LIMIT is a subquery, guessed alike either way): both must walk the group
+    index by key and update the jobs found by id, whatever the statistics say."""
+    schema = db["schema"]
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'ALTER TABLE "{schema}".jobs SET (autovacuum_enabled = false)')
+        conn.execute(f'''
+            INSERT INTO "{schema}".jobs (queue, task, args, state, max_attempts, run_at,
+                                         created_at, meta)
+            SELECT 'bench', 'noop', '[]', 'available', 1, now(), now(),
+                   jsonb_build_object('group', 'g' || (i % 1000))
+            FROM generate_series(1, 100000) i''')
+        if analyze:
+            conn.execute(f'ANALYZE "{schema}".jobs')
+        nodes = _explain_prepared(app, conn, "fair_claim", mode)
+    kinds = [kind for kind, _ in nodes]
+    assert not {"Hash Join", "Seq Scan", "Bitmap Heap Scan"} & set(kinds), nodes
+    assert ("Index Scan", "jobs_group_claim_idx") in nodes, nodes
+    assert ("Index Scan", "jobs_pkey") in nodes, nodes

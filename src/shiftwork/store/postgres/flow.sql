@@ -123,43 +123,73 @@ WHERE starts_with(key, %(prefix)s) AND updated_at < {now} - make_interval(secs =
 -- waiting jobs after the cursor, then (past the end of the keys) jobs without a group
 -- among the first 50 waiting, then the groups up to the cursor; each group's first due
 -- jobs, dealt a turn at a time; the cursor moved to the last group served.
+-- The step to a group lands on its first entry in the index, which is its head in claim
+-- order: when each group gives one job (more groups than the claim) and that job is due,
+-- it is taken from there, without a second probe of the group.
 WITH RECURSIVE
 cur AS (
     SELECT coalesce((SELECT last_group FROM {schema}.fair_cursors
                      WHERE queue = %(queue)s FOR UPDATE), '') AS last_group
 ),
-after_g(grp, n) AS (
-    (SELECT meta->>'group', 1 FROM {schema}.jobs
-     WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
-       AND meta ? 'group' AND meta->>'group' > (SELECT last_group FROM cur)
-     ORDER BY meta->>'group' LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.meta->>'group' FROM {schema}.jobs j
-            WHERE j.queue = %(queue)s AND j.state IN ('available', 'scheduled', 'retrying')
-              AND j.meta ? 'group' AND j.meta->>'group' > a.grp
-            ORDER BY j.meta->>'group' LIMIT 1), a.n + 1
-    FROM after_g a WHERE a.grp IS NOT NULL AND a.n < %(limit)s
+win AS (  -- the next waiting jobs after the cursor in group order: one walk of the index
+    SELECT meta->>'group' AS grp, id, run_at <= {now} AS due, priority, run_at
+    FROM {schema}.jobs
+    WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
+      AND meta ? 'group' AND meta->>'group' > (SELECT last_group FROM cur)
+    ORDER BY meta->>'group', priority DESC, run_at, id
+    -- (a subquery: planned for its values or not, the plan guesses the same, and the
+    -- statement keeps its generic plan, made once per connection)
+    LIMIT (SELECT %(limit)s::int)
 ),
-before_g(grp, n) AS (  -- only when the keys after the cursor ran out
-    (SELECT meta->>'group', 1 FROM {schema}.jobs
+win_g AS (  -- its groups, each at its first job there, which is its head in claim order
+    SELECT DISTINCT ON (grp) grp, id, due FROM win ORDER BY grp, priority DESC, run_at, id
+),
+after_g(grp, id, due, n, nd) AS (
+    -- the groups in the window, then (when it did not reach the end of the keys) a step
+    -- of the index per group, past the groups with a long backlog: until as many groups
+    -- as the claim wants have a due first job (nd counts them), or 256 groups (a group
+    -- whose jobs are all due later must not hold up the others)
+    (SELECT grp, id, due, n, nd FROM (
+         SELECT grp, id, due, row_number() OVER w AS n,
+                count(*) FILTER (WHERE due) OVER w AS nd
+         FROM win_g WINDOW w AS (ORDER BY grp)) g
+     WHERE nd - due::int < %(limit)s AND n <= 256
+     ORDER BY grp)
+    UNION ALL
+    SELECT x.grp, x.id, x.due, a.n + 1, a.nd + x.due::int FROM after_g a
+    CROSS JOIN LATERAL (
+        SELECT j.meta->>'group' AS grp, j.id, j.run_at <= {now} AS due FROM {schema}.jobs j
+        WHERE j.queue = %(queue)s AND j.state IN ('available', 'scheduled', 'retrying')
+          AND j.meta ? 'group' AND j.meta->>'group' > a.grp
+        ORDER BY j.meta->>'group', j.priority DESC, j.run_at, j.id LIMIT 1) x
+    WHERE a.nd < %(limit)s AND a.n < 256 AND a.n >= (SELECT count(*) FROM win_g)
+      AND (SELECT count(*) FROM win) = (SELECT %(limit)s::int)
+),
+before_g(grp, id, due, n, nd) AS (  -- only when the keys after the cursor ran out
+    (SELECT meta->>'group', id, run_at <= {now}, 1, (run_at <= {now})::int
+     FROM {schema}.jobs
      WHERE queue = %(queue)s AND state IN ('available', 'scheduled', 'retrying')
        AND meta ? 'group' AND meta->>'group' > ''
-       AND (SELECT count(grp) FROM after_g) < %(limit)s
-     ORDER BY meta->>'group' LIMIT 1)
+       AND (SELECT max(nd) FROM after_g) IS DISTINCT FROM %(limit)s
+       AND (SELECT count(*) FROM after_g) < 256
+     ORDER BY meta->>'group', priority DESC, run_at, id LIMIT 1)
     UNION ALL
-    SELECT (SELECT j.meta->>'group' FROM {schema}.jobs j
-            WHERE j.queue = %(queue)s AND j.state IN ('available', 'scheduled', 'retrying')
-              AND j.meta ? 'group' AND j.meta->>'group' > b.grp
-            ORDER BY j.meta->>'group' LIMIT 1), b.n + 1
-    FROM before_g b
-    WHERE b.grp IS NOT NULL AND b.grp < (SELECT last_group FROM cur) AND b.n < %(limit)s
+    SELECT x.grp, x.id, x.due, b.n + 1, b.nd + x.due::int FROM before_g b
+    CROSS JOIN LATERAL (
+        SELECT j.meta->>'group' AS grp, j.id, j.run_at <= {now} AS due FROM {schema}.jobs j
+        WHERE j.queue = %(queue)s AND j.state IN ('available', 'scheduled', 'retrying')
+          AND j.meta ? 'group' AND j.meta->>'group' > b.grp
+        ORDER BY j.meta->>'group', j.priority DESC, j.run_at, j.id LIMIT 1) x
+    WHERE b.grp < (SELECT last_group FROM cur)
+      AND b.nd + coalesce((SELECT max(nd) FROM after_g), 0) < %(limit)s
+      AND b.n + (SELECT count(*) FROM after_g) < 256
 ),
 turns AS (
-    SELECT grp, ord FROM (
-        SELECT grp, n AS ord FROM after_g WHERE grp IS NOT NULL
-        UNION ALL SELECT NULL, 500000
-        UNION ALL SELECT grp, 1000000 + n FROM before_g
-        WHERE grp IS NOT NULL AND grp <= (SELECT last_group FROM cur)
+    SELECT grp, id, due, ord FROM (
+        SELECT grp, id, due, n AS ord FROM after_g
+        UNION ALL SELECT NULL, NULL, false, 500000
+        UNION ALL SELECT grp, id, due, 1000000 + n FROM before_g
+        WHERE grp <= (SELECT last_group FROM cur)
     ) t
 ),
 share AS (  -- few groups: each takes an even share of the claim
@@ -167,11 +197,16 @@ share AS (  -- few groups: each takes an even share of the claim
     FROM turns
 ),
 heads AS (
-    SELECT h.id, t.grp, t.ord, h.k FROM turns t
+    SELECT t.id, t.grp, t.ord, 1::bigint AS k FROM turns t  -- found by the step
+    WHERE t.due AND (SELECT n FROM share) = 1
+    UNION ALL
+    SELECT h.id, t.grp, t.ord, h.k
+    FROM (SELECT * FROM turns
+          WHERE grp IS NOT NULL AND NOT (due AND (SELECT n FROM share) = 1)) t
     CROSS JOIN LATERAL (
         SELECT j.id, row_number() OVER (ORDER BY j.priority DESC, j.run_at, j.id) AS k
         FROM {schema}.jobs j
-        WHERE t.grp IS NOT NULL AND j.queue = %(queue)s
+        WHERE j.queue = %(queue)s
           AND j.state IN ('available', 'scheduled', 'retrying')
           AND j.meta ? 'group' AND j.meta->>'group' = t.grp AND j.run_at <= {now}
         ORDER BY j.priority DESC, j.run_at, j.id
@@ -185,6 +220,8 @@ heads AS (
            ORDER BY priority DESC, run_at, id
            LIMIT 50) w
      WHERE NOT w.meta ? 'group'
+       -- not looked at when the groups' heads found by the steps fill the claim
+       AND ((SELECT n FROM share) > 1 OR (SELECT count(*) FROM after_g WHERE due) < %(limit)s)
      ORDER BY w.priority DESC, w.run_at, w.id
      LIMIT (SELECT n FROM share))
 ),
