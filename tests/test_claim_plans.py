@@ -30,9 +30,10 @@ def _plan_nodes(plan: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-# The prepared claims, with their own parameters: the plain one, and the ones for a queue
-# whose only limits are task rate limits (a bucket per task, made below) or its own rate
-# (the last two always run under their generic plan: store.py _claim_generic).
+# The prepared claims, with their own parameters: the plain one (the statement of its
+# function, which runs it under its generic plan), and the ones for a queue whose only
+# limits are task rate limits (a bucket per task, made below) or its own rate (the last
+# two always run under their generic plan: store.py _claim_generic).
 _CLAIMS: dict[str, dict[str, Any]] = {
     "jobs_claim": {},
     "jobs_claim_task_rates": {"tasks": ["noop", "other"], "capacities": [1e9, 1e9],
@@ -43,11 +44,25 @@ _CLAIMS: dict[str, dict[str, Any]] = {
 _FAIR: dict[str, dict[str, Any]] = {"fair_claim": {}}
 
 
+def _statement(app: App, conn: psycopg.Connection[Any], name: str) -> str:
+    """The store's statement ``name``; for the plain claim, the statement its function
+    (claim_jobs, migration 0016) runs, as stored in the database, its p_x arguments
+    written %(x)s."""
+    if name != "jobs_claim":
+        return str(app.store.q[name])  # type: ignore[attr-defined]
+    row = conn.execute("SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n "
+                       "ON n.oid = p.pronamespace WHERE n.nspname = %s "
+                       "AND p.proname = 'claim_jobs'", (app.schema,)).fetchone()
+    assert row is not None, "the claim's function is missing"
+    body = row[0].split("RETURN QUERY", 1)[1].rsplit(";", 1)[0]
+    return re.sub(r"\bp_(\w+)", r"%(\1)s", body)
+
+
 def _explain_prepared(app: App, conn: psycopg.Connection[Any], name: str, mode: str,
                       ) -> list[tuple[str, str]]:
     """The plan of the store's statement ``name`` as a server-side prepared statement (its
     %(name)s placeholders become $n), planned generically or for its values."""
-    text = app.store.q[name]  # type: ignore[attr-defined]
+    text = _statement(app, conn, name)
     names: list[str] = []
 
     def number(m: re.Match[str]) -> str:
@@ -99,15 +114,16 @@ def test_generic_claim_plan_walks_the_index_with_stale_statistics(
 
 
 @pytest.mark.parametrize("engine", ["postgres"], indirect=True)
-@pytest.mark.parametrize("name", ["jobs_claim_task_rate", "jobs_claim_queue_rate"])
-def test_rate_limited_claims_generic_plan_finds_jobs_by_id_after_analyze(
+@pytest.mark.parametrize("name", ["jobs_claim", "jobs_claim_task_rate",
+                                  "jobs_claim_queue_rate"])
+def test_claims_generic_plan_finds_jobs_by_id_after_analyze(
         app: App, db: dict[str, str], name: str) -> None:
-    """The rate-limited claims always run under their generic plan (store.py
-    _claim_generic), which guesses a tenth of the backlog for their LIMITs: with fresh
-    statistics it must still walk the claim index and update the jobs found by id, not
-    hash them against a scan of the whole table (the generic plans of the plain claim and
-    of the claim for several task rates do that, which is why they are planned for their
-    values)."""
+    """The plain claim (its function, migration 0016) and the rate-limited ones (store.py
+    _claim_generic) always run under their generic plan, which guesses a tenth of the
+    backlog for their LIMITs: with fresh statistics it must still walk the claim index and
+    update the jobs found by id, not hash them against a scan of the whole table (the
+    generic plan of the claim for several task rates does that, which is why it is planned
+    for its values)."""
     schema = db["schema"]
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         conn.execute(f'''

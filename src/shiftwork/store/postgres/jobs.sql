@@ -116,31 +116,10 @@ WHERE unique_key = ANY(%(keys)s::text[])
 SELECT pg_notify(%(channel)s, q) FROM unnest(%(queues)s::text[]) AS q
 
 -- name: jobs_claim
--- The common claim: no fleet-wide task limits on the queue. Prepared, so it is planned
--- once per connection; its generic plan must still walk jobs_claim_idx in claim order
--- with statistics that are stale or missing (right after a bulk load), which is why it
--- has no filters on other columns: a filter lowers the row estimate until sorting
--- every waiting job looks cheaper than the index (tests/test_claim_plans.py).
-WITH next AS (
-    SELECT id FROM {schema}.jobs
-    WHERE queue = %(queue)s
-      AND state IN ('available', 'scheduled', 'retrying')
-      AND run_at <= {now}
-      -- a paused queue is skipped (evaluated once per statement: it names no jobs column)
-      AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
-                      WHERE s.queue = %(queue)s AND s.paused)
-    ORDER BY priority DESC, run_at, id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE {schema}.jobs j
-SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
-    attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
-FROM next
-WHERE j.id = next.id
--- JSON as text: parsed once in Python, and an empty meta not at all (the claim is hot).
-RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
-          j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted
+-- The common claim: no fleet-wide task limits on the queue. Its statement is the function
+-- claim_jobs (migration 0016), which runs it under its generic plan, planned once per
+-- connection (the claim is the hottest statement there is).
+SELECT * FROM {schema}.claim_jobs(%(queue)s, %(limit)s, %(worker)s, %(lease)s, %(now)s)
 
 -- name: jobs_claim_filtered
 -- A queue with task limits: one task with room, or every task but the limited ones.
