@@ -582,7 +582,7 @@ class App(AppBase):
         members = self.store.groups_members(group_id)
         if not members:
             self.store.groups_get(group_id)  # raises JobNotFoundError naming the group
-        return Group(self, group_id, [JobHandle(m, False, self) for m in members])
+        return Group(self, group_id, [EnqueueResult(m, False) for m in members])
 
     def wait_result(self, job_id: int, timeout: float | None = 30.0) -> Any:
         """Block until job ``job_id`` finished; its result (see JobHandle.result)."""

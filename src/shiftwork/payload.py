@@ -49,6 +49,17 @@ def _check_str(value: str, where: str) -> None:
                                "(not valid Unicode)") from None
 
 
+def _plain(value: Any) -> bool:
+    """A scalar that passes :func:`_check_json` as it is: None, a bool, a small int, an
+    ASCII string without NUL. Most arguments are; they skip the general check."""
+    t = type(value)
+    if t is str:
+        return value.isascii() and "\x00" not in value
+    if t is int:
+        return value.bit_length() <= MAX_INT_BITS  # type: ignore[no-any-return]
+    return value is None or t is bool
+
+
 def _check_json(value: Any, where: str, depth: int, max_depth: int) -> None:
     """Reject anything that would not round-trip through JSON unchanged and stay bounded."""
     if value is None or isinstance(value, bool):
@@ -100,11 +111,13 @@ def encode_args(
 ) -> str:
     """Validate and serialize a job's arguments; errors name the argument."""
     for i, value in enumerate(args):
-        label = repr(names[i]) if names and i < len(names) else f"#{i}"
-        _check_json(value, f"{task}: argument {label}", 1, limit.max_depth)
+        if not _plain(value):  # (the argument's name is only spelled out for the check)
+            label = repr(names[i]) if names and i < len(names) else f"#{i}"
+            _check_json(value, f"{task}: argument {label}", 1, limit.max_depth)
     for key, value in kwargs.items():
-        _check_str(key, f"{task}: argument name")
-        _check_json(value, f"{task}: argument {key!r}", 1, limit.max_depth)
+        if not (_plain(key) and _plain(value)):
+            _check_str(key, f"{task}: argument name")
+            _check_json(value, f"{task}: argument {key!r}", 1, limit.max_depth)
     # Spelled out rather than one dict encoded: bulk enqueue builds 100,000 of these, and
     # the empty parts then cost no encoder call (same text as encoding the dict).
     text = ('{"args":' + (_compact(list(args)) if args else "[]") + ',"kwargs":'
