@@ -79,19 +79,23 @@ SET state = :state,
     result = :result,
     lease_expires_at = NULL,
     -- a snoozed run (back to scheduled) is not counted as an attempt
-    uncounted = uncounted + CASE WHEN :state = 'scheduled' THEN 1 ELSE 0 END
+    uncounted = uncounted + CASE WHEN :state = 'scheduled' THEN 1 ELSE 0 END,
+    -- a group member's finish, counted into its group by the same transaction (store.py)
+    group_mark = CASE WHEN group_mark = 1 AND :state IN ('succeeded', 'dead', 'cancelled')
+                      THEN 3 ELSE group_mark END
 WHERE id = :id AND attempt = :attempt AND state = 'running'
 
 -- name: jobs_complete_succeeded
 -- The common outcome (succeeded, no result): fewer columns to write, positional rows.
 UPDATE jobs
 SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL, wake_requested = 0,
-    result = NULL
+    result = NULL, group_mark = CASE WHEN group_mark = 1 THEN 3 ELSE group_mark END
 WHERE id = ? AND attempt = ? AND state = 'running'
 
 -- name: jobs_running_attempts
--- watched, or a group member: its finish is resolved in the same transaction.
-SELECT id, attempt, watched OR group_mark = 1 FROM jobs
+-- watched (dependents, waiters), and the group of a member whose finish is not counted
+-- yet: both are resolved in the same transaction (read under the write lock).
+SELECT id, attempt, watched, CASE WHEN group_mark = 1 THEN group_id END FROM jobs
 WHERE state = 'running' AND id IN (SELECT value FROM json_each(:ids))
 
 -- name: jobs_heartbeat_worker

@@ -207,6 +207,12 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
             hit = counts.setdefault(group_id, [0, 0])
             hit[0] += 1
             hit[1] += state != JobState.SUCCEEDED.value
+        return self._groups_count_down(c, counts)
+
+    def _groups_count_down(self, c: sqlite3.Connection, counts: dict[int, list[int]]
+                           ) -> list[int]:
+        """Take ``counts`` (group -> [finished, failed]) off their groups; the groups
+        whose callback may now be due."""
         due = []
         for group_id, (n, bad) in sorted(counts.items()):
             due += [r[0] for r in self._rows(c, "groups_count_down", group=group_id, n=n,
@@ -482,6 +488,7 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                 "ids": json.dumps([o.job_id for o in outcomes])}).fetchall()
             held = {(r[0], r[1]) for r in running}
             watched = {r[0] for r in running if r[2]}
+            group_of = {r[0]: r[3] for r in running if r[3] is not None}
             fenced = [o for o in outcomes if (o.job_id, o.attempt) in held]
             plain: list[tuple[float, int, int]] = []
             other: list[Outcome] = []
@@ -498,7 +505,18 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                     "run_at": to_ts(o.run_at),
                     "error": error_json(o),
                     "result": o.result_json} for o in other])
-            # Jobs with dependents (or waiters): resolve them in the same transaction.
+            # Group members finished: the updates above marked them counted; count them
+            # into their groups. Jobs with dependents (or waiters): resolve them. All in
+            # this transaction.
+            counts: dict[int, list[int]] = {}
+            for o in fenced:
+                if o.job_id in group_of and o.state in FINAL:
+                    hit = counts.setdefault(group_of[o.job_id], [0, 0])
+                    hit[0] += 1
+                    hit[1] += o.state is not JobState.SUCCEEDED
+            due = self._groups_count_down(c, counts)
+            if due:
+                self._settle_groups(c, due)
             finished = [o.job_id for o in fenced if o.job_id in watched and o.state in FINAL]
             if finished:
                 self._resolve_in(c, finished)
