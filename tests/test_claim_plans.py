@@ -30,10 +30,9 @@ def _plan_nodes(plan: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-# The prepared claims, with their own parameters: the plain one (the statement of its
-# function, which runs it under its generic plan), and the ones for a queue whose only
-# limits are task rate limits (a bucket per task, made below) or its own rate (the last
-# two always run under their generic plan: store.py _claim_generic).
+# The prepared claims, with their own parameters: the plain one, and the ones for a queue
+# whose only limits are task rate limits (a bucket per task, made below) or its own rate
+# (the plain one and the last two are functions run under their generic plan).
 _CLAIMS: dict[str, dict[str, Any]] = {
     "jobs_claim": {},
     "jobs_claim_task_rates": {"tasks": ["noop", "other"], "capacities": [1e9, 1e9],
@@ -44,15 +43,21 @@ _CLAIMS: dict[str, dict[str, Any]] = {
 _FAIR: dict[str, dict[str, Any]] = {"fair_claim": {}}
 
 
+# The claims that are functions (migration 0016): their plans are those of the statement
+# inside, which runs under its generic plan.
+_FUNCTIONS = {"jobs_claim": "claim_jobs", "jobs_claim_queue_rate": "claim_jobs_queue_rate",
+              "jobs_claim_task_rate": "claim_jobs_task_rate"}
+
+
 def _statement(app: App, conn: psycopg.Connection[Any], name: str) -> str:
-    """The store's statement ``name``; for the plain claim, the statement its function
-    (claim_jobs, migration 0016) runs, as stored in the database, its p_x arguments
-    written %(x)s."""
-    if name != "jobs_claim":
+    """The store's statement ``name``; for a claim that is a function, the statement it
+    runs, as stored in the database, its p_x arguments written %(x)s."""
+    function = _FUNCTIONS.get(name)
+    if function is None:
         return str(app.store.q[name])  # type: ignore[attr-defined]
     row = conn.execute("SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n "
                        "ON n.oid = p.pronamespace WHERE n.nspname = %s "
-                       "AND p.proname = 'claim_jobs'", (app.schema,)).fetchone()
+                       "AND p.proname = %s", (app.schema, function)).fetchone()
     assert row is not None, "the claim's function is missing"
     body = row[0].split("RETURN QUERY", 1)[1].rsplit(";", 1)[0]
     return re.sub(r"\bp_(\w+)", r"%(\1)s", body)
@@ -118,12 +123,11 @@ def test_generic_claim_plan_walks_the_index_with_stale_statistics(
                                   "jobs_claim_queue_rate"])
 def test_claims_generic_plan_finds_jobs_by_id_after_analyze(
         app: App, db: dict[str, str], name: str) -> None:
-    """The plain claim (its function, migration 0016) and the rate-limited ones (store.py
-    _claim_generic) always run under their generic plan, which guesses a tenth of the
-    backlog for their LIMITs: with fresh statistics it must still walk the claim index and
-    update the jobs found by id, not hash them against a scan of the whole table (the
-    generic plan of the claim for several task rates does that, which is why it is planned
-    for its values)."""
+    """The plain claim and the rate-limited ones (functions, migration 0016) always run
+    under their generic plan, which guesses a tenth of the backlog for their LIMITs: with
+    fresh statistics it must still walk the claim index and update the jobs found by id,
+    not hash them against a scan of the whole table (the generic plan of the claim for
+    several task rates does that, which is why it is planned for its values)."""
     schema = db["schema"]
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         conn.execute(f'''

@@ -256,46 +256,10 @@ ON CONFLICT (key) DO NOTHING
 -- name: jobs_claim_queue_rate
 -- A queue whose only limit is its own rate, in one statement: lock the bucket (made
 -- beforehand: a missing bucket claims nothing), claim at most its whole tokens, and
--- spend one token per job claimed. Jobs picked past the tokens are only locked until
--- this statement commits.
-WITH b AS (
-    SELECT least(%(capacity)s, tokens + greatest(0, extract(epoch FROM {now} - updated_at))
-                                        * %(rate)s) AS tokens
-    FROM {schema}.rate_buckets WHERE key = %(key)s
-    FOR UPDATE
-),
-next AS (
-    SELECT id FROM {schema}.jobs
-    WHERE queue = %(queue)s
-      AND state IN ('available', 'scheduled', 'retrying')
-      AND run_at <= {now}
-      AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
-                      WHERE s.queue = %(queue)s AND s.paused)
-      AND EXISTS (SELECT 1 FROM b)  -- evaluated first: the bucket is locked before any job
-    ORDER BY priority DESC, run_at, id
-    -- a constant limit, so the plan walks the claim index; the tokens cut it below
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-),
-take AS (
-    SELECT id FROM next LIMIT greatest(0, (SELECT floor(tokens) FROM b))::int
-),
-claimed AS (
-    UPDATE {schema}.jobs j
-    SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
-        attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
-    FROM take
-    WHERE j.id = take.id
-    RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
-              j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted
-),
-spent AS (
-    UPDATE {schema}.rate_buckets
-    SET tokens = (SELECT tokens FROM b) - (SELECT count(*) FROM claimed),
-        updated_at = greatest(updated_at, {now})
-    WHERE key = %(key)s AND EXISTS (SELECT 1 FROM b)
-)
-SELECT * FROM claimed
+-- spend one token per job claimed. The statement is the function claim_jobs_queue_rate
+-- (migration 0016), run under its generic plan, planned once per connection.
+SELECT * FROM {schema}.claim_jobs_queue_rate(%(queue)s, %(limit)s, %(worker)s,
+    %(lease)s, %(key)s, %(capacity)s::float8, %(rate)s::float8, %(now)s)
 
 -- name: jobs_claim_task_rates
 -- A queue whose only limits are task rate limits, in one statement: lock the tasks'
@@ -365,59 +329,9 @@ spent AS (
 SELECT * FROM claimed
 
 -- name: jobs_claim_task_rate
--- jobs_claim_task_rates for one limited task (the common case), in fewer steps, since a
--- claim this hot is planned afresh each time: no sort, no count per task. The task comes
--- in through a join (of a one-element array), not as a value: filtering the jobs on a
--- value lowered the estimate until sorting all of the task's waiting jobs looked cheaper
--- than walking the claim index with statistics stale (tests/test_claim_plans.py); so
--- did moving the paused check out of the lateral scan.
-WITH b AS (
-    SELECT l.task, least(%(capacity)s, r.tokens + greatest(0, extract(epoch FROM
-                         {now} - r.updated_at)) * %(rate)s) AS tokens
-    FROM unnest(ARRAY[%(task)s::text]) AS l(task)
-    CROSS JOIN LATERAL (SELECT tokens, updated_at FROM {schema}.rate_buckets
-                        WHERE key = 'task:' || l.task FOR UPDATE) r
-),
-limited AS (  -- the task by a join, not a value: the plan walks the claim index
-    SELECT j.id FROM b
-    CROSS JOIN LATERAL (
-        SELECT id FROM {schema}.jobs
-        WHERE queue = %(queue)s AND task = b.task
-          AND state IN ('available', 'scheduled', 'retrying')
-          AND run_at <= {now}
-          AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
-                          WHERE s.queue = %(queue)s AND s.paused)
-        ORDER BY priority DESC, run_at, id
-        LIMIT least(%(limit)s, greatest(0, floor(b.tokens)))::int
-        FOR UPDATE SKIP LOCKED
-    ) j
-),
-rest AS (  -- what the task left of the claim: none, and the rest is not read at all
-    SELECT id FROM {schema}.jobs
-    WHERE queue = %(queue)s AND task <> %(task)s
-      AND state IN ('available', 'scheduled', 'retrying')
-      AND run_at <= {now}
-      AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
-                      WHERE s.queue = %(queue)s AND s.paused)
-      AND EXISTS (SELECT 1 FROM b)
-    ORDER BY priority DESC, run_at, id
-    LIMIT greatest(0, %(limit)s - (SELECT count(*) FROM limited))
-    FOR UPDATE SKIP LOCKED
-),
-claimed AS (
-    UPDATE {schema}.jobs j
-    SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
-        attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
-    -- a constant limit (never reached): the planner expects few jobs and finds them by id
-    FROM (SELECT id FROM limited UNION ALL SELECT id FROM rest LIMIT %(limit)s) p
-    WHERE j.id = p.id
-    RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
-              j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted
-),
-spent AS (
-    UPDATE {schema}.rate_buckets
-    SET tokens = (SELECT tokens FROM b) - (SELECT count(*) FROM limited),
-        updated_at = greatest(updated_at, {now})
-    WHERE key = 'task:' || %(task)s::text AND EXISTS (SELECT 1 FROM b)
-)
-SELECT * FROM claimed
+-- jobs_claim_task_rates for one limited task (the common case), in fewer steps: the
+-- function claim_jobs_task_rate (migration 0016), run under its generic plan, planned
+-- once per connection.
+SELECT * FROM {schema}.claim_jobs_task_rate(%(queue)s, %(limit)s, %(worker)s,
+    %(lease)s, %(task)s, %(capacity)s::float8, %(rate)s::float8, %(now)s)
+

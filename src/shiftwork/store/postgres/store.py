@@ -12,7 +12,6 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -52,8 +51,6 @@ from .wakeups import PostgresWakeListener
 from .workflows import PostgresWorkflows
 
 log = logging.getLogger("shiftwork.store.postgres")
-#: Whether libpq can send several statements before reading their results (14 and later).
-_PIPELINE = psycopg.Pipeline.is_supported()
 
 NOTIFY_CHANNEL_PREFIX = "shiftwork_jobs_"
 #: Finished jobs someone waits on (job.result()): a channel of their own, so the
@@ -417,9 +414,9 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                     c.execute(self.q["rate_bucket_ensure"], self._p(
                         key=key, capacity=rate.capacity))
                     self._buckets_made.add(key)
-                rows = self._claim_generic(c, "jobs_claim_queue_rate", self._p(
+                rows = c.execute(self.q["jobs_claim_queue_rate"], self._p(
                     queue=queue, limit=limit, worker=worker_id, lease=lease_seconds, key=key,
-                    capacity=rate.capacity, rate=rate.rate))
+                    capacity=rate.capacity, rate=rate.rate), prepare=self._prepare).fetchall()
             return claimed_jobs(rows)
         if flow is not None and flow.task_rates and not limits \
                 and flow == ClaimFlow(task_rates=flow.task_rates):
@@ -456,9 +453,10 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                     self._buckets_made.add(key)
             if len(tasks) == 1:  # the common case: a statement with fewer steps
                 (task,) = tasks
-                return self._claim_generic(c, "jobs_claim_task_rate", self._p(
+                return c.execute(self.q["jobs_claim_task_rate"], self._p(
                     queue=queue, limit=limit, worker=worker, lease=lease, task=task,
-                    capacity=rates[task].capacity, rate=rates[task].rate))
+                    capacity=rates[task].capacity, rate=rates[task].rate),
+                    prepare=self._prepare).fetchall()
             # Planned for its values each time: its generic plan hashes the picked jobs
             # against a scan of the whole table (tests/test_claim_plans.py).
             return c.execute(self.q["jobs_claim_task_rates"], self._p(
@@ -466,33 +464,6 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                 capacities=[float(rates[t].capacity) for t in tasks],
                 rates=[float(rates[t].rate) for t in tasks]),
                 prepare=self._prepare).fetchall()
-
-    def _claim_generic(self, c: psycopg.Connection[Any], query: str,
-                       params: dict[str, Any]) -> list[Any]:
-        """Run a rate-limited claim under its generic plan, made once per connection.
-
-        Postgres would plan these statements afresh on every call: their LIMITs come from
-        the bucket, so it guesses a tenth of the backlog for the generic plan, finds it
-        dearer than one planned for the values, and keeps planning (0.2-0.3 ms, more than
-        running them). Their generic plans are as good (the same index walk, jobs found by
-        id; tests/test_claim_plans.py), so the claim forces it, for its own transaction
-        only, in one round trip. Behind PgBouncer (no prepared statements) it is planned
-        each time, as before.
-        """
-        if not self._prepare or not _PIPELINE:
-            return c.execute(self.q[query], params, prepare=self._prepare).fetchall()
-        try:
-            with c.pipeline():
-                c.execute("BEGIN", prepare=True)
-                c.execute("SET LOCAL plan_cache_mode = force_generic_plan", prepare=True)
-                cur = c.execute(self.q[query], params, prepare=True)
-                c.execute("COMMIT", prepare=True)
-            return cur.fetchall()
-        except BaseException:
-            # A failed statement leaves the COMMIT unsent: end the transaction here.
-            if not c.broken and c.info.transaction_status != TransactionStatus.IDLE:
-                c.rollback()
-            raise
 
     def _fair_steps(self, c: psycopg.Connection[Any], queue: str) -> FairSteps:
         q = self.q
