@@ -27,7 +27,8 @@ from .faults.pgproxy import PgFaultProxy
 
 pytestmark = [pytest.mark.fault, pytest.mark.postgres]
 
-CLAIM = r"SET state = 'running', attempt = j\.attempt \+ 1"
+# The plain claim is a function (migration 0016); the others are statements.
+CLAIM = r"\.claim_jobs\(|SET state = 'running', attempt = j\.attempt \+ 1"
 COMPLETE = r"finished_at = CASE WHEN u\.state IN"
 HEARTBEAT = r"SET heartbeat_at"
 CHECKPOINT = r"SET checkpoint = CASE WHEN"
