@@ -134,15 +134,14 @@ class DepsActions(EngineSql):
             new_parents = {k for i in linked for k in jobs[i].after_new}
             # Most rows of a group have no links: one shared mark, the row as it is.
             marks = [Mark(0, False, group_id)] * members + [NO_MARK] * (len(jobs) - members)
-            rows = list(jobs)
             for i in sorted({*linked, *new_parents}):
                 j = jobs[i]
                 marks[i] = Mark(len(set(j.after)) + len(set(j.after_new)), i in new_parents,
                                 group_id if i < members else None)
             if callback:  # the last row waits for the group
                 marks[-1] = marks[-1]._replace(deps_pending=marks[-1].deps_pending + 1)
-            rows = [replace(j, run_at=DEPS_WAIT) if m.deps_pending else j
-                    for j, m in zip(jobs, marks, strict=True)] if linked or callback else rows
+            rows = [replace(j, run_at=DEPS_WAIT) if m.deps_pending else j  # they wait
+                    for j, m in zip(jobs, marks, strict=True)]
             results = self._insert_marked(c, rows, marks)
             ids = [r.id for r in results]
             if members and not all(r.created for r in results[:members]):
