@@ -61,6 +61,25 @@ def _plain_row(j: NewJob, now: float) -> tuple[Any, ...]:
             j.priority, j.max_attempts, run_at, now, j.timeout, j.meta_json)
 
 
+def _inserted(c: sqlite3.Connection, cur: sqlite3.Cursor, count: int) -> list[EnqueueResult]:
+    """The ids of the ``count`` jobs one insert statement just wrote: the write lock is
+    held and ids are AUTOINCREMENT, so they are the ``count`` up to the last one."""
+    last = c.execute("SELECT last_insert_rowid()").fetchone()[0]
+    if cur.rowcount != count:
+        raise StorageError(f"inserted {cur.rowcount} of {count} jobs")
+    return [EnqueueResult(job_id, True) for job_id in range(last - count + 1, last + 1)]
+
+
+def _tally(finished: Iterable[tuple[int, bool]]) -> dict[int, list[int]]:
+    """(group, succeeded) per member finished -> group: [finished, of them failed]."""
+    counts: dict[int, list[int]] = {}
+    for group_id, succeeded in finished:
+        hit = counts.setdefault(group_id, [0, 0])
+        hit[0] += 1
+        hit[1] += not succeeded
+    return counts
+
+
 #: Outcomes written per transaction (see jobs_complete_many).
 COMPLETE_BATCH = 200
 
@@ -202,12 +221,9 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         return changed
 
     def _groups_count_step(self, c: sqlite3.Connection, job_ids: list[int]) -> list[int]:
-        counts: dict[int, list[int]] = {}  # group -> [members finished, of them failed]
-        for group_id, state in self._rows(c, "groups_members_count", ids=job_ids):
-            hit = counts.setdefault(group_id, [0, 0])
-            hit[0] += 1
-            hit[1] += state != JobState.SUCCEEDED.value
-        return self._groups_count_down(c, counts)
+        return self._groups_count_down(c, _tally(
+            (group_id, state == JobState.SUCCEEDED.value)
+            for group_id, state in self._rows(c, "groups_members_count", ids=job_ids)))
 
     def _groups_count_down(self, c: sqlite3.Connection, counts: dict[int, list[int]]
                            ) -> list[int]:
@@ -343,12 +359,7 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
             batch = jobs[start:start + PLAIN_BATCH]
             rows = _compact_json([_plain_row(j, now) for j in batch])
             with self._tx(conn) as c:
-                cur = c.execute(insert, {"rows": rows})
-                last = c.execute("SELECT last_insert_rowid()").fetchone()[0]
-                if cur.rowcount != len(batch):
-                    raise StorageError(f"inserted {cur.rowcount} of {len(batch)} jobs")
-            out += [EnqueueResult(job_id, True)
-                    for job_id in range(last - len(batch) + 1, last + 1)]
+                out += _inserted(c, c.execute(insert, {"rows": rows}), len(batch))
         return out
 
     def _insert_marked(self, c: sqlite3.Connection, jobs: list[NewJob], marks: list[Mark]
@@ -361,11 +372,7 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         rows = _compact_json([(*_plain_row(j, now), m.deps_pending, int(m.watched), m.group_id,
                                0 if m.group_id is None else 1)
                               for j, m in zip(jobs, marks, strict=True)])
-        cur = c.execute(self.q["jobs_insert_marked"], {"rows": rows})
-        last = c.execute("SELECT last_insert_rowid()").fetchone()[0]
-        if cur.rowcount != len(jobs):
-            raise StorageError(f"inserted {cur.rowcount} of {len(jobs)} jobs")
-        return [EnqueueResult(job_id, True) for job_id in range(last - len(jobs) + 1, last + 1)]
+        return _inserted(c, c.execute(self.q["jobs_insert_marked"], {"rows": rows}), len(jobs))
 
     # -- claim / complete -----------------------------------------------------------------
 
@@ -508,13 +515,9 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
             # Group members finished: the updates above marked them counted; count them
             # into their groups. Jobs with dependents (or waiters): resolve them. All in
             # this transaction.
-            counts: dict[int, list[int]] = {}
-            for o in fenced:
-                if o.job_id in group_of and o.state in FINAL:
-                    hit = counts.setdefault(group_of[o.job_id], [0, 0])
-                    hit[0] += 1
-                    hit[1] += o.state is not JobState.SUCCEEDED
-            due = self._groups_count_down(c, counts)
+            due = self._groups_count_down(c, _tally(
+                (group_of[o.job_id], o.state is JobState.SUCCEEDED)
+                for o in fenced if o.job_id in group_of and o.state in FINAL))
             if due:
                 self._settle_groups(c, due)
             finished = [o.job_id for o in fenced if o.job_id in watched and o.state in FINAL]
