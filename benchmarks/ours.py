@@ -14,6 +14,7 @@ import psycopg
 
 from shiftwork import App
 
+from . import recorder
 from .app import make_app
 from .common import (
     Place,
@@ -43,6 +44,10 @@ class Probe:
             self.w = "workers"
         else:
             self.c = psycopg.connect(pl.dsn, autocommit=True)
+            # The harness's progress count must not take the CPU from what it measures:
+            # a parallel count of a 200,000-row table every 100 ms (two workers forked
+            # each time) put a 10 ms spike on every third urgent job of the mixed run.
+            self.c.execute("SET max_parallel_workers_per_gather = 0")
             self.t = f'"{pl.schema}".jobs'
             self.w = f'"{pl.schema}".workers'
 
@@ -52,8 +57,14 @@ class Probe:
         return self.c.execute(text, args).fetchone()
 
     def remaining(self, queue: str) -> int:
-        return int(self.one(f"SELECT count(*) FROM {self.t} WHERE queue = %s AND state IN "
-                            "('available', 'scheduled', 'retrying', 'running')", queue)[0])
+        # Two counts whose conditions are those of the partial indexes (waiting jobs:
+        # jobs_claim_idx; running ones: jobs_running_lease_idx): the count reads only
+        # the unfinished rows, never the finished ones it would otherwise scan.
+        return int(self.one(
+            f"SELECT (SELECT count(*) FROM {self.t} WHERE queue = %s AND state IN "
+            "('available', 'scheduled', 'retrying')) + "
+            f"(SELECT count(*) FROM {self.t} WHERE queue = %s AND state = 'running')",
+            queue, queue)[0])
 
     def workers(self) -> int:
         return int(self.one(f"SELECT count(*) FROM {self.w}")[0])
@@ -188,28 +199,61 @@ def enqueue(engine: str, calls: int, bulk: int, progress: Progress) -> dict[str,
                 "bulk": bulk, "load": before}
 
 
-def _sender(app: App, interval: float, stop_when: Callable[[], bool], count: int | None = None
-            ) -> int:
+def _sender(app: App, interval: float, stop_when: Callable[[], bool], count: int | None = None,
+            floor: Callable[[], Any] | None = None) -> int:
     """Enqueue one stamp job every ``interval`` seconds; each carries its send time, and
     the time each enqueue call took (its durable commit) is recorded ("e" lines) where
-    this process records (the mixed workload's sender process)."""
+    this process records (the mixed workload's sender process). ``floor``, a bare durable
+    write without shiftwork, runs half an interval after each send ("f" lines): the same
+    pacing and moments, as the control for what the machine allows."""
     task = app.tasks["bench.stamp"]
+    task.enqueue(0.0)  # warm the connection; the job records nothing (sent time 0)
+    if floor:
+        floor()
     sent = 0
     nxt = time.perf_counter()
     while (count is None or sent < count) and not stop_when():
-        started = time.perf_counter()
-        task.enqueue(time.time())
-        record("e", (time.perf_counter() - started) * 1000.0)
+        started, sent_at = time.perf_counter(), time.time()
+        task.enqueue(sent_at)
+        record("e", (time.perf_counter() - started) * 1000.0, sent_at)
         sent += 1
         nxt += interval
-        delay = nxt - time.perf_counter()
-        if delay > 0:
-            time.sleep(delay)
+        if floor:
+            _sleep_until(nxt - interval / 2)
+            started, at = time.perf_counter(), time.time()
+            floor()
+            record("f", (time.perf_counter() - started) * 1000.0, at)
+        _sleep_until(nxt)
     return sent
 
 
-def _latencies(pl: Place) -> list[float]:
-    return [float(r[2]) for r in read_all(pl.record_dir) if r[0] == "l"]
+def _sleep_until(moment: float) -> None:
+    delay = moment - time.perf_counter()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def _worker_part(pl: Place, window: tuple[float, float] | None = None) -> list[float]:
+    """Each stamp job's latency less its own enqueue call (matched by send time): the
+    part from the committed job to its first line, which is the queue's, not the
+    sender's."""
+    rows = read_all(pl.record_dir)
+    calls = {r[2]: float(r[1]) for r in rows if r[0] == "e"}
+    out = []
+    for r in rows:
+        if r[0] == "l" and r[3] in calls and (
+                window is None or window[0] <= float(r[3]) <= window[1]):
+            out.append(float(r[2]) - calls[r[3]])
+    return out
+
+
+def _latencies(pl: Place, window: tuple[float, float] | None = None) -> list[float]:
+    """Every stamp job's latency; with ``window`` (wall-clock start, end), only of the
+    jobs sent inside it."""
+    rows = [r for r in read_all(pl.record_dir) if r[0] == "l"]
+    if window is not None:
+        rows = [r for r in rows if window[0] <= float(r[3]) <= window[1]]
+    return [float(r[2]) for r in rows]
 
 
 def latency(engine: str, count: int, progress: Progress) -> dict[str, Any]:
@@ -229,13 +273,19 @@ def latency(engine: str, count: int, progress: Progress) -> dict[str, Any]:
                     progress(state["i"] / count, f"{state['i']}/{count} sent")
                 return False
 
-            sent = _sender(app, 0.020, tick, count)
+            recorder.DIR = pl.record_dir  # the sender's "e" lines, as in the mixed run
+            try:
+                sent = _sender(app, 0.020, tick, count)
+            finally:
+                recorder.flush()
+                recorder.DIR = ""
             wait_until(lambda: len(_latencies(pl)) >= sent, 60, "latency jobs to run", 0.05)
         finally:
             stop(procs)
         app.close()
         probe.close()
-        return {**percentiles(_latencies(pl)), "load": before, "floor": floor}
+        return {**percentiles(_latencies(pl)), "worker_part": percentiles(_worker_part(pl)),
+                "load": before, "floor": floor}
 
 
 def commit_floor(pl: Place, n: int = 100, gap: float = 0.020) -> dict[str, float]:
@@ -270,7 +320,11 @@ def commit_floor(pl: Place, n: int = 100, gap: float = 0.020) -> dict[str, float
 
 def mixed(engine: str, flood: int, concurrency: int, progress: Progress, split: bool = False
           ) -> dict[str, Any]:
-    """``split``: the urgent queue in its own worker process (else one process serves both)."""
+    """``split``: the urgent queue in its own worker process (else one process serves both).
+
+    An urgent job every 10 ms (about 200 during a 50,000-job flood; at 50 ms a p99 of ~40
+    sends was their maximum), and only those sent between the flood's first enqueue and
+    its drain's end are counted: the sends before and after are idle pickups."""
     with place(engine) as pl:
         app = _app(pl)
         probe = Probe(pl)
@@ -283,14 +337,15 @@ def mixed(engine: str, flood: int, concurrency: int, progress: Progress, split: 
             _wait_ready(probe, len(procs))
             before = load()
             stop_file = os.path.join(pl.tmp, "sender.stop")
-            sender = spawn([sys.executable, "-m", "benchmarks.sender", "0.050", stop_file],
+            sender = spawn([sys.executable, "-m", "benchmarks.sender", "0.010", stop_file],
                            pl.env(), os.path.join(pl.tmp, "sender.log"))
             wait_until(lambda: _latencies(pl), 30, "the sender's first urgent job", 0.01)
-            started = time.perf_counter()
+            started, window_start = time.perf_counter(), time.time()
             _enqueue_noops(app, flood, chunk=5000)
             enq = time.perf_counter() - started
             _drain_wait(probe, "bench", flood, progress, procs, 0.1)
             flood_s = time.perf_counter() - started
+            window = (window_start, time.time())
             with open(stop_file, "w"):
                 pass
             sender.wait(30)
@@ -301,8 +356,18 @@ def mixed(engine: str, flood: int, concurrency: int, progress: Progress, split: 
             stop(procs)
         app.close()
         probe.close()
-        sends = [float(r[1]) for r in read_all(pl.record_dir) if r[0] == "e"]
-        return {**percentiles(_latencies(pl)), "enqueue_call": percentiles(sends),
+        rows = read_all(pl.record_dir)
+
+        def during(kind: str) -> list[float]:
+            return [float(r[1]) for r in rows
+                    if r[0] == kind and window[0] <= float(r[2]) <= window[1]]
+
+        sends, floors = during("e"), during("f")
+        drain_window = (window[0] + enq, window[1])
+        return {**percentiles(_latencies(pl, window)), "enqueue_call": percentiles(sends),
+                "bare_insert": percentiles(floors),
+                "worker_part": percentiles(_worker_part(pl, window)),
+                "after_enqueue": percentiles(_latencies(pl, drain_window)),
                 "flood": flood, "flood_seconds": flood_s,
                 "flood_enqueue_seconds": enq, "load": before,
                 "topology": "urgent in its own process" if split else "one process, both queues"}

@@ -36,6 +36,18 @@ def describe(name: str, r: dict[str, Any]) -> str:
         if sends.get("n"):
             extra += f"; of which the enqueue call p50 {sends['p50']:.1f} / p99 " \
                 f"{sends['p99']:.1f} ms"
+        bare = r.get("bare_insert", {})
+        if bare.get("n"):
+            extra += f"; a bare durable INSERT in the same moments p50 {bare['p50']:.1f} / " \
+                f"p99 {bare['p99']:.1f} ms"
+        part = r.get("worker_part", {})
+        if part.get("n"):
+            extra += f"; the worker's part (less the enqueue call) p50 {part['p50']:.1f} / " \
+                f"p99 {part['p99']:.1f} ms"
+        after = r.get("after_enqueue", {})
+        if after.get("n"):
+            extra += f"; sent after the flood's enqueue (the drain alone) p50 " \
+                f"{after['p50']:.1f} / p99 {after['p99']:.1f} ms"
         floor = r.get("floor")
         if floor:
             extra += (f"; machine floor now: round trip p50 {floor['round_trip_p50']:.2f} ms, "
@@ -115,6 +127,12 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
                 out.append((f"mixed, {eng} ({how}): urgent p99 during flood ≤ 2x idle p99",
                             f"{busy:.1f} vs {idle:.1f} ms (x{busy / idle:.2f})",
                             busy <= 2 * idle))
+            idle_w = _get(ours, eng, "latency", "worker_part", "p99")
+            busy_w = _get(ours, eng, key, "worker_part", "p99")
+            if idle_w and busy_w is not None:
+                out.append((f"mixed, {eng} ({how}): the worker's part of it ≤ 2x idle",
+                            f"{busy_w:.1f} vs {idle_w:.1f} ms (x{busy_w / idle_w:.2f})",
+                            busy_w <= 2 * idle_w))
         ratio = _get(ours, eng, "history", "ratio")
         if ratio is not None:
             rows = _get(ours, eng, "history", "retained_rows")

@@ -15,14 +15,31 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from .app import app
 from .ours import _sender
 
 
+def bare_insert() -> Callable[[], Any] | None:
+    """Postgres: a one-row durable INSERT on a connection of its own, no shiftwork code
+    (SQLite: none, its one write lock would make it a different test)."""
+    dsn = os.environ.get("BENCH_DSN", "")
+    if not dsn.startswith("postgres"):
+        return None
+    import psycopg
+
+    conn = psycopg.connect(dsn, autocommit=True)
+    table = f'"{os.environ["BENCH_SCHEMA"]}".flood_floor'
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (x int)")
+    return lambda: conn.execute(f"INSERT INTO {table} VALUES (1)")
+
+
 def main() -> None:
     interval, stop_file = float(sys.argv[1]), sys.argv[2]
-    print(_sender(app, interval, lambda: os.path.exists(stop_file)), flush=True)
+    print(_sender(app, interval, lambda: os.path.exists(stop_file), floor=bare_insert()),
+          flush=True)
     app.close()
 
 
