@@ -89,6 +89,7 @@ def plan_reconcile(defs: list[ScheduleDef], stored: dict[str, dict[str, Any]]
     return plan
 
 
-def chunks(items: list[T], size: int = RECONCILE_BATCH) -> Iterator[list[T]]:
+def chunks(items: list[T]) -> Iterator[list[T]]:
+    size = RECONCILE_BATCH  # read at each call (a test makes it small)
     for i in range(0, len(items), size):
         yield items[i:i + size]
