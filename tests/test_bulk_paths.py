@@ -47,6 +47,29 @@ def test_bulk_enqueue_with_delays_and_options(make_app) -> None:  # type: ignore
     assert len(app.store.jobs_claim("q1", 1000, "w", 30)) == 300
 
 
+def test_bulk_enqueue_mixing_tasks_and_options_keeps_each_jobs_row(app: App) -> None:
+    """SQLite writes a stretch of jobs that differ only in their arguments as one
+    statement with the shared columns bound once; a mix of many stretches goes row by
+    row. Either way each job keeps its own task, queue, priority and arguments, in order."""
+    @app.task(queue="qa")
+    def a(n: int) -> None: ...
+
+    @app.task(queue="qb", max_attempts=2)
+    def b(n: int) -> None: ...
+
+    mixed = [(a if i % 2 else b).using(priority=i % 3).call(i) for i in range(40)]
+    stretches = [a.call(i) for i in range(30)] + [b.call(i) for i in range(30)]
+    for requests in (mixed, stretches):
+        results = app.enqueue_many(requests)
+        assert [r.id for r in results] == sorted(r.id for r in results)
+        for r, req in zip(results, requests, strict=True):
+            job = app.get_job(r.id)
+            assert (job.task, job.queue, job.args) == (req.task.name, req.task.options.queue,
+                                                       list(req.args))
+            assert job.priority == (req.options.priority or 0)
+            assert job.max_attempts == req.task.options.max_attempts
+
+
 def test_batched_completion_is_fenced_per_attempt(app: App) -> None:
     @app.task
     def noop(n: int) -> None: ...

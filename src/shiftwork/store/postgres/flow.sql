@@ -236,7 +236,10 @@ claimed AS (
     SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
         attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
     FROM picked p
-    WHERE j.id = p.id AND j.state IN ('available', 'scheduled', 'retrying')
+    -- The state as an IS TRUE test: written plainly it is the claim index's partial
+    -- condition, and a plan made while the table was empty looked each picked job up by
+    -- walking that whole index instead of by its id (once per job, through a flood).
+    WHERE j.id = p.id AND (j.state IN ('available', 'scheduled', 'retrying')) IS TRUE
     RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
               j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted, p.grp, p.ord, p.k
 ),

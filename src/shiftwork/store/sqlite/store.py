@@ -21,7 +21,7 @@ from ...job import NewJob
 from ...outcome import Outcome
 from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, WorkerInfo
 from ...states import FINAL, JobState
-from ..deps import DepsActions, Mark
+from ..deps import NO_MARK, DepsActions, Mark
 from ..fleet import FleetWrites
 from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
 from ..jobs import (
@@ -59,6 +59,27 @@ def _plain_row(j: NewJob, now: float) -> tuple[Any, ...]:
     run_at = now if j.run_at is None else j.run_at.timestamp()
     return (j.queue, j.task, j.args_json, "available" if run_at <= now else "scheduled",
             j.priority, j.max_attempts, run_at, now, j.timeout, j.meta_json)
+
+
+def _runs(jobs: list[NewJob], marks: list[Mark] | None) -> list[tuple[int, int]]:
+    """The stretches [start, end) of ``jobs`` whose rows differ only in their arguments
+    (and, with ``marks``, share their mark): one for the usual bulk call or group, two
+    for a group and its callback."""
+    runs: list[tuple[int, int]] = []
+    start, key = 0, None
+    for i, j in enumerate(jobs):
+        k = (j.task, j.queue, j.priority, j.max_attempts, j.run_at, j.timeout, j.meta_json,
+             marks[i] if marks is not None else None)
+        if k != key:
+            if i:
+                runs.append((start, i))
+            start, key = i, k
+    runs.append((start, len(jobs)))
+    return runs
+
+
+#: More stretches than this in one insert: the row-array statement instead.
+UNIFORM_RUNS = 4
 
 
 def _inserted(c: sqlite3.Connection, cur: sqlite3.Cursor, count: int) -> list[EnqueueResult]:
@@ -357,10 +378,30 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         insert = self.q["jobs_insert_plain"]
         for start in range(0, len(jobs), PLAIN_BATCH):
             batch = jobs[start:start + PLAIN_BATCH]
-            rows = _compact_json([_plain_row(j, now) for j in batch])
             with self._tx(conn) as c:
-                out += _inserted(c, c.execute(insert, {"rows": rows}), len(batch))
+                runs = _runs(batch, None)
+                if len(runs) <= UNIFORM_RUNS:
+                    for a, b in runs:
+                        out += self._insert_uniform(c, batch[a:b], NO_MARK, now)
+                else:
+                    rows = _compact_json([_plain_row(j, now) for j in batch])
+                    out += _inserted(c, c.execute(insert, {"rows": rows}), len(batch))
         return out
+
+    def _insert_uniform(self, c: sqlite3.Connection, jobs: list[NewJob], mark: Mark,
+                        now: float) -> list[EnqueueResult]:
+        """Jobs that differ only in their arguments, with one mark, in one statement."""
+        first = _plain_row(jobs[0], now)
+        params: dict[str, Any] = {
+            "queue": first[0], "task": first[1], "state": first[3], "priority": first[4],
+            "max_attempts": first[5], "run_at": first[6], "now": now, "timeout": first[8],
+            "meta": first[9], "args": _compact_json([j.args_json for j in jobs])}
+        query = "jobs_insert_uniform"
+        if mark != NO_MARK:  # (plain jobs name no column of a later migration)
+            query = "jobs_insert_uniform_marked"
+            params.update(deps_pending=mark.deps_pending, watched=int(mark.watched),
+                          group_id=mark.group_id, group_mark=0 if mark.group_id is None else 1)
+        return _inserted(c, c.execute(self.q[query], params), len(jobs))
 
     def _insert_marked(self, c: sqlite3.Connection, jobs: list[NewJob], marks: list[Mark]
                        ) -> list[EnqueueResult]:
@@ -369,6 +410,9 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         if any(j.unique_key for j in jobs):
             return super()._insert_marked(c, jobs, marks)
         now = self._now()
+        runs = _runs(jobs, marks)
+        if len(runs) <= UNIFORM_RUNS:  # a group's members (and its callback)
+            return [r for a, b in runs for r in self._insert_uniform(c, jobs[a:b], marks[a], now)]
         rows = _compact_json([(*_plain_row(j, now), m.deps_pending, int(m.watched), m.group_id,
                                0 if m.group_id is None else 1)
                               for j, m in zip(jobs, marks, strict=True)])
