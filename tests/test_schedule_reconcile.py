@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, replace
 from typing import Any
@@ -20,6 +21,8 @@ from shiftwork.schedule import ScheduleDef
 from shiftwork.store import reconcile as reconcile_module
 from shiftwork.store.reconcile import fingerprint
 from shiftwork.worker.scheduler import reconcile
+
+from .conftest import wait_for
 
 
 def noop(*args: Any) -> None:
@@ -218,3 +221,34 @@ def test_the_fingerprint_covers_every_field_and_not_the_order() -> None:
                    {"queue": "r"}, {"priority": 1}, {"jitter": 0.5}, {"catchup": "all"},
                    {"overlap": "allow_all"}, {"pause_on_failure": True}, {"name": "c"}):
         assert fingerprint([replace(a, **change), b]) != fingerprint([a, b]), change
+
+
+def test_a_hand_edit_during_a_reconcile_waits_and_deletes_its_fingerprint(
+        make_app: Callable[..., App], db: dict[str, str], engine: str) -> None:
+    if engine != "postgres":
+        pytest.skip("SQLite writers cannot interleave (one write lock per transaction)")
+    app = make_app()
+    declare(app, ["a"])
+    reconcile(app)
+    schema = f'"{db["schema"]}"'
+    # A reconcile in progress: the schedules' lock held, its fingerprint written, not
+    # yet committed.
+    with psycopg.connect(db["dsn"]) as pending:
+        pending.execute("SELECT pg_advisory_xact_lock(hashtextextended('shiftwork.schedules', 0))")
+        pending.execute(f"DELETE FROM {schema}.schedules_reconciled")
+        pending.execute(f"INSERT INTO {schema}.schedules_reconciled VALUES (1, 'x', now())")
+        with psycopg.connect(db["dsn"], autocommit=True) as edit:
+            pid = edit.info.backend_pid
+            done = threading.Thread(target=edit.execute, args=(
+                f"UPDATE {schema}.schedules SET cron = '*/7 * * * *', definition_hash = 'old' "
+                "WHERE name = 'a'",))
+            done.start()
+            with psycopg.connect(db["dsn"], autocommit=True) as watch:
+                wait_for(lambda: watch.execute(
+                    "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s",
+                    (pid,)).fetchone() == (True,), timeout=10)
+            pending.commit()
+            done.join()
+        left = pending.execute(f"SELECT count(*) FROM {schema}.schedules_reconciled")
+        assert left.fetchone() == (0,)  # the edit came after the reconcile: not matched
+    assert reconcile(app) == {"a": "changed"}

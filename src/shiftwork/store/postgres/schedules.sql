@@ -17,6 +17,7 @@ WHERE name = %(leader)s AND owner = %(owner)s AND term = %(term)s
 SELECT {now} AS now
 
 -- name: schedules_lock_all
+-- The same key as the trigger that deletes the reconcile's fingerprint (migration 0017).
 SELECT pg_advisory_xact_lock(hashtextextended('shiftwork.schedules', 0))
 
 -- name: schedules_exist

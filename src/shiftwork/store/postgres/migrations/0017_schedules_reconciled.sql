@@ -10,15 +10,20 @@ CREATE TABLE {schema}.schedules_reconciled (
     reconciled_at timestamptz NOT NULL
 );
 
+-- Before the statement writes, under the lock the reconcile and app.schedules.add /
+-- .remove take (re-entrant for them): a write made by anyone else waits for a reconcile
+-- in progress, then deletes the fingerprint it wrote (deleting after the write instead
+-- would miss a fingerprint inserted by a reconcile still uncommitted at that moment).
 CREATE FUNCTION {schema}.shiftwork_schedules_declared_changed() RETURNS trigger AS $$
 BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('shiftwork.schedules', 0));
     DELETE FROM {schema}.schedules_reconciled;
     RETURN NULL;
 END $$ LANGUAGE plpgsql;
 
 -- Once per statement (a reconcile's batch of 10,000 rows runs it once).
 CREATE TRIGGER schedules_declared_changed
-    AFTER INSERT OR DELETE OR TRUNCATE OR UPDATE OF name, cron, tz, task, args, queue,
+    BEFORE INSERT OR DELETE OR TRUNCATE OR UPDATE OF name, cron, tz, task, args, queue,
         priority, max_attempts, timeout, catchup, catchup_window, catchup_cap, overlap,
         starting_deadline, jitter, expect_success_within, pause_on_failure,
         definition_hash, removed_at, origin

@@ -3,7 +3,9 @@
 -- and writes nothing. Any write to a schedule's definition, origin or removal mark, by
 -- whoever makes it (a run-time add or remove, another set's reconcile, an older
 -- shiftwork, a hand edit), deletes it, so the next start compares every schedule again.
--- Cursor moves and pauses do not: the reconcile does not look at them.
+-- Cursor moves and pauses do not: the reconcile does not look at them. (Writers take the
+-- database's write lock for their whole transaction, so no write falls inside a
+-- reconcile: deleting after each row is enough.)
 CREATE TABLE schedules_reconciled (
     id            INTEGER PRIMARY KEY CHECK (id = 1),
     fingerprint   TEXT NOT NULL,
