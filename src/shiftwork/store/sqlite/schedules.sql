@@ -20,9 +20,6 @@ SELECT 1  -- BEGIN IMMEDIATE already serializes writers
 -- name: schedules_exist
 SELECT EXISTS (SELECT 1 FROM schedules) AS any
 
--- name: schedules_all
-SELECT * FROM schedules ORDER BY name
-
 -- name: schedules_insert
 INSERT INTO schedules (name, cron, tz, task, args, queue, priority, max_attempts,
     timeout, catchup, catchup_window, catchup_cap, overlap, starting_deadline, jitter,
@@ -48,6 +45,67 @@ WHERE name = :name
 -- name: schedules_mark_removed
 UPDATE schedules SET removed_at = :now, updated_at = :now
 WHERE name = :name AND removed_at IS NULL
+
+-- name: schedules_reconciled_get
+-- The start-up reconcile's fast path: this declared set was the last reconciled, and
+-- nothing has written a definition since (triggers delete the row: migration 0017).
+SELECT 1 AS hit FROM schedules_reconciled WHERE fingerprint = :fingerprint
+
+-- name: schedules_reconciled_set
+INSERT INTO schedules_reconciled (id, fingerprint, reconciled_at)
+VALUES (1, :fingerprint, :now)
+ON CONFLICT (id) DO UPDATE SET fingerprint = excluded.fingerprint,
+                               reconciled_at = excluded.reconciled_at
+
+-- name: schedules_declared
+-- What the reconcile compares (no arguments or cursors read).
+SELECT name, definition_hash, removed_at IS NOT NULL AS removed, origin, cron, tz
+FROM schedules ORDER BY name
+
+-- name: schedules_insert_batch
+-- New code schedules (a JSON array of definitions, each with its first fire instant in
+-- integer microseconds).
+INSERT INTO schedules (name, cron, tz, task, args, queue, priority, max_attempts,
+    timeout, catchup, catchup_window, catchup_cap, overlap, starting_deadline, jitter,
+    expect_success_within, pause_on_failure, definition_hash, next_fire_at, created_at,
+    updated_at)
+SELECT x.value ->> 'name', x.value ->> 'cron', x.value ->> 'tz',
+       x.value ->> 'task', x.value ->> 'args', x.value ->> 'queue',
+       x.value ->> 'priority', x.value ->> 'max_attempts', x.value ->> 'timeout',
+       x.value ->> 'catchup', x.value ->> 'catchup_window', x.value ->> 'catchup_cap',
+       x.value ->> 'overlap', x.value ->> 'starting_deadline', x.value ->> 'jitter',
+       x.value ->> 'expect_success_within', x.value ->> 'pause_on_failure',
+       x.value ->> 'definition_hash',
+       (x.value ->> 'next_fire_at') / 1000000.0, :now, :now
+FROM json_each(:rows) x
+
+-- name: schedules_update_definition_batch
+-- Changed and revived definitions; a row's cursor is replaced only when reset_cursor.
+UPDATE schedules AS s
+SET cron = x.value ->> 'cron', tz = x.value ->> 'tz',
+    task = x.value ->> 'task', args = x.value ->> 'args',
+    queue = x.value ->> 'queue', priority = x.value ->> 'priority',
+    max_attempts = x.value ->> 'max_attempts', timeout = x.value ->> 'timeout',
+    catchup = x.value ->> 'catchup', catchup_window = x.value ->> 'catchup_window',
+    catchup_cap = x.value ->> 'catchup_cap', overlap = x.value ->> 'overlap',
+    starting_deadline = x.value ->> 'starting_deadline', jitter = x.value ->> 'jitter',
+    expect_success_within = x.value ->> 'expect_success_within',
+    pause_on_failure = x.value ->> 'pause_on_failure',
+    definition_hash = x.value ->> 'definition_hash',
+    updated_at = :now, removed_at = NULL,
+    next_fire_at = CASE WHEN x.value ->> 'reset_cursor'
+                        THEN (x.value ->> 'next_fire_at') / 1000000.0
+                        ELSE s.next_fire_at END
+FROM json_each(:rows) x
+WHERE s.name = x.value ->> 'name'
+
+-- name: schedules_mark_removed_batch
+UPDATE schedules SET removed_at = :now, updated_at = :now
+WHERE name IN (SELECT value FROM json_each(:names)) AND removed_at IS NULL
+
+-- name: schedules_set_origin_batch
+UPDATE schedules SET origin = :origin
+WHERE name IN (SELECT value FROM json_each(:names))
 
 -- name: schedules_get
 SELECT * FROM schedules WHERE name = :name

@@ -673,6 +673,17 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
 
 
 def _split_statements(text: str) -> list[str]:
-    """Split a migration into statements (no semicolons inside our DDL literals)."""
+    """Split a migration into statements (no semicolons inside our DDL literals; a
+    trigger's body, BEGIN ... END, holds several: pieces are joined until complete)."""
     lines = [ln for ln in text.splitlines() if not ln.strip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+    out: list[str] = []
+    pending = ""
+    for piece in "\n".join(lines).split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                out.append(pending.strip().removesuffix(";"))
+            pending = ""
+    if pending.strip(" \n;"):
+        out.append(pending.strip().removesuffix(";"))
+    return out
