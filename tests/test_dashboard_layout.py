@@ -110,5 +110,6 @@ def test_every_page_at_1400_and_400_px(app: App, browser: Any, screens: Path) ->
                 assert page.locator(".progress-rate").inner_text().endswith(("/s", "/min"))
                 assert page.locator(".progress-eta").inner_text().endswith("left")
                 assert '"account": 4200' in page.inner_text("#checkpoint")
+            release.set()  # before the worker stops: it would wait out its grace for the job
     finally:
         release.set()
