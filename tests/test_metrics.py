@@ -193,6 +193,7 @@ def span_exporter() -> Any:
     export = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
     from opentelemetry import trace
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.util._once import Once
 
     provider = sdk.TracerProvider()
     exporter = export.InMemorySpanExporter()
@@ -200,7 +201,13 @@ def span_exporter() -> Any:
     trace.set_tracer_provider(provider)  # once per process; later calls are ignored
     if trace.get_tracer_provider() is not provider:
         pytest.skip("another tracer provider is already installed")
-    return exporter
+    yield exporter
+    # Installed, it stays for the process: every later test's jobs would carry a trace
+    # context in their meta. The API has no way to remove a provider, so its globals are
+    # put back as they were (the way OpenTelemetry's own tests reset them).
+    provider.shutdown()
+    trace._TRACER_PROVIDER = None
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
 
 
 def test_trace_context_travels_from_enqueue_into_the_job(app: App, span_exporter: Any) -> None:
