@@ -32,22 +32,13 @@ def describe(name: str, r: dict[str, Any]) -> str:
     if name in ("latency", "mixed", "mixed-split"):
         extra = f"; flood of {r['flood']:,} drained in {r['flood_seconds']:.1f}s; " \
             f"{r['topology']}" if name.startswith("mixed") and "flood" in r else ""
-        sends = r.get("enqueue_call", {})
-        if sends.get("n"):
-            extra += f"; of which the enqueue call p50 {sends['p50']:.1f} / p99 " \
-                f"{sends['p99']:.1f} ms"
-        bare = r.get("bare_insert", {})
-        if bare.get("n"):
-            extra += f"; a bare durable INSERT in the same moments p50 {bare['p50']:.1f} / " \
-                f"p99 {bare['p99']:.1f} ms"
-        part = r.get("worker_part", {})
-        if part.get("n"):
-            extra += f"; the worker's part (less the enqueue call) p50 {part['p50']:.1f} / " \
-                f"p99 {part['p99']:.1f} ms"
-        after = r.get("after_enqueue", {})
-        if after.get("n"):
-            extra += f"; sent after the flood's enqueue (the drain alone) p50 " \
-                f"{after['p50']:.1f} / p99 {after['p99']:.1f} ms"
+        for key, what in (("enqueue_call", "of which the enqueue call"),
+                          ("bare_insert", "a bare durable INSERT in the same moments"),
+                          ("worker_part", "the worker's part (less the enqueue call)"),
+                          ("after_enqueue", "sent after the flood's enqueue (the drain alone)")):
+            got = r.get(key, {})
+            if got.get("n"):
+                extra += f"; {what} p50 {got['p50']:.1f} / p99 {got['p99']:.1f} ms"
         floor = r.get("floor")
         if floor:
             extra += (f"; machine floor now: round trip p50 {floor['round_trip_p50']:.2f} ms, "
