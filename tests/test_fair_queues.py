@@ -184,6 +184,13 @@ def test_limits_hold_across_a_worker_sigkill(flow_app: Any, db: dict[str, str]) 
     survivor = spawn_worker(db, "flow", ["guarded=12"])
     try:
         wait_for(lambda: len(_starts(flow_app)) >= 40, timeout=60, what="some jobs ran")
+
+        def victim_holds_jobs() -> bool:
+            return any((j.worker_id or "").split(":")[-2:-1] == [str(victim.pid)]
+                       for j in flow_app.app.list_jobs(JobState.RUNNING, "guarded", limit=100))
+
+        # Killed while it holds some (at the rate limit's pace it may briefly hold none).
+        wait_for(victim_holds_jobs, timeout=30, interval=0.005, what="the victim holding jobs")
         killed_at = time.time()
         stop(victim, signal.SIGKILL)  # dies holding jobs: their leases lapse, then rescue
         wait_for(lambda: len({s[0] for s in _starts(flow_app)}) >= total, timeout=90,
