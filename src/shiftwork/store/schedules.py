@@ -194,21 +194,42 @@ class ScheduleStoreLogic:
             now = self._s_now(c, None, None)
             stored = {r["name"]: r for r in self._s_rows(c, "schedules_declared")}
             plan = plan_reconcile(defs, stored)
-            t, js = self._s_instant, self._s_json
             for names in chunks(plan.take_over):
-                self._s_rows(c, "schedules_set_origin_batch", names=js(names), origin=CODE)
+                self._s_set_origin(c, names, CODE)
             for part in chunks(plan.create):
-                self._s_rows(c, "schedules_insert_batch", rows=js([
-                    {**def_params(d), "next_fire_at": t(first_fire(d, now))} for d in part]))
+                self._s_insert_defs(c, part, first_fire, now)
             for batch in chunks(plan.update):
-                self._s_rows(c, "schedules_update_definition_batch", rows=js([
-                    {**def_params(d), "reset_cursor": reset,
-                     "next_fire_at": t(first_fire(d, now)) if reset else None}
-                    for d, reset in batch]))
+                self._s_update_defs(c, batch, first_fire, now)
             for names in chunks(plan.remove):
-                self._s_rows(c, "schedules_mark_removed_batch", names=js(names))
+                self._s_mark_removed(c, names)
             self._s_rows(c, "schedules_reconciled_set", fingerprint=mark)
         return plan.report
+
+    # The writes of definitions, each one statement for many (the reconcile's batches) or
+    # for one (a run-time schedule added or removed).
+
+    def _s_insert_defs(self, c: Any, defs: list[ScheduleDef],
+                       first_fire: Callable[[ScheduleDef, datetime], datetime],
+                       now: datetime) -> None:
+        t = self._s_instant
+        self._s_rows(c, "schedules_insert_batch", rows=self._s_json([
+            {**def_params(d), "next_fire_at": t(first_fire(d, now))} for d in defs]))
+
+    def _s_update_defs(self, c: Any, updates: list[tuple[ScheduleDef, bool]],
+                       first_fire: Callable[[ScheduleDef, datetime], datetime],
+                       now: datetime) -> None:
+        """Changed or revived definitions, each with whether its cursor starts afresh."""
+        t = self._s_instant
+        self._s_rows(c, "schedules_update_definition_batch", rows=self._s_json([
+            {**def_params(d), "reset_cursor": reset,
+             "next_fire_at": t(first_fire(d, now)) if reset else None}
+            for d, reset in updates]))
+
+    def _s_set_origin(self, c: Any, names: list[str], origin: str) -> None:
+        self._s_rows(c, "schedules_set_origin_batch", names=self._s_json(names), origin=origin)
+
+    def _s_mark_removed(self, c: Any, names: list[str]) -> None:
+        self._s_rows(c, "schedules_mark_removed_batch", names=self._s_json(names))
 
     def schedules_add(self, defn: ScheduleDef,
                       first_fire: Callable[[ScheduleDef, datetime], datetime],
@@ -222,9 +243,8 @@ class ScheduleStoreLogic:
             self._s_rows(c, "schedules_lock_all")
             now = self._s_now(c, None, None)
             row = self._s_one(c, "schedules_get", name=defn.name)
-            params = def_params(defn)
             if row is None:
-                self._s_rows(c, "schedules_insert", **params, next_fire_at=first_fire(defn, now))
+                self._s_insert_defs(c, [defn], first_fire, now)
                 how = "created"
             else:
                 live = row["removed_at"] is None
@@ -237,10 +257,9 @@ class ScheduleStoreLogic:
                         f"a run-time schedule named {defn.name!r} already exists; remove it first "
                         "or pass replace=True")
                 reset = not live or (row["cron"], row["tz"]) != (defn.cron, defn.tz)
-                self._s_rows(c, "schedules_update_definition", **params, reset_cursor=reset,
-                              next_fire_at=first_fire(defn, now) if reset else None)
+                self._s_update_defs(c, [(defn, reset)], first_fire, now)
                 how = "replaced" if live else "revived"
-            self._s_rows(c, "schedules_set_origin", name=defn.name, origin=RUNTIME)
+            self._s_set_origin(c, [defn.name], RUNTIME)
         return how
 
     def schedules_remove(self, name: str) -> None:
@@ -254,7 +273,7 @@ class ScheduleStoreLogic:
                 raise ConfigurationError(
                     f"schedule {name!r} is declared in code: remove it from the code (the next "
                     "worker start removes it), or pause it")
-            self._s_rows(c, "schedules_mark_removed", name=name)
+            self._s_mark_removed(c, [name])
 
     # -- the leader's pass ----------------------------------------------------------------
 

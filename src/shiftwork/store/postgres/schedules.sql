@@ -23,32 +23,6 @@ SELECT pg_advisory_xact_lock(hashtextextended('shiftwork.schedules', 0))
 -- name: schedules_exist
 SELECT EXISTS (SELECT 1 FROM {schema}.schedules) AS any
 
--- name: schedules_insert
-INSERT INTO {schema}.schedules (name, cron, tz, task, args, queue, priority, max_attempts,
-    timeout, catchup, catchup_window, catchup_cap, overlap, starting_deadline, jitter,
-    expect_success_within, pause_on_failure, definition_hash, next_fire_at, created_at,
-    updated_at)
-VALUES (%(name)s, %(cron)s, %(tz)s, %(task)s, %(args)s::jsonb, %(queue)s, %(priority)s,
-    %(max_attempts)s, %(timeout)s, %(catchup)s, %(catchup_window)s, %(catchup_cap)s,
-    %(overlap)s, %(starting_deadline)s, %(jitter)s, %(expect_success_within)s,
-    %(pause_on_failure)s, %(definition_hash)s, %(next_fire_at)s, {now}, {now})
-
--- name: schedules_update_definition
-UPDATE {schema}.schedules
-SET cron = %(cron)s, tz = %(tz)s, task = %(task)s, args = %(args)s::jsonb, queue = %(queue)s,
-    priority = %(priority)s, max_attempts = %(max_attempts)s, timeout = %(timeout)s,
-    catchup = %(catchup)s, catchup_window = %(catchup_window)s, catchup_cap = %(catchup_cap)s,
-    overlap = %(overlap)s, starting_deadline = %(starting_deadline)s, jitter = %(jitter)s,
-    expect_success_within = %(expect_success_within)s, pause_on_failure = %(pause_on_failure)s,
-    definition_hash = %(definition_hash)s, updated_at = {now}, removed_at = NULL,
-    next_fire_at = CASE WHEN %(reset_cursor)s THEN %(next_fire_at)s::timestamptz
-                        ELSE next_fire_at END
-WHERE name = %(name)s
-
--- name: schedules_mark_removed
-UPDATE {schema}.schedules SET removed_at = {now}, updated_at = {now}
-WHERE name = %(name)s AND removed_at IS NULL
-
 -- name: schedules_reconciled_get
 -- The start-up reconcile's fast path: this declared set was the last reconciled, and
 -- nothing has written a definition since (a trigger deletes the row: migration 0017).
@@ -395,6 +369,3 @@ WHERE status NOT IN ('pending', 'enqueued')
   AND recorded_at < {now} - make_interval(secs => %(older_than)s)
 RETURNING schedule  -- counted by the caller
 
--- name: schedules_set_origin
--- Run-time schedules (app.schedules.add) are left alone by the start-up reconcile.
-UPDATE {schema}.schedules SET origin = %(origin)s WHERE name = %(name)s RETURNING name

@@ -20,32 +20,6 @@ SELECT 1  -- BEGIN IMMEDIATE already serializes writers
 -- name: schedules_exist
 SELECT EXISTS (SELECT 1 FROM schedules) AS any
 
--- name: schedules_insert
-INSERT INTO schedules (name, cron, tz, task, args, queue, priority, max_attempts,
-    timeout, catchup, catchup_window, catchup_cap, overlap, starting_deadline, jitter,
-    expect_success_within, pause_on_failure, definition_hash, next_fire_at, created_at,
-    updated_at)
-VALUES (:name, :cron, :tz, :task, :args, :queue, :priority,
-    :max_attempts, :timeout, :catchup, :catchup_window, :catchup_cap,
-    :overlap, :starting_deadline, :jitter, :expect_success_within,
-    :pause_on_failure, :definition_hash, :next_fire_at, :now, :now)
-
--- name: schedules_update_definition
-UPDATE schedules
-SET cron = :cron, tz = :tz, task = :task, args = :args, queue = :queue,
-    priority = :priority, max_attempts = :max_attempts, timeout = :timeout,
-    catchup = :catchup, catchup_window = :catchup_window, catchup_cap = :catchup_cap,
-    overlap = :overlap, starting_deadline = :starting_deadline, jitter = :jitter,
-    expect_success_within = :expect_success_within, pause_on_failure = :pause_on_failure,
-    definition_hash = :definition_hash, updated_at = :now, removed_at = NULL,
-    next_fire_at = CASE WHEN :reset_cursor THEN :next_fire_at
-                        ELSE next_fire_at END
-WHERE name = :name
-
--- name: schedules_mark_removed
-UPDATE schedules SET removed_at = :now, updated_at = :now
-WHERE name = :name AND removed_at IS NULL
-
 -- name: schedules_reconciled_get
 -- The start-up reconcile's fast path: this declared set was the last reconciled, and
 -- nothing has written a definition since (triggers delete the row: migration 0017).
@@ -364,6 +338,3 @@ WHERE status NOT IN ('pending', 'enqueued')
   AND recorded_at < :now - :older_than
 RETURNING schedule  -- counted by the caller
 
--- name: schedules_set_origin
--- Run-time schedules (app.schedules.add) are left alone by the start-up reconcile.
-UPDATE schedules SET origin = :origin WHERE name = :name RETURNING name
