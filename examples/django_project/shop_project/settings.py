@@ -36,6 +36,8 @@ TEMPLATES = [{
     ]},
 }]
 USE_TZ = True
+# The admin's login page logs staff in; the dashboard sends logged-out browsers there.
+LOGIN_URL = "admin:login"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 if os.environ.get("SHOP_DB") == "postgres":

@@ -36,6 +36,9 @@ from .options import app_argument, log_level_option, open_app, target_options
 @click.option("--root-path", default="", metavar="PREFIX",
               help="Behind a reverse proxy that serves the dashboard under PREFIX (e.g. "
                    "/ops/jobs) and strips it: links, forms and redirects get it back.")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="HOST",
+              help="A host name the dashboard answers to (repeat for more; *.example.com "
+                   "matches subdomains); any other Host header gets 400. Default: any.")
 @click.option("--public-health", is_flag=True,
               help="Answer GET /health without a login (for load balancers and probes): "
                    "only 'ok' (200) or 'not ok' (503), no details.")
@@ -43,8 +46,8 @@ from .options import app_argument, log_level_option, open_app, target_options
 @click.pass_context
 def dashboard(ctx: click.Context, host: str, port: int, token_file: Path | None,
               token: str | None, session_max_age: float | None, proxy_headers: bool,
-              forwarded_allow_ips: str, root_path: str, public_health: bool,
-              log_level: str) -> None:
+              forwarded_allow_ips: str, root_path: str, allowed_hosts: tuple[str, ...],
+              public_health: bool, log_level: str) -> None:
     """Serve the web dashboard for APP (login with a token; see docs/security.md)."""
     try:
         import uvicorn
@@ -70,7 +73,8 @@ def dashboard(ctx: click.Context, host: str, port: int, token_file: Path | None,
     token = token or secrets.token_urlsafe(24)
     web = create_dashboard(app, token=token,
                            session_max_age=session_max_age or DEFAULT_SESSION_MAX_AGE,
-                           public_health=public_health)
+                           public_health=public_health,
+                           allowed_hosts=list(allowed_hosts) or None)
     # Bound before the URL is printed: a busy port fails here, with nothing announced.
     sock = listen_socket(host, port)
     port = sock.getsockname()[1]

@@ -97,6 +97,8 @@ def queue_stats_from_rows(active: list[Any],
 def search_params(text: str | None, state: JobState | None, queue: str | None,
                    limit: int) -> dict[str, Any]:
     text = (text or "").strip() or None
-    job_id = int(text) if text is not None and text.isdigit() and len(text) < 19 else None
+    # isascii: "²" and "①" are digits to isdigit() but not to int()
+    digits = text is not None and text.isascii() and text.isdigit() and len(text) < 19
+    job_id = int(text) if digits and text is not None else None
     return {"text": text, "id": job_id, "state": state.value if state else None,
             "queue": queue or None, "limit": limit}

@@ -7,7 +7,7 @@ Database calls run in the thread pool; each page reads a handful of cheap querie
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
@@ -28,9 +28,12 @@ from ..observe.text import format_age, format_time
 from ..observe.views import overview
 from ..states import JobState
 from .chart import minute_chart
+from .forms import bad_text, declared_too_large, read_form, too_large
+from .paging import page_of
 from .progress_view import progress_view
-from .ratelimit import DEFAULT_MAX_FAILURES, DEFAULT_WINDOW, FailureLimiter
-from .security import SESSION_COOKIE, Authenticate, Guard
+from .ratelimit import DEFAULT_MAX_FAILURES, DEFAULT_WINDOW, FailureLimiter, shared
+from .security import DEVICE_COOKIE, DEVICE_MAX_AGE, SESSION_COOKIE, Authenticate, Guard
+from .serve import PEER
 from .sessions import DEFAULT_SESSION_MAX_AGE, Sessions
 
 if TYPE_CHECKING:
@@ -48,9 +51,7 @@ SECURITY_HEADERS = {
 }
 #: Sent only over https (a browser ignores it on http): stay on https for a year.
 HSTS = "max-age=31536000"
-PUBLIC = ("/login", "/static/")
 _FORM = "shiftwork.form"
-_MAX_FORM_BYTES = 64 * 1024  # every dashboard form is a few fields
 _MAX_JOB_ID = 2**63 - 1
 #: Notices the dashboard shows come back signed from its own redirects (``?msg=&sig=``).
 _NOTICE = "notice"
@@ -62,7 +63,9 @@ def create_dashboard(app: App, *, token: str | None = None,
                      session_max_age: float = DEFAULT_SESSION_MAX_AGE,
                      max_auth_failures: int = DEFAULT_MAX_FAILURES,
                      auth_failure_window: float = DEFAULT_WINDOW,
-                     public_health: bool = False) -> Starlette:
+                     public_health: bool = False,
+                     login_url: str | None = None, logout_url: str | None = None,
+                     allowed_hosts: Sequence[str] | None = None) -> Starlette:
     """An ASGI app showing ``app``. Give a login ``token``, or ``authenticate(request)``.
 
     ``public_health``: ``GET /health`` answers without a login, for load balancers and
@@ -72,6 +75,13 @@ def create_dashboard(app: App, *, token: str | None = None,
     ``session_max_age``: seconds a login lasts (a working day by default).
     ``max_auth_failures`` wrong tokens (login or Bearer) from one client address within
     ``auth_failure_window`` seconds make further attempts from it answer 429.
+
+    With ``authenticate``, the host application logs people in and out: ``login_url``
+    is where a logged-out browser is sent (with ``?next=`` the page it asked for),
+    ``logout_url`` what the "Log out" link opens (no link without it).
+
+    ``allowed_hosts``: the host names the dashboard answers to (``"*.example.com"``
+    matches subdomains); any other ``Host`` header gets 400. Default: any.
     """
     if not token and authenticate is None:
         raise ConfigurationError("the dashboard needs a login token (--token-file or "
@@ -84,9 +94,20 @@ def create_dashboard(app: App, *, token: str | None = None,
                         ("auth_failure_window", auth_failure_window)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise ConfigurationError(f"dashboard {name} must be a number > 0, got {value!r}")
+    for name, url in (("login_url", login_url), ("logout_url", logout_url)):
+        if url is not None and (authenticate is None or not isinstance(url, str) or not url
+                                or bad_text(url)):
+            raise ConfigurationError(f"dashboard {name} is for authenticate= (the host "
+                                     f"application's own login), a URL; got {url!r}")
+    hosts = None if allowed_hosts is None else list(allowed_hosts)
+    if hosts is not None and (not hosts or not all(isinstance(h, str) and h and ":" not in h
+                                                   for h in hosts)):
+        raise ConfigurationError(f"dashboard allowed_hosts must be host names (no port), "
+                                 f"e.g. ['jobs.example.com']; got {allowed_hosts!r}")
     guard = Guard(token, authenticate, Sessions(app.clock, float(session_max_age)))
     limiter = FailureLimiter(app.clock, int(max_auth_failures), float(auth_failure_window))
-    return Dashboard(app, guard, limiter, title, public_health).asgi
+    return Dashboard(app, guard, limiter, title, public_health, login_url=login_url,
+                     logout_url=logout_url, allowed_hosts=hosts).asgi
 
 
 def route_path(scope: Any) -> str:
@@ -107,15 +128,36 @@ def mount_root(scope: Any) -> str:
     return root.rstrip("/")
 
 
+def is_public(path: str) -> bool:
+    """The login page itself and the static files: all that answers without a login."""
+    return path == "/login" or path.startswith("/static/")
+
+
 def client_address(request: Request) -> str:
     """The client's address; behind a trusted proxy, the one it reported (uvicorn's
     ``--proxy-headers`` rewrites the scope's client)."""
     return request.client.host if request.client else "unknown"
 
 
-def _bad_text(value: str) -> bool:
-    """Control characters no dashboard field or path holds (NUL breaks PostgreSQL text)."""
-    return any(ord(c) < 32 and c not in "\t\r\n" for c in value)
+def attempt_keys(request: Request, kind: str, device: str | None = None) -> tuple[str, ...]:
+    """What a token attempt (``kind``: login or bearer) is counted under: the browser's
+    device cookie alone, or else the client address and, behind a proxy, the proxy's
+    own address (which may claim any client address; a shared budget, for all its
+    clients). The first key is the one a success clears."""
+    if device is not None:
+        return (f"device:{device}",)
+    client = client_address(request)
+    peer = request.scope.get(PEER)
+    return (f"{kind}:{client}",) + ((shared(f"{kind}:{peer}"),) if peer and peer != client
+                                    else ())
+
+
+def host_allowed(request: Request, allowed: Sequence[str]) -> bool:
+    """The Host header names one of ``allowed`` (as Starlette's TrustedHostMiddleware)."""
+    host = request.headers.get("host", "").split(":")[0].lower()
+    return any(pattern == "*" or host == pattern.lower()
+               or (pattern.startswith("*.") and host.endswith(pattern[1:].lower()))
+               for pattern in allowed)
 
 
 def _json(value: Any) -> str:
@@ -124,12 +166,17 @@ def _json(value: Any) -> str:
 
 class Dashboard:
     def __init__(self, app: App, guard: Guard, limiter: FailureLimiter, title: str,
-                 public_health: bool = False) -> None:
+                 public_health: bool = False, *, login_url: str | None = None,
+                 logout_url: str | None = None,
+                 allowed_hosts: list[str] | None = None) -> None:
         self.app = app
         self.public_health = public_health
         self.guard = guard
         self.limiter = limiter
         self.title = title
+        self.login_url = login_url
+        self.logout_url = logout_url
+        self.allowed_hosts = allowed_hosts
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
                                       autoescape=True, undefined=jinja2.StrictUndefined)
         self.env.filters["age"] = format_age
@@ -151,7 +198,11 @@ class Dashboard:
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
         self.asgi = Starlette(routes=routes, middleware=[Middleware(BaseHTTPMiddleware,
-                                                                    dispatch=self.gate)])
+                                                                    dispatch=self.gate)],
+                              exception_handlers={Exception: self.server_error})
+        # Starlette's own "/jobs/" redirect is an absolute URL built from the Host header;
+        # the gate answers a trailing slash itself, with a path.
+        self.asgi.router.redirect_slashes = False
         self._metrics: Any = None
 
     # -- the gate: auth, CSRF, headers ------------------------------------------------------
@@ -161,25 +212,25 @@ class Dashboard:
         # Decided on the scope's own path: request.url is rebuilt from the Host header,
         # which the client chooses (a Host of "x/login?" once made /metrics public).
         path = route_path(request.scope)
-        refused = self._refuse_malformed(request, path)
+        refused = self._refuse_malformed(request, path) or self._without_slash(request, path)
         if refused is not None:
             return self._headers(request, refused)
-        if not path.startswith(PUBLIC):
-            if self.guard.bearer(request) is not None:
-                wait = self.limiter.retry_after(client_address(request))
+        if not is_public(path):
+            bearer = self.guard.bearer(request)
+            keys = attempt_keys(request, "bearer")
+            if bearer is not None:
+                wait = self.limiter.retry_after(*keys)
                 if wait is not None:
                     return self._headers(request, self._too_many(wait))
             if not await run_in_threadpool(self.guard.is_authenticated, request):
                 if self.public_health and path == "/health" and request.method == "GET":
                     # Open to probes, so it says nothing a stranger should read.
                     return self._headers(request, await self.health_verdict())
-                if self.guard.bearer(request) is not None:
-                    self.limiter.failed(client_address(request))
-                response: Response = self.page(request, "login.html", status=401,
-                                               error="log in with the dashboard token")
-                return self._headers(request, response)
+                if bearer is not None:
+                    self.limiter.failed(*keys)
+                return self._headers(request, self.logged_out(request))
             if request.method == "POST":
-                form = await self._form(request)
+                form = await read_form(request)
                 if isinstance(form, Response):
                     return self._headers(request, form)
                 request.scope[_FORM] = form  # the body is read once; endpoints use it from here
@@ -187,44 +238,60 @@ class Dashboard:
                 if why is not None:
                     return self._headers(request, PlainTextResponse(why, status_code=403))
         cookie = None
-        if self.guard.authenticate is not None and self.guard.session_id(request) is None:
-            cookie = self.guard.start_session(request)  # binds CSRF tokens to this browser
+        if (self.guard.authenticate is not None and not is_public(path)
+                and self.guard.session_id(request) is None):
+            # Only once the host application said who this is: binds CSRF tokens to the
+            # browser (no token is handed to a visitor the host has not let in).
+            cookie = self.guard.start_session(request)
         response = await call_next(request)
         if cookie is not None:
             self._set_session(request, response, cookie)
         return self._headers(request, response)
 
-    @staticmethod
-    def _refuse_malformed(request: Request, path: str) -> Response | None:
+    def _refuse_malformed(self, request: Request, path: str) -> Response | None:
         """400 for what no page of ours accepts, before anything reads it."""
-        if _bad_text(path):
+        if self.allowed_hosts is not None and not host_allowed(request, self.allowed_hosts):
+            return PlainTextResponse("unknown Host header", status_code=400)
+        if bad_text(path):
             return PlainTextResponse("control characters in the path", status_code=400)
         for key, value in request.query_params.multi_items():
-            if _bad_text(key) or _bad_text(value):
+            if bad_text(key) or bad_text(value):
                 return PlainTextResponse(f"control characters in query parameter {key!r}",
                                          status_code=400)
-        if request.method == "POST":
-            length = request.headers.get("content-length", "")
-            if length and (not length.isdigit() or int(length) > _MAX_FORM_BYTES):
-                return PlainTextResponse(f"form too large (at most {_MAX_FORM_BYTES} bytes)",
-                                         status_code=413)
+        if request.method == "POST" and declared_too_large(request):
+            return too_large()
         return None
 
     @staticmethod
-    async def _form(request: Request) -> Any:
-        """The POSTed form, or a 400 response saying what is wrong with it."""
-        try:
-            form = await request.form(max_files=0, max_fields=1000)
-        except Exception as exc:  # malformed multipart or urlencoded body
-            return PlainTextResponse(f"malformed form: {getattr(exc, 'detail', exc)}",
-                                     status_code=400)
-        for key, value in form.multi_items():
-            if not isinstance(value, str):
-                return PlainTextResponse("file uploads are not accepted", status_code=400)
-            if _bad_text(key) or _bad_text(value):
-                return PlainTextResponse(f"control characters in form field {key!r}",
-                                         status_code=400)
-        return form
+    def _without_slash(request: Request, path: str) -> Response | None:
+        """``/jobs/`` to ``/jobs``, by a path (never a URL built from the Host header);
+        not for ``//x/`` or ``/\\x/``, which a browser would read as another site."""
+        if (request.method not in ("GET", "HEAD") or path == "/" or not path.endswith("/")
+                or path.startswith("/static/") or path[1:2] in ("/", "\\")):
+            return None
+        query = request.scope.get("query_string", b"").decode("latin-1")
+        return RedirectResponse(mount_root(request.scope) + path.rstrip("/")
+                                + (f"?{query}" if query else ""), status_code=307)
+
+    def logged_out(self, request: Request) -> Response:
+        """What a request without a login gets: the token form (401), or with the host
+        application's login, its login page for a browser (303) and a 401 for scripts."""
+        if self.guard.authenticate is None:
+            return self.page(request, "login.html", status=401)
+        if (self.login_url is not None and request.method in ("GET", "HEAD")
+                and "text/html" in request.headers.get("accept", "")):
+            asked = request.scope.get("path", "/")
+            query = request.scope.get("query_string", b"").decode("latin-1")
+            here = asked + (f"?{query}" if query else "")
+            joiner = "&" if "?" in self.login_url else "?"
+            return RedirectResponse(f"{self.login_url}{joiner}{urlencode({'next': here})}",
+                                    status_code=303)
+        return self.page(request, "login.html", status=401)
+
+    async def server_error(self, request: Request, exc: Exception) -> Response:
+        """A 500 with the security headers (the exception is still logged by the server)."""
+        return self._headers(request, PlainTextResponse("Internal Server Error",
+                                                        status_code=500))
 
     @staticmethod
     def _too_many(wait: int) -> Response:
@@ -243,12 +310,16 @@ class Dashboard:
             response.headers.setdefault("Strict-Transport-Security", HSTS)
         return response
 
+    def _cookie(self, request: Request, response: Response, name: str, value: str,
+                max_age: int) -> None:
+        response.set_cookie(name, value, httponly=True, samesite="strict",
+                            path=mount_root(request.scope) or "/",
+                            secure=self._https(request), max_age=max_age)
+
     def _set_session(self, request: Request, response: Response,
                      cookie: str | None = None) -> None:
-        response.set_cookie(SESSION_COOKIE, cookie or self.guard.new_session(), httponly=True,
-                            samesite="strict", path=mount_root(request.scope) or "/",
-                            secure=self._https(request),
-                            max_age=int(self.guard.sessions.max_age))
+        self._cookie(request, response, SESSION_COOKIE, cookie or self.guard.new_session(),
+                     int(self.guard.sessions.max_age))
 
     def notice(self, request: Request) -> str | None:
         """The ``msg`` of one of our own redirects; anything else is not shown."""
@@ -261,10 +332,13 @@ class Dashboard:
     def page(self, request: Request, template: str, status: int = 200,
              **context: Any) -> HTMLResponse:
         context.setdefault("error", None)
+        host_login = self.guard.authenticate is not None
         body = self.env.get_template(template).render(
             request=request, title=self.title, csrf=self.guard.csrf_token(request),
             message=self.notice(request), path=route_path(request.scope),
-            root=mount_root(request.scope),
+            root=mount_root(request.scope), host_login=host_login,
+            # The host's own logout page, or our form (token mode), or nothing.
+            logout=self.logout_url if host_login else "form",
             can_pause=callable(getattr(self.app, "pause_queue", None)), **context)
         return HTMLResponse(body, status_code=status)
 
@@ -282,6 +356,9 @@ class Dashboard:
 
     async def login(self, request: Request) -> Response:
         if self.guard.authenticate is not None:
+            # The host application logs people in; our token form can never work here.
+            if self.login_url is not None:
+                return RedirectResponse(self.login_url, status_code=303)
             return self.redirect(request, "/")
         if request.method != "POST":
             # A token in a URL would sit in histories and access logs: only the form logs in.
@@ -289,27 +366,38 @@ class Dashboard:
                      if "token" in request.query_params else None)
             return self.page(request, "login.html", status=400 if error else 200,
                              error=error)
-        address = client_address(request)
-        wait = self.limiter.retry_after(address)
+        # Before anything is counted: another site's form or fetch must not lock us out.
+        foreign = self.guard.foreign_origin(request)
+        if foreign is not None:
+            return PlainTextResponse(foreign, status_code=403)
+        keys = attempt_keys(request, "login", self.guard.device_id(request))
+        wait = self.limiter.retry_after(*keys)
         if wait is not None:
             return self._too_many(wait)
-        form = await self._form(request)
+        form = await read_form(request)
         if isinstance(form, Response):
             return form
         given = form.get("token")
         if not self.guard.check_token(given if isinstance(given, str) else None):
-            self.limiter.failed(address)
+            self.limiter.failed(*keys)
             return self.page(request, "login.html", status=401, error="wrong token")
-        self.limiter.succeeded(address)
+        self.limiter.succeeded(keys[0])
         response = self.redirect(request, "/")
         self._set_session(request, response)
+        self._cookie(request, response, DEVICE_COOKIE, self.guard.new_device(), DEVICE_MAX_AGE)
         return response
 
     async def logout(self, request: Request) -> Response:
+        if self.guard.authenticate is not None:
+            # Our cookie only binds CSRF tokens: logging out is the host application's.
+            if self.logout_url is not None:
+                return RedirectResponse(self.logout_url, status_code=303)
+            return PlainTextResponse("log out through the application this dashboard is "
+                                     "part of", status_code=404)
         self.guard.end_session(request)  # the cookie is dead server-side, copied or not
         response = self.redirect(request, "/login")
         response.delete_cookie(SESSION_COOKIE, path=mount_root(request.scope) or "/",
-                            secure=self._https(request),
+                               secure=self._https(request),
                                httponly=True, samesite="strict")
         return response
 
@@ -349,8 +437,10 @@ class Dashboard:
         steps = await run_in_threadpool(self.app.workflow_history, job.id) if workflow else []
         parents, children = await run_in_threadpool(self.app.store.jobs_dependencies, job.id)
         member_of, callback_of = await run_in_threadpool(self.app.store.groups_of_job, job.id)
-        return self.page(request, "job.html", job=job, workflow=workflow, steps=steps,
-                         parents=parents, children=children, member_of=member_of,
+        q = request.query_params  # a page of each long list: 50,000 dependants once made 4 MB
+        return self.page(request, "job.html", job=job, workflow=workflow,
+                         steps=page_of(steps, q, "steps"), parents=page_of(parents, q, "parents"),
+                         children=page_of(children, q, "children"), member_of=member_of,
                          callback_of=callback_of,
                          progress=progress_view(job, self.app.clock.now()),
                          retryable=job.state in (

@@ -10,7 +10,10 @@ Two ways in:
   ``fn(request) -> bool`` decides every request (e.g. checks your session cookie).
 
 Every POST must carry the form field ``csrf``, an HMAC of the session id, and, when
-the browser sends an ``Origin``, come from the dashboard's own origin.
+the browser sends an ``Origin``, come from the dashboard's own origin (the login form
+too, checked before a failure is counted: another site cannot lock the operator out).
+A browser that logged in gets a device cookie; its later attempts are counted against
+it alone, so failures from its address (a shared NAT, a proxy) never lock it out.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ from starlette.requests import Request
 from .sessions import Sessions
 
 SESSION_COOKIE = "shiftwork_session"
+DEVICE_COOKIE = "shiftwork_device"
+#: How long a browser that logged in is known as one (only in this process's life).
+DEVICE_MAX_AGE = 30 * 24 * 3600
 _PENDING = "shiftwork.pending_session"
 Authenticate = Callable[[Request], bool]
 
@@ -74,6 +80,16 @@ class Guard:
             return sid
         return None
 
+    def new_device(self) -> str:
+        """A signed cookie value naming a browser that gave the right token."""
+        device = secrets.token_urlsafe(18)
+        return f"{device}.{self.sign('device', device)}"
+
+    def device_id(self, request: Request) -> str | None:
+        """The id of the device cookie this request carries, if it is one of ours."""
+        device, _, sig = request.cookies.get(DEVICE_COOKIE, "").partition(".")
+        return device if device and self.verify("device", device, sig) else None
+
     def end_session(self, request: Request) -> None:
         sid = self._sid(request.cookies.get(SESSION_COOKIE, ""))
         if sid is not None:
@@ -106,11 +122,19 @@ class Guard:
         sid = self.session_id(request) or request.scope.get(_PENDING)
         return self.sign("csrf", sid) if sid else ""
 
-    def check_post(self, request: Request, form: Any) -> str | None:
-        """None when the POST may proceed, else why not."""
+    @staticmethod
+    def foreign_origin(request: Request) -> str | None:
+        """Why a POST from another site is refused, or None (same site, or no Origin)."""
         origin = request.headers.get("origin")
         if origin is not None and origin != own_origin(request):
             return f"cross-site request refused (Origin {origin!r})"
+        return None
+
+    def check_post(self, request: Request, form: Any) -> str | None:
+        """None when the POST may proceed, else why not."""
+        foreign = self.foreign_origin(request)
+        if foreign is not None:
+            return foreign
         sid = self.session_id(request)
         given = form.get("csrf") if form is not None else None
         if not sid or not isinstance(given, str) or not self.verify("csrf", sid, given):

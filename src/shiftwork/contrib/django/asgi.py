@@ -9,7 +9,9 @@ In the project's ``asgi.py``::
 
 Requests under the prefix go to the dashboard, which lets in the users Django's session
 says are logged in and pass ``allow`` (default: active staff); everything else goes to
-Django. Log in through Django (the admin's login page, or yours).
+Django. Log in through Django: a logged-out browser is sent to ``settings.LOGIN_URL``
+(or ``login_url=``) with ``?next=`` the page it asked for; the dashboard shows a "Log
+out" link only given ``logout_url=`` (a page of yours that logs out).
 """
 
 from __future__ import annotations
@@ -59,14 +61,22 @@ def django_login(allow: Callable[[Any], bool] = staff) -> Callable[[Any], bool]:
 
 
 def with_dashboard(django_app: ASGI, prefix: str = "/admin/jobs", *,
-                   allow: Callable[[Any], bool] = staff, **dashboard_options: Any) -> ASGI:
-    """``django_app`` with the dashboard of the project's App mounted at ``prefix``."""
+                   allow: Callable[[Any], bool] = staff, login_url: str | None = None,
+                   **dashboard_options: Any) -> ASGI:
+    """``django_app`` with the dashboard of the project's App mounted at ``prefix``.
+
+    ``login_url``: where a logged-out browser is sent (a URL or a URL name, as
+    ``settings.LOGIN_URL``, the default)."""
+    from django.conf import settings
+    from django.shortcuts import resolve_url
+
     from shiftwork.web.dashboard import create_dashboard
 
     from . import get_app
 
     prefix = "/" + prefix.strip("/")
     dashboard = create_dashboard(get_app(), authenticate=django_login(allow),
+                                 login_url=str(resolve_url(login_url or settings.LOGIN_URL)),
                                  **dashboard_options)
 
     async def application(scope: Scope, receive: Any, send: Any) -> None:
