@@ -77,12 +77,13 @@ class ManageCommand(TransactionTestCase):
 
 
 class DashboardBehindDjangosLogin(TransactionTestCase):
-    def get(self, path: str, cookies: dict[str, str] | None = None) -> httpx.Response:
+    def get(self, path: str, cookies: dict[str, str] | None = None,
+            headers: dict[str, str] | None = None) -> httpx.Response:
         async def fetch() -> httpx.Response:
             transport = httpx.ASGITransport(app=application)
             async with httpx.AsyncClient(transport=transport, base_url="http://testserver",
                                          cookies=cookies) as client:
-                return await client.get(path)
+                return await client.get(path, headers=headers)
         return asyncio.run(fetch())
 
     def session_of(self, user: User) -> dict[str, str]:
@@ -101,3 +102,15 @@ class DashboardBehindDjangosLogin(TransactionTestCase):
         self.assertEqual(self.get("/admin/jobs").status_code, 308)
         # Django still answers everything else.
         self.assertEqual(self.get("/admin/login/").status_code, 200)
+
+    def test_a_logged_out_browser_is_sent_to_djangos_login(self) -> None:
+        # Issue 26, finding 12: Django's login page (settings.LOGIN_URL), not a token
+        # form that cannot work here; no cookie or CSRF token before Django says who it is.
+        browser = self.get("/admin/jobs/dead", headers={"Accept": "text/html"})
+        self.assertEqual(browser.status_code, 303)
+        self.assertEqual(browser.headers["location"], "/admin/login/?next=%2Fadmin%2Fjobs%2Fdead")
+        self.assertNotIn("set-cookie", browser.headers)
+        boss = User.objects.create_user("boss", password="pw-of-the-boss", is_staff=True)
+        page = self.get("/admin/jobs/", self.session_of(boss))
+        self.assertEqual(page.status_code, 200)
+        self.assertNotIn("Log out", page.text)  # Django logs out; no button that does nothing
