@@ -75,9 +75,11 @@ def with_dashboard(django_app: ASGI, prefix: str = "/admin/jobs", *,
     from . import get_app
 
     prefix = "/" + prefix.strip("/")
+    login = str(login_url or settings.LOGIN_URL)
+    if "/" not in login:  # a URL name, as LOGIN_URL may be ("admin:login")
+        login = str(resolve_url(login))
     dashboard = create_dashboard(get_app(), authenticate=django_login(allow),
-                                 login_url=str(resolve_url(login_url or settings.LOGIN_URL)),
-                                 **dashboard_options)
+                                 login_url=login, **dashboard_options)
 
     async def application(scope: Scope, receive: Any, send: Any) -> None:
         path = scope.get("path", "")
