@@ -102,6 +102,9 @@ def test_4_another_site_cannot_lock_the_operator_out(app: App) -> None:  # noqa:
         for origin in ["https://evil.example"] * 11 + ["null"]:
             refused = c.post("/login", data={"token": "guess"}, headers={"Origin": origin})
             assert refused.status_code == 403 and "cross-site" in refused.text
+        no_origin = c.post("/login", data={"token": "guess"},
+                           headers={"Sec-Fetch-Site": "cross-site"})  # Origin stripped
+        assert no_origin.status_code == 403
         login(c, Origin=served.url)  # its own origin passes, and nothing was counted
 
 

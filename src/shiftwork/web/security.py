@@ -126,8 +126,12 @@ class Guard:
     def foreign_origin(request: Request) -> str | None:
         """Why a POST from another site is refused, or None (same site, or no Origin)."""
         origin = request.headers.get("origin")
-        if origin is not None and origin != own_origin(request):
-            return f"cross-site request refused (Origin {origin!r})"
+        own = own_origin(request)
+        if origin is not None and origin != own:
+            return (f"cross-site request refused (Origin {origin!r}; this dashboard is "
+                    f"{own!r}: behind a TLS proxy, start it with --proxy-headers)")
+        if request.headers.get("sec-fetch-site") == "cross-site":  # a browser's own word
+            return "cross-site request refused (Sec-Fetch-Site: cross-site)"
         return None
 
     def check_post(self, request: Request, form: Any) -> str | None:
