@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,35 @@ def test_sigstop_stale_worker_cannot_complete(rec_app: Any, db: dict[str, str],
     assert effects(rec_app) == [(job.id, 1, a.pid, "start"), (job.id, 1, a.pid, "done"),
                                 (job.id, 2, b.pid, "start"), (job.id, 2, b.pid, "done")]
     assert [e["kind"] for e in final.errors] == ["lease_expired"]
+
+
+def test_a_second_sigterm_hands_running_jobs_back_without_the_grace_period(
+        rec_app: Any, db: dict[str, str], tmp_path: Path) -> None:
+    """Issue 28: the second signal used to log that it stopped without waiting, then wait
+    out the whole grace period all the same."""
+    app = rec_app.app
+    long = rec_app.slow.enqueue_many([(60.0,)] * 2)
+    log = tmp_path / "worker.log"
+    a = spawn_worker(db, "recording", ["work=2"], extra=["--grace", "120", "--log-level", "INFO"],
+                     log_path=log)
+    try:
+        wait_for(lambda: len([e for e in effects(rec_app) if e[3] == "start"]) == 2,
+                 what="both running")
+        a.send_signal(signal.SIGTERM)
+        wait_for(lambda: "worker.stopping" in log.read_text(), what="the first signal taken")
+        started = time.monotonic()
+        a.send_signal(signal.SIGTERM)
+        assert a.wait(60) == 0  # well inside the 120 s grace period
+        took = time.monotonic() - started
+    finally:
+        stop(a)
+    assert "second SIGTERM: handing running jobs back now" in log.read_text()
+    for r in long:
+        job = app.get_job(r.id)
+        assert job.state is JobState.AVAILABLE
+        assert job.errors[-1]["kind"] == "handed_back"
+        assert job.counted_attempt == 0
+    print(f"second SIGTERM to exit: {took:.2f}s")
 
 
 def test_sigterm_finishes_short_jobs_and_hands_back_the_rest(rec_app: Any,

@@ -175,7 +175,8 @@ _BY_ID = {
         "results": [None] * len(ids), "channel": "c", "done_channel": "d"},
     "jobs_heartbeat": lambda ids: {"worker": "w", "ids": ids, "attempts": [1] * len(ids),
                                    "lease": 10.0},
-    "jobs_hand_back": lambda ids: {"worker": "w", "ids": ids, "attempts": [1] * len(ids)},
+    "jobs_hand_back": lambda ids: {"worker": "w", "ids": ids, "attempts": [1] * len(ids),
+                                   "kind": "handed_back", "type": "Shutdown", "message": "m"},
 }
 
 

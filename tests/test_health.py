@@ -15,9 +15,9 @@ from shiftwork.observe import Problem, ScheduleStatus, check_health
 from .conftest import ROOT
 
 
-def _alive(app: App) -> None:
+def _alive(app: App, queues: dict[str, int] | None = None) -> None:
     """A worker row with a fresh heartbeat (on the app's clock)."""
-    app.store.workers_upsert("w1", "host", 1, {"emails": 1})
+    app.store.workers_upsert("w1", "host", 1, queues or {"emails": 1})
 
 
 def _kinds(app: App, **kwargs: Any) -> list[str]:
@@ -66,7 +66,7 @@ def test_a_default_threshold_covers_queues_without_their_own(make_app: Any) -> N
 
     job.enqueue()
     clock.advance(500)
-    _alive(app)
+    _alive(app, {"misc": 1})
     assert _kinds(app) == []
     assert _kinds(app, default_max_wait=300) == ["queue_stalled"]
 

@@ -26,6 +26,7 @@ LEVELS = {
     "job.rescued": logging.WARNING,
     "job.stale_write": logging.WARNING,
     "job.handed_back": logging.INFO,
+    "job.passed_over": logging.WARNING,
     "job.released": logging.WARNING,
     "job.rate_limited": logging.INFO,
     "worker.started": logging.INFO,

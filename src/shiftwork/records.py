@@ -61,6 +61,19 @@ class ClaimedJob:
         return self.attempt - self.uncounted
 
 
+class HandBack(NamedTuple):
+    """Why running jobs go back to their queue unrun (their attempt not counted): the
+    kind, type and message of the error record the job keeps of it."""
+
+    kind: str
+    type: str
+    message: str
+
+
+SHUTDOWN = HandBack("handed_back", "Shutdown",
+                    "worker shut down before the job finished; attempt not counted")
+
+
 @dataclass(frozen=True)
 class Job:
     """A full job row, for inspection (command, dashboard, API)."""
@@ -132,6 +145,15 @@ class QueueStats:
     paused: bool = False
 
 
+class WaitingTask(NamedTuple):
+    """How many jobs of one task wait in one queue, due or not, and since when."""
+
+    queue: str
+    task: str
+    jobs: int
+    oldest_created_at: datetime
+
+
 @dataclass(frozen=True)
 class WorkerInfo:
     id: str
@@ -140,6 +162,8 @@ class WorkerInfo:
     queues: dict[str, int]
     started_at: datetime
     heartbeat_at: datetime
+    # the task names it registers; None from a worker of an older release (it did not say)
+    tasks: frozenset[str] | None = None
 
 
 # -- schedules -------------------------------------------------------------------------------

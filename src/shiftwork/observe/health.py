@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..errors import StorageError
-from ..records import QueueStats, WorkerInfo
+from ..records import QueueStats, WaitingTask, WorkerInfo
 from .hooks import Problem, ScheduleStatus
 
 if TYPE_CHECKING:
@@ -66,6 +66,50 @@ def queue_problems(app: App, stats: list[QueueStats],
     return problems
 
 
+def unserved(waiting: list[WaitingTask], alive: list[WorkerInfo]
+             ) -> list[tuple[WaitingTask, str]]:
+    """The waiting jobs no live worker will run, with why: ``"queue"`` (no live worker
+    serves their queue) or ``"task"`` (none of the queue's live workers registers their
+    task: a rolling deploy's new task before a new worker is up, a task removed from the
+    code). A worker of an older release, which did not say its tasks, counts as
+    registering every task."""
+    out = []
+    for w in waiting:
+        serving = [a for a in alive if w.queue in a.queues]
+        if not serving:
+            out.append((w, "queue"))
+        elif not any(a.tasks is None or w.task in a.tasks for a in serving):
+            out.append((w, "task"))
+    return out
+
+
+def unserved_problems(waiting: list[WaitingTask], alive: list[WorkerInfo], now: datetime,
+                      grace: float) -> list[Problem]:
+    """:func:`unserved` as problems, once the oldest has waited ``grace`` seconds (a
+    deploy in progress is not an alarm): one per task, one per queue."""
+    problems = []
+    queues: dict[str, list[WaitingTask]] = {}
+    for w, why in unserved(waiting, alive):
+        age = (now - w.oldest_created_at).total_seconds()
+        if age < grace:
+            continue
+        if why == "queue":
+            queues.setdefault(w.queue, []).append(w)
+            continue
+        problems.append(Problem(
+            "task_unserved", w.task,
+            f"task {w.task}: {w.jobs} job(s) wait in queue {w.queue}, the oldest enqueued "
+            f"{age:.0f}s ago, and no live worker serving {w.queue} registers the task: "
+            "deploy workers whose code defines it (or cancel the jobs)"))
+    for queue, rows in sorted(queues.items()):
+        age = max((now - w.oldest_created_at).total_seconds() for w in rows)
+        problems.append(Problem(
+            "queue_unserved", queue,
+            f"queue {queue}: {sum(w.jobs for w in rows)} job(s) wait, the oldest enqueued "
+            f"{age:.0f}s ago, and no live worker serves the queue: start one with -q {queue}"))
+    return problems
+
+
 def with_declared_queues(app: App, stats: list[QueueStats]) -> list[QueueStats]:
     """Every queue the code declares counts, the empty ones too (an empty queue is
     healthy, and a probe's reader must see that it was checked)."""
@@ -86,6 +130,7 @@ def check_health(app: App, *, default_max_wait: float | None = None,
         now = store.db_now()
         stats = app.queue_stats(include_finished=False)
         workers = store.workers_list()
+        waiting = store.jobs_waiting_by_task()
     except StorageError as exc:
         return HealthReport(None, [Problem("database", "database",
                                            f"cannot read the job tables: {exc}")])
@@ -98,6 +143,8 @@ def check_health(app: App, *, default_max_wait: float | None = None,
                 else "none has ever registered")
         problems.append(Problem("no_worker", "workers",
                                 f"no worker is alive ({seen}): start `shiftwork worker`"))
+    if alive:  # with none alive, the problem above says all there is to say
+        problems.extend(unserved_problems(waiting, alive, now, worker_stale_after(app)))
     schedules = app.observers.schedules_status()
     for sch in schedules:
         if sch.late:

@@ -25,7 +25,8 @@ from ..host import JobHost
 class Problem:
     """One reason the system is unhealthy."""
 
-    kind: str  # "queue_stalled", "schedule_late", "no_worker", "database", or a plugin's own
+    kind: str  # "queue_stalled", "queue_unserved", "task_unserved", "schedule_late", "no_worker",
+    #            "database", or a plugin's own
     subject: str  # the queue, schedule or component concerned
     message: str  # what is wrong and what to look at, in words
 

@@ -20,7 +20,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ..errors import StorageError
-from .health import alive_workers, max_wait_for
+from .health import alive_workers, max_wait_for, unserved
 
 if TYPE_CHECKING:
     from ..app import App
@@ -191,7 +191,15 @@ class _StoreCollector:
             groups.add_metric([counts.queue, "running"], counts.running)
         yield groups
 
-        alive = {w.id for w in alive_workers(app, workers, now)}
+        live = alive_workers(app, workers, now)
+        alive = {w.id for w in live}
+        stranded = GaugeMetricFamily(
+            "shiftwork_unserved_jobs", "Waiting jobs no live worker will run: none serves "
+            "their queue (why=queue) or none of the queue's registers their task (why=task).",
+            labels=["queue", "task", "why"])
+        for waiting, why in unserved(app.store.jobs_waiting_by_task(), live):
+            stranded.add_metric([waiting.queue, waiting.task, why], waiting.jobs)
+        yield stranded
         w = ["worker"]
         up = GaugeMetricFamily("shiftwork_worker_up",
                                "1 while the worker's heartbeat is recent.", labels=w)

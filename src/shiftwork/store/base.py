@@ -17,6 +17,7 @@ from ..flow import ClaimFlow
 from ..job import NewJob
 from ..outcome import Outcome
 from ..records import (
+    SHUTDOWN,
     Applied,
     ClaimedJob,
     DepLink,
@@ -25,6 +26,7 @@ from ..records import (
     FinishedJob,
     GroupInfo,
     GroupStats,
+    HandBack,
     Job,
     LateRun,
     QueueGroups,
@@ -35,6 +37,7 @@ from ..records import (
     ScheduleRun,
     StepRecord,
     Touch,
+    WaitingTask,
     WorkerInfo,
     WorkflowRun,
     WorkflowSummary,
@@ -140,8 +143,10 @@ class Store(Protocol):
     def jobs_rescue(self, limit: int = 1000) -> list[RescuedJob]:
         """Move jobs whose lease expired back to waiting (or dead if attempts are spent)."""
 
-    def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]]) -> int:
-        """At shutdown: give running jobs back without spending an attempt."""
+    def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]],
+                       reason: HandBack = SHUTDOWN) -> int:
+        """Give running jobs back at once without spending an attempt: at shutdown, or
+        from a worker that does not register their task."""
 
     # -- jobs: people and tools -------------------------------------------------
     def jobs_get(self, job_id: int) -> Job: ...
@@ -179,6 +184,9 @@ class Store(Protocol):
     def workers_running(self) -> dict[str, int]:
         """Running jobs per worker id (a partial index)."""
 
+    def jobs_waiting_by_task(self) -> list[WaitingTask]:
+        """Waiting jobs (due or not) per queue and task: reads every waiting job."""
+
     def groups_busiest(self, queue: str | None = None, limit: int = 10) -> list[GroupStats]:
         """The groups with the most waiting and running jobs (of ``queue``, or every queue),
         busiest first: reads every waiting or running job that has a group."""
@@ -195,7 +203,9 @@ class Store(Protocol):
 
     # -- workers and leadership ---------------------------------------------------
     def workers_upsert(self, worker_id: str, host: str, pid: int,
-                       queues: dict[str, int]) -> None: ...
+                       queues: dict[str, int], tasks: list[str] | None = None) -> None:
+        """Register or refresh a worker: its queues and the task names it registers
+        (None: not said, as by a worker of an older release)."""
 
     def workers_delete(self, worker_id: str) -> None: ...
 

@@ -9,10 +9,12 @@ from .engine_sql import EngineSql
 
 
 class FleetWrites(EngineSql):
-    def workers_upsert(self, worker_id: str, host: str, pid: int, queues: dict[str, int]) -> None:
+    def workers_upsert(self, worker_id: str, host: str, pid: int, queues: dict[str, int],
+                       tasks: list[str] | None = None) -> None:
         with self._session() as c:
             self._one(c, "workers_upsert", id=worker_id, host=host, pid=pid,
-                      queues=json.dumps(queues))
+                      queues=json.dumps(queues),
+                      tasks=None if tasks is None else json.dumps(sorted(tasks)))
 
     def workers_delete(self, worker_id: str) -> None:
         with self._session() as c:

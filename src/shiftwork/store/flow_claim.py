@@ -52,8 +52,8 @@ def claim_with_flow(queue: str, limit: int, limits: dict[str, int], flow: ClaimF
         if len(rows) >= limit:
             break
         n = limit - len(rows)
-        if task in limits:
-            n = min(n, limits[task] - steps.running(task))
+        if task in limits:  # (a limit of 0 excludes the task: nothing counted or locked)
+            n = min(n, limits[task] and limits[task] - steps.running(task))
         rate = flow.task_rates.get(task)
         if rate is not None:
             n = min(n, room(f"task:{task}", rate))
@@ -152,7 +152,8 @@ class _Admit:
         if task not in self.task_room:
             n = 1 << 30
             if task in self.limits:
-                n = self.limits[task] - self.steps.running(task)  # takes the task's lock
+                # takes the task's lock (not for a limit of 0, which excludes the task)
+                n = self.limits[task] and self.limits[task] - self.steps.running(task)
             elif task in flow.grouped:
                 self.steps.lock_task(task)
             self.task_room[task] = n

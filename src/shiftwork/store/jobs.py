@@ -26,12 +26,13 @@ def claim_within_limits(limit: int, limits: dict[str, int], running: Callable[[s
     """Claim up to ``limit`` jobs: each limited task only into its fleet-wide room, then
     any other task. The caller runs this in one transaction that serializes the claimers
     of limited tasks (a lock per task on Postgres, the write lock on SQLite), so counting
-    what runs and then claiming is safe."""
+    what runs and then claiming is safe. A limit of 0 (a task the worker does not register)
+    excludes the task without counting or locking anything."""
     rows: list[Row] = []
     for task in sorted(limits):
         if len(rows) >= limit:
             break
-        room = limits[task] - running(task)
+        room = limits[task] and limits[task] - running(task)
         if room > 0:
             rows += claim(min(room, limit - len(rows)), task, [])
     if len(rows) < limit:

@@ -43,6 +43,9 @@ class Producer:
         self.dispatch = dispatch
         self.held = held  # the (job id, attempt) pairs the worker holds, all queues
         self.limits = app.concurrency_limits(queue)
+        # What the claim gets: the limits, and a limit of 0 for each task met that this
+        # worker does not register (replaced whole, never changed in place)
+        self._claim_limits = dict(self.limits)
         self.flow = app.claim_flow(queue)  # rate buckets and group caps, if any
         # Once a limit stopped a claim, try again when the next token is due.
         token_in = self.flow.next_token_in()
@@ -98,6 +101,13 @@ class Producer:
         self.capacity = self.concurrency + ahead
         self._half = self.capacity - max(1, self.capacity // 2)
 
+    def never_claim(self, task: str) -> None:
+        """Claim no more jobs of ``task``, which this worker does not register (a rolling
+        deploy's new task): a limit of 0 for it, which every claim strategy turns into an
+        exclusion (store/jobs.py), so its jobs wait for a worker that registers it."""
+        if task not in self._claim_limits:
+            self._claim_limits = {**self._claim_limits, task: 0}
+
     def _loop(self) -> None:
         settings = self.app.settings
         errors = 0
@@ -122,8 +132,8 @@ class Producer:
                     unsure = False
                 started = time.monotonic()
                 jobs = self.app.store.jobs_claim(
-                    self.queue, want, self.worker_id, settings.lease_seconds, self.limits,
-                    self.flow or None)
+                    self.queue, want, self.worker_id, settings.lease_seconds,
+                    self._claim_limits, self.flow or None)
                 if jobs:
                     self._claim_seconds = _average(self._claim_seconds,
                                                    time.monotonic() - started)
@@ -154,13 +164,13 @@ class Producer:
             self.app.events.emit("job.released", job_id=job_id, queue=self.queue,
                                  reason="claim reply lost")
 
-    def idle(self, timeout: float) -> bool:
-        """Wait until no job of this queue is in flight."""
+    def idle(self, timeout: float, cut_short: threading.Event | None = None) -> bool:
+        """Wait until no job of this queue is in flight (or ``cut_short`` is set)."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while self.in_flight > 0:
                 left = deadline - time.monotonic()
-                if left <= 0:
+                if left <= 0 or (cut_short is not None and cut_short.is_set()):
                     return False
                 self._cond.wait(min(left, 0.1))
         return True

@@ -18,7 +18,7 @@ from ..errors import ConfigurationError, StorageError, UnknownTaskError, unknown
 from ..names import check_queue
 from ..observe.worker import worker_services
 from ..outcome import Outcome
-from ..records import ClaimedJob
+from ..records import ClaimedJob, HandBack
 from ..retry import repeat_on_storage_error
 from ..states import JobState
 from .completer import Completer
@@ -90,6 +90,7 @@ class Worker:
         self._runs_lock = threading.Lock()
         self._stop = threading.Event()
         self._stopped = threading.Event()
+        self._hurry = threading.Event()  # a second signal: running jobs go back at once
         self.loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self.executor: Executor | None = None
@@ -116,7 +117,7 @@ class Worker:
                     if unknown:
                         log.warning("%s", unknown)
                 self.app.store.workers_upsert(self.id, socket.gethostname(), os.getpid(),
-                                              self.queues)
+                                              self.queues, list(self.app.tasks))
                 return
             except StorageError as exc:
                 if time.monotonic() + delay > deadline:
@@ -178,11 +179,7 @@ class Worker:
         try:
             task = self.app.get_task(job.task)
         except UnknownTaskError:
-            # Claimed by a worker that does not know the task: fail it visibly, not silently.
-            self.completer.submit(Outcome(job.id, job.attempt, JobState.DEAD, error={
-                "attempt": job.attempt, "kind": "unknown_task", "type": "UnknownTaskError",
-                "message": unknown_task_message(job.task)}, task=job.task, queue=job.queue))
-            self.producers[job.queue].slot_freed()
+            self._pass_over(job)
             return
         if INPUT_META_KEY in job.meta:  # a chain link or a group's callback: its input
             try:
@@ -199,6 +196,24 @@ class Worker:
         with self._runs_lock:
             self._runs[(job.id, job.attempt)] = run
         self.executor.start(run, self.pools[job.queue], job.queue in self.process_queues)
+
+    def _pass_over(self, job: ClaimedJob) -> None:
+        """A job whose task this worker does not register (in a rolling deploy, a new
+        task's job claimed by an old worker): given back unrun at once, its attempt not
+        counted, and the task's jobs are never claimed by this worker again, so they wait
+        for a worker that registers it."""
+        self.producers[job.queue].never_claim(job.task)
+        reason = HandBack("unknown_task", "UnknownTaskError", unknown_task_message(job.task)
+                          + "; given back unrun, attempt not counted, for a worker that "
+                          "registers it")
+        try:
+            # Fenced by attempt and worker: a repeat after a lost reply changes nothing more.
+            repeat_on_storage_error(
+                lambda: self.app.store.jobs_hand_back(self.id, [(job.id, job.attempt)], reason))
+        except StorageError as exc:  # its lease runs out and the rescuer brings it back
+            log.warning("could not give back job %d (task %s): %s", job.id, job.task, exc)
+        self.app.events.emit("job.passed_over", job_id=job.id, task=job.task, queue=job.queue)
+        self.producers[job.queue].slot_freed()
 
     def _on_begin(self, run: Run) -> None:
         job = run.job
@@ -249,16 +264,21 @@ class Worker:
 
     # -- stopping ------------------------------------------------------------------------
 
-    def request_stop(self) -> None:
+    def request_stop(self, now: bool = False) -> None:
+        """Stop: unstarted jobs go back at once, running ones get the grace period; with
+        ``now`` (or asked a second time so), running ones go back at once as well."""
+        if now:
+            self._hurry.set()
         self._stop.set()
 
     def run(self, install_signals: bool = True) -> None:
         """Start, block until SIGTERM/SIGINT (or :meth:`request_stop`), then shut down."""
         if install_signals and threading.current_thread() is threading.main_thread():
             def handler(signum: int, frame: Any) -> None:
-                if self._stop.is_set() and signum == signal.SIGINT:
-                    log.warning("second interrupt: stopping without waiting for running jobs")
-                    self.grace = 0
+                if self._stop.is_set() and not self._hurry.is_set():
+                    log.warning("second %s: handing running jobs back now, not waiting for "
+                                "them", signal.Signals(signum).name)
+                    self._hurry.set()
                 self._stop.set()
 
             signal.signal(signal.SIGTERM, handler)
@@ -319,8 +339,8 @@ class Worker:
             producer.join(5.0)
         self._hand_back_waiting()
         deadline = time.monotonic() + self.grace
-        for producer in self.producers.values():
-            producer.idle(max(deadline - time.monotonic(), 0))
+        for producer in self.producers.values():  # a second signal ends the wait
+            producer.idle(max(deadline - time.monotonic(), 0), self._hurry)
         # Whatever is still running after the grace period goes back to the queue.
         handed = self._take_over(started_too=True)
         for run in handed:

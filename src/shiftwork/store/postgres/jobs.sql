@@ -292,13 +292,22 @@ WHERE j.id = expired.id
 RETURNING j.id, j.state, j.task, j.queue, j.attempt
 
 -- name: jobs_hand_back
+-- Running jobs given back unrun, at once, their attempt not counted: at shutdown, or by a
+-- worker that does not register the job's task (a rolling deploy). A hand-back for the
+-- same reason as the last error record replaces it and counts the times, so a job passed
+-- over by many old workers keeps one record.
 UPDATE {schema}.jobs j
 SET state = 'available', lease_expires_at = NULL, uncounted = j.uncounted + 1,
     run_at = {now},
-    errors = j.errors || jsonb_build_array(jsonb_build_object(
-        'attempt', j.attempt, 'kind', 'handed_back', 'type', 'Shutdown',
-        'message', 'worker shut down before the job finished; attempt not counted', 'at', {now}))
-FROM unnest(%(ids)s::bigint[], %(attempts)s::int[]) AS u(id, attempt)
+    errors = CASE WHEN j.errors -> -1 ->> 'kind' = %(kind)s
+                  THEN (j.errors - (-1)) || jsonb_build_array(e.rec || jsonb_build_object(
+                      'attempt', j.attempt,
+                      'times', coalesce((j.errors -> -1 ->> 'times')::int, 1) + 1))
+                  ELSE j.errors || jsonb_build_array(e.rec || jsonb_build_object(
+                      'attempt', j.attempt)) END
+FROM unnest(%(ids)s::bigint[], %(attempts)s::int[]) AS u(id, attempt),
+     (SELECT jsonb_build_object('kind', %(kind)s::text, 'type', %(type)s::text,
+                                        'message', %(message)s::text, 'at', {now})) AS e(rec)
 -- by primary key, as jobs_complete_many (`state || ''`: no partial index matches)
 WHERE j.id = u.id AND j.attempt = u.attempt AND j.state || '' = 'running'
   AND j.worker_id = %(worker)s
@@ -371,15 +380,17 @@ SELECT queue, count(*) FILTER (WHERE state = 'succeeded') AS succeeded,
 FROM {schema}.jobs WHERE state IN ('succeeded', 'cancelled') GROUP BY queue
 
 -- name: workers_upsert
-INSERT INTO {schema}.workers (id, host, pid, queues, started_at, heartbeat_at)
-VALUES (%(id)s, %(host)s, %(pid)s, %(queues)s, {now}, {now})
-ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, queues = excluded.queues
+INSERT INTO {schema}.workers (id, host, pid, queues, tasks, started_at, heartbeat_at)
+VALUES (%(id)s, %(host)s, %(pid)s, %(queues)s, %(tasks)s, {now}, {now})
+ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, queues = excluded.queues,
+                               tasks = excluded.tasks
 
 -- name: workers_delete
 DELETE FROM {schema}.workers WHERE id = %(id)s
 
 -- name: workers_list
-SELECT id, host, pid, queues, started_at, heartbeat_at FROM {schema}.workers ORDER BY started_at
+SELECT id, host, pid, queues, started_at, heartbeat_at, tasks FROM {schema}.workers
+ORDER BY started_at
 
 -- name: workers_prune
 DELETE FROM {schema}.workers WHERE heartbeat_at < {now} - make_interval(secs => %(stale)s)

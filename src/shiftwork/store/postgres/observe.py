@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg.rows import dict_row
 
-from ...records import GroupStats, Job, QueueGroups, QueueMinute
+from ...records import GroupStats, Job, QueueGroups, QueueMinute, WaitingTask
 from ...states import JobState
 from ..rows import aware, decoded, job_from_row, search_params
 
@@ -43,6 +43,11 @@ class PostgresObserve:
     def workers_running(self) -> dict[str, int]:
         with self._conn() as c:
             return {r[0]: r[1] for r in c.execute(self.q["workers_running"])}
+
+    def jobs_waiting_by_task(self) -> list[WaitingTask]:
+        with self._conn() as c:
+            return [WaitingTask(r[0], r[1], int(r[2]), aware(r[3]))  # type: ignore[arg-type]
+                    for r in c.execute(self.q["jobs_waiting_by_task"])]
 
     def groups_busiest(self, queue: str | None = None, limit: int = 10) -> list[GroupStats]:
         with self._conn() as c:

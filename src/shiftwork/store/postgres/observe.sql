@@ -20,6 +20,12 @@ DELETE FROM {schema}.queue_minutes WHERE minute < {now} - make_interval(secs => 
 SELECT worker_id, count(*) FROM {schema}.jobs
 WHERE state = 'running' AND worker_id IS NOT NULL GROUP BY worker_id
 
+-- name: jobs_waiting_by_task
+-- Waiting jobs (due or not) per queue and task, with the oldest one's enqueue time: what
+-- the health check holds against the tasks and queues the live workers serve.
+SELECT queue, task, count(*), min(created_at) FROM {schema}.jobs
+WHERE state IN ('available', 'scheduled', 'retrying') GROUP BY queue, task
+
 -- name: jobs_search
 SELECT * FROM {schema}.jobs
 WHERE (%(state)s::text IS NULL OR state = %(state)s::text)

@@ -21,7 +21,16 @@ from ...flow import ClaimFlow, RateLimit
 from ...job import NewJob
 from ...names import check_schema
 from ...outcome import Outcome
-from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, WorkerInfo
+from ...records import (
+    SHUTDOWN,
+    ClaimedJob,
+    EnqueueResult,
+    HandBack,
+    Job,
+    QueueStats,
+    RescuedJob,
+    WorkerInfo,
+)
 from ...redact import describe_dsn, redact
 from ...states import JobState
 from ..connections import Connections, application_name
@@ -621,12 +630,14 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             rows = c.execute(self.q["jobs_rescue"], self._p(limit=limit)).fetchall()
         return rescued_jobs(rows)
 
-    def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]]) -> int:
+    def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]],
+                       reason: HandBack = SHUTDOWN) -> int:
         if not jobs:
             return 0
         with self._conn() as c:
             cur = c.execute(self.q["jobs_hand_back"], self._p(
-                worker=worker_id, ids=[j[0] for j in jobs], attempts=[j[1] for j in jobs]))
+                worker=worker_id, ids=[j[0] for j in jobs], attempts=[j[1] for j in jobs],
+                kind=reason.kind, type=reason.type, message=reason.message))
             c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": ["*"]})
             return cur.rowcount
 
@@ -668,8 +679,8 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
     def workers_list(self) -> list[WorkerInfo]:
         with self._conn() as c:
             rows = c.execute(self.q["workers_list"]).fetchall()
-        return [WorkerInfo(r[0], r[1], r[2], r[3], aware(r[4]), aware(r[5]))  # type: ignore[arg-type]
-                for r in rows]
+        return [WorkerInfo(r[0], r[1], r[2], r[3], aware(r[4]), aware(r[5]),  # type: ignore[arg-type]
+                           None if r[6] is None else frozenset(r[6])) for r in rows]
 
     def workers_prune(self, stale_after: float) -> int:
         with self._conn() as c:

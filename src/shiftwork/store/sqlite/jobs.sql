@@ -200,12 +200,18 @@ WHERE jobs.id = x.rid
 RETURNING id, state, task, queue, attempt
 
 -- name: jobs_hand_back
+-- As the Postgres statement: back at once (shutdown, or a worker that does not register
+-- the task); the same reason as the last error record replaces it, counting the times.
 UPDATE jobs
 SET state = 'available', lease_expires_at = NULL, uncounted = uncounted + 1, run_at = :now,
-    errors = json_insert(errors, '$[#]', json_object(
-        'attempt', attempt, 'kind', 'handed_back', 'type', 'Shutdown',
-        'message', 'worker shut down before the job finished; attempt not counted',
-        'at', :now_iso))
+    errors = CASE WHEN json_extract(errors, '$[#-1].kind') = :kind
+                  THEN json_set(errors, '$[#-1]', json_object(
+                      'attempt', attempt, 'kind', :kind, 'type', :type, 'message', :message,
+                      'at', :now_iso,
+                      'times', coalesce(json_extract(errors, '$[#-1].times'), 1) + 1))
+                  ELSE json_insert(errors, '$[#]', json_object(
+                      'attempt', attempt, 'kind', :kind, 'type', :type, 'message', :message,
+                      'at', :now_iso)) END
 WHERE id = :id AND attempt = :attempt AND state = 'running' AND worker_id = :worker
 
 -- name: jobs_get
@@ -268,15 +274,16 @@ SELECT queue, sum(state = 'succeeded'), sum(state = 'cancelled')
 FROM jobs WHERE state IN ('succeeded', 'cancelled') GROUP BY queue
 
 -- name: workers_upsert
-INSERT INTO workers (id, host, pid, queues, started_at, heartbeat_at)
-VALUES (:id, :host, :pid, :queues, :now, :now)
-ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, queues = excluded.queues
+INSERT INTO workers (id, host, pid, queues, tasks, started_at, heartbeat_at)
+VALUES (:id, :host, :pid, :queues, :tasks, :now, :now)
+ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, queues = excluded.queues,
+                               tasks = excluded.tasks
 
 -- name: workers_delete
 DELETE FROM workers WHERE id = :id
 
 -- name: workers_list
-SELECT id, host, pid, queues, started_at, heartbeat_at FROM workers ORDER BY started_at
+SELECT id, host, pid, queues, started_at, heartbeat_at, tasks FROM workers ORDER BY started_at
 
 -- name: workers_prune
 DELETE FROM workers WHERE heartbeat_at < :now - :stale

@@ -7,7 +7,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ...records import GroupStats, Job, QueueGroups, QueueMinute
+from ...records import GroupStats, Job, QueueGroups, QueueMinute, WaitingTask
 from ...states import JobState
 from ..rows import from_ts, job_from_row, loads, search_params
 
@@ -46,6 +46,10 @@ class SQLiteObserve:
 
     def workers_running(self) -> dict[str, int]:
         return {r[0]: r[1] for r in self.conn.execute(self.q["workers_running"])}
+
+    def jobs_waiting_by_task(self) -> list[WaitingTask]:
+        return [WaitingTask(r[0], r[1], int(r[2]), from_ts(r[3]))  # type: ignore[arg-type]
+                for r in self.conn.execute(self.q["jobs_waiting_by_task"])]
 
     def groups_busiest(self, queue: str | None = None, limit: int = 10) -> list[GroupStats]:
         rows = self.conn.execute(self.q["groups_busiest"], {"queue": queue, "limit": limit})

@@ -18,6 +18,12 @@ DELETE FROM queue_minutes WHERE minute < :now - :keep
 SELECT worker_id, count(*) FROM jobs
 WHERE state = 'running' AND worker_id IS NOT NULL GROUP BY worker_id
 
+-- name: jobs_waiting_by_task
+-- Waiting jobs (due or not) per queue and task, with the oldest one's enqueue time: what
+-- the health check holds against the tasks and queues the live workers serve.
+SELECT queue, task, count(*), min(created_at) FROM jobs
+WHERE state IN ('available', 'scheduled', 'retrying') GROUP BY queue, task
+
 -- name: jobs_search
 SELECT * FROM jobs
 WHERE (:state IS NULL OR state = :state)

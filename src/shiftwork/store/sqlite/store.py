@@ -19,7 +19,16 @@ from ...errors import ConfigurationError, JobNotFoundError, StorageError
 from ...flow import ClaimFlow, RateLimit
 from ...job import NewJob
 from ...outcome import Outcome
-from ...records import ClaimedJob, EnqueueResult, Job, QueueStats, RescuedJob, WorkerInfo
+from ...records import (
+    SHUTDOWN,
+    ClaimedJob,
+    EnqueueResult,
+    HandBack,
+    Job,
+    QueueStats,
+    RescuedJob,
+    WorkerInfo,
+)
 from ...states import FINAL, JobState
 from ..deps import NO_MARK, DepsActions, Mark
 from ..fleet import FleetWrites
@@ -603,14 +612,16 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
             rows = c.execute(self.q["jobs_rescue"], params).fetchall()
         return rescued_jobs(rows)
 
-    def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]]) -> int:
+    def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]],
+                       reason: HandBack = SHUTDOWN) -> int:
         now = self.clock.now()
         count = 0
         with self._tx() as c:
             for job_id, attempt in jobs:
                 count += c.execute(self.q["jobs_hand_back"], {
                     "id": job_id, "attempt": attempt, "worker": worker_id,
-                    "now": now.timestamp(), "now_iso": now.isoformat()}).rowcount
+                    "now": now.timestamp(), "now_iso": now.isoformat(), "kind": reason.kind,
+                    "type": reason.type, "message": reason.message}).rowcount
         return count
 
     # -- inspection and manual actions ----------------------------------------------
@@ -647,7 +658,8 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
     # -- workers and leadership --------------------------------------------------------
 
     def workers_list(self) -> list[WorkerInfo]:
-        return [WorkerInfo(r[0], r[1], r[2], json.loads(r[3]), from_ts(r[4]), from_ts(r[5]))  # type: ignore[arg-type]
+        return [WorkerInfo(r[0], r[1], r[2], json.loads(r[3]), from_ts(r[4]), from_ts(r[5]),  # type: ignore[arg-type]
+                           None if r[6] is None else frozenset(json.loads(r[6])))
                 for r in self.conn.execute(self.q["workers_list"])]
 
     def workers_prune(self, stale_after: float) -> int:
