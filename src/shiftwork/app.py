@@ -26,7 +26,7 @@ from .flow import rate_limit as flow_rate_limit
 from .handle import JobHandle
 from .host import AppBase
 from .job import NewJob
-from .names import check_queue, did_you_mean
+from .names import check_queue, check_task_name, did_you_mean
 from .observe.hooks import Observers
 from .observe.tracing import enqueue_span, recording
 from .records import EnqueueResult, Job, LateRun, QueueStats
@@ -56,6 +56,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
 R = TypeVar("R")
 log = logging.getLogger("shiftwork.migrate")
+log_flow = logging.getLogger("shiftwork.flow")
 
 
 @dataclass(frozen=True)
@@ -392,6 +393,22 @@ class App(AppBase):
             if t.options.group_rate_limit:
                 out.append(LimitStatus(f"group:{t.name}:*", t.options.group_rate_limit, None))
         return out
+
+    def clear_backoff(self, limit: str) -> bool:
+        """End a rate limit's hold now: ``"task:<name>"`` or ``"queue:<name>"``, as
+        :meth:`rate_limits` and ``shiftwork queues`` name it. The bucket starts full again
+        (a hold set by ``ctx.rate_limited`` is gone); False if it held nothing."""
+        kind, _, name = limit.partition(":") if isinstance(limit, str) else ("", "", "")
+        if kind == "task":
+            check_task_name(name)
+        elif kind == "queue":
+            check_queue(name)
+        else:
+            raise ConfigurationError(f"clear_backoff: give 'task:<name>' or 'queue:<name>' "
+                                     f"(as shiftwork queues lists them), not {limit!r}")
+        cleared = self.store.rate_buckets_clear(limit)
+        log_flow.info("%s: rate limit hold cleared by hand", limit)
+        return cleared
 
     # -- schedules -----------------------------------------------------------------------
 

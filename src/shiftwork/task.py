@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
+from .bounds import MAX_ATTEMPTS, instant, later, seconds, whole
 from .clock import Clock
 from .errors import ConfigurationError, DependencyError, PayloadError
 from .flow import GROUP_META_KEY, GroupBy, RateLimit, check_group, positive_int
@@ -91,12 +92,8 @@ class EnqueueOptions:
 _NO_OPTIONS = EnqueueOptions()  # frozen: one shared instance for calls without overrides
 
 
-def _check_priority(priority: int) -> int:
-    if not isinstance(priority, int) or not PRIORITY_MIN <= priority <= PRIORITY_MAX:
-        raise ConfigurationError(
-            f"priority {priority!r} must be an integer from {PRIORITY_MIN} to {PRIORITY_MAX}"
-        )
-    return priority
+def _check_priority(priority: int, what: str = "priority") -> int:
+    return whole(priority, what, PRIORITY_MIN, PRIORITY_MAX)
 
 
 def _takes_context(fn: Callable[..., Any]) -> bool:
@@ -141,13 +138,12 @@ class Task(Generic[P, R]):
                     f"task {name}: unique names {unknown} which are not parameters of the function"
                 )
         check_queue(options.queue)
-        _check_priority(options.priority)
-        if options.max_attempts < 1:
-            raise ConfigurationError(f"task {name}: max_attempts must be >= 1")
-        if options.concurrency is not None and options.concurrency < 1:
-            raise ConfigurationError(f"task {name}: concurrency must be >= 1 or None")
-        if options.timeout is not None and options.timeout <= 0:
-            raise ConfigurationError(f"task {name}: timeout must be > 0 seconds")
+        _check_priority(options.priority, f"task {name}: priority")
+        whole(options.max_attempts, f"task {name}: max_attempts", 1, MAX_ATTEMPTS)
+        if options.concurrency is not None:
+            whole(options.concurrency, f"task {name}: concurrency", 1, MAX_ATTEMPTS)
+        if options.timeout is not None:
+            seconds(options.timeout, f"task {name}: timeout", allow_zero=False)
         positive_int(options.group_concurrency, f"task {name}: group_concurrency")
         if isinstance(options.group_by, str) and options.group_by not in self._param_names:
             raise ConfigurationError(
@@ -249,17 +245,14 @@ class Task(Generic[P, R]):
         args_json = encode_args(self.name, args, kwargs,
                                 self.app.settings.limit("max_args_bytes"), self._param_names)
         queue = check_queue(opts.queue) if opts.queue is not None else self.options.queue
-        priority = _check_priority(opts.priority) if opts.priority is not None \
-            else self.options.priority
-        run_at = opts.run_at
-        if run_at is not None and run_at.tzinfo is None:
-            raise ConfigurationError("run_at must be timezone-aware (e.g. datetime.now(UTC))")
+        priority = _check_priority(opts.priority, f"{self.name}: priority") \
+            if opts.priority is not None else self.options.priority
+        run_at = instant(opts.run_at, f"{self.name}: run_at") if opts.run_at is not None \
+            else None
         if opts.delay is not None:
-            seconds = (opts.delay.total_seconds() if isinstance(opts.delay, timedelta)
-                       else float(opts.delay))
-            if seconds > 0:
-                base = now or datetime.now(UTC)
-                run_at = base + timedelta(seconds=seconds)
+            delay = seconds(opts.delay, f"{self.name}: delay")
+            if delay > 0:
+                run_at = later(now or datetime.now(UTC), delay)
         unique_key: str | None = None
         if opts.key is not None:
             unique_key = check_text(f"{self.name}:{opts.key}", f"{self.name}: unique key",
@@ -269,7 +262,8 @@ class Task(Generic[P, R]):
             unique = self.options.unique
             names = self._param_names if unique is True else list(unique or ())
             unique_key = unique_digest(self.name, {n: bound.arguments.get(n) for n in names})
-        max_attempts = opts.max_attempts or self.options.max_attempts
+        max_attempts = whole(opts.max_attempts, f"{self.name}: max_attempts", 1, MAX_ATTEMPTS) \
+            if opts.max_attempts is not None else self.options.max_attempts
         meta = opts.meta
         group = opts.group if opts.group is not None else self._group_of(bound) \
             if self.options.group_by is not None else None

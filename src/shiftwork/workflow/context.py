@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..bounds import seconds as check_seconds
 from ..context import JobContext
 from ..errors import JobCancelled, LeaseLost
 from ..payload import Limit, encode_json
@@ -31,12 +32,7 @@ STEP_ATTEMPTS = 3
 
 
 def _seconds(value: float | timedelta, what: str) -> timedelta:
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise WorkflowError(f"{what} must be a number of seconds >= 0 or a timedelta, "
-                            f"not {value!r}")
-    return timedelta(seconds=float(value))
+    return timedelta(seconds=check_seconds(value, what))
 
 
 def _call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],

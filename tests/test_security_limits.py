@@ -1,0 +1,186 @@
+"""Security round 2 (issue 26): numbers, events and internal tasks, on both engines.
+
+Each test names the finding it pins; each failed on the code before its fix.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from shiftwork import App, ConfigurationError, FakeClock, JobContext, JobState, Settings
+from shiftwork.errors import PayloadError, RetryIn, Snooze
+from shiftwork.observe.metrics import Metrics
+from shiftwork.testing import drain
+from shiftwork.web import create_dashboard
+
+from .conftest import FAST, ROOT, running_worker, wait_for
+from .test_security import TOKEN, Served
+
+T0 = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def clocked(make_app: Callable[..., App]) -> tuple[App, FakeClock]:
+    clock = FakeClock(T0)
+    return make_app(clock=clock), clock
+
+
+def _cli(db: dict[str, str], tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``shiftwork ARGV`` as a real process, against the test's database."""
+    env = {**os.environ, "SHIFTWORK_DSN": db["dsn"], "SHIFTWORK_SCHEMA": db["schema"],
+           "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT / 'src'}"}
+    env.pop("SHIFTWORK_APP", None)
+    return subprocess.run([sys.executable, "-m", "shiftwork.cli", *argv], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def _write_app(tmp_path: Path, name: str, body: str) -> str:
+    (tmp_path / f"{name}.py").write_text(
+        "import os\nfrom shiftwork import App, JobContext\n"
+        "app = App(os.environ['SHIFTWORK_DSN'], schema=os.environ['SHIFTWORK_SCHEMA'])\n"
+        + body)
+    return f"{name}:app"
+
+
+def _store_hold(app: App, key: str, forever: bool) -> None:
+    """A hold as a release before the bounds stored it: infinite or 1e10 s (SQLite), past
+    year 9999 (PostgreSQL: retry_after=1e12 and more), written straight into the table."""
+    if app.store.engine == "sqlite":
+        with app.store.transaction() as conn:
+            conn.execute("INSERT INTO rate_buckets (key, tokens, updated_at) "
+                         "VALUES (?, 0, ?)", (key, math.inf if forever else 1e10))
+    else:
+        with app.store.transaction() as conn:
+            conn.execute(f"INSERT INTO {app.schema}.rate_buckets (key, tokens, updated_at) "
+                         "VALUES (%s, 0, %s)", (key, "290000-01-01" if forever else "12000-01-01"))
+
+
+# -- finding 2: ctx.rate_limited(retry_after=...) and every number that reaches the database
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -5.0, 0, "30", True])
+def test_rate_limited_refuses_a_retry_after_that_is_not_finite_seconds(
+        clocked: tuple[App, FakeClock], bad: Any) -> None:
+    """Finding 2: a NaN, infinite or negative retry_after is refused with an error naming
+    it; no hold is stored (inf held the task forever, and on SQLite left its job running)."""
+    app, _ = clocked
+
+    @app.task(rate_limit="100/s", max_attempts=1)
+    def call_partner(ctx: JobContext) -> None:
+        ctx.rate_limited(retry_after=bad)
+
+    job = call_partner.enqueue()
+    drain(app, max_jobs=1)
+    got = app.get_job(job.id)
+    assert got.state is JobState.DEAD
+    assert "retry_after" in got.errors[-1]["message"]
+    [(_, tokens, at)] = app.store.rate_buckets()  # the claim's bucket: no hold put on it
+    assert tokens == pytest.approx(9) and at <= T0
+
+
+def test_a_long_retry_after_is_cut_to_the_setting_and_logged(
+        make_app: Callable[..., App], caplog: pytest.LogCaptureFixture) -> None:
+    """Finding 2: retry_after=1e10 held the task until the year 2343 on both engines;
+    now the hold is cut to Settings.max_retry_after (an hour by default) and logged."""
+    clock = FakeClock(T0)
+    app = make_app(clock=clock, settings=Settings(**{**FAST.__dict__,
+                                                     "max_retry_after": 600.0}))
+
+    @app.task(rate_limit="100/s")
+    def call_partner(ctx: JobContext) -> None:
+        ctx.rate_limited(retry_after=1e10)
+
+    first = call_partner.enqueue()
+    with caplog.at_level(logging.WARNING, "shiftwork.flow"):
+        drain(app, max_jobs=1)
+    assert "cut to 600 seconds (Settings.max_retry_after)" in caplog.text
+    job = app.get_job(first.id)
+    assert job.state is JobState.SCHEDULED
+    assert job.run_at is not None and job.run_at <= T0 + timedelta(seconds=601)
+    flow = app.claim_flow("default")
+    clock.advance(599)
+    assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []  # still held
+    clock.advance(2)
+    assert [j.id for j in app.store.jobs_claim("default", 10, "w", 30, None, flow)] \
+        == [first.id]
+    assert Settings().max_retry_after == 3600.0
+    with pytest.raises(ConfigurationError, match="max_retry_after"):
+        Settings(max_retry_after=math.inf)
+
+
+def test_clear_backoff_ends_a_hold_by_api_and_by_command(
+        clocked: tuple[App, FakeClock], db: dict[str, str], tmp_path: Path) -> None:
+    """Finding 2: no command reset a held rate limit; app.clear_backoff and
+    ``shiftwork queues clear-backoff`` end a task's or a queue's hold at once."""
+    app, _ = clocked
+
+    @app.task(name="partner", rate_limit="100/s")
+    def partner(ctx: JobContext) -> None: ...
+
+    app.queue("default", rate_limit="100/s")
+    partner.enqueue()
+    flow = app.claim_flow("default")
+    app.store.rate_limit_push_back("task:partner", 3000)
+    assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []
+    assert app.clear_backoff("task:partner") is True
+    assert len(app.store.jobs_claim("default", 10, "w", 30, None, flow)) == 1
+    assert app.clear_backoff("task:partner") is True  # the claim wrote a bucket again
+    assert app.clear_backoff("task:partner") is False
+    with pytest.raises(ConfigurationError, match="'task:<name>' or 'queue:<name>'"):
+        app.clear_backoff("partner")
+
+    app.store.rate_limit_push_back("queue:default", 3000)
+    target = _write_app(tmp_path, "clearapp", "")
+    out = _cli(db, tmp_path, "queues", "clear-backoff", "queue:default", "--app", target)
+    assert out.returncode == 0, out.stderr
+    assert "queue:default: cleared" in out.stdout
+    assert all(key != "queue:default" for key, _, _ in app.store.rate_buckets())
+    bad = _cli(db, tmp_path, "queues", "clear-backoff", "default", "--app", target)
+    assert bad.returncode == 2 and "'task:<name>' or 'queue:<name>'" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("forever", [True, False], ids=["farthest", "far"])
+def test_queues_and_metrics_survive_a_stored_hold_out_of_range(
+        app: App, db: dict[str, str], tmp_path: Path, forever: bool) -> None:
+    """Finding 2: an infinite hold (SQLite) or one past year 9999 (PostgreSQL), stored by
+    an earlier release, made ``shiftwork queues``, ``shiftwork metrics``, the dashboard's
+    /metrics (500) and the worker's metrics port fail. Each now answers."""
+    @app.task(name="partner", rate_limit="5/s")
+    def partner() -> None: ...
+
+    _store_hold(app, "task:partner", forever)
+    target = _write_app(tmp_path, "holdapp",
+                        "@app.task(name='partner', rate_limit='5/s')\n"
+                        "def partner() -> None: ...\n")
+    for argv in (["queues"], ["metrics"]):
+        out = _cli(db, tmp_path, *argv, "--app", target)
+        assert out.returncode == 0, out.stderr
+        assert "task:partner" in out.stdout
+    with Served(create_dashboard(app, token=TOKEN)) as served, served.client() as c:
+        page = c.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert page.status_code == 200, page.text
+        assert 'shiftwork_rate_limit_tokens{limit="task:partner"} 0.0' in page.text
+    with running_worker(app, {"default": 1}, metrics_port=0) as worker:
+        from shiftwork.observe.worker import MetricsServer
+
+        server = next(s for s in worker.services if isinstance(s, MetricsServer))
+        scraped = httpx.get(f"http://127.0.0.1:{server.port}/metrics", timeout=10)
+        assert scraped.status_code == 200
+        assert 'limit="task:partner"' in scraped.text
+    metrics = Metrics(app)
+    try:
+        assert b"task:partner" in metrics.exposition()
+    finally:
+        metrics.close()
