@@ -184,3 +184,108 @@ def test_queues_and_metrics_survive_a_stored_hold_out_of_range(
         assert b"task:partner" in metrics.exposition()
     finally:
         metrics.close()
+
+
+@pytest.mark.parametrize("option, value, named", [
+    ("delay", math.nan, "delay"), ("delay", math.inf, "delay"), ("delay", -1.0, "delay"),
+    ("delay", 1e300, "delay"), ("delay", 10**400, "delay"), ("delay", "5", "delay"),
+    ("run_at", datetime(2030, 1, 1), "run_at"),
+    ("run_at", datetime(9999, 12, 31, tzinfo=UTC), "run_at"),
+    ("max_attempts", 0, "max_attempts"), ("max_attempts", 2**40, "max_attempts"),
+    ("max_attempts", 1.5, "max_attempts"), ("max_attempts", True, "max_attempts"),
+    ("priority", 10**6, "priority"), ("priority", math.nan, "priority"),
+])
+def test_enqueue_refuses_numbers_that_cannot_be_stored(app: App, option: str, value: Any,
+                                                        named: str) -> None:
+    """Finding 2: a NaN delay was accepted (as "now"), a huge delay or max_attempts gave
+    an OverflowError or the driver's out-of-range error, max_attempts=0 fell back to the
+    task's; each is refused with an error naming the parameter, and nothing is written."""
+    @app.task(name="plain")
+    def plain() -> None: ...
+
+    with pytest.raises(ConfigurationError, match=named):
+        plain.using(**{option: value}).enqueue()
+    assert app.list_jobs() == []
+
+
+@pytest.mark.parametrize("option, value", [
+    ("timeout", math.nan), ("timeout", math.inf), ("timeout", 0), ("max_attempts", 0),
+    ("max_attempts", 2**40), ("priority", 1000), ("concurrency", 0)])
+def test_task_options_are_checked_the_same_way(app: App, option: str, value: Any) -> None:
+    """Finding 2: a task's timeout, max_attempts and priority go through the same check
+    (a NaN or infinite timeout was accepted)."""
+    with pytest.raises(ConfigurationError, match=option):
+        app.task(name="t", **{option: value})(lambda: None)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: RetryIn(math.nan), lambda: RetryIn(math.inf), lambda: RetryIn(-1),
+    lambda: Snooze(math.inf), lambda: Snooze(until=datetime(2030, 1, 1)),
+    lambda: Snooze(until=datetime.max.replace(tzinfo=UTC))])
+def test_retry_in_and_snooze_refuse_numbers_that_cannot_be_stored(make: Callable[[], Any]
+                                                                  ) -> None:
+    """Finding 2: RetryIn(inf) and Snooze(inf) overflowed when the worker computed the
+    next run (the job stayed running); both are refused where they are raised."""
+    with pytest.raises(ConfigurationError, match="RetryIn|Snooze"):
+        make()
+
+
+def test_a_task_raising_a_bad_retry_in_fails_cleanly(clocked: tuple[App, FakeClock]) -> None:
+    """Finding 2: the task's bad RetryIn becomes an ordinary failure naming it (retried on
+    the task's backoff), not an OverflowError in the worker."""
+    app, _ = clocked
+
+    @app.task(name="picky", max_attempts=2)
+    def picky() -> None:
+        raise RetryIn(float("inf"), "partner said forever")
+
+    job = picky.enqueue()
+    drain(app, max_jobs=1)
+    got = app.get_job(job.id)
+    assert got.state is JobState.RETRYING
+    assert "RetryIn: seconds must be a finite number" in got.errors[-1]["message"]
+
+
+# -- finding 8: deeply nested JSON from people ------------------------------------------
+
+DEEP = "[" * 5_000 + "]" * 5_000  # past the parser's recursion limit, under the form cap
+TOO_DEEP = "nested more than 64 levels deep (Settings.max_json_depth)"
+
+
+def test_deep_json_in_the_add_schedule_form_is_refused_with_the_payload_message(
+        app: App) -> None:
+    """Finding 8: deeply nested JSON in the dashboard's add-schedule form answered 500
+    (RecursionError); it now answers with PayloadError's "nested too deep" message."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from .test_security import csrf_of, login
+
+    @app.task(name="report")
+    def report(which: Any) -> None: ...
+
+    with Served(create_dashboard(app, token=TOKEN)) as served, served.client() as c:
+        login(c)
+        for args in (DEEP, "[" + "[" * 70 + "]" * 70 + "]"):
+            response = c.post("/schedules", data={
+                "csrf": csrf_of(c), "name": "deep", "cron": "0 6 * * *", "task": "report",
+                "args": args})
+            assert response.status_code == 303, response.text
+            message = parse_qs(urlsplit(response.headers["location"]).query)["msg"][0]
+            assert TOO_DEEP in message and "not added" in message
+    assert app.store.schedules_list() == []  # nothing added
+
+
+@pytest.mark.parametrize("argv", [
+    ["enqueue", "report", "--args", DEEP],
+    ["enqueue", "report", "--kwargs", '{"which": ' + DEEP + "}"],
+    ["schedules", "add", "deep", "0 6 * * *", "report", "--args", DEEP]])
+def test_deep_json_on_the_command_line_is_one_error_line(
+        db: dict[str, str], tmp_path: Path, app: App, argv: list[str]) -> None:
+    """Finding 8: ``shiftwork enqueue --args`` printed a RecursionError traceback; it (and
+    ``schedules add``) now prints PayloadError's message and exits 2, nothing written."""
+    target = _write_app(tmp_path, "deepapp",
+                        "@app.task(name='report')\ndef report(which=None) -> None: ...\n")
+    out = _cli(db, tmp_path, *argv, "--app", target)
+    assert out.returncode == 2, out.stderr
+    assert TOO_DEEP in out.stderr and "Traceback" not in out.stderr
+    assert app.list_jobs() == []

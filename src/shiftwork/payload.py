@@ -127,6 +127,26 @@ def encode_args(
     return text
 
 
+def parse_json(text: str, what: str, max_depth: int) -> Any:
+    """JSON text people typed (a command's ``--args``, the dashboard's form), read and
+    checked as a stored value would be; PayloadError naming ``what`` otherwise. Nesting
+    too deep for the parser (a RecursionError) gets the same message as nesting too deep
+    to store."""
+    too_deep = PayloadTooLargeError(
+        f"{what}: nested more than {max_depth} levels deep (Settings.max_json_depth)")
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise too_deep from None
+    except ValueError as exc:
+        raise PayloadError(f"{what} must be JSON: {exc}") from None
+    try:
+        _check_json(value, what, 0, max_depth)
+    except RecursionError:  # deep enough to pass the parser, not this walk
+        raise too_deep from None
+    return value
+
+
 def encode_json(value: Any, what: str, limit: Limit) -> str:
     """``value`` as compact JSON for a column, within ``limit``; PayloadError otherwise."""
     _check_json(value, what, 0, limit.max_depth)
