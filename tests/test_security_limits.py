@@ -289,3 +289,89 @@ def test_deep_json_on_the_command_line_is_one_error_line(
     assert out.returncode == 2, out.stderr
     assert TOO_DEEP in out.stderr and "Traceback" not in out.stderr
     assert app.list_jobs() == []
+
+
+# -- finding 9: event names, event keys and step names -----------------------------------
+
+
+@pytest.fixture
+def waiting(make_app: Callable[..., App]) -> tuple[App, int]:
+    """A workflow suspended in a wait for the event "go"."""
+    app = make_app(clock=FakeClock(T0))
+
+    @app.workflow(name="waits")
+    def waits(wf: Any) -> Any:
+        return wf.wait_for_event("go")
+
+    job = waits.enqueue()
+    drain(app)
+    assert app.get_job(job.id).state is JobState.SCHEDULED
+    return app, job.id
+
+
+@pytest.mark.parametrize("name, key, said", [
+    ("e" * 20_000_000, None, "event name is 20000000 characters long, over the limit of 256"),
+    ("go", "k" * 1_000_000, "key is 1000000 characters long, over the limit of 256"),
+    ("g\x00o", None, "NUL"), ("go", "k\x00", "NUL"),
+    ("g\ud800o", None, "unpaired surrogate"), ("go", "\udfff", "unpaired surrogate"),
+    ("", None, "non-empty"), ("go", "", "non-empty")])
+def test_bad_event_names_and_keys_are_refused_before_any_write(
+        waiting: tuple[App, int], name: str, key: str | None, said: str) -> None:
+    """Finding 9: a 20 MB event name or a 1 MB key gave a raw StorageError, NUL psycopg's
+    DataError, a lone surrogate UnicodeEncodeError; each is a PayloadError naming the
+    limit, with nothing stored, and the workflow still takes a good event afterwards."""
+    app, wf_id = waiting
+    with pytest.raises(PayloadError, match=said) as caught:
+        app.send_event(wf_id, name, {"x": 1}, key=key)
+    assert len(str(caught.value)) < 300  # the message quotes the name cut short
+    app.send_event(wf_id, "go", "ok", key="k1")
+    drain(app)
+    assert app.get_job(wf_id).result == "ok"
+
+
+def test_events_to_a_job_that_is_not_a_workflow_are_refused(app: App) -> None:
+    """Finding 9: an event sent to a plain job was stored and never consumed."""
+    from shiftwork.workflow import WorkflowError
+
+    @app.task(name="plain")
+    def plain() -> None: ...
+
+    job = plain.enqueue()
+    with pytest.raises(WorkflowError, match="not a workflow"):
+        app.send_event(job.id, "go", {"x": 1})
+    count = app.store.transaction
+    with count() as conn:
+        table = "workflow_events" if app.store.engine == "sqlite" \
+            else f"{app.schema}.workflow_events"
+        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("step, said", [
+    ("s" * 5_000_000, "over the limit of 300"), ("a\x00b", "NUL"),
+    ("a\udc00", "unpaired surrogate")])
+def test_a_bad_step_name_stops_the_workflow_without_dooming_it(
+        make_app: Callable[..., App], step: str, said: str) -> None:
+    """Finding 9: a 5 MB or NUL step name failed the workflow for good (a raw storage
+    error, compensations run); it now stops it as a code fault does: dead with a clear
+    StepNameError, nothing recorded or compensated, and the fixed code takes it up again
+    when the job is retried."""
+    app = make_app(clock=FakeClock(T0))
+    names = {"step": step}
+    compensated: list[str] = []
+
+    @app.workflow(name="named")
+    def named(wf: Any) -> Any:
+        wf.step("first", lambda: 1, compensate=lambda r: compensated.append("first"))
+        return wf.step(names["step"], lambda: 2)
+
+    job = named.enqueue()
+    drain(app)
+    got = app.get_job(job.id)
+    assert got.state is JobState.DEAD
+    assert got.errors[-1]["type"].endswith("StepNameError")
+    assert said in got.errors[-1]["message"]
+    assert compensated == [] and list(app.store.workflow_steps_get(job.id)) == ["first"]
+    names["step"] = "second"  # the fix, deployed
+    app.retry_job(job.id)
+    drain(app)
+    assert app.get_job(job.id).result == 2

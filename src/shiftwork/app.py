@@ -17,7 +17,6 @@ from .errors import (
     ConfigurationError,
     DependencyError,
     JobCancelled,
-    PayloadError,
     UnknownTaskError,
 )
 from .events import EventBus
@@ -47,7 +46,7 @@ from .store import Store, open_store
 from .store.connections import Connections
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
 from .waiting import ResultWaiter, wait_result, wait_result_async
-from .workflow import Workflow
+from .workflow import Workflow, WorkflowError
 from .workflow.children import install as install_children
 from .workflow.children import report_for as report_cancelled
 from .workflow.runner import workflow_task
@@ -302,14 +301,27 @@ class App(AppBase):
         With ``key``, an event already sent under that key (for this workflow and name)
         is not stored again: a webhook delivered twice wakes one wait, not two.
         """
-        from .payload import encode_json
+        from .payload import MAX_EVENT_KEY, MAX_EVENT_NAME, check_label, encode_json
 
-        if key is not None and (not isinstance(key, str) or not key):
-            raise PayloadError(f"event {name!r}: key must be a non-empty string, not {key!r}")
-        return self.store.workflow_event_send(
-            workflow_id, name, encode_json(payload, f"event {name!r}: payload",
-                                           self.settings.limit("max_event_payload_bytes")),
-            key)
+        check_label(name, "event name", MAX_EVENT_NAME)
+        if key is not None:
+            check_label(key, f"event {name!r}: key", MAX_EVENT_KEY)
+        body = encode_json(payload, f"event {name!r}: payload",
+                           self.settings.limit("max_event_payload_bytes"))
+        self._require_workflow(workflow_id, name)
+        return self.store.workflow_event_send(workflow_id, name, body, key)
+
+    def _require_workflow(self, job_id: int, event: str) -> None:
+        """Refuse an event for a job that is not a workflow: nothing would ever take it."""
+        job = self.store.jobs_get(job_id)  # JobNotFoundError names the id
+        task = self.tasks.get(job.task)
+        if task is not None:
+            known = getattr(task, "workflow_version", None) is not None
+        else:  # a task this app does not register: a workflow has begun a run
+            known = self.store.workflow_run_read(job_id) is not None
+        if not known:
+            raise WorkflowError(f"event {event!r}: job {job_id} runs task {job.task!r}, which "
+                                "is not a workflow; events are delivered to workflows only")
 
     def workflow_history(self, workflow_id: int) -> list[Any]:
         """The recorded steps of a workflow, in the order they were first recorded."""

@@ -166,6 +166,32 @@ def check_text(value: str, what: str, limit: Limit) -> str:
     return value
 
 
+#: Longest workflow step name, event name and event key (characters). A step's name is
+#: part of the history's key and of its members' event names (``<step>/<i>``); a wait's
+#: default step is ``event:<name>``, so a step name may be a little longer.
+MAX_STEP_NAME = 300
+MAX_EVENT_NAME = 256
+MAX_EVENT_KEY = 256
+
+
+def check_label(value: object, what: str, max_chars: int) -> str:
+    """A name we store and index (a step name, an event name or key): a non-empty string
+    of valid text, without NUL, of at most ``max_chars`` characters."""
+    if not isinstance(value, str) or not value:
+        raise PayloadError(f"{what} must be a non-empty string, not {_short(value)}")
+    if len(value) > max_chars:
+        raise PayloadError(f"{what} is {len(value)} characters long, over the limit of "
+                           f"{max_chars} (starts {_short(value)})")
+    _check_str(value, f"{what} {_short(value)}")
+    return value
+
+
+def _short(value: object) -> str:
+    """A value in an error message, cut so that the message stays short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def storable_text(value: str, max_chars: int) -> str:
     """Text we write on the task's behalf (an error message): NUL and unpaired surrogates
     escaped, cut to ``max_chars`` characters, so that writing it cannot fail."""
