@@ -338,9 +338,14 @@ class App(AppBase):
         try:
             return self.tasks[name]
         except KeyError:
-            known = ", ".join(sorted(self.tasks)) or "none"
-            hint = did_you_mean(name, sorted(self.tasks))
+            known = ", ".join(self.task_names()) or "none"
+            hint = did_you_mean(name, self.task_names())
             raise UnknownTaskError(f"unknown task {name!r}{hint} (registered: {known})") from None
+
+    def task_names(self) -> list[str]:
+        """The registered tasks people may enqueue and schedule, sorted (shiftwork's
+        internal ones left out)."""
+        return sorted(name for name, task in self.tasks.items() if not task.internal)
 
     def queue(self, name: str, *, max_wait: float | None = None,
               rate_limit: RateLimit | str | None = None, fair: bool = False,

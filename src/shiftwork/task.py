@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
 from .bounds import MAX_ATTEMPTS, instant, later, seconds, whole
 from .clock import Clock
-from .errors import ConfigurationError, DependencyError, PayloadError
+from .errors import ConfigurationError, DependencyError, PayloadError, UnknownTaskError
 from .flow import GROUP_META_KEY, GroupBy, RateLimit, check_group, positive_int
 from .handle import JobHandle, check_on_failure, dependency_ids
 from .job import NewJob
@@ -120,6 +120,9 @@ class Task(Generic[P, R]):
         self.takes_context = _takes_context(fn)
         #: runs even when cancelled before it began: a workflow must compensate (runner.py)
         self.handles_cancel = False
+        #: shiftwork's own (workflow/children.py): never listed for people, and no job of
+        #: it is built here, so neither an enqueue nor a schedule can start one
+        self.internal = False
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
         if self.takes_context:
@@ -189,6 +192,7 @@ class Task(Generic[P, R]):
         self, calls: Iterable[tuple[Any, ...] | dict[str, Any]], conn: Any = None
     ) -> list[EnqueueResult]:
         """Enqueue many jobs in one round trip per batch: each item a tuple or a dict."""
+        self._refuse_internal()
         if (self.options.unique is False and self._plain_params
                 and self.options.group_by is None):
             # The bulk path: the task's own options, so each job is only its arguments;
@@ -204,6 +208,12 @@ class Task(Generic[P, R]):
         return self.app.enqueue_many(requests, conn=conn)
 
     # -- validation ----------------------------------------------------------
+
+    def _refuse_internal(self) -> None:
+        if self.internal:
+            raise UnknownTaskError(f"task {self.name!r} is internal to shiftwork: it runs only "
+                                   "what shiftwork enqueues itself, and cannot be enqueued "
+                                   "or scheduled")
 
     def _build_plain(self, call: tuple[Any, ...] | dict[str, Any]) -> NewJob:
         """:meth:`build` for a job with the task's own options: the same checks, less work."""
@@ -228,6 +238,7 @@ class Task(Generic[P, R]):
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
               now: datetime | None) -> NewJob:
         """Validate a call's arguments and options into the row an enqueue inserts."""
+        self._refuse_internal()
         if (opts is _NO_OPTIONS and not (args and kwargs) and self.options.unique is False
                 and self._plain_params and self.options.group_by is None):
             return self._build_plain(kwargs or args)  # no overrides: the bulk path's checks
