@@ -479,3 +479,52 @@ def test_a_forged_workflow_call_job_runs_nothing(app: App) -> None:
         got = app.get_job(job_id)
         assert got.state is JobState.DEAD
         assert "runs only the calls a workflow enqueued" in got.errors[-1]["message"]
+
+
+def test_a_call_enqueued_by_an_older_release_is_handed_to_its_own_task(
+        make_app: Callable[..., App], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 10: a shiftwork.workflow_call job an older release enqueued for a workflow
+    ran its target inside itself, outside the target's limits; it now hands the call to a
+    job of the target task (which the claim holds to its rate limit) and the parent gets
+    the result from that job."""
+    import json
+
+    from shiftwork.job import NewJob
+    from shiftwork.workflow import children
+
+    def old_release_enqueue(wf: Any, step: str, members: list[Any]) -> list[int]:
+        def enqueue(conn: Any) -> list[int]:
+            rows = [NewJob(CALL_TASK, task.options.queue,
+                           json.dumps({"args": [task.name, list(args), kwargs], "kwargs": {}}),
+                           meta_json=json.dumps({children.PARENT_META: {
+                               "workflow": wf.id, "event": f"{step}/{i}", "of": len(members)}}))
+                    for i, (_label, task, args, kwargs) in enumerate(members)]
+            return [int(r.id) for r in wf.app.insert_rows(rows, conn)]
+
+        with wf.ctx.transaction() as tx:
+            return [int(i) for i in tx.once(f"wf:{wf.id}:{step}", lambda: enqueue(tx.conn))]
+
+    clock = FakeClock(T0)
+    app = make_app(clock=clock)
+    ran: list[int] = []
+
+    @app.task(name="partner", queue="partners", rate_limit="1/m")
+    def partner(i: int) -> int:
+        ran.append(i)
+        return i + 100
+
+    @app.workflow(name="fan")
+    def fan(wf: Any) -> Any:
+        return wf.parallel(*(wf.call(f"c{i}", partner, i) for i in range(2)))
+
+    monkeypatch.setattr(children, "_enqueue_once", old_release_enqueue)
+    job = fan.enqueue()
+    drain(app)
+    assert len(ran) == 1  # the hand-offs are jobs of partner: one token, one start
+    by_task = sorted((j.task, j.state.value) for j in app.list_jobs(limit=100)
+                     if j.id != job.id)
+    assert by_task.count((CALL_TASK, "succeeded")) == 2
+    assert [t for t, _ in by_task].count("partner") == 2
+    clock.advance(61)
+    drain(app)
+    assert app.get_job(job.id).result == [100, 101]
