@@ -5,6 +5,7 @@ Each test names the finding it pins; each failed on the code before its fix.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -20,6 +21,7 @@ import pytest
 
 from shiftwork import App, ConfigurationError, FakeClock, JobContext, JobState, Settings
 from shiftwork.errors import PayloadError, RetryIn, Snooze
+from shiftwork.flow import RateLimit
 from shiftwork.observe.metrics import Metrics
 from shiftwork.testing import drain
 from shiftwork.web import create_dashboard
@@ -471,7 +473,7 @@ def test_a_forged_workflow_call_job_runs_nothing(app: App) -> None:
     forged = {"shiftwork.parent": {"workflow": 999, "event": "p/0", "of": 1}}
     rows = [NewJob(CALL_TASK, "default", '{"args":["secret",[],{}],"kwargs":{}}'),
             NewJob(CALL_TASK, "default", '{"args":["secret",[],{}],"kwargs":{}}',
-                   meta_json=__import__("json").dumps(forged))]
+                   meta_json=json.dumps(forged))]
     ids = [r.id for r in app.store.jobs_insert(rows)]
     drain(app)
     assert ran == []
@@ -487,8 +489,6 @@ def test_a_call_enqueued_by_an_older_release_is_handed_to_its_own_task(
     ran its target inside itself, outside the target's limits; it now hands the call to a
     job of the target task (which the claim holds to its rate limit) and the parent gets
     the result from that job."""
-    import json
-
     from shiftwork.job import NewJob
     from shiftwork.workflow import children
 
@@ -528,3 +528,37 @@ def test_a_call_enqueued_by_an_older_release_is_handed_to_its_own_task(
     clock.advance(61)
     drain(app)
     assert app.get_job(job.id).result == [100, 101]
+
+
+@pytest.mark.parametrize("make, named", [
+    (lambda: Settings(lease_seconds=math.nan), "lease_seconds"),
+    (lambda: Settings(heartbeat_interval=math.inf), "heartbeat_interval"),
+    (lambda: Settings(effect_retention=1e300), "effect_retention"),
+    (lambda: Settings(claim_batch=10**12), "claim_batch"),
+    (lambda: RateLimit(math.inf), "n"),
+    (lambda: RateLimit(10, per=math.nan), "per"),
+    (lambda: RateLimit(10, burst=math.inf), "burst")])
+def test_settings_and_rate_limits_refuse_numbers_that_cannot_be_stored(
+        make: Callable[[], Any], named: str) -> None:
+    """Finding 2: a NaN lease (sent to the database as an interval), an infinite rate or
+    burst (stored in the buckets) were accepted; the same check now refuses them."""
+    with pytest.raises(ConfigurationError, match=named):
+        make()
+
+
+def test_once_keep_and_list_limits_refuse_numbers_that_cannot_be_stored(
+        app: App, db: dict[str, str], tmp_path: Path) -> None:
+    """Finding 2: ``ctx.once(keep=inf)`` overflowed at the write, and a huge listing limit
+    (``app.list_jobs``, ``shiftwork jobs list --limit``) gave the driver's error."""
+    @app.task(name="keeper", max_attempts=1)
+    def keeper(ctx: JobContext) -> None:
+        ctx.once("k", lambda: 1, keep=math.inf)
+
+    job = keeper.enqueue()
+    drain(app)
+    assert "once: keep must be a finite number" in app.get_job(job.id).errors[-1]["message"]
+    with pytest.raises(ConfigurationError, match="limit"):
+        app.list_jobs(limit=10**30)
+    target = _write_app(tmp_path, "listapp", "")
+    out = _cli(db, tmp_path, "jobs", "list", "--limit", str(10**30), "--app", target)
+    assert out.returncode == 2 and "--limit" in out.stderr and "Traceback" not in out.stderr

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
+from .bounds import MAX_LIST, whole
 from .clock import Clock, SystemClock
 from .compose import Chain, Group, make_chain, make_graph, make_group
 from .context import JobContext
@@ -636,6 +637,7 @@ class App(AppBase):
                   task: str | None = None, limit: int = 50) -> list[Job]:
         """Jobs, newest first, filtered by state, queue and task."""
         st = JobState(state) if isinstance(state, str) else state
+        whole(limit, "list_jobs: limit", 0, MAX_LIST)
         return self.store.jobs_list(state=st, queue=queue, task=task, limit=limit)
 
     def retry_job(self, job_id: int) -> Job:

@@ -23,6 +23,8 @@ MAX_SECONDS = 100 * 365 * 24 * 3600.0
 LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 #: Most attempts a job may have: ``attempt`` is a 32-bit column on PostgreSQL.
 MAX_ATTEMPTS = 1_000_000
+#: Most rows one listing returns (``app.list_jobs``, the command line's ``--limit``).
+MAX_LIST = 1_000_000
 
 
 def seconds(value: Any, what: str, *, allow_zero: bool = True,

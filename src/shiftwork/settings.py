@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .bounds import seconds
+from .bounds import seconds, whole
 from .errors import ConfigurationError
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES, Limit
 
@@ -56,7 +56,10 @@ class Settings:
         if not self.pool_max_idle > 0:
             raise ConfigurationError(f"Settings.pool_max_idle must be > 0 seconds, "
                                      f"got {self.pool_max_idle!r}")
-        seconds(self.max_retry_after, "Settings.max_retry_after", allow_zero=False)
+        for name in _TIMINGS:  # leases and retentions reach the database as intervals
+            seconds(getattr(self, name), f"Settings.{name}",
+                    allow_zero=name.startswith("retention"))
+        whole(self.claim_batch, "Settings.claim_batch", 1, 100_000)
         for name in _LIMITS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -68,6 +71,9 @@ class Settings:
         return Limit(setting, getattr(self, setting), self.max_json_depth)
 
 
+_TIMINGS = ("heartbeat_interval", "lease_seconds", "rescue_interval", "poll_interval",
+            "leader_ttl", "retention_finished", "retention_dead", "prune_interval",
+            "effect_retention", "max_retry_after")
 _LIMITS = ("max_args_bytes", "max_checkpoint_bytes", "max_result_bytes",
            "max_progress_message_bytes", "max_step_result_bytes", "max_event_payload_bytes",
            "max_unique_key_bytes", "max_json_depth")
