@@ -30,8 +30,9 @@ class Backoff:
     non_retryable: tuple[type[BaseException], ...] = field(default=())
 
     def __post_init__(self) -> None:
-        seconds(self.initial, "Backoff: initial")
-        seconds(self.maximum, "Backoff: maximum")
+        # (frozen: the checked values, timedeltas as seconds, are set in place)
+        object.__setattr__(self, "initial", seconds(self.initial, "Backoff: initial"))
+        object.__setattr__(self, "maximum", seconds(self.maximum, "Backoff: maximum"))
         if isinstance(self.coefficient, bool) or not isinstance(self.coefficient, (int, float)) \
                 or not 1 <= self.coefficient < math.inf:
             raise ConfigurationError(f"Backoff: coefficient must be a finite number >= 1, "

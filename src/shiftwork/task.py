@@ -145,8 +145,9 @@ class Task(Generic[P, R]):
         whole(options.max_attempts, f"task {name}: max_attempts", 1, MAX_ATTEMPTS)
         if options.concurrency is not None:
             whole(options.concurrency, f"task {name}: concurrency", 1, MAX_ATTEMPTS)
-        if options.timeout is not None:
-            seconds(options.timeout, f"task {name}: timeout", allow_zero=False)
+        if options.timeout is not None:  # stored per job, as seconds
+            self.options = options = replace(options, timeout=seconds(
+                options.timeout, f"task {name}: timeout", allow_zero=False))
         positive_int(options.group_concurrency, f"task {name}: group_concurrency")
         if isinstance(options.group_by, str) and options.group_by not in self._param_names:
             raise ConfigurationError(
