@@ -76,10 +76,13 @@ def instant(value: Any, what: str) -> datetime:
     return value
 
 
+_LAST = LATEST - timedelta(seconds=1)
+
+
 def later(base: datetime, delay: float) -> datetime:
     """``base + delay`` seconds, for a delay :func:`seconds` accepted (never overflows)."""
     try:
         out = base + timedelta(seconds=delay)
     except OverflowError:
-        return LATEST - timedelta(seconds=1)
-    return min(out, LATEST - timedelta(seconds=1))
+        return _LAST
+    return out if out < _LAST else _LAST
