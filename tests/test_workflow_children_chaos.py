@@ -71,7 +71,7 @@ def test_family_survives_a_crash_in_parent_child_and_call(rec_app: Any,
         got = app.get_job(family_id)
         assert got.state is JobState.SUCCEEDED and got.result == [40, 2, 3], (case, got)
         members = Counter(j.task for j in jobs if f":wf{family_id}:" in (j.unique_key or ""))
-        assert members == Counter({"kid": 1, "shiftwork.workflow_call": 2}), (case, members)
+        assert members == Counter({"kid": 1, "branch": 2}), (case, members)
     print(f"\n{len(cases)} families, {deaths} worker processes killed")
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
+from .bounds import MAX_LIST, whole
 from .clock import Clock, SystemClock
 from .compose import Chain, Group, make_chain, make_graph, make_group
 from .context import JobContext
@@ -17,7 +18,6 @@ from .errors import (
     ConfigurationError,
     DependencyError,
     JobCancelled,
-    PayloadError,
     UnknownTaskError,
 )
 from .events import EventBus
@@ -26,7 +26,7 @@ from .flow import rate_limit as flow_rate_limit
 from .handle import JobHandle
 from .host import AppBase
 from .job import NewJob
-from .names import check_queue, did_you_mean
+from .names import check_queue, check_task_name, did_you_mean
 from .observe.hooks import Observers
 from .observe.tracing import enqueue_span, recording
 from .records import EnqueueResult, Job, LateRun, QueueStats
@@ -47,7 +47,7 @@ from .store import Store, open_store
 from .store.connections import Connections
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
 from .waiting import ResultWaiter, wait_result, wait_result_async
-from .workflow import Workflow
+from .workflow import Workflow, WorkflowError
 from .workflow.children import install as install_children
 from .workflow.children import report_for as report_cancelled
 from .workflow.runner import workflow_task
@@ -56,6 +56,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
 R = TypeVar("R")
 log = logging.getLogger("shiftwork.migrate")
+log_flow = logging.getLogger("shiftwork.flow")
 
 
 @dataclass(frozen=True)
@@ -301,14 +302,27 @@ class App(AppBase):
         With ``key``, an event already sent under that key (for this workflow and name)
         is not stored again: a webhook delivered twice wakes one wait, not two.
         """
-        from .payload import encode_json
+        from .payload import MAX_EVENT_KEY, MAX_EVENT_NAME, check_label, encode_json
 
-        if key is not None and (not isinstance(key, str) or not key):
-            raise PayloadError(f"event {name!r}: key must be a non-empty string, not {key!r}")
-        return self.store.workflow_event_send(
-            workflow_id, name, encode_json(payload, f"event {name!r}: payload",
-                                           self.settings.limit("max_event_payload_bytes")),
-            key)
+        check_label(name, "event name", MAX_EVENT_NAME)
+        if key is not None:
+            check_label(key, f"event {name!r}: key", MAX_EVENT_KEY)
+        body = encode_json(payload, f"event {name!r}: payload",
+                           self.settings.limit("max_event_payload_bytes"))
+        self._require_workflow(workflow_id, name)
+        return self.store.workflow_event_send(workflow_id, name, body, key)
+
+    def _require_workflow(self, job_id: int, event: str) -> None:
+        """Refuse an event for a job that is not a workflow: nothing would ever take it."""
+        job = self.store.jobs_get(job_id)  # JobNotFoundError names the id
+        task = self.tasks.get(job.task)
+        if task is not None:
+            known = getattr(task, "workflow_version", None) is not None
+        else:  # a task this app does not register: a workflow has begun a run
+            known = self.store.workflow_run_read(job_id) is not None
+        if not known:
+            raise WorkflowError(f"event {event!r}: job {job_id} runs task {job.task!r}, which "
+                                "is not a workflow; events are delivered to workflows only")
 
     def workflow_history(self, workflow_id: int) -> list[Any]:
         """The recorded steps of a workflow, in the order they were first recorded."""
@@ -325,9 +339,14 @@ class App(AppBase):
         try:
             return self.tasks[name]
         except KeyError:
-            known = ", ".join(sorted(self.tasks)) or "none"
-            hint = did_you_mean(name, sorted(self.tasks))
+            known = ", ".join(self.task_names()) or "none"
+            hint = did_you_mean(name, self.task_names())
             raise UnknownTaskError(f"unknown task {name!r}{hint} (registered: {known})") from None
+
+    def task_names(self) -> list[str]:
+        """The registered tasks people may enqueue and schedule, sorted (shiftwork's
+        internal ones left out)."""
+        return sorted(name for name, task in self.tasks.items() if not task.internal)
 
     def queue(self, name: str, *, max_wait: float | None = None,
               rate_limit: RateLimit | str | None = None, fair: bool = False,
@@ -392,6 +411,22 @@ class App(AppBase):
             if t.options.group_rate_limit:
                 out.append(LimitStatus(f"group:{t.name}:*", t.options.group_rate_limit, None))
         return out
+
+    def clear_backoff(self, limit: str) -> bool:
+        """End a rate limit's hold now: ``"task:<name>"`` or ``"queue:<name>"``, as
+        :meth:`rate_limits` and ``shiftwork queues`` name it. The bucket starts full again
+        (a hold set by ``ctx.rate_limited`` is gone); False if it held nothing."""
+        kind, _, name = limit.partition(":") if isinstance(limit, str) else ("", "", "")
+        if kind == "task":
+            check_task_name(name)
+        elif kind == "queue":
+            check_queue(name)
+        else:
+            raise ConfigurationError(f"clear_backoff: give 'task:<name>' or 'queue:<name>' "
+                                     f"(as shiftwork queues lists them), not {limit!r}")
+        cleared = self.store.rate_buckets_clear(limit)
+        log_flow.info("%s: rate limit hold cleared by hand", limit)
+        return cleared
 
     # -- schedules -----------------------------------------------------------------------
 
@@ -602,6 +637,7 @@ class App(AppBase):
                   task: str | None = None, limit: int = 50) -> list[Job]:
         """Jobs, newest first, filtered by state, queue and task."""
         st = JobState(state) if isinstance(state, str) else state
+        whole(limit, "list_jobs: limit", 0, MAX_LIST)
         return self.store.jobs_list(state=st, queue=queue, task=task, limit=limit)
 
     def retry_job(self, job_id: int) -> Job:

@@ -8,14 +8,17 @@ fenced by attempt: an attempt whose lease was lost (rescued, re-claimed) gets
 from __future__ import annotations
 
 import json
+import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeVar
 
+from .bounds import seconds
 from .checkpoint import Batch, batches, encode_progress
-from .errors import ConfigurationError, JobCancelled, JobPaused, LeaseLost, Snooze
+from .errors import JobCancelled, JobPaused, LeaseLost, Snooze
 from .host import JobHost
 from .idempotency import Transaction, once_outside
 from .payload import encode_json
@@ -24,6 +27,8 @@ from .retry import repeat_on_storage_error
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+log = logging.getLogger("shiftwork.flow")
 
 #: Progress is written at most this often (seconds) unless it reaches its total;
 #: checkpoints, heartbeats and the end of the attempt write whatever is pending.
@@ -188,15 +193,23 @@ class JobContext:
     def rate_limited(self, retry_after: float) -> NoReturn:
         """The service this task calls said "too many requests": hold the task's rate
         limit for ``retry_after`` seconds, fleet-wide (no job of the task starts before
-        then), and run this job again after it, without spending an attempt."""
-        if isinstance(retry_after, bool) or not isinstance(retry_after, (int, float)) \
-                or retry_after <= 0:
-            raise ConfigurationError(f"rate_limited: retry_after must be seconds > 0, "
-                                     f"got {retry_after!r}")
-        self.app.store.rate_limit_push_back(f"task:{self.task}", float(retry_after))
+        then), and run this job again after it, without spending an attempt.
+
+        ``retry_after`` must be a finite number of seconds > 0; a longer hold than
+        ``Settings.max_retry_after`` (an hour by default) is cut to it and logged, so a
+        partner's odd ``Retry-After`` cannot stop the task for good. ``app.clear_backoff``
+        (``shiftwork queues clear-backoff``) ends a hold early.
+        """
+        asked = seconds(retry_after, "rate_limited: retry_after", allow_zero=False,
+                        maximum=math.inf)
+        hold = min(asked, self.app.settings.max_retry_after)
+        if hold < asked:
+            log.warning("job %s (%s): rate_limited(retry_after=%g) cut to %g seconds "
+                        "(Settings.max_retry_after)", self.job_id, self.task, asked, hold)
+        self.app.store.rate_limit_push_back(f"task:{self.task}", hold)
         self.app.events.emit("job.rate_limited", job_id=self.job_id, task=self.task,
-                             queue=self.queue, retry_after=retry_after)
-        raise Snooze(float(retry_after))
+                             queue=self.queue, retry_after=hold)
+        raise Snooze(hold)
 
     # -- effects that must happen once --------------------------------------------------
 

@@ -92,8 +92,10 @@ class RetryIn(ShiftworkError):
     """Raise from a task to ask for a retry after a specific delay (seconds)."""
 
     def __init__(self, seconds: float, reason: str = "") -> None:
+        from .bounds import seconds as check_seconds  # bounds imports this module
+
+        self.seconds = check_seconds(seconds, "RetryIn: seconds")
         super().__init__(reason or f"retry requested in {seconds}s")
-        self.seconds = float(seconds)
         self.reason = reason
 
 
@@ -104,9 +106,12 @@ class Snooze(ShiftworkError):
     """
 
     def __init__(self, seconds: float = 0.0, until: Any = None, reason: str = "") -> None:
+        from .bounds import instant
+        from .bounds import seconds as check_seconds  # bounds imports this module
+
+        self.seconds = check_seconds(seconds, "Snooze: seconds")
+        self.until = None if until is None else instant(until, "Snooze: until")
         super().__init__(reason or (f"snoozed until {until}" if until else f"snoozed {seconds}s"))
-        self.seconds = float(seconds)
-        self.until = until
         self.reason = reason
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .bounds import seconds
 from .errors import ConfigurationError
 
 _PERIODS = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hour": 3600.0}
@@ -38,12 +39,16 @@ class RateLimit:
     burst: float | None = None
 
     def __post_init__(self) -> None:
-        for name, value in (("n", self.n), ("per", self.per)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ConfigurationError(f"RateLimit: {name} must be a number > 0, got {value!r}")
-        if self.burst is not None and (isinstance(self.burst, bool)
-                                       or not isinstance(self.burst, (int, float))
-                                       or self.burst < 1):
+        # n and burst are counts, per a duration; all reach the buckets' columns
+        for name, value in (("n", self.n), ("per", self.per), ("burst", self.burst)):
+            if value is None and name == "burst":
+                continue
+            try:
+                seconds(value, f"RateLimit: {name}", allow_zero=False)
+            except ConfigurationError:
+                raise ConfigurationError(f"RateLimit: {name} must be a finite number > 0, "
+                                         f"got {value!r}") from None
+        if self.burst is not None and self.burst < 1:
             raise ConfigurationError(f"RateLimit: burst must be a number >= 1, got {self.burst!r}")
 
     @property

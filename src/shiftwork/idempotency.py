@@ -13,6 +13,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
+from .bounds import seconds
 from .checkpoint import encode_progress
 from .errors import ConfigurationError
 from .host import RunningJob
@@ -33,10 +34,9 @@ def check_key(key: object) -> str:
 
 
 def _keep(ctx: RunningJob, keep: float | None) -> float:
-    seconds = ctx.app.settings.effect_retention if keep is None else float(keep)
-    if seconds <= 0:
-        raise ConfigurationError(f"keep={keep!r}: an effect key must be kept > 0 seconds")
-    return seconds
+    if keep is None:
+        return ctx.app.settings.effect_retention
+    return seconds(keep, "once: keep", allow_zero=False)
 
 
 class Transaction:

@@ -127,6 +127,26 @@ def encode_args(
     return text
 
 
+def parse_json(text: str, what: str, max_depth: int) -> Any:
+    """JSON text people typed (a command's ``--args``, the dashboard's form), read and
+    checked as a stored value would be; PayloadError naming ``what`` otherwise. Nesting
+    too deep for the parser (a RecursionError) gets the same message as nesting too deep
+    to store."""
+    too_deep = PayloadTooLargeError(
+        f"{what}: nested more than {max_depth} levels deep (Settings.max_json_depth)")
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise too_deep from None
+    except ValueError as exc:
+        raise PayloadError(f"{what} must be JSON: {exc}") from None
+    try:
+        _check_json(value, what, 0, max_depth)
+    except RecursionError:  # deep enough to pass the parser, not this walk
+        raise too_deep from None
+    return value
+
+
 def encode_json(value: Any, what: str, limit: Limit) -> str:
     """``value`` as compact JSON for a column, within ``limit``; PayloadError otherwise."""
     _check_json(value, what, 0, limit.max_depth)
@@ -144,6 +164,32 @@ def check_text(value: str, what: str, limit: Limit) -> str:
             f"{what}: {size} bytes, over the {limit.max_bytes}-byte limit "
             f"(Settings.{limit.setting}); use a shorter key or a digest of it")
     return value
+
+
+#: Longest workflow step name, event name and event key (characters). A step's name is
+#: part of the history's key and of its members' event names (``<step>/<i>``); a wait's
+#: default step is ``event:<name>``, so a step name may be a little longer.
+MAX_STEP_NAME = 300
+MAX_EVENT_NAME = 256
+MAX_EVENT_KEY = 256
+
+
+def check_label(value: object, what: str, max_chars: int) -> str:
+    """A name we store and index (a step name, an event name or key): a non-empty string
+    of valid text, without NUL, of at most ``max_chars`` characters."""
+    if not isinstance(value, str) or not value:
+        raise PayloadError(f"{what} must be a non-empty string, not {_short(value)}")
+    if len(value) > max_chars:
+        raise PayloadError(f"{what} is {len(value)} characters long, over the limit of "
+                           f"{max_chars} (starts {_short(value)})")
+    _check_str(value, f"{what} {_short(value)}")
+    return value
+
+
+def _short(value: object) -> str:
+    """A value in an error message, cut so that the message stays short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def storable_text(value: str, max_chars: int) -> str:

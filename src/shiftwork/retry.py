@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from .bounds import seconds
 from .errors import ConfigurationError, RetryIn, StorageError
 
 
@@ -28,10 +30,13 @@ class Backoff:
     non_retryable: tuple[type[BaseException], ...] = field(default=())
 
     def __post_init__(self) -> None:
-        if self.initial < 0 or self.maximum < 0:
-            raise ConfigurationError("Backoff: initial and maximum must be >= 0 seconds")
-        if self.coefficient < 1:
-            raise ConfigurationError("Backoff: coefficient must be >= 1")
+        # (frozen: the checked values, timedeltas as seconds, are set in place)
+        object.__setattr__(self, "initial", seconds(self.initial, "Backoff: initial"))
+        object.__setattr__(self, "maximum", seconds(self.maximum, "Backoff: maximum"))
+        if isinstance(self.coefficient, bool) or not isinstance(self.coefficient, (int, float)) \
+                or not 1 <= self.coefficient < math.inf:
+            raise ConfigurationError(f"Backoff: coefficient must be a finite number >= 1, "
+                                     f"not {self.coefficient!r}")
 
     def cap(self, failures: int) -> float:
         """The longest delay after ``failures`` failures (before jitter)."""

@@ -28,6 +28,7 @@ from enum import StrEnum
 from json.encoder import encode_basestring_ascii
 from typing import Any, Literal
 
+from .bounds import seconds as check_seconds
 from .cron import CronError, CronSchedule
 from .errors import ConfigurationError
 from .job import NewJob
@@ -95,19 +96,8 @@ MISSED_COUNT_CAP = 100_000
 
 def seconds(value: float | int | timedelta | None, what: str, *, allow_zero: bool = False
             ) -> float | None:
-    """A duration given as seconds or a timedelta, checked to be positive."""
-    if value is None:
-        return None
-    if isinstance(value, timedelta):
-        out = value.total_seconds()
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        out = float(value)
-    else:
-        raise ConfigurationError(f"{what} must be seconds or a timedelta, not {value!r}")
-    if out < 0 or (out == 0 and not allow_zero):
-        raise ConfigurationError(f"{what} must be {'>= 0' if allow_zero else '> 0'} seconds, "
-                                 f"not {out}")
-    return out
+    """A duration given as seconds or a timedelta, checked to be positive (bounds.py)."""
+    return None if value is None else check_seconds(value, what, allow_zero=allow_zero)
 
 
 def _choice(enum: type[StrEnum], value: Any, what: str) -> Any:

@@ -61,9 +61,8 @@ def runtime_def(app: TaskLookup, declared: dict[str, ScheduleDef], name: str, cr
 def form_to_schedule(app: Any, form: dict[str, str]) -> str:
     """The dashboard's add form (name, cron, task, args as JSON, tz, catchup, overlap):
     adds the run-time schedule, returns its name; bad input raises naming the field."""
-    import json
-
     from .errors import PayloadError
+    from .payload import parse_json
 
     def field(key: str, default: str | None = None) -> str:
         value = (form.get(key) or "").strip() or default
@@ -72,10 +71,7 @@ def form_to_schedule(app: Any, form: dict[str, str]) -> str:
         return value
 
     name, cron, task = field("name"), field("cron"), field("task")
-    try:
-        args = json.loads(field("args", "[]"))
-    except ValueError as exc:
-        raise PayloadError(f"arguments must be a JSON list or object: {exc}") from None
+    args = parse_json(field("args", "[]"), "arguments", app.settings.max_json_depth)
     if not isinstance(args, list | dict):
         raise PayloadError("arguments must be a JSON list or object")
     positional, named = (args, {}) if isinstance(args, list) else ([], args)

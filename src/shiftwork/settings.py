@@ -1,12 +1,13 @@
 """Settings: the timings of the worker machinery and the limits on what jobs store.
 
-A bottom module (errors and payload only), so every layer can take a Settings.
+A bottom module (errors, bounds and payload only), so every layer can take a Settings.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .bounds import seconds, whole
 from .errors import ConfigurationError
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES, Limit
 
@@ -33,6 +34,9 @@ class Settings:
     # is one more. An idle worker process so holds pool_min_size + 1.
     pool_min_size: int = 1
     pool_max_idle: float = 30.0
+    # The longest hold ctx.rate_limited(retry_after=...) puts on a task's rate limit;
+    # a longer one is cut to it and logged (a partner's Retry-After is not trusted).
+    max_retry_after: float = 3600.0
     # Limits on every stored blob, checked before the write (PayloadTooLargeError names
     # the field, its size and the setting); sizes are bytes of compact JSON.
     max_args_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES  # a job's arguments (and its meta)
@@ -52,6 +56,10 @@ class Settings:
         if not self.pool_max_idle > 0:
             raise ConfigurationError(f"Settings.pool_max_idle must be > 0 seconds, "
                                      f"got {self.pool_max_idle!r}")
+        for name in _TIMINGS:  # leases and retentions reach the database as intervals
+            seconds(getattr(self, name), f"Settings.{name}",
+                    allow_zero=name.startswith("retention"))
+        whole(self.claim_batch, "Settings.claim_batch", 1, 100_000)
         for name in _LIMITS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -63,6 +71,9 @@ class Settings:
         return Limit(setting, getattr(self, setting), self.max_json_depth)
 
 
+_TIMINGS = ("heartbeat_interval", "lease_seconds", "rescue_interval", "poll_interval",
+            "leader_ttl", "retention_finished", "retention_dead", "prune_interval",
+            "effect_retention", "max_retry_after")
 _LIMITS = ("max_args_bytes", "max_checkpoint_bytes", "max_result_bytes",
            "max_progress_message_bytes", "max_step_result_bytes", "max_event_payload_bytes",
            "max_unique_key_bytes", "max_json_depth")

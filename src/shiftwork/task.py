@@ -9,8 +9,9 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
+from .bounds import MAX_ATTEMPTS, instant, later, seconds, whole
 from .clock import Clock
-from .errors import ConfigurationError, DependencyError, PayloadError
+from .errors import ConfigurationError, DependencyError, PayloadError, UnknownTaskError
 from .flow import GROUP_META_KEY, GroupBy, RateLimit, check_group, positive_int
 from .handle import JobHandle, check_on_failure, dependency_ids
 from .job import NewJob
@@ -91,12 +92,8 @@ class EnqueueOptions:
 _NO_OPTIONS = EnqueueOptions()  # frozen: one shared instance for calls without overrides
 
 
-def _check_priority(priority: int) -> int:
-    if not isinstance(priority, int) or not PRIORITY_MIN <= priority <= PRIORITY_MAX:
-        raise ConfigurationError(
-            f"priority {priority!r} must be an integer from {PRIORITY_MIN} to {PRIORITY_MAX}"
-        )
-    return priority
+def _check_priority(priority: int, what: str = "priority") -> int:
+    return whole(priority, what, PRIORITY_MIN, PRIORITY_MAX)
 
 
 def _takes_context(fn: Callable[..., Any]) -> bool:
@@ -123,6 +120,9 @@ class Task(Generic[P, R]):
         self.takes_context = _takes_context(fn)
         #: runs even when cancelled before it began: a workflow must compensate (runner.py)
         self.handles_cancel = False
+        #: shiftwork's own (workflow/children.py): never listed for people, and no job of
+        #: it is built here, so neither an enqueue nor a schedule can start one
+        self.internal = False
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
         if self.takes_context:
@@ -141,13 +141,13 @@ class Task(Generic[P, R]):
                     f"task {name}: unique names {unknown} which are not parameters of the function"
                 )
         check_queue(options.queue)
-        _check_priority(options.priority)
-        if options.max_attempts < 1:
-            raise ConfigurationError(f"task {name}: max_attempts must be >= 1")
-        if options.concurrency is not None and options.concurrency < 1:
-            raise ConfigurationError(f"task {name}: concurrency must be >= 1 or None")
-        if options.timeout is not None and options.timeout <= 0:
-            raise ConfigurationError(f"task {name}: timeout must be > 0 seconds")
+        _check_priority(options.priority, f"task {name}: priority")
+        whole(options.max_attempts, f"task {name}: max_attempts", 1, MAX_ATTEMPTS)
+        if options.concurrency is not None:
+            whole(options.concurrency, f"task {name}: concurrency", 1, MAX_ATTEMPTS)
+        if options.timeout is not None:  # stored per job, as seconds
+            self.options = options = replace(options, timeout=seconds(
+                options.timeout, f"task {name}: timeout", allow_zero=False))
         positive_int(options.group_concurrency, f"task {name}: group_concurrency")
         if isinstance(options.group_by, str) and options.group_by not in self._param_names:
             raise ConfigurationError(
@@ -193,6 +193,7 @@ class Task(Generic[P, R]):
         self, calls: Iterable[tuple[Any, ...] | dict[str, Any]], conn: Any = None
     ) -> list[EnqueueResult]:
         """Enqueue many jobs in one round trip per batch: each item a tuple or a dict."""
+        self._refuse_internal()
         if (self.options.unique is False and self._plain_params
                 and self.options.group_by is None):
             # The bulk path: the task's own options, so each job is only its arguments;
@@ -208,6 +209,12 @@ class Task(Generic[P, R]):
         return self.app.enqueue_many(requests, conn=conn)
 
     # -- validation ----------------------------------------------------------
+
+    def _refuse_internal(self) -> None:
+        if self.internal:
+            raise UnknownTaskError(f"task {self.name!r} is internal to shiftwork: it runs only "
+                                   "what shiftwork enqueues itself, and cannot be enqueued "
+                                   "or scheduled")
 
     def _build_plain(self, call: tuple[Any, ...] | dict[str, Any]) -> NewJob:
         """:meth:`build` for a job with the task's own options: the same checks, less work."""
@@ -232,6 +239,7 @@ class Task(Generic[P, R]):
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
               now: datetime | None) -> NewJob:
         """Validate a call's arguments and options into the row an enqueue inserts."""
+        self._refuse_internal()
         if (opts is _NO_OPTIONS and not (args and kwargs) and self.options.unique is False
                 and self._plain_params and self.options.group_by is None):
             return self._build_plain(kwargs or args)  # no overrides: the bulk path's checks
@@ -249,17 +257,14 @@ class Task(Generic[P, R]):
         args_json = encode_args(self.name, args, kwargs,
                                 self.app.settings.limit("max_args_bytes"), self._param_names)
         queue = check_queue(opts.queue) if opts.queue is not None else self.options.queue
-        priority = _check_priority(opts.priority) if opts.priority is not None \
-            else self.options.priority
-        run_at = opts.run_at
-        if run_at is not None and run_at.tzinfo is None:
-            raise ConfigurationError("run_at must be timezone-aware (e.g. datetime.now(UTC))")
+        priority = _check_priority(opts.priority, f"{self.name}: priority") \
+            if opts.priority is not None else self.options.priority
+        run_at = instant(opts.run_at, f"{self.name}: run_at") if opts.run_at is not None \
+            else None
         if opts.delay is not None:
-            seconds = (opts.delay.total_seconds() if isinstance(opts.delay, timedelta)
-                       else float(opts.delay))
-            if seconds > 0:
-                base = now or datetime.now(UTC)
-                run_at = base + timedelta(seconds=seconds)
+            delay = seconds(opts.delay, f"{self.name}: delay")
+            if delay > 0:
+                run_at = later(now or datetime.now(UTC), delay)
         unique_key: str | None = None
         if opts.key is not None:
             unique_key = check_text(f"{self.name}:{opts.key}", f"{self.name}: unique key",
@@ -269,7 +274,8 @@ class Task(Generic[P, R]):
             unique = self.options.unique
             names = self._param_names if unique is True else list(unique or ())
             unique_key = unique_digest(self.name, {n: bound.arguments.get(n) for n in names})
-        max_attempts = opts.max_attempts or self.options.max_attempts
+        max_attempts = whole(opts.max_attempts, f"{self.name}: max_attempts", 1, MAX_ATTEMPTS) \
+            if opts.max_attempts is not None else self.options.max_attempts
         meta = opts.meta
         group = opts.group if opts.group is not None else self._group_of(bound) \
             if self.options.group_by is not None else None

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from ..errors import PayloadError
+from ..payload import parse_json
 from .format import console, warn_unknown_queues
 from .options import open_app, queue_option, target_options
 
@@ -25,11 +24,9 @@ def enqueue(task_name: str, args_json: str, kwargs_json: str,
             key: str | None) -> None:
     """Enqueue TASK_NAME with JSON arguments."""
     app = open_app(need_app="enqueue checks the arguments against your task's code")
-    try:
-        args = json.loads(args_json)
-        kwargs = json.loads(kwargs_json)
-    except json.JSONDecodeError as exc:
-        raise PayloadError(f"--args/--kwargs must be JSON: {exc}") from None
+    depth = app.settings.max_json_depth
+    args = parse_json(args_json, "--args", depth)
+    kwargs = parse_json(kwargs_json, "--kwargs", depth)
     if not isinstance(args, list) or not isinstance(kwargs, dict):
         raise PayloadError("--args must be a JSON list and --kwargs a JSON object")
     task = app.get_task(task_name)

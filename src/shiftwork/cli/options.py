@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 from click.core import ParameterSource
 
+from ..bounds import MAX_LIST
 from ..redact import redact
 
 if TYPE_CHECKING:
@@ -140,7 +141,8 @@ def json_flag(help: str | None = None) -> Callable[[F], F]:
 
 def limit_option(default: int) -> Callable[[F], F]:
     """``--limit``: at most this many rows."""
-    return click.option("--limit", default=default, show_default=True)
+    return click.option("--limit", default=default, show_default=True,
+                        type=click.IntRange(0, MAX_LIST))
 
 
 def count_option(default: int, help: str) -> Callable[[F], F]:

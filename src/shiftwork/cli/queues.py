@@ -66,3 +66,16 @@ def queues_resume(name: str) -> None:
     warn_unknown_queues(app, [name])
     app.resume_queue(name)
     console.print(f"queue {name}: resumed", highlight=False)
+
+
+@queues.command("clear-backoff")
+@click.argument("limit")
+@target_options
+def queues_clear_backoff(limit: str) -> None:
+    """End the hold on rate limit LIMIT now: task:NAME or queue:NAME, as the rate limit
+    table above lists it (a hold set by ctx.rate_limited(retry_after=...))."""
+    app = open_app()
+    if app.clear_backoff(limit):
+        console.print(f"{limit}: cleared (its bucket starts full again)", highlight=False)
+    else:
+        console.print(f"{limit}: nothing to clear (no bucket stored)", highlight=False)

@@ -3,7 +3,6 @@ resume, trigger and backfill them."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -12,6 +11,7 @@ from rich.text import Text
 from ..errors import PayloadError
 from ..names import did_you_mean
 from ..observe.text import format_time, make_table
+from ..payload import parse_json
 from ..records import ScheduleInfo
 from ..schedule import Catchup, DeadManCheck, Overlap, iso_z
 from .format import console, echo_json, format_local
@@ -205,10 +205,9 @@ def schedules_add(name: str, cron: str, task_name: str, args_json: str, kwargs_j
     code's schedules stay code's). E.g. add report-acme "0 6 * * MON" report --args '["acme"]'
     --tz Europe/Paris."""
     app = open_app(need_app="schedules add checks the task and its arguments against your code")
-    try:
-        args, kwargs = json.loads(args_json), json.loads(kwargs_json)
-    except json.JSONDecodeError as exc:
-        raise PayloadError(f"--args/--kwargs must be JSON: {exc}") from None
+    depth = app.settings.max_json_depth
+    args = parse_json(args_json, "--args", depth)
+    kwargs = parse_json(kwargs_json, "--kwargs", depth)
     if not isinstance(args, list) or not isinstance(kwargs, dict):
         raise PayloadError("--args must be a JSON list and --kwargs a JSON object")
     defn = app.schedules.add(name, cron, task_name, args, kwargs, tz=tz, catchup=catchup,

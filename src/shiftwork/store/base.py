@@ -118,6 +118,9 @@ class Store(Protocol):
     def rate_buckets(self) -> list[tuple[str, float, datetime]]:
         """Every rate bucket: (key, tokens as last written, when)."""
 
+    def rate_buckets_clear(self, key: str) -> bool:
+        """Delete the bucket ``key`` (full again, any hold gone); False if there was none."""
+
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
         """Record outcomes, fenced by attempt; returns the ids whose write took effect."""
 

@@ -46,8 +46,19 @@ def job_from_row(row: dict[str, Any], to_dt: Any, json_col: Any) -> Job:
 
 
 def from_ts(value: float | None) -> datetime | None:
-    """A time SQLite stored as Unix seconds, as an aware UTC datetime."""
-    return None if value is None else datetime.fromtimestamp(value, UTC)
+    """A time SQLite stored as Unix seconds, as an aware UTC datetime. A value past what
+    datetime can hold (an infinite hold written before holds were bounded) reads as the
+    last or first instant it can, so no read fails on a stored value."""
+    if value is None:
+        return None
+    try:
+        return datetime.fromtimestamp(value, UTC)
+    except (OverflowError, ValueError, OSError):
+        return _LAST if value > 0 else _FIRST
+
+
+_LAST = datetime(9999, 1, 1, tzinfo=UTC)
+_FIRST = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def aware(value: datetime | None) -> datetime | None:

@@ -412,7 +412,7 @@ class Dashboard:
                                             axes=True),
                          can_trigger=self.app.observers.can_trigger(),
                          can_manage=callable(getattr(self.app.schedules, "add", None)),
-                         task_names=sorted(getattr(self.app, "tasks", {})))
+                         task_names=self.app.task_names())
 
     async def jobs(self, request: Request) -> Response:
         q = request.query_params

@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from datetime import timedelta
 from typing import Any
 
+from ..bounds import later
 from ..clock import Clock
 from ..errors import JobCancelled, JobPaused, PayloadTooLargeError, Snooze
 from ..outcome import Outcome
@@ -49,7 +49,7 @@ class Decide:
         return outcome(run, JobState.SUCCEEDED, result_json=result_json)
 
     def snooze(self, run: Run, snooze: Snooze) -> Outcome:
-        run_at = snooze.until or self.clock.now() + timedelta(seconds=snooze.seconds)
+        run_at = snooze.until or later(self.clock.now(), snooze.seconds)
         return outcome(run, JobState.SCHEDULED, run_at=run_at)
 
     def error(self, run: Run, exc: BaseException, kind: str = "exception") -> Outcome:
@@ -71,6 +71,6 @@ class Decide:
         job = run.job
         if job.counted_attempt >= job.max_attempts or not retryable:
             return outcome(run, JobState.DEAD, error=record)
-        run_at = self.clock.now() + timedelta(seconds=delay)
+        run_at = later(self.clock.now(), delay)
         return outcome(run, JobState.RETRYING, error={**record, "retry_in": delay},
                        run_at=run_at)

@@ -18,6 +18,7 @@ from ..host import JobHost
 from ..outcome import Outcome
 from ..payload import storable_text
 from ..records import ClaimedJob
+from ..workflow.children import PARENT_META, report_outcome
 
 if TYPE_CHECKING:
     from ..task import Task
@@ -78,6 +79,11 @@ class Run:
             if self.finished:
                 return False
             self.finished = True
+        if PARENT_META in self.ctx.meta:  # a workflow's call: its parent waits to hear
+            try:
+                report_outcome(self.ctx.app, self.task, self.ctx.meta, outcome)
+            except Exception:
+                log.exception("job %s: report to its parent workflow failed", self.job.id)
         self.on_done(self, outcome)
         return True
 

@@ -9,6 +9,7 @@ from .errors import (
                      LeaseLost,
                      NonDeterminismError,
                      StepFailed,
+                     StepNameError,
                      WorkflowCompensated,
                      WorkflowError,
                      WorkflowFailed,
@@ -16,5 +17,5 @@ from .errors import (
 from .hooks import set_boundary_hook
 
 __all__ = ["AsyncWorkflow", "ChildFailed", "CompensationFailed", "EventTimeout", "LeaseLost",
-           "NonDeterminismError", "StepFailed", "Workflow", "WorkflowCompensated",
+           "NonDeterminismError", "StepFailed", "StepNameError", "Workflow", "WorkflowCompensated",
            "WorkflowError", "WorkflowFailed", "set_boundary_hook"]

@@ -26,15 +26,16 @@ Cancelling the parent cancels the members it started (``cancel_members``).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import JobCancelled, RetryIn, ShiftworkError
+from ..errors import JobCancelled, ShiftworkError
 from ..payload import encode_json
 from ..retry import DEFAULT_BACKOFF
-from ..states import StepStatus
-from ..task import Task
+from ..states import JobState, StepStatus
+from ..task import EnqueueOptions, Task
 from .errors import ChildFailed, Suspend, WorkflowError
 from .hooks import boundary
 from .replay import digest
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
     from ..context import JobContext
     from ..host import JobHost
+    from ..outcome import Outcome
     from ..payload import Limit
     from ..records import StepRecord
     from ..store.base import Store
@@ -102,6 +104,8 @@ def check_call(name: str, task: Any, args: tuple[Any, ...], kwargs: dict[str, An
     if not isinstance(task, Task):
         raise WorkflowError(f"wf.call({name!r}): give a task registered with @app.task, "
                             f"not {task!r} (a parallel call runs as a job of that task)")
+    if task.internal:
+        raise WorkflowError(f"wf.call({name!r}): {task.name} is internal to shiftwork")
     if task.is_async:
         raise WorkflowError(f"wf.call({name!r}): async tasks cannot run as parallel calls yet")
     if getattr(task, "workflow_version", None) is not None:
@@ -191,22 +195,15 @@ def _enqueue_once(wf: Workflow, step: str, members: list[tuple[str, Task[Any, An
                                                                tuple[Any, ...],
                                                                dict[str, Any]]]) -> list[int]:
     """Insert the members' jobs in the parent's fenced transaction, once per step."""
-    call_task = wf.app.tasks.get(CALL_TASK) if hasattr(wf.app, "tasks") else None
-
     def enqueue(conn: Any) -> list[int]:
+        # Each member is a job of its own task (a call's too): its queue, its process
+        # isolation, its rate limit, concurrency and group caps apply as to any other job.
         requests = []
         for i, (_label, task, args, kwargs) in enumerate(members):
             meta = {PARENT_META: {"workflow": wf.id, "event": f"{step}/{i}",
                                   "of": len(members)}}
             key = f"wf{wf.id}:{_key_part(step)}/{i}"
-            if getattr(task, "workflow_version", None) is not None:
-                requests.append(task.using(meta=meta, key=key).call(*args, **kwargs))
-            else:
-                if call_task is None:
-                    raise WorkflowError("wf.call needs the app's workflow call task")
-                requests.append(call_task.using(meta=meta, key=key, queue=task.options.queue,
-                                                max_attempts=task.options.max_attempts
-                                                ).call(task.name, list(args), kwargs))
+            requests.append(task.using(meta=meta, key=key).call(*args, **kwargs))
         # one insert round trip per batch, in the parent's transaction
         now = wf.app.clock.now()
         rows = [r.task.build(r.args, r.kwargs, r.options, now) for r in requests]
@@ -229,14 +226,40 @@ def report_for(app: Any, job_id: int, meta: dict[str, Any] | None, *, result: An
                error: BaseException | None = None) -> None:
     """:func:`report` for a job by id and meta (also used when a member is cancelled
     before it ran, so its parent is not left waiting)."""
-    parent = (meta or {}).get(PARENT_META)
-    if not parent:
-        return
     if error is None:
         payload: dict[str, Any] = {"ok": True, "result": result}
     else:
         payload = {"ok": False, "error": {"type": type(error).__name__,
                                           "message": str(error)[:2000]}}
+    _report(app, job_id, meta, payload)
+
+
+def report_outcome(app: Any, task: Task[Any, Any], meta: dict[str, Any],
+                   outcome: Outcome) -> None:
+    """A member call's attempt ended (its own task's job, run by the worker): tell its
+    parent when that was for good (succeeded, dead or cancelled). A child workflow's
+    runner reports for itself; an internal task reports nothing."""
+    if PARENT_META not in meta or task.internal \
+            or getattr(task, "workflow_version", None) is not None:
+        return
+    if outcome.state is JobState.SUCCEEDED:
+        result = json.loads(outcome.result_json) if outcome.result_json else None
+        payload: dict[str, Any] = {"ok": True, "result": result}
+    elif outcome.state in (JobState.DEAD, JobState.CANCELLED):
+        record = outcome.error or {}
+        payload = {"ok": False, "error": {
+            "type": str(record.get("type", "Error")).rsplit(".", 1)[-1],
+            "message": str(record.get("message", ""))[:2000]}}
+    else:
+        return
+    _report(app, outcome.job_id, meta, payload)
+
+
+def _report(app: Any, job_id: int, meta: dict[str, Any] | None,
+            payload: dict[str, Any]) -> None:
+    parent = (meta or {}).get(PARENT_META)
+    if not parent:
+        return
     boundary(job_id, "before:report")
     try:
         _send(app, int(parent["workflow"]), str(parent["event"]), payload, parent.get("of"))
@@ -260,31 +283,37 @@ def _send(app: Any, workflow: int, event: str, payload: dict[str, Any], of: Any)
 
 
 def install(app: Any) -> None:
-    """Register the task that runs ``wf.call`` members (once per App)."""
+    """Register the internal task that finishes ``wf.call`` jobs enqueued by a release
+    before 0.x ran calls as jobs of their own task (once per App).
+
+    Such a job only hands off: it checks that a workflow's waiting step enqueued it, then
+    enqueues the call as a job of the target task (its queue, limits and caps apply),
+    carrying the same parent, which reports when it ends. The task is internal: never
+    listed for people, and no enqueue or schedule of it is accepted (Task.build).
+    """
     if CALL_TASK in app.tasks:
         return
 
     def workflow_call(ctx: JobContext, task: str, args: list[Any],
-                      kwargs: dict[str, Any]) -> Any:
+                      kwargs: dict[str, Any]) -> None:
+        parent = ctx.meta.get(PARENT_META) or {}
+        step = str(parent.get("event", "")).rsplit("/", 1)[0]
+        record = app.store.workflow_steps_get(int(parent.get("workflow", 0))).get(step) \
+            if parent else None
+        if record is None or ctx.job_id not in (record.result or {}).get("jobs", []):
+            raise CallFailed(f"job {ctx.job_id}: {CALL_TASK} runs only the calls a "
+                             "workflow enqueued")
         target = app.get_task(task)
-        try:
-            result = (target.fn(ctx, *args, **kwargs) if target.takes_context
-                      else target.fn(*args, **kwargs))
-        except JobCancelled as exc:  # cancelled while running: the parent must hear of it
-            report(ctx, error=exc)
-            raise
-        except Exception as exc:
-            policy = target.options.retry  # the target task's retry policy, not this one's
-            if ctx.counted_attempt >= ctx.max_attempts or not policy.retryable(exc):
-                report(ctx, error=exc)
-                raise CallFailed(f"{task}: {type(exc).__name__}: {exc}") from exc
-            raise RetryIn(policy.delay(ctx.counted_attempt, exc),
-                          f"{task}: {type(exc).__name__}: {exc}") from exc
-        report(ctx, result=result)
-        return result
+        if target.internal:
+            raise CallFailed(f"job {ctx.job_id}: {task} is internal")
+        with ctx.transaction() as tx:
+            tx.once(f"handoff:{ctx.job_id}", lambda: int(app.insert_rows([target.build(
+                tuple(args), dict(kwargs), EnqueueOptions(meta=dict(ctx.meta)),
+                app.clock.now())], tx.conn)[0].id))
 
-    app.task(workflow_call, name=CALL_TASK,
-             retry=replace(DEFAULT_BACKOFF, non_retryable=(CallFailed,)))
+    call = app.task(workflow_call, name=CALL_TASK,
+                    retry=replace(DEFAULT_BACKOFF, non_retryable=(CallFailed,)))
+    call.internal = True
 
 
 class CallFailed(ShiftworkError):

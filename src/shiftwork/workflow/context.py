@@ -15,13 +15,22 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..bounds import seconds as check_seconds
 from ..context import JobContext
-from ..errors import JobCancelled, LeaseLost
-from ..payload import Limit, encode_json
+from ..errors import JobCancelled, LeaseLost, PayloadError
+from ..payload import MAX_EVENT_NAME, MAX_STEP_NAME, Limit, check_label, encode_json
 from ..records import StepRecord, WorkflowRun
 from ..retry import Backoff, repeat_on_storage_error
 from ..states import StepStatus, WorkflowStatus
-from .errors import FOREVER, EventTimeout, StepFailed, StopReplay, Suspend, WorkflowError
+from .errors import (
+    FOREVER,
+    EventTimeout,
+    StepFailed,
+    StepNameError,
+    StopReplay,
+    Suspend,
+    WorkflowError,
+)
 from .hooks import boundary
 from .replay import Replay, digest
 
@@ -31,12 +40,14 @@ STEP_ATTEMPTS = 3
 
 
 def _seconds(value: float | timedelta, what: str) -> timedelta:
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise WorkflowError(f"{what} must be a number of seconds >= 0 or a timedelta, "
-                            f"not {value!r}")
-    return timedelta(seconds=float(value))
+    return timedelta(seconds=check_seconds(value, what))
+
+
+def _check_name(name: str, what: str, max_chars: int) -> None:
+    try:
+        check_label(name, what, max_chars)
+    except PayloadError as exc:
+        raise StepNameError(str(exc)) from None
 
 
 def _call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -106,6 +117,7 @@ class Workflow:
     def _enter(self, name: str, kind: str, digest_: str | None) -> tuple[StepRecord | None, int]:
         if not isinstance(name, str) or not name:
             raise WorkflowError("a step needs a non-empty name that is stable across replays")
+        _check_name(name, "workflow step name", MAX_STEP_NAME)
         if name in self._used:
             raise WorkflowError(f"workflow step name {name!r} is used twice in one run; "
                                 "give each step its own name (e.g. f'charge-{i}')")
@@ -233,6 +245,7 @@ class Workflow:
         Raises :class:`EventTimeout` if ``timeout`` passes first (recorded as a timeout,
         apart from any payload, so every replay raises it too).
         """
+        _check_name(name, "event name", MAX_EVENT_NAME)
         delta = _seconds(timeout, f"wait {name!r}: timeout") if timeout is not None else None
         step_name = step or f"event:{name}"
         rec, pos = self._enter(step_name, "wait", None)

@@ -11,7 +11,7 @@ from ..errors import LeaseLost, ShiftworkError
 FOREVER = timedelta(days=3650)
 
 __all__ = ["ChildFailed", "CompensationFailed", "EventTimeout", "LeaseLost", "NonDeterminismError",
-           "StepFailed", "WorkflowCompensated", "WorkflowError", "WorkflowFailed"]
+           "StepFailed", "StepNameError", "WorkflowCompensated", "WorkflowError", "WorkflowFailed"]
 
 
 class WorkflowError(ShiftworkError):
@@ -23,6 +23,15 @@ class NonDeterminismError(WorkflowError):
 
     The workflow stops (its job is dead, its history untouched) until the code is fixed
     (or guarded with ``wf.patched``) and the job retried.
+    """
+
+
+class StepNameError(NonDeterminismError):
+    """A step or event name that cannot be stored (empty, too long, NUL, not valid text).
+
+    A fault of the code, not of this run: the workflow stops as for a
+    :class:`NonDeterminismError` (its job dead, its history untouched, nothing
+    compensated), so the fixed code can take it up again when the job is retried.
     """
 
 

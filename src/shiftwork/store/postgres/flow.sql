@@ -21,7 +21,12 @@ ON CONFLICT (key) DO UPDATE
 SET tokens = 0, updated_at = greatest({schema}.rate_buckets.updated_at, excluded.updated_at)
 
 -- name: rate_buckets_list
-SELECT key, tokens, updated_at FROM {schema}.rate_buckets ORDER BY key
+-- A hold stored before holds were bounded may lie past what Python's datetime can read.
+SELECT key, tokens, least(updated_at, '9999-01-01 00:00:00+00'::timestamptz)
+FROM {schema}.rate_buckets ORDER BY key
+
+-- name: rate_buckets_clear
+DELETE FROM {schema}.rate_buckets WHERE key = %(key)s
 
 -- name: jobs_group_running
 SELECT meta->>'group', count(*) FROM {schema}.jobs

@@ -562,6 +562,10 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         with self._conn() as c:
             return [(r[0], float(r[1]), r[2]) for r in c.execute(self.q["rate_buckets_list"])]
 
+    def rate_buckets_clear(self, key: str) -> bool:
+        with self._conn() as c:
+            return c.execute(self.q["rate_buckets_clear"], self._p(key=key)).rowcount > 0
+
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
         if not outcomes:
             return set()

@@ -20,6 +20,9 @@ SET tokens = 0, updated_at = max(rate_buckets.updated_at, excluded.updated_at)
 -- name: rate_buckets_list
 SELECT key, tokens, updated_at FROM rate_buckets ORDER BY key
 
+-- name: rate_buckets_clear
+DELETE FROM rate_buckets WHERE key = :key
+
 -- name: jobs_group_running
 SELECT json_extract(meta, '$.group'), count(*) FROM jobs
 WHERE state = 'running' AND task = :task AND json_extract(meta, '$.group') IS NOT NULL

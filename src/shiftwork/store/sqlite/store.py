@@ -526,7 +526,12 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
 
     def rate_buckets(self) -> list[tuple[str, float, datetime]]:
         rows = self.conn.execute(self.q["rate_buckets_list"]).fetchall()
-        return [(r[0], float(r[1]), from_ts(r[2])) for r in rows]  # type: ignore[misc]
+        return [(r[0], float(r[1] or 0.0), from_ts(r[2] or 0.0))  # type: ignore[misc]
+                for r in rows]
+
+    def rate_buckets_clear(self, key: str) -> bool:
+        with self._tx() as c:
+            return c.execute(self.q["rate_buckets_clear"], {"key": key}).rowcount > 0
 
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
         if not outcomes:
