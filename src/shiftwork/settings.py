@@ -28,6 +28,9 @@ class Settings:
     prune_interval: float = 60.0
     effect_retention: float = 30 * 24 * 3600.0  # ctx.once / tx.once keys kept this long
     claim_batch: int = 100  # most jobs one claim statement takes
+    # While the database is out, a worker logs one line when it is lost, one per this many
+    # seconds while it stays out, and one when it is back (worker/outage.py).
+    outage_log_every: float = 30.0
     # PostgreSQL connection budget per process (docs/deploy.md, "Connections for a fleet"):
     # the pool keeps pool_min_size connections, grows up to App(pool_size=) under load and
     # closes one connection idle for pool_max_idle seconds at a time; the wake-up listener
@@ -73,7 +76,7 @@ class Settings:
 
 _TIMINGS = ("heartbeat_interval", "lease_seconds", "rescue_interval", "poll_interval",
             "leader_ttl", "retention_finished", "retention_dead", "prune_interval",
-            "effect_retention", "max_retry_after")
+            "effect_retention", "max_retry_after", "outage_log_every")
 _LIMITS = ("max_args_bytes", "max_checkpoint_bytes", "max_result_bytes",
            "max_progress_message_bytes", "max_step_result_bytes", "max_event_payload_bytes",
            "max_unique_key_bytes", "max_json_depth")
