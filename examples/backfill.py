@@ -1,5 +1,6 @@
 """A chunked backfill over a large table that survives kill -9 and resumes.
 
+    shiftwork migrate --app examples.backfill:app  # creates backfill-example.db
     python examples/backfill.py seed 200000      # a table of events to backfill
     shiftwork worker examples.backfill:app -q backfill=1
     python examples/backfill.py start            # prints the job id
@@ -24,7 +25,9 @@ from shiftwork import App, JobContext
 
 DSN = os.environ.get("SHIFTWORK_DSN", "sqlite:///backfill-example.db")
 app = App(DSN)
-SQLITE = app.store.engine == "sqlite"
+# From the DSN, not app.store: importing this module (as `shiftwork migrate` does) must
+# not touch the database, which does not exist before the migration.
+SQLITE = DSN.startswith("sqlite")
 EVENTS = "events" if SQLITE else f'"{app.schema}".events'
 _local = threading.local()
 

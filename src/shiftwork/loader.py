@@ -9,7 +9,7 @@ import sys
 import traceback
 from typing import cast
 
-from .errors import ConfigurationError
+from .errors import ConfigurationError, DatabaseMissingError, NotMigratedError
 from .host import AppBase, RunnerHost
 
 
@@ -33,6 +33,15 @@ def load_app(spec: str) -> RunnerHost:
             loader_spec.loader.exec_module(module)
         else:
             module = importlib.import_module(module_name)
+    except (NotMigratedError, DatabaseMissingError) as exc:
+        # The module read or wrote the store at import time, so no command that imports
+        # it (migrate included) can get past it: say so, and how to migrate without it.
+        what = str(exc).split(": run ", 1)[0]  # its own advice, to migrate, loops here
+        raise ConfigurationError(
+            f"app {spec!r}: importing {module_name} used the database before it was "
+            f"migrated ({what}).\n  Migrate it without importing the module: "
+            f"{exc.migrate_command}\n  or do not touch the database at import time (no "
+            "queries or enqueues at the module's top level)") from exc
     except ConfigurationError:
         raise
     except ModuleNotFoundError as exc:
