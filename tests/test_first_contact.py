@@ -195,3 +195,141 @@ def test_migrate_says_when_the_apps_import_used_the_database(tmp_path: Path) -> 
     assert again.returncode == 0 and "applied migrations" in again.stdout, again.stderr
     # Migrated, the same import works (and enqueues, as that module asks).
     assert shiftwork(tmp_path, "queues", "--app", "eager:app").returncode == 0
+
+
+# -- 3. the Django example ----------------------------------------------------------------
+
+DJANGO = ROOT / "examples" / "django_project"
+
+
+def readme_commands(readme: Path) -> list[str]:
+    """The indented commands of a README, comments cut (``cd`` lines left out: they run
+    in the copy's folder)."""
+    return [line.split("  #")[0].strip() for line in readme.read_text().splitlines()
+            if line.startswith("    ") and line.split()[0] in ("python", "uvicorn")]
+
+
+@pytest.fixture
+def django_copy(tmp_path: Path) -> Path:
+    pytest.importorskip("django")
+    import shutil
+
+    copy = tmp_path / "django_project"
+    shutil.copytree(DJANGO, copy, ignore=shutil.ignore_patterns(
+        "__pycache__", "*.sqlite3*", "static"))
+    return copy
+
+
+def _manage_env(copy: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHOP_")}
+    return {**env, "DJANGO_SETTINGS_MODULE": "shop_project.settings",
+            "PYTHONPATH": str(ROOT / "src"), "DJANGO_SUPERUSER_USERNAME": "ada",
+            "DJANGO_SUPERUSER_PASSWORD": "a long example password",
+            "DJANGO_SUPERUSER_EMAIL": "ada@example.com"}
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_the_django_example_runs_from_its_readme(django_copy: Path) -> None:
+    """Item 3: the README had no `createsuperuser` (no one could log in), and under uvicorn
+    the admin came unstyled (no STATIC_URL: its CSS was a 404). The README's commands in a
+    copy of the project: migrate, createsuperuser, the worker, uvicorn; the superuser logs
+    in at /admin/, whose stylesheet is served, then sees /admin/jobs/. (`manage.py test
+    shop` runs in tests/test_django_example.py.)"""
+    import httpx
+
+    from .conftest import wait_for
+
+    commands = readme_commands(django_copy / "README.md")
+    assert [c.split()[:3] for c in commands[:2]] == [["python", "manage.py", "migrate"],
+                                                     ["python", "manage.py",
+                                                      "createsuperuser"]]
+    env = _manage_env(django_copy)
+    procs: list[subprocess.Popen[str]] = []
+    port = _free_port()
+    try:
+        for command in commands:
+            argv = command.split()
+            if argv[:3] == ["python", "manage.py", "test"]:
+                continue  # its own suite: tests/test_django_example.py
+            if argv[0] == "uvicorn":
+                procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "uvicorn", *argv[1:], "--port", str(port)],
+                    cwd=django_copy, env=env, text=True, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL))
+                continue
+            if argv[2:4] == ["shiftwork", "worker"]:
+                procs.append(subprocess.Popen([sys.executable, *argv[1:]], cwd=django_copy,
+                                              env=env, text=True, stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL))
+                continue
+            if argv[2] == "createsuperuser":
+                argv.append("--noinput")  # the same command, its answers in the env
+            run = subprocess.run([sys.executable, *argv[1:]], cwd=django_copy, env=env,
+                                 capture_output=True, text=True, timeout=120)
+            assert run.returncode == 0, f"{command}:\n{run.stdout}{run.stderr}"
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as web:
+            def up() -> bool:
+                try:
+                    return web.get("/admin/login/").status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            wait_for(up, timeout=60, what="uvicorn serving the example")
+            login = web.get("/admin/login/")
+            css = re.search(r'href="([^"]+/base\.css)"', login.text)
+            assert css, login.text[:500]
+            sheet = web.get(css[1])
+            assert sheet.status_code == 200 and "text/css" in sheet.headers["content-type"]
+            token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text)
+            assert token
+            done = web.post("/admin/login/?next=/admin/",
+                            data={"username": "ada", "password": "a long example password",
+                                  "csrfmiddlewaretoken": token[1], "next": "/admin/"},
+                            headers={"Referer": f"http://127.0.0.1:{port}/admin/login/"})
+            assert done.status_code == 302, done.text[:500]
+            assert web.get("/admin/jobs/").status_code == 200
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(30)
+
+
+def test_manage_py_migrate_upgrades_shiftworks_tables(django_copy: Path) -> None:
+    """Item 3: the README said `manage.py migrate` creates *and upgrades* shiftwork's
+    tables, but its one RunPython migration runs once: a database that an older shiftwork
+    made (Django's record of that migration there, the schema a version behind) stayed
+    behind, and the App then refused it. Every `manage.py migrate` now upgrades it."""
+    env = _manage_env(django_copy)
+
+    def manage(*args: str) -> subprocess.CompletedProcess[str]:
+        run = subprocess.run([sys.executable, "manage.py", *args], cwd=django_copy,
+                             env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stdout + run.stderr
+        return run
+
+    # What the older release's first migrate left: the tables it made (every schema
+    # version but this release's last) ...
+    older = ("from shiftwork.store.sqlite.store import SQLiteStore\n"
+             f"s = SQLiteStore({str(django_copy / 'shop.sqlite3')!r})\n"
+             "s._migrations = s._migrations[:-1]\nprint(s.migrate()[-1])\n")
+    behind = subprocess.run([sys.executable, "-c", older], env=env, capture_output=True,
+                            text=True, timeout=60, check=True).stdout.strip()
+    # ... and Django's record that shiftwork's Django migration ran.
+    manage("shell", "-c", "from django.db import connection\n"
+           "from django.db.migrations.recorder import MigrationRecorder\n"
+           "MigrationRecorder(connection).record_applied('shiftwork', "
+           "'0001_shiftwork_tables')\n")
+    refused = subprocess.run([sys.executable, "manage.py", "shiftwork", "queues"],
+                             cwd=django_copy, env=env, capture_output=True, text=True,
+                             timeout=60)
+    assert refused.returncode == 2 and f"is at migration {behind}" in refused.stderr
+    # The upgrade: the same command as always.
+    manage("migrate", "--noinput")
+    assert manage("shiftwork", "queues").returncode == 0
