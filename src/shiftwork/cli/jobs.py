@@ -23,7 +23,7 @@ from ..observe.text import format_time, make_table
 from ..records import DepLink
 from ..safetext import escape_controls
 from ..states import FINAL, JobState
-from .format import console, echo_json, format_state, job_dict
+from .format import console, echo_json, format_attempts, format_state, job_dict
 from .options import (
     interval_option,
     job_id_argument,
@@ -35,6 +35,10 @@ from .options import (
     target_options,
 )
 
+# `queues`, `top` and the dashboard head the count of due jobs "waiting": the same word
+# is taken here for the state they count.
+WAITING = "waiting"
+
 
 @click.group()
 @target_options
@@ -44,7 +48,9 @@ def jobs() -> None:
 
 @jobs.command("list")
 @target_options
-@click.option("--state", type=click.Choice([s.value for s in JobState]))
+@click.option("--state", type=click.Choice([s.value for s in JobState] + [WAITING]),
+              help=f"Only jobs in this state; {WAITING} (as queues and top count them) is "
+                   "available: due and not yet claimed.")
 @queue_option
 @click.option("--task")
 @limit_option(50)
@@ -53,6 +59,8 @@ def jobs_list(state: str | None,
               queue: str | None, task: str | None, limit: int, as_json: bool) -> None:
     """List jobs, newest first."""
     app = open_app()
+    if state == WAITING:
+        state = JobState.AVAILABLE.value
     found = app.list_jobs(state=state, queue=queue, task=task, limit=limit)
     if as_json:
         echo_json([job_dict(j) for j in found])
@@ -89,7 +97,7 @@ def jobs_show(job_id: int, as_json: bool) -> None:
         return
     console.print(Text.assemble((f"job {job.id}", "bold"), escape_controls(
         f"  {job.task}  queue={job.queue}  state={format_state(job.state)}  "
-        f"attempt {job.counted_attempt}/{job.max_attempts}")))
+        f"{format_attempts(job)}")))
     console.print(f"args={json.dumps(job.args)} kwargs={json.dumps(job.kwargs)}",
                   markup=False, highlight=False)
     console.print(f"created {format_time(job.created_at)}  run at {format_time(job.run_at)}  "
@@ -114,7 +122,8 @@ def jobs_show(job_id: int, as_json: bool) -> None:
         console.print(f"callback of group {callback_of}: runs after all its members "
                       f"(shiftwork groups show {callback_of})", markup=False)
     for err in job.errors:
-        console.print(Text.assemble(("\nattempt " + escape_controls(str(err.get("attempt"))),
+        # Numbered by run (jobs.attempt), which the header's counted attempt may trail.
+        console.print(Text.assemble(("\nrun " + escape_controls(str(err.get("attempt"))),
                                      "red"), escape_controls(
             f" {err.get('kind')}: {err.get('type')}: {err.get('message')}")))
         if err.get("traceback"):

@@ -15,7 +15,8 @@ from .options import json_flag, name_argument, open_app, target_options
 @json_flag("Print JSON.")
 @click.pass_context
 def queues(ctx: click.Context, as_json: bool) -> None:
-    """Per queue: waiting, running, scheduled, dead, and the oldest waiting job's age."""
+    """Per queue: waiting (state available: due, not yet claimed), running, scheduled,
+    dead, and the oldest waiting job's age."""
     if ctx.invoked_subcommand is not None:
         return
     app = open_app()

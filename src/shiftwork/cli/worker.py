@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from .options import app_argument, log_level_option, open_app, target_options
+from .options import app_argument, code_target_options, log_level_option, open_app
 
 
 @click.command()
 @app_argument
-@target_options
+@code_target_options
 @click.option("--queue", "-q", "queues", multiple=True, metavar="NAME=CONCURRENCY[:process]",
               help="A queue and its pool size; repeat for more. Default: every task's queue=10. "
                    "':process' runs each of its jobs in a child process that a timeout or a "
