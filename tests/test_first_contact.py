@@ -456,3 +456,50 @@ def test_a_cancelled_workflow_reads_as_what_happened(shop: Path) -> None:
     job = " ".join(shiftwork(shop, "jobs", "show", wf, "--app", "shopapp:app").stdout.split())
     assert re.search(r"attempt \d+/\d+ \(\d+ runs?, \d+ not counted\)", job), job
     assert re.search(r"\brun \d+ cancelled:", job), job
+
+
+# -- 5. typos that act ----------------------------------------------------------------------
+
+def test_pausing_an_unknown_queue_is_refused_unless_forced(shop: Path) -> None:
+    """Item 5: `queues pause emials` warned "did you mean emails?" and paused anyway,
+    making a phantom queue row. Refused (exit 1, nothing paused) unless --force."""
+    out = shiftwork(shop, "queues", "pause", "emials", "--app", "shopapp:app")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "did you mean emails?" in out.stderr and "nothing paused" in out.stderr
+    assert "paused" not in out.stdout
+    listed = shiftwork(shop, "queues", "--app", "shopapp:app")
+    assert "emials" not in listed.stdout, listed.stdout
+    forced = shiftwork(shop, "queues", "pause", "emials", "--force", "--app", "shopapp:app")
+    assert forced.returncode == 0 and "queue emials: paused" in forced.stdout
+    assert "is not known" in forced.stderr
+    # A known queue needs no --force, and neither does resuming what was paused.
+    assert shiftwork(shop, "queues", "pause", "emails", "--app", "shopapp:app").returncode == 0
+    assert shiftwork(shop, "queues", "resume", "emials", "--app", "shopapp:app").returncode == 0
+    refused = shiftwork(shop, "queues", "resume", "emails-x", "--app", "shopapp:app")
+    assert refused.returncode == 1 and "nothing resumed" in refused.stderr
+
+
+def test_a_misspelt_app_attribute_names_the_apps_in_the_module(shop: Path) -> None:
+    """Item 5: `--app myapp:ap` said "myapp.ap is not a shiftwork App (got NoneType)"."""
+    out = shiftwork(shop, "queues", "--app", "shopapp:ap")
+    assert out.returncode == 2
+    assert "module shopapp has no attribute 'ap'" in out.stderr, out.stderr
+    assert "(Apps in it: app)" in out.stderr and "NoneType" not in out.stderr
+
+
+def test_jobs_list_of_a_bare_function_name_suggests_the_task_name(shop: Path) -> None:
+    """Item 5: `jobs list --task charge_customer` gave an empty table and no "did you mean
+    dashapp.charge_customer" (task names are module.function)."""
+    out = shiftwork(shop, "jobs", "list", "--task", "send", "--app", "shopapp:app")
+    assert out.returncode == 0
+    assert "no task is named 'send'; did you mean shopapp.send?" in out.stderr, out.stderr
+    # Through --dsn (no code), the names of the jobs in the table are what is known.
+    assert shiftwork(shop, "enqueue", "shopapp.send", "--args", "[1]",
+                     "--app", "shopapp:app").returncode == 0
+    out = shiftwork(shop, "jobs", "list", "--task", "shopapp.sned", "--dsn",
+                    f"sqlite:///{shop / 'jobs.db'}")
+    assert "did you mean shopapp.send?" in out.stderr, out.stderr
+    # A known task with no jobs now: no hint, the empty table is the answer.
+    out = shiftwork(shop, "jobs", "list", "--task", "shopapp.onboarding", "--app",
+                    "shopapp:app")
+    assert "no task is named" not in out.stderr

@@ -11,6 +11,7 @@ from typing import cast
 
 from .errors import ConfigurationError, DatabaseMissingError, NotMigratedError
 from .host import AppBase, RunnerHost
+from .names import did_you_mean
 
 
 def load_app(spec: str) -> RunnerHost:
@@ -53,7 +54,13 @@ def load_app(spec: str) -> RunnerHost:
     except Exception as exc:
         raise ConfigurationError(f"app {spec!r}: importing {module_name} failed:\n"
                                  + traceback.format_exc(limit=-3)) from exc
-    app = getattr(module, attr, None)
+    if not hasattr(module, attr):
+        apps = sorted(name for name, value in vars(module).items()
+                      if isinstance(value, AppBase))
+        raise ConfigurationError(
+            f"app {spec!r}: module {module_name} has no attribute {attr!r}"
+            f"{did_you_mean(attr, apps)} (Apps in it: {', '.join(apps) or 'none'})")
+    app = getattr(module, attr)
     if not isinstance(app, AppBase):
         raise ConfigurationError(f"app {spec!r}: {module_name}.{attr} is not a shiftwork App "
                                  f"(got {type(app).__name__})")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import click
 from rich.progress import (
@@ -19,11 +20,12 @@ from rich.text import Text
 
 from ..checkpoint import Progress as JobProgress
 from ..checkpoint import describe_progress
+from ..names import did_you_mean
 from ..observe.text import format_time, make_table
 from ..records import DepLink
 from ..safetext import escape_controls
 from ..states import FINAL, JobState
-from .format import console, echo_json, format_attempts, format_state, job_dict
+from .format import console, echo_json, format_attempts, format_state, job_dict, warn
 from .options import (
     interval_option,
     job_id_argument,
@@ -62,6 +64,8 @@ def jobs_list(state: str | None,
     if state == WAITING:
         state = JobState.AVAILABLE.value
     found = app.list_jobs(state=state, queue=queue, task=task, limit=limit)
+    if task and not found:
+        hint_unknown_task(app, task)
     if as_json:
         echo_json([job_dict(j) for j in found])
         return
@@ -78,6 +82,17 @@ def jobs_list(state: str | None,
                       format_time(j.run_at),
                       f"{last['type']}: {last['message']}"[:60] if last else "")
     console.print(table)
+
+
+def hint_unknown_task(app: Any, task: str) -> None:
+    """Nothing listed for a task name that no code declares and no recent job carries:
+    most likely a bare function name (``charge_customer`` for ``dashapp.charge_customer``)
+    or a typo, so say which names are close."""
+    known = set(app.tasks) | {j.task for j in app.list_jobs(limit=500)}
+    if task in known:
+        return
+    warn(f"no task is named {task!r}{did_you_mean(task, sorted(known))} (task names are "
+         "module.function unless the task sets name=)")
 
 
 @jobs.command("show")
