@@ -503,3 +503,117 @@ def test_jobs_list_of_a_bare_function_name_suggests_the_task_name(shop: Path) ->
     out = shiftwork(shop, "jobs", "list", "--task", "shopapp.onboarding", "--app",
                     "shopapp:app")
     assert "no task is named" not in out.stderr
+
+
+# -- 6. terminal output ----------------------------------------------------------------------
+
+FAILING = '''
+from shiftwork import App
+
+app = App("sqlite:///jobs.db")
+
+
+@app.task(queue="billing", max_attempts=1)
+def charge_customer(customer_id: int) -> None:
+    raise RuntimeError("card declined by the issuing bank: insufficient funds on the "
+                       "account ending 4242, please try another card")
+
+
+@app.task(queue="emails-transactional", max_attempts=1)
+def send_the_monthly_statement_email(user_id: int) -> None:
+    raise ValueError("smtp said no")
+
+
+@app.periodic("0 3 * * *", name="nightly-report")
+def nightly_report() -> None: ...
+
+
+@app.periodic("*/5 * * * *")
+def refresh_rates() -> None: ...
+'''
+
+
+@pytest.fixture
+def failing(tmp_path: Path) -> Path:
+    (tmp_path / "dashapp.py").write_text(FAILING)
+    assert shiftwork(tmp_path, "migrate", "--app", "dashapp:app").returncode == 0
+    return tmp_path
+
+
+def test_jobs_list_in_80_columns_keeps_words_whole_and_marks_cut_errors(failing: Path
+                                                                        ) -> None:
+    """Item 6: `jobs list` in 80 columns wrapped task names mid-word and cut errors
+    without an ellipsis."""
+    for task in ("dashapp.charge_customer", "dashapp.send_the_monthly_statement_email"):
+        assert shiftwork(failing, "enqueue", task, "--args", "[1]",
+                         "--app", "dashapp:app").returncode == 0
+    subprocess.run([sys.executable, "-c", "from shiftwork.testing import drain\n"
+                    "from dashapp import app\ndrain(app)\n"], cwd=failing, check=True,
+                   env={**os.environ, "PYTHONPATH": f"{failing}{os.pathsep}{ROOT / 'src'}"},
+                   capture_output=True, timeout=60)
+    out = shiftwork(failing, "jobs", "list", "--app", "dashapp:app").stdout
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80, out
+    # The task column, line by line (between the "task" and "queue" headings): each
+    # piece ends at a word's end (after "." or "_", or the name's own end).
+    table = out.split("last errors:")[0].splitlines()
+    header = next(line for line in table if " task " in line and " queue " in line)
+    left, right = header.index(" task ") + 1, header.index(" queue ") + 1
+    pieces = [line[left:right].strip() for line in table[table.index(header) + 2:]]
+    pieces = [p for p in pieces if p]
+    names = ["dashapp.send_the_monthly_statement_email", "dashapp.charge_customer"]
+    assert "".join(pieces) == "".join(names), (pieces, out)
+    assert len(pieces) > 2, out  # 80 columns do break them
+    for piece in pieces:
+        assert piece[-1] in "._" or any(n.endswith(piece) for n in names), (piece, out)
+    # The long error is cut with an ellipsis; the short one whole.
+    assert "RuntimeError: card declined by the issuing bank" in out and "…" in out, out
+    assert "ValueError: smtp said no\n" in out
+    # A wide terminal has room for the error column.
+    wide = shiftwork(failing, "jobs", "list", "--app", "dashapp:app",
+                     env={"COLUMNS": "160"}).stdout
+    assert "last error" in wide and "dashapp.charge_customer" in wide
+
+
+def test_schedules_before_any_worker_names_the_ones_declared_in_code(failing: Path) -> None:
+    """Item 6: `schedules` before any worker ran showed an empty table, no sign that two
+    schedules are declared in code (a worker's start stores them)."""
+    out = shiftwork(failing, "schedules", "--app", "dashapp:app")
+    assert out.returncode == 0
+    flat = " ".join(out.stdout.split())
+    assert ("2 declared in code, not stored until a worker starts: dashapp.refresh_rates, "
+            "nightly-report") in flat, out.stdout
+
+
+def test_the_demo_prints_its_final_table_once_and_no_worker_lines(tmp_path: Path) -> None:
+    """Item 6: the demo's worker banners interleaved with its live table, the final table
+    printed twice, `--db` said "a fresh temp file" (it is always the same path) and the
+    demo suggested `--token demo-token`, which the dashboard then warns about."""
+    db = tmp_path / "demo.db"
+    out = shiftwork(tmp_path, "demo", "--jobs", "20", "--db", str(db), timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("done in") == 1, out.stdout
+    assert "live," not in out.stdout  # the live table does not stay behind
+    assert "--token" not in out.stdout and "demo-token" not in out.stdout
+    assert f"SHIFTWORK_DEMO_DB={db} shiftwork dashboard shiftwork.demo:app" in out.stdout
+    for worker_line in ("worker.started", "shiftwork.worker", "INFO", "WARNING"):
+        assert worker_line not in out.stdout + out.stderr, out.stdout + out.stderr
+    assert Path(f"{db}.workers.log").exists()
+    helped = " ".join(shiftwork(tmp_path, "demo", "--help").stdout.split())
+    assert "fresh temp file" not in helped and "the same file at every run" in helped
+    assert "shiftwork-demo.db" in "".join(helped.split())  # (click wraps after its "-")
+
+
+def test_a_wrong_postgres_port_prints_no_literal_tab(tmp_path: Path) -> None:
+    """Item 6: libpq's hint line is tab-indented, and the error printed `\\tIs the server
+    running ...` with a literal backslash-t."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = shiftwork(tmp_path, "queues", "--dsn", f"postgresql://postgres@127.0.0.1:{port}/test")
+    assert out.returncode == 2
+    assert "cannot connect to PostgreSQL" in out.stderr, out.stderr
+    assert "\\t" not in out.stderr and "\t" not in out.stderr, out.stderr
+    assert "\n  Is the server running" in out.stderr, out.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -21,7 +22,7 @@ from rich.text import Text
 from ..checkpoint import Progress as JobProgress
 from ..checkpoint import describe_progress
 from ..names import did_you_mean
-from ..observe.text import format_time, make_table
+from ..observe.text import break_name, format_time, make_table, shorten
 from ..records import DepLink
 from ..safetext import escape_controls
 from ..states import FINAL, JobState
@@ -71,17 +72,43 @@ def jobs_list(state: str | None,
         return
     # The progress column only when a job has progress: 80 columns are few.
     with_progress = any(j.progress is not None for j in found)
+    id_width = max((len(str(j.id)) for j in found), default=2)
+    # What the fixed columns (id, state, attempt, run at, progress) and the gaps take.
+    spare = console.width - 50 - id_width - (18 if with_progress else 0)
+    # In a narrow terminal the last errors go below the table, one line each: a column
+    # of their own would be a few characters wide.
+    errors_below = spare < 60
     table = make_table(("id", "task", "queue", "state", "attempt")
-                       + (("progress",) if with_progress else ()) + ("run at (UTC)", "last error"),
-                       right=("id", "attempt"), whole=("id", "state", "attempt", "run at (UTC)"))
+                       + (("progress",) if with_progress else ()) + ("run at (UTC)",)
+                       + (() if errors_below else ("last error",)),
+                       right=("id", "attempt"),
+                       whole=("id", "task", "queue", "state", "attempt", "run at (UTC)"))
+    # Task and queue names are broken at their dots and underscores, never mid-word.
+    task_width = name_width([j.task for j in found], spare * (3 if errors_below else 2) // 5)
+    queue_width = name_width([j.queue for j in found], spare * (2 if errors_below else 1) // 5)
+    below: list[str] = []
     for j in found:
         last = j.errors[-1] if j.errors else None
-        table.add_row(str(j.id), j.task, j.queue, format_state(j.state),
+        error = f"{last['type']}: {last['message']}" if last else ""
+        if error and errors_below:
+            below.append(shorten(f"{str(j.id).rjust(id_width)}  {error}", console.width - 2))
+        table.add_row(str(j.id), break_name(j.task, task_width),
+                      break_name(j.queue, queue_width), format_state(j.state),
                       f"{j.counted_attempt}/{j.max_attempts}",
-                      *((describe_progress(j.progress)[:40],) if with_progress else ()),
+                      *((shorten(describe_progress(j.progress), 40),) if with_progress else ()),
                       format_time(j.run_at),
-                      f"{last['type']}: {last['message']}"[:60] if last else "")
+                      *(() if errors_below else (shorten(error, 60),)))
     console.print(table)
+    if below:
+        console.print("last errors:\n" + "\n".join(f"  {line}" for line in below),
+                      markup=False, highlight=False)
+
+
+def name_width(names: list[str], share: int) -> int:
+    """A names column's width: the longest name if it fits its share of the line, else the
+    share, but never less than the longest word of a name (so none is cut inside)."""
+    words = max((len(w) for n in names for w in re.findall(r"[^._-]*[._-]?", n)), default=4)
+    return max(words, min(max((len(n) for n in names), default=4), max(share, 8)))
 
 
 def hint_unknown_task(app: Any, task: str) -> None:
