@@ -617,3 +617,34 @@ def test_a_wrong_postgres_port_prints_no_literal_tab(tmp_path: Path) -> None:
     assert "cannot connect to PostgreSQL" in out.stderr, out.stderr
     assert "\\t" not in out.stderr and "\t" not in out.stderr, out.stderr
     assert "\n  Is the server running" in out.stderr, out.stderr
+
+
+# -- 8. a schedule declaration's mistake, at the user's line ---------------------------------
+
+def test_a_bad_schedule_declaration_points_at_the_users_file_and_line(tmp_path: Path) -> None:
+    """Item 8: `@app.periodic("0 25 * * *")` gave a good message, but its traceback
+    pointed into the library, never at the user's file and line."""
+    (tmp_path / "badsched.py").write_text(
+        "from shiftwork import App\n\napp = App('sqlite:///jobs.db')\n\n\n"
+        "@app.periodic('0 25 * * *')\ndef nightly() -> None: ...\n")
+    where = f"{tmp_path / 'badsched.py'}, line 6"
+    imported = subprocess.run([sys.executable, "-c", "import badsched"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}"
+                                   f"{ROOT / 'src'}"})
+    last = imported.stderr.strip().splitlines()[-1]
+    assert "hour field: 25 is out of range 0-23" in last, imported.stderr
+    assert last.endswith(f"(declared at {where})"), imported.stderr
+    out = shiftwork(tmp_path, "queues", "--app", "badsched:app")
+    assert out.returncode == 2
+    assert f'File "{tmp_path / "badsched.py"}", line 6, in <module>' in out.stderr, out.stderr
+    assert "@app.periodic('0 25 * * *')" in out.stderr
+    assert "shiftwork/app.py" not in out.stderr and "importlib" not in out.stderr, out.stderr
+    # A schedule declared with app.schedule(...) is placed the same way, and the refused
+    # periodic left no task behind.
+    (tmp_path / "badsched2.py").write_text(
+        "from shiftwork import App\n\napp = App('sqlite:///jobs.db')\n\n\n"
+        "@app.task()\ndef nightly() -> None: ...\n\n\n"
+        "app.schedule('nightly', '0 3 * * *', nightly, tz='Mars/Olympus')\n")
+    out = shiftwork(tmp_path, "queues", "--app", "badsched2:app")
+    assert f"(declared at {tmp_path / 'badsched2.py'}, line 10)" in out.stderr, out.stderr

@@ -9,6 +9,7 @@ import sys
 import traceback
 from typing import cast
 
+from .callsite import user_traceback
 from .errors import ConfigurationError, DatabaseMissingError, NotMigratedError
 from .host import AppBase, RunnerHost
 from .names import did_you_mean
@@ -52,8 +53,9 @@ def load_app(spec: str) -> RunnerHost:
         raise ConfigurationError(f"app {spec!r}: importing {module_name} failed:\n"
                                  + traceback.format_exc(limit=-3)) from exc
     except Exception as exc:
+        # The user's frames (a declaration shiftwork refused ends inside the library).
         raise ConfigurationError(f"app {spec!r}: importing {module_name} failed:\n"
-                                 + traceback.format_exc(limit=-3)) from exc
+                                 + user_traceback(exc)) from exc
     if not hasattr(module, attr):
         apps = sorted(name for name, value in vars(module).items()
                       if isinstance(value, AppBase))
