@@ -648,3 +648,37 @@ def test_a_bad_schedule_declaration_points_at_the_users_file_and_line(tmp_path: 
         "app.schedule('nightly', '0 3 * * *', nightly, tz='Mars/Olympus')\n")
     out = shiftwork(tmp_path, "queues", "--app", "badsched2:app")
     assert f"(declared at {tmp_path / 'badsched2.py'}, line 10)" in out.stderr, out.stderr
+
+
+# -- 9. a worker that says what it does ---------------------------------------------------------
+
+@pytest.mark.parametrize("flag", [[], ["--log-jobs"]], ids=["default", "log-jobs"])
+def test_log_jobs_gives_a_line_per_job(shop: Path, flag: list[str]) -> None:
+    """Item 9: at the default level a worker printed nothing per job, so a newcomer could
+    not tell it was working; `--log-jobs` adds a line per job (and getting-started says
+    so)."""
+    from .conftest import wait_for
+
+    assert shiftwork(shop, "enqueue", "shopapp.send", "--args", "[1]",
+                     "--app", "shopapp:app").returncode == 0
+    worker = subprocess.Popen([sys.executable, "-m", "shiftwork.cli", "worker", "shopapp:app",
+                               "-q", "emails=1", *flag], cwd=shop, text=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              env={**os.environ, "PYTHONPATH": f"{shop}{os.pathsep}"
+                                   f"{ROOT / 'src'}"})
+    try:
+        wait_for(lambda: "succeeded" in shiftwork(
+            shop, "jobs", "list", "--app", "shopapp:app").stdout, timeout=60,
+            what="the worker running the job")
+    finally:
+        worker.terminate()
+        _, log = worker.communicate(timeout=30)
+    assert "worker.started" in log and "worker.stopped" in log, log
+    lines = [line for line in log.splitlines() if "job.succeeded" in line]
+    if flag:
+        assert len(lines) == 1 and "job_id=1 task=shopapp.send queue=emails" in lines[0], log
+        assert any("job.started" in line for line in log.splitlines())
+    else:
+        assert lines == [], log
+    if flag:
+        assert "--log-jobs" in (ROOT / "docs" / "getting-started.md").read_text()
