@@ -27,9 +27,6 @@ class Settings:
     prune_interval: float = 60.0
     effect_retention: float = 30 * 24 * 3600.0  # ctx.once / tx.once keys kept this long
     claim_batch: int = 100  # most jobs one claim statement takes
-    # While the database is out, a worker logs one line when it is lost, one per this many
-    # seconds while it stays out, and one when it is back (worker/outage.py).
-    outage_log_every: float = 30.0
     # PostgreSQL connection budget per process (docs/deploy.md, "Connections for a fleet"):
     # the pool keeps pool_min_size connections, grows up to App(pool_size=) under load and
     # closes one connection idle for pool_max_idle seconds at a time; the wake-up listener
@@ -55,9 +52,6 @@ class Settings:
         if not self.pool_max_idle > 0:
             raise ConfigurationError(f"Settings.pool_max_idle must be > 0 seconds, "
                                      f"got {self.pool_max_idle!r}")
-        if not self.outage_log_every > 0:
-            raise ConfigurationError(f"Settings.outage_log_every must be > 0 seconds, "
-                                     f"got {self.outage_log_every!r}")
         for name in _LIMITS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -20,8 +20,7 @@ HEARTBEAT = float(os.environ.get("SHIFTWORK_TEST_HEARTBEAT", "0.5"))
 
 app = App(DSN, schema=SCHEMA, settings=Settings(
     heartbeat_interval=HEARTBEAT, lease_seconds=HEARTBEAT * 3, rescue_interval=HEARTBEAT / 2,
-    poll_interval=0.2, leader_ttl=3.0,
-    outage_log_every=float(os.environ.get("SHIFTWORK_TEST_OUTAGE_LOG_EVERY", "30"))))
+    poll_interval=0.2, leader_ttl=3.0))
 
 _side = SideConnection(DSN)
 

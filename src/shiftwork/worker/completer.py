@@ -12,7 +12,6 @@ from ..errors import StorageError
 from ..outcome import Outcome
 from ..states import JobState
 from ..store.rows import log_rejected
-from .outage import outage_log
 
 if TYPE_CHECKING:
     from ..app import App
@@ -34,7 +33,6 @@ class Completer:
     def __init__(self, app: App, max_batch: int = 1000) -> None:
         self.app = app
         self.max_batch = max_batch
-        self.outage = outage_log(app)  # says an outage in a few lines (worker/outage.py)
         self._queue: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
         self._pending = 0
         # (job id, attempt) of outcomes not yet written: still this worker's, so the
@@ -102,7 +100,6 @@ class Completer:
         delay = 0.1
         failed = False
         for _ in range(60):
-            tried = self.outage.now()
             try:
                 accepted = store.jobs_complete_many(batch)
                 if failed:
@@ -111,13 +108,13 @@ class Completer:
                     # their rows were written by us, not rejected.
                     missing = [o for o in batch if o.job_id not in accepted]
                     accepted |= store.jobs_written(missing)
-                self.outage.ok()
                 break
             except StorageError as exc:
                 failed = True
                 # Keep the outcomes: the heartbeat keeps their leases meanwhile. If a lease
                 # lapses anyway, the rescuer takes over and the fence rejects this write.
-                self.outage.failed(exc, f"recording {len(batch)} outcomes", tried)
+                log.warning("could not record %d outcomes (%s); retrying in %.1fs",
+                            len(batch), exc, delay)
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
         else:

@@ -11,12 +11,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..errors import StorageError
 from ..store.wakeups import ANY_QUEUE
 
 if TYPE_CHECKING:
     from ..store.base import Store
-    from .outage import OutageLog
 
 log = logging.getLogger("shiftwork.worker.notifier")
 
@@ -27,11 +25,9 @@ RETRY_MOST = 10.0
 class Notifier:
     name = "notifier"
 
-    def __init__(self, store: Store, wake: Callable[[str], None],
-                 outage: OutageLog | None = None) -> None:
+    def __init__(self, store: Store, wake: Callable[[str], None]) -> None:
         self.store = store
         self.wake = wake
-        self.outage = outage  # where a lost database is said (worker/outage.py)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="shiftwork-notifier", daemon=True)
         self.ready = threading.Event()
@@ -48,15 +44,6 @@ class Notifier:
         while not self._stop.is_set():
             try:
                 listener = self.store.wakeups_listen()
-            except StorageError as exc:  # the database is out: one story (worker/outage.py)
-                if self.outage is not None:
-                    self.outage.failed(exc, "listening for wake-ups")
-                else:
-                    log.warning("cannot listen for wake-ups (%s); polling until it works, "
-                                "retry in %.1fs", exc, backoff)
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, RETRY_MOST)
-                continue
             except Exception as exc:
                 log.warning("cannot listen for wake-ups (%s); polling until it works, "
                             "retry in %.1fs", exc, backoff)
@@ -64,8 +51,6 @@ class Notifier:
                 backoff = min(backoff * 2, RETRY_MOST)
                 continue
             backoff = RETRY_FIRST
-            if self.outage is not None:
-                self.outage.ok()
             if listener is None:  # nothing to listen on (behind PgBouncer): producers poll
                 log.info("no wake-up listener (PgBouncer without listen_dsn): producers "
                          "find work by polling (Settings.poll_interval)")
@@ -79,8 +64,5 @@ class Notifier:
                         self.wake(queue)
             except Exception as exc:
                 if not self._stop.is_set():
-                    if self.outage is not None:  # the listener's connection went with it
-                        self.outage.failed(exc, "wake-up listener")
-                    else:
-                        log.warning("wake-up listener lost (%s); listening again", exc)
+                    log.warning("wake-up listener lost (%s); listening again", exc)
                     self.wake(ANY_QUEUE)  # something may have been missed

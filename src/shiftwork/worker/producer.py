@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 
 from ..errors import StorageError
 from ..records import ClaimedJob
-from .outage import outage_log
 
 if TYPE_CHECKING:
     from ..app import App
@@ -39,7 +38,6 @@ class Producer:
                  held: Callable[[], list[tuple[int, int]]]) -> None:
         self.app = app
         self.queue = queue
-        self.outage = outage_log(app)  # says an outage in a few lines (worker/outage.py)
         self.concurrency = concurrency
         self.worker_id = worker_id
         self.dispatch = dispatch
@@ -123,7 +121,6 @@ class Producer:
                     self._release_unknown()
                     unsure = False
                 started = time.monotonic()
-                claim_started = self.outage.now()
                 jobs = self.app.store.jobs_claim(
                     self.queue, want, self.worker_id, settings.lease_seconds, self.limits,
                     self.flow or None)
@@ -131,12 +128,12 @@ class Producer:
                     self._claim_seconds = _average(self._claim_seconds,
                                                    time.monotonic() - started)
                 errors = 0
-                self.outage.ok()
             except StorageError as exc:
                 unsure = True
                 errors += 1
                 delay = min(0.2 * 2**errors, 10.0)
-                self.outage.failed(exc, f"claim (queue {self.queue})", claim_started)
+                log.warning("queue %s: claim failed (%s); retrying in %.1fs",
+                            self.queue, exc, delay)
                 self._stop.wait(delay)
                 continue
             if jobs:

@@ -74,7 +74,7 @@ def _one_by_one(app: App, names: list[str], planner: Planner, owner: str, term: 
         try:
             out.append((name, app.store.schedules_apply(name, planner, owner, term,
                                                         insert=app.insert_rows)))
-        except (NotLeader, StorageError):  # the database, not this schedule: the pass ends
+        except NotLeader:
             raise
         except Exception:
             log.exception("schedule %s: firing failed; will try again next pass", name)
@@ -108,7 +108,7 @@ def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
     def fire(batch: list[str]) -> list[tuple[str, Applied]]:
         try:
             return store.schedules_fire(batch, planner, owner, term, insert=app.insert_rows)
-        except (NotLeader, StorageError):  # the database, not a schedule: the pass ends
+        except NotLeader:
             raise
         except Exception:  # one broken schedule must not starve the others: one by one
             log.exception("schedules: a batch of %d failed; firing them one by one", len(batch))

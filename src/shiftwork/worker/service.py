@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Protocol
-
-from ..errors import StorageError
-
-if TYPE_CHECKING:
-    from .outage import OutageLog
+from typing import Protocol
 
 log = logging.getLogger("shiftwork.worker")
 
@@ -28,9 +23,6 @@ class Service:
     """A thread that calls :meth:`tick` every ``interval`` seconds until stopped."""
 
     name = "service"
-    #: Where a tick that fails for want of the database says so (the worker sets it):
-    #: in a few lines per outage, not a traceback per tick.
-    outage: OutageLog | None = None
 
     def __init__(self, interval: float) -> None:
         self.interval = interval
@@ -56,15 +48,8 @@ class Service:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            started = self.outage.now() if self.outage is not None else None
             try:
-                self.tick()  # (a tick may not touch the database: no sign that it is back)
-            except StorageError as exc:
-                if self.outage is not None:
-                    self.outage.failed(exc, self.name, started)
-                else:
-                    log.warning("%s failed (%s); will try again in %.1fs", self.name, exc,
-                                self.interval)
+                self.tick()
             except Exception:
                 log.exception("%s failed; will try again in %.1fs", self.name, self.interval)
             wait, self.next_wait = self.next_wait, None

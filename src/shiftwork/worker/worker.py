@@ -26,7 +26,6 @@ from .executor import Executor
 from .heartbeat import Heartbeat
 from .leader import Leader
 from .notifier import Notifier
-from .outage import outage_log
 from .pool import ThreadPool
 from .producer import Producer
 from .rescuer import Rescuer
@@ -144,8 +143,7 @@ class Worker:
             self.producers[queue] = Producer(self.app, queue, concurrency, self.id, self._dispatch,
                                              self.held_leases)
         self.wake_share = WakeShare(self.app, self.id, list(self.queues))
-        outage = outage_log(self.app)
-        notifier = Notifier(self.app.store, self._wake, outage)
+        notifier = Notifier(self.app.store, self._wake)
         leader = Leader(self.app, self.id)
         self.services = [notifier, Heartbeat(self.app, self.id, self.held_leases,
                                                        self._on_heartbeat),
@@ -154,8 +152,6 @@ class Worker:
                          *worker_services(self.app, self.id, lambda: len(self.runs_snapshot()),
                                           self.metrics_port, self.metrics_host)]
         for service in self.services:
-            if isinstance(service, Service):
-                service.outage = outage
             service.start()
         notifier.ready.wait(5.0)
         for producer in self.producers.values():
