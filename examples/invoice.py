@@ -1,5 +1,6 @@
 """An invoice job keyed on (customer, period) that cannot charge twice.
 
+    shiftwork migrate --app examples.invoice:app   # creates invoice-example.db
     shiftwork worker examples.invoice:app -q billing=4
     python examples/invoice.py acme 2026-10      # run it as often as you like
 
@@ -24,8 +25,9 @@ from typing import Any
 
 from shiftwork import App, JobContext
 
-app = App(os.environ.get("SHIFTWORK_DSN", "sqlite:///invoice-example.db"))
-SQLITE = app.store.engine == "sqlite"
+DSN = os.environ.get("SHIFTWORK_DSN", "sqlite:///invoice-example.db")
+app = App(DSN)
+SQLITE = DSN.startswith("sqlite")  # not app.store: importing must not touch the database
 INVOICES = "invoices" if SQLITE else f'"{app.schema}".invoices'
 
 

@@ -80,7 +80,7 @@ def test_app_in_any_position(project: Path, argv: list[str]) -> None:
 def test_env_vars_and_precedence(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runner = CliRunner()
     monkeypatch.setenv("SHIFTWORK_APP", "gram_app:app")
-    assert runner.invoke(main, ["queues", "pause", "reports"]).exit_code == 0
+    assert runner.invoke(main, ["queues", "pause", "reports", "--force"]).exit_code == 0
     # A --dsn typed now wins over SHIFTWORK_APP from the shell.
     other = project / "other.db"
     assert runner.invoke(main, ["migrate", "--dsn", f"sqlite:///{other}"]).exit_code == 0
@@ -110,7 +110,7 @@ def test_schema_from_env_on_postgres(monkeypatch: pytest.MonkeyPatch) -> None:
     try:
         runner = CliRunner()
         assert runner.invoke(main, ["migrate"]).exit_code == 0
-        assert runner.invoke(main, ["queues", "pause", "bulk"]).exit_code == 0
+        assert runner.invoke(main, ["queues", "pause", "bulk", "--force"]).exit_code == 0
         out = runner.invoke(main, ["queues", "--json", "--schema", schema])
         assert '"paused": true' in out.output, out.output
     finally:

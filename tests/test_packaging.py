@@ -107,3 +107,32 @@ def test_the_wheel_installs_alone_and_runs_the_demo(dist: Path, tmp_path: Path) 
                         capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
     assert pg.returncode == 2, pg.stdout + pg.stderr
     assert "pip install 'shiftwork[postgres]'" in pg.stderr + pg.stdout
+
+
+def test_the_sdist_installs_with_its_extras_and_reaches_postgres(dist: Path,
+                                                                  tmp_path: Path) -> None:
+    """Issue 27, item 1: the install line the docs give today (the package is not on PyPI):
+    the sdist (what a source checkout is) with the `postgres` extra, then `migrate` and
+    `queues` on the real server."""
+    import uuid
+
+    from .conftest import PG_DSN
+
+    sdist = _one(dist, "shiftwork-*.tar.gz")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    py, bin_ = venv / "bin" / "python", venv / "bin"
+    install = subprocess.run([str(py), "-m", "pip", "install", "-q", f"{sdist}[postgres]"],
+                             capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stdout + install.stderr
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    schema = f"pkg_{uuid.uuid4().hex[:10]}"
+    for command in ("migrate", "queues"):
+        out = subprocess.run([str(bin_ / "shiftwork"), command, "--dsn", PG_DSN,
+                              "--schema", schema], capture_output=True, text=True,
+                             timeout=120, env=env, cwd=tmp_path)
+        assert out.returncode == 0, out.stdout + out.stderr
+    import psycopg
+
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

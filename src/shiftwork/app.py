@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from .bounds import MAX_LIST, whole
+from .callsite import declared_at
 from .clock import Clock, SystemClock
 from .compose import Chain, Group, make_chain, make_graph, make_group
 from .context import JobContext
@@ -18,6 +19,7 @@ from .errors import (
     ConfigurationError,
     DependencyError,
     JobCancelled,
+    ShiftworkError,
     UnknownTaskError,
 )
 from .events import EventBus
@@ -446,16 +448,20 @@ class App(AppBase):
         ``queue``, ``priority`` (see docs/scheduling-policies.md). The cron expression, the
         zone and the arguments are checked now.
         """
-        t = task if isinstance(task, Task) else self.get_task(task)
-        if name in self.schedules:
-            raise ConfigurationError(f"schedule {name!r} is declared twice")
-        job = t.build(tuple(args), dict(kwargs or {}),
-                      EnqueueOptions(queue=queue, priority=priority), None)
-        defn = declare_schedule(
-            name, cron, t.name, job, tz=tz, catchup=catchup, catchup_window=catchup_window,
-            catchup_cap=catchup_cap, overlap=overlap, starting_deadline=starting_deadline,
-            jitter=jitter, expect_success_within=expect_success_within,
-            pause_on_failure=pause_on_failure)
+        try:
+            t = task if isinstance(task, Task) else self.get_task(task)
+            if name in self.schedules:
+                raise ConfigurationError(f"schedule {name!r} is declared twice")
+            job = t.build(tuple(args), dict(kwargs or {}),
+                          EnqueueOptions(queue=queue, priority=priority), None)
+            defn = declare_schedule(
+                name, cron, t.name, job, tz=tz, catchup=catchup,
+                catchup_window=catchup_window, catchup_cap=catchup_cap, overlap=overlap,
+                starting_deadline=starting_deadline, jitter=jitter,
+                expect_success_within=expect_success_within, pause_on_failure=pause_on_failure)
+        except ShiftworkError as exc:
+            # The traceback ends in the library: the message says where the user wrote it.
+            raise declared_at(exc) from None
         self.schedules[name] = defn
         return defn
 
@@ -472,11 +478,15 @@ class App(AppBase):
 
         def register(fn: Callable[..., Any]) -> Task[Any, Any]:
             t: Task[Any, Any] = self.task(name=name, **task_options)(fn)
-            self.schedule(name or t.name, cron, t, args, kwargs, tz=tz, catchup=catchup,
-                          catchup_window=catchup_window, catchup_cap=catchup_cap,
-                          overlap=overlap, starting_deadline=starting_deadline, jitter=jitter,
-                          expect_success_within=expect_success_within,
-                          pause_on_failure=pause_on_failure)
+            try:
+                self.schedule(name or t.name, cron, t, args, kwargs, tz=tz, catchup=catchup,
+                              catchup_window=catchup_window, catchup_cap=catchup_cap,
+                              overlap=overlap, starting_deadline=starting_deadline,
+                              jitter=jitter, expect_success_within=expect_success_within,
+                              pause_on_failure=pause_on_failure)
+            except ShiftworkError as exc:
+                self.tasks.pop(t.name, None)  # no task left behind by a refused schedule
+                raise declared_at(exc) from None
             return t
 
         return register

@@ -29,9 +29,15 @@ class ConfigurationError(ShiftworkError):
 class NotMigratedError(ConfigurationError):
     """The database has no shiftwork tables yet, or older ones: run ``shiftwork migrate``."""
 
+    #: The command that migrates this database without importing the app (the schema
+    #: check fills it in; the loader quotes it when an import itself met this error).
+    migrate_command = "shiftwork migrate --dsn DSN"
+
 
 class DatabaseMissingError(ConfigurationError):
     """The database named does not exist (a SQLite file, a PostgreSQL database)."""
+
+    migrate_command = "shiftwork migrate --dsn DSN"
 
 
 class DatabaseAuthError(ConfigurationError):

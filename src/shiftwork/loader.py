@@ -9,8 +9,10 @@ import sys
 import traceback
 from typing import cast
 
-from .errors import ConfigurationError
+from .callsite import user_traceback
+from .errors import ConfigurationError, DatabaseMissingError, NotMigratedError
 from .host import AppBase, RunnerHost
+from .names import did_you_mean
 
 
 def load_app(spec: str) -> RunnerHost:
@@ -33,6 +35,15 @@ def load_app(spec: str) -> RunnerHost:
             loader_spec.loader.exec_module(module)
         else:
             module = importlib.import_module(module_name)
+    except (NotMigratedError, DatabaseMissingError) as exc:
+        # The module read or wrote the store at import time, so no command that imports
+        # it (migrate included) can get past it: say so, and how to migrate without it.
+        what = str(exc).split(": run ", 1)[0]  # its own advice, to migrate, loops here
+        raise ConfigurationError(
+            f"app {spec!r}: importing {module_name} used the database before it was "
+            f"migrated ({what}).\n  Migrate it without importing the module: "
+            f"{exc.migrate_command}\n  or do not touch the database at import time (no "
+            "queries or enqueues at the module's top level)") from exc
     except ConfigurationError:
         raise
     except ModuleNotFoundError as exc:
@@ -42,9 +53,16 @@ def load_app(spec: str) -> RunnerHost:
         raise ConfigurationError(f"app {spec!r}: importing {module_name} failed:\n"
                                  + traceback.format_exc(limit=-3)) from exc
     except Exception as exc:
+        # The user's frames (a declaration shiftwork refused ends inside the library).
         raise ConfigurationError(f"app {spec!r}: importing {module_name} failed:\n"
-                                 + traceback.format_exc(limit=-3)) from exc
-    app = getattr(module, attr, None)
+                                 + user_traceback(exc)) from exc
+    if not hasattr(module, attr):
+        apps = sorted(name for name, value in vars(module).items()
+                      if isinstance(value, AppBase))
+        raise ConfigurationError(
+            f"app {spec!r}: module {module_name} has no attribute {attr!r}"
+            f"{did_you_mean(attr, apps)} (Apps in it: {', '.join(apps) or 'none'})")
+    app = getattr(module, attr)
     if not isinstance(app, AppBase):
         raise ConfigurationError(f"app {spec!r}: {module_name}.{attr} is not a shiftwork App "
                                  f"(got {type(app).__name__})")

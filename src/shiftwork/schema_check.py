@@ -25,16 +25,24 @@ def require_migrated(store: Store, schema: str) -> None:
     """Raise unless the schema is at this code's newest migration."""
     if store.engine == "sqlite":
         path = str(getattr(store, "path", ""))
+        command = f"shiftwork migrate --dsn sqlite:///{path}"
         if not os.path.exists(path):
-            raise DatabaseMissingError(
+            missing = DatabaseMissingError(
                 f"SQLite file {path} does not exist: run `shiftwork migrate` to create it "
                 "(a relative sqlite:/// path is relative to the current folder)")
+            missing.migrate_command = command
+            raise missing
         what = f"SQLite file {path}"
     else:
         what = f"schema {schema}"
+        command = f"shiftwork migrate --dsn DSN --schema {schema}"
     have, need = store.schema_version(), store.schema_latest()
+    error = None
     if have == 0:
-        raise NotMigratedError(f"{what} is not migrated: run shiftwork migrate")
-    if have < need:
-        raise NotMigratedError(f"{what} is at migration {have} and this shiftwork needs "
-                               f"{need}: run shiftwork migrate")
+        error = NotMigratedError(f"{what} is not migrated: run shiftwork migrate")
+    elif have < need:
+        error = NotMigratedError(f"{what} is at migration {have} and this shiftwork needs "
+                                 f"{need}: run shiftwork migrate")
+    if error is not None:
+        error.migrate_command = command
+        raise error

@@ -45,6 +45,17 @@ def test_an_event_is_taken_once_oldest_first(store: Store) -> None:
     assert store.workflow_event_take(job_id, job.attempt, "go", "step3") == (False, None)
 
 
+def test_an_event_sent_under_a_key_is_found_by_it(store: Store) -> None:
+    """Issue 27, item 4: what lets `workflows signal --key` say a repeat was deduplicated."""
+    [job_id] = insert(store)
+    assert store.workflow_event_find(job_id, "paid", "inv-1") is None
+    sent = store.workflow_event_send(job_id, "paid", "1", "inv-1")
+    assert store.workflow_event_find(job_id, "paid", "inv-1") == sent
+    assert store.workflow_event_send(job_id, "paid", "2", "inv-1") == sent  # not stored again
+    assert store.workflow_event_find(job_id, "paid", "inv-2") is None
+    assert store.workflow_event_find(job_id, "other", "inv-1") is None
+
+
 def test_event_take_is_fenced_by_attempt(store: Store) -> None:
     [job_id] = insert(store)
     job = claim_one(store)

@@ -3,10 +3,13 @@ Django's login (active staff users)."""
 
 import os
 
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "shop_project.settings")
-django_application = get_asgi_application()
+# Serves STATIC_URL (the admin's CSS) from the installed apps, as runserver does, so the
+# admin is styled under uvicorn; a production site serves collectstatic's output instead.
+django_application = ASGIStaticFilesHandler(get_asgi_application())
 
 from shiftwork.contrib.django.asgi import with_dashboard  # noqa: E402  (after Django's set-up)
 

@@ -15,6 +15,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "django.contrib.staticfiles",  # the admin's CSS and scripts (served by asgi.py)
     "shiftwork.contrib.django",  # settings, tasks autodiscovery, migrate, manage.py shiftwork
     "shop",
 ]
@@ -38,6 +39,10 @@ TEMPLATES = [{
 USE_TZ = True
 # The admin's login page logs staff in; the dashboard sends logged-out browsers there.
 LOGIN_URL = "admin:login"
+# The admin's own static files, served by asgi.py's static handler under uvicorn. In
+# production: `manage.py collectstatic` into STATIC_ROOT, served by the web server.
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "static"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 if os.environ.get("SHOP_DB") == "postgres":

@@ -23,7 +23,9 @@ DEFAULT_DB = os.path.join(tempfile.gettempdir(), "shiftwork-demo.db")
 
 
 @click.command()
-@click.option("--db", default=None, help="SQLite file to use (default: a fresh temp file).")
+@click.option("--db", default=None,
+              help=f"SQLite file to use, emptied first (default: {DEFAULT_DB}, or "
+                   "SHIFTWORK_DEMO_DB; the same file at every run).")
 @click.option("--jobs", "n_jobs", default=1000, show_default=True, help="Jobs in the burst.")
 def demo(db: str | None, n_jobs: int) -> None:
     """A small app with three queues: enqueue a burst, run workers, watch it drain."""
@@ -49,17 +51,23 @@ def run_demo(db: str | None, n_jobs: int) -> None:
     app = shop.app
     console.print(f"[bold]shiftwork demo[/bold] on SQLite file {path}")
     app.migrate()
+    # The workers write to a log file, not the terminal: their lines would interleave
+    # with the live table.
+    log_path = path + ".workers.log"
+    log = open(log_path, "w")  # noqa: SIM115  (closed once the workers are stopped)
     workers = [subprocess.Popen(
         [sys.executable, "-m", "shiftwork.cli", "worker", "shiftwork.demo:app",
          "-q", "urgent=4", "-q", "bulk=8", "-q", "slow=2", "--grace", "5",
-         "--log-level", "CRITICAL"],
+         "--log-level", "WARNING"], stdout=log, stderr=log, stdin=subprocess.DEVNULL,
         env={**os.environ, "SHIFTWORK_DEMO_DB": path}) for _ in range(2)]
     started = time.monotonic()
-    console.print(f"2 worker processes started (pids {', '.join(str(w.pid) for w in workers)}); "
-                  f"enqueueing {n_jobs} jobs...")
+    console.print(f"2 worker processes started (pids {', '.join(str(w.pid) for w in workers)}"
+                  f"; their log: {log_path}); enqueueing {n_jobs} jobs...", highlight=False)
     try:  # whatever happens from here on, the workers are stopped
         shop.enqueue_burst(n_jobs)
-        with Live(console=console, refresh_per_second=4) as live:
+        # transient: the live table goes when it is done, and the final one takes its
+        # place (it was left on screen, so the table showed twice).
+        with Live(console=console, refresh_per_second=4, transient=True) as live:
             while time.monotonic() - started < 55:
                 stats = app.queue_stats()
                 elapsed = time.monotonic() - started
@@ -72,6 +80,7 @@ def run_demo(db: str | None, n_jobs: int) -> None:
             w.send_signal(signal.SIGTERM)
         for w in workers:
             w.wait(15)
+        log.close()
     stats = app.queue_stats()
     console.print(queue_table(stats, title=f"done in {time.monotonic() - started:.1f}s"))
     dead = app.list_jobs(state="dead", limit=3)
@@ -88,7 +97,9 @@ def run_demo(db: str | None, n_jobs: int) -> None:
     if dead:
         lines += [f"shiftwork jobs show {dead[0].id} --dsn {dsn}     # its error history",
                   f"shiftwork jobs retry {dead[0].id} --dsn {dsn}"]
-    lines += [f"SHIFTWORK_DEMO_DB={path} shiftwork dashboard shiftwork.demo:app --token demo-token",
+    # No --token: the dashboard makes one and prints it (a token typed on the command
+    # line is one it warns about, being visible in `ps`).
+    lines += [f"SHIFTWORK_DEMO_DB={path} shiftwork dashboard shiftwork.demo:app",
               "README.md and docs/architecture.md for the API and the design"]
     for line in lines:
         console.print(f"  {line}", soft_wrap=True, highlight=False, markup=False)

@@ -7,16 +7,18 @@ import click
 from ..errors import PayloadError
 from ..payload import parse_json
 from .format import console, warn_unknown_queues
-from .options import open_app, queue_option, target_options
+from .options import code_target_options, open_app, queue_option
 
 
 @click.command()
 @click.argument("task_name")
-@target_options
+@code_target_options
 @click.option("--args", "args_json", default="[]", help="JSON list of positional arguments.")
 @click.option("--kwargs", "kwargs_json", default="{}", help="JSON object of keyword arguments.")
 @click.option("--delay", type=float, help="Seconds from now.")
-@click.option("--priority", type=int)
+@click.option("--priority", type=int,
+              help="Higher runs first among the due jobs of its queue (default: the "
+                   "task's priority, 0 unless it declares one).")
 @queue_option
 @click.option("--key", help="Unique key: at most one active job per key.")
 def enqueue(task_name: str, args_json: str, kwargs_json: str,

@@ -36,6 +36,17 @@ def format_state(state: JobState) -> str:
     return state.value
 
 
+def format_attempts(job: Any) -> str:
+    """``attempt 2/5``, and the runs when they are more: a workflow's sleeps and waits, a
+    snooze or a hand-back at shutdown run the job again without spending an attempt, and
+    the error history numbers runs (``run 4``)."""
+    text = f"attempt {job.counted_attempt}/{job.max_attempts}"
+    if job.attempt != job.counted_attempt:
+        runs = f"{job.attempt} run" + ("s" if job.attempt != 1 else "")
+        text += f" ({runs}, {job.attempt - job.counted_attempt} not counted)"
+    return text
+
+
 def queue_table(stats: list[Any], title: str = "queues") -> Table:
     """Per queue: its counts by state and the oldest waiting job's age."""
     counts = ("waiting", "running", "scheduled", "succeeded", "dead", "oldest waiting")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import time
+from typing import Any
 
 import click
 from rich.progress import (
@@ -19,11 +21,12 @@ from rich.text import Text
 
 from ..checkpoint import Progress as JobProgress
 from ..checkpoint import describe_progress
-from ..observe.text import format_time, make_table
+from ..names import did_you_mean
+from ..observe.text import break_name, format_time, make_table, shorten
 from ..records import DepLink
 from ..safetext import escape_controls
 from ..states import FINAL, JobState
-from .format import console, echo_json, format_state, job_dict
+from .format import console, echo_json, format_attempts, format_state, job_dict, warn
 from .options import (
     interval_option,
     job_id_argument,
@@ -35,6 +38,10 @@ from .options import (
     target_options,
 )
 
+# `queues`, `top` and the dashboard head the count of due jobs "waiting": the same word
+# is taken here for the state they count.
+WAITING = "waiting"
+
 
 @click.group()
 @target_options
@@ -44,7 +51,9 @@ def jobs() -> None:
 
 @jobs.command("list")
 @target_options
-@click.option("--state", type=click.Choice([s.value for s in JobState]))
+@click.option("--state", type=click.Choice([s.value for s in JobState] + [WAITING]),
+              help=f"Only jobs in this state; {WAITING} (as queues and top count them) is "
+                   "available: due and not yet claimed.")
 @queue_option
 @click.option("--task")
 @limit_option(50)
@@ -53,23 +62,64 @@ def jobs_list(state: str | None,
               queue: str | None, task: str | None, limit: int, as_json: bool) -> None:
     """List jobs, newest first."""
     app = open_app()
+    if state == WAITING:
+        state = JobState.AVAILABLE.value
     found = app.list_jobs(state=state, queue=queue, task=task, limit=limit)
+    if task and not found:
+        hint_unknown_task(app, task)
     if as_json:
         echo_json([job_dict(j) for j in found])
         return
     # The progress column only when a job has progress: 80 columns are few.
     with_progress = any(j.progress is not None for j in found)
+    id_width = max((len(str(j.id)) for j in found), default=2)
+    # What the fixed columns (id, state, attempt, run at, progress) and the gaps take.
+    spare = console.width - 50 - id_width - (18 if with_progress else 0)
+    # In a narrow terminal the last errors go below the table, one line each: a column
+    # of their own would be a few characters wide.
+    errors_below = spare < 60
     table = make_table(("id", "task", "queue", "state", "attempt")
-                       + (("progress",) if with_progress else ()) + ("run at (UTC)", "last error"),
-                       right=("id", "attempt"), whole=("id", "state", "attempt", "run at (UTC)"))
+                       + (("progress",) if with_progress else ()) + ("run at (UTC)",)
+                       + (() if errors_below else ("last error",)),
+                       right=("id", "attempt"),
+                       whole=("id", "task", "queue", "state", "attempt", "run at (UTC)"))
+    # Task and queue names are broken at their dots and underscores, never mid-word.
+    task_width = name_width([j.task for j in found], spare * (3 if errors_below else 2) // 5)
+    queue_width = name_width([j.queue for j in found], spare * (2 if errors_below else 1) // 5)
+    below: list[str] = []
     for j in found:
         last = j.errors[-1] if j.errors else None
-        table.add_row(str(j.id), j.task, j.queue, format_state(j.state),
+        error = f"{last['type']}: {last['message']}" if last else ""
+        if error and errors_below:
+            below.append(shorten(f"{str(j.id).rjust(id_width)}  {error}", console.width - 2))
+        table.add_row(str(j.id), break_name(j.task, task_width),
+                      break_name(j.queue, queue_width), format_state(j.state),
                       f"{j.counted_attempt}/{j.max_attempts}",
-                      *((describe_progress(j.progress)[:40],) if with_progress else ()),
+                      *((shorten(describe_progress(j.progress), 40),) if with_progress else ()),
                       format_time(j.run_at),
-                      f"{last['type']}: {last['message']}"[:60] if last else "")
+                      *(() if errors_below else (shorten(error, 60),)))
     console.print(table)
+    if below:
+        console.print("last errors:\n" + "\n".join(f"  {line}" for line in below),
+                      markup=False, highlight=False)
+
+
+def name_width(names: list[str], share: int) -> int:
+    """A names column's width: the longest name if it fits its share of the line, else the
+    share, but never less than the longest word of a name (so none is cut inside)."""
+    words = max((len(w) for n in names for w in re.findall(r"[^._-]*[._-]?", n)), default=4)
+    return max(words, min(max((len(n) for n in names), default=4), max(share, 8)))
+
+
+def hint_unknown_task(app: Any, task: str) -> None:
+    """Nothing listed for a task name that no code declares and no recent job carries:
+    most likely a bare function name (``charge_customer`` for ``dashapp.charge_customer``)
+    or a typo, so say which names are close."""
+    known = set(app.tasks) | {j.task for j in app.list_jobs(limit=500)}
+    if task in known:
+        return
+    warn(f"no task is named {task!r}{did_you_mean(task, sorted(known))} (task names are "
+         "module.function unless the task sets name=)")
 
 
 @jobs.command("show")
@@ -89,7 +139,7 @@ def jobs_show(job_id: int, as_json: bool) -> None:
         return
     console.print(Text.assemble((f"job {job.id}", "bold"), escape_controls(
         f"  {job.task}  queue={job.queue}  state={format_state(job.state)}  "
-        f"attempt {job.counted_attempt}/{job.max_attempts}")))
+        f"{format_attempts(job)}")))
     console.print(f"args={json.dumps(job.args)} kwargs={json.dumps(job.kwargs)}",
                   markup=False, highlight=False)
     console.print(f"created {format_time(job.created_at)}  run at {format_time(job.run_at)}  "
@@ -114,7 +164,8 @@ def jobs_show(job_id: int, as_json: bool) -> None:
         console.print(f"callback of group {callback_of}: runs after all its members "
                       f"(shiftwork groups show {callback_of})", markup=False)
     for err in job.errors:
-        console.print(Text.assemble(("\nattempt " + escape_controls(str(err.get("attempt"))),
+        # Numbered by run (jobs.attempt), which the header's counted attempt may trail.
+        console.print(Text.assemble(("\nrun " + escape_controls(str(err.get("attempt"))),
                                      "red"), escape_controls(
             f" {err.get('kind')}: {err.get('type')}: {err.get('message')}")))
         if err.get("traceback"):

@@ -84,20 +84,33 @@ def _remember(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     given[key] = value
 
 
-def target_options(fn: F) -> F:
-    """Add ``--app``, ``--dsn`` and ``--schema`` to a command or group (read by open_app)."""
+def _target_options(fn: F, *, database_shown: bool) -> F:
     for option in reversed((
         click.option("--app", "app_spec", metavar="MODULE:ATTR", expose_value=False,
                      callback=_remember,
                      help="Your App, e.g. myproject.jobs:app (or SHIFTWORK_APP)."),
         click.option("--dsn", metavar="DSN", expose_value=False, callback=_remember,
+                     hidden=not database_shown,
                      help="Database instead of --app, e.g. sqlite:///jobs.db (or SHIFTWORK_DSN)."),
         click.option("--schema", metavar="NAME", expose_value=False, callback=_remember,
+                     hidden=not database_shown,
                      help=f"PostgreSQL schema, with --dsn (or SHIFTWORK_SCHEMA; default "
                           f"{DEFAULT_SCHEMA})."),
     )):
         fn = option(fn)
     return fn
+
+
+def target_options(fn: F) -> F:
+    """Add ``--app``, ``--dsn`` and ``--schema`` to a command or group (read by open_app)."""
+    return _target_options(fn, database_shown=True)
+
+
+def code_target_options(fn: F) -> F:
+    """The same options for a command that needs the application's code (``enqueue``,
+    ``worker``: ``open_app(need_app=...)``): its help lists ``--app`` only, since a
+    ``--dsn`` there is refused (still accepted, so the refusal can say why)."""
+    return _target_options(fn, database_shown=False)
 
 
 def app_argument(fn: F) -> F:

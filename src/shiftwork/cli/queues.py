@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import click
 
 from ..observe.text import make_table
 from ..observe.views import BUSIEST_GROUPS
-from .format import console, echo_json, queue_table, warn_unknown_queues
+from .format import console, echo_json, queue_table, warn
 from .options import json_flag, name_argument, open_app, target_options
 
 
@@ -15,7 +18,8 @@ from .options import json_flag, name_argument, open_app, target_options
 @json_flag("Print JSON.")
 @click.pass_context
 def queues(ctx: click.Context, as_json: bool) -> None:
-    """Per queue: waiting, running, scheduled, dead, and the oldest waiting job's age."""
+    """Per queue: waiting (state available: due, not yet claimed), running, scheduled,
+    dead, and the oldest waiting job's age."""
     if ctx.invoked_subcommand is not None:
         return
     app = open_app()
@@ -45,13 +49,33 @@ def queues(ctx: click.Context, as_json: bool) -> None:
         console.print(table)
 
 
+FORCE = click.option("--force", is_flag=True,
+                     help="Act on a queue that is not known yet (no task declares it, no "
+                          "job is in it): without it, such a name is taken for a typo.")
+
+
+def refuse_unknown(app: Any, name: str, force: bool, verb: str) -> None:
+    """A queue name nobody declared and the table has not seen is most likely a typo:
+    refused (exit 1), since pausing it would make a queue row of its own; ``--force``
+    acts anyway, with the warning."""
+    message = app.unknown_queue_warning(name)
+    if message is None:
+        return
+    if force:
+        warn(message)
+        return
+    click.echo(f"error: {message}; nothing {verb} (--force to act on it anyway)", err=True)
+    sys.exit(1)
+
+
 @queues.command("pause")
 @name_argument
+@FORCE
 @target_options
-def queues_pause(name: str) -> None:
+def queues_pause(name: str, force: bool) -> None:
     """Stop claims on queue NAME; its running jobs stop at their next checkpoint."""
     app = open_app()
-    warn_unknown_queues(app, [name])
+    refuse_unknown(app, name, force, "paused")
     app.pause_queue(name)
     console.print(f"queue {name}: paused (running jobs go back to waiting at their next "
                   "checkpoint; jobs that never checkpoint run to the end)", highlight=False)
@@ -59,11 +83,12 @@ def queues_pause(name: str) -> None:
 
 @queues.command("resume")
 @name_argument
+@FORCE
 @target_options
-def queues_resume(name: str) -> None:
+def queues_resume(name: str, force: bool) -> None:
     """Claim from queue NAME again; paused jobs continue from their checkpoints."""
     app = open_app()
-    warn_unknown_queues(app, [name])
+    refuse_unknown(app, name, force, "resumed")
     app.resume_queue(name)
     console.print(f"queue {name}: resumed", highlight=False)
 

@@ -74,6 +74,13 @@ def schedules(ctx: click.Context, as_json: bool) -> None:
                       Text("LATE", style="red") if i.late() else "",
                       "paused" if i.paused else "", str(i.not_run), i.origin)
     console.print(table)
+    # Code's schedules are stored by a worker's start-up reconcile: before any worker ran
+    # (or after new ones were declared) the table lacks them, which is not "none".
+    unstored = sorted(set(app.schedules) - {i.name for i in infos})
+    if unstored:
+        console.print(f"{len(unstored)} declared in code, not stored until a worker starts: "
+                      f"{', '.join(unstored)} (`shiftwork schedules next NAME` previews one "
+                      "now)", markup=False, highlight=False)
 
 
 def _app(name: str) -> App:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from .options import app_argument, log_level_option, open_app, target_options
+from .options import app_argument, code_target_options, log_level_option, open_app
 
 
 @click.command()
 @app_argument
-@target_options
+@code_target_options
 @click.option("--queue", "-q", "queues", multiple=True, metavar="NAME=CONCURRENCY[:process]",
               help="A queue and its pool size; repeat for more. Default: every task's queue=10. "
                    "':process' runs each of its jobs in a child process that a timeout or a "
@@ -24,18 +24,21 @@ from .options import app_argument, log_level_option, open_app, target_options
 @log_level_option("INFO")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: one object per line with the job event's fields.")
+@click.option("--log-jobs", is_flag=True,
+              help="A line per job as it starts and ends (job.started, job.succeeded: DEBUG "
+                   "events, shown without the rest of DEBUG); on with --log-format json.")
 @click.option("--metrics-port", type=int, help="Serve Prometheus /metrics on this port.")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True,
               help="Address for --metrics-port (0.0.0.0 to let Prometheus reach it).")
 def worker(queues: tuple[str, ...], grace: float, connect_timeout: float, migrate: bool,
-           log_level: str, log_format: str, metrics_port: int | None,
+           log_level: str, log_format: str, log_jobs: bool, metrics_port: int | None,
            metrics_host: str) -> None:
     """Run a worker process for APP's tasks."""
     # Imported here: the worker machinery is not needed by the other commands' start-up.
     from ..observe.logging import configure_logging
     from ..worker import Worker
 
-    configure_logging(log_level, log_format)
+    configure_logging(log_level, log_format, job_events=True if log_jobs else None)
     app = open_app(need_app="a worker runs your tasks, so it needs your code")
     pools, in_process = parse_queues(queues)
     if not pools:

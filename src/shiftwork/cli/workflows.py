@@ -10,11 +10,12 @@ from rich.text import Text
 from ..errors import PayloadError
 from ..observe.text import format_time, make_table
 from ..safetext import escape_controls
-from ..states import WorkflowStatus
-from .format import console, format_state
+from ..states import FINAL, WorkflowStatus
+from .format import console, format_attempts, format_state
 from .options import open_app, target_options, workflow_id_argument
 
 STATUSES = tuple(s.value for s in WorkflowStatus if s is not WorkflowStatus.PENDING)
+SUSPENDED = ("waiting", "sleeping")  # a step's status while the workflow waits on it
 
 
 @click.group()
@@ -49,19 +50,26 @@ def workflows_show(workflow_id: int) -> None:
     job = app.get_job(workflow_id)
     run = app.get_workflow(workflow_id)
     status = run.status if run else "pending (not started)"
+    finished = job.state in FINAL
     console.print(Text.assemble((f"workflow {job.id}", "bold"), escape_controls(
         f"  {job.task}  status={status}  job={format_state(job.state)}  "
-        f"attempt {job.counted_attempt}/{job.max_attempts} (runs {job.attempt})  "
-        f"version={run.version if run else '-'}  "
-        f"next run {format_time(job.run_at)}")))
+        f"{format_attempts(job)}  version={run.version if run else '-'}"
+        # A finished workflow has no next run: its run_at is only its last one's.
+        + ("" if finished else f"  next run {format_time(job.run_at)}"))))
     if run and run.cause:
+        # A cause that is the cancel itself need not say it twice.
+        cancelled = run.cancelled and "cancel" not in run.cause
         console.print(Text(escape_controls(f"cause: {run.cause}"
-                                           + ("  (cancelled)" if run.cancelled else ""))))
+                                           + ("  (cancelled)" if cancelled else ""))))
     table = make_table(("#", "step", "kind", "status", "result", "started (UTC)",
-                        "recorded (UTC)", "wake at (UTC)", "tries", "attempt"))
+                        "recorded (UTC)", "wake at (UTC)", "tries", "run"),
+                       whole=("#", "status", "tries", "run"))
     for step in app.workflow_history(workflow_id):
+        shown = step.outcome or step.status
+        if finished and shown in SUSPENDED:
+            shown = status  # the workflow ended (cancelled, failed) while it waited here
         table.add_row("-" if step.position is None else str(step.position), step.name,
-                      step.kind, step.outcome or step.status, json.dumps(step.result)[:60],
+                      step.kind, shown, json.dumps(step.result)[:60],
                       format_time(step.started_at), format_time(step.updated_at),
                       format_time(step.wake_at), str(step.tries), str(step.attempt))
     console.print(table)
@@ -93,5 +101,10 @@ def workflows_signal(workflow_id: int, event: str, payload: str, key: str | None
         value = json.loads(payload)
     except json.JSONDecodeError as exc:
         raise PayloadError(f"--payload must be JSON: {exc}") from None
+    before = app.store.workflow_event_find(workflow_id, event, key) if key else None
     event_id = app.send_event(workflow_id, event, value, key=key)
+    if before is not None and before == event_id:
+        console.print(f"event {event_id} was already sent to workflow {workflow_id} under "
+                      f"key {key!r}: deduplicated, not delivered again", highlight=False)
+        return
     console.print(f"event {event_id} sent to workflow {workflow_id}")

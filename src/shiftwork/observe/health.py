@@ -8,12 +8,13 @@ use it as a probe.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ..errors import StorageError
 from ..records import QueueStats, WaitingTask, WorkerInfo
 from .hooks import Problem, ScheduleStatus
+from .text import format_age
 
 if TYPE_CHECKING:
     from ..app import App
@@ -119,6 +120,24 @@ def with_declared_queues(app: App, stats: list[QueueStats]) -> list[QueueStats]:
     return sorted(stats + empty, key=lambda s: s.queue)
 
 
+def last_seen(app: App, workers: list[WorkerInfo], now: datetime) -> str:
+    """When a worker was last seen: a stale row's last heartbeat; else, since a worker
+    that stops removes its row, the last minute in which workers finished jobs (the
+    throughput table, kept a day)."""
+    last = max((w.heartbeat_at for w in workers), default=None)
+    if last is not None:
+        return f"last seen {format_age((now - last).total_seconds())} ago, its last heartbeat"
+    try:
+        minutes = app.store.queue_minutes_list(now - timedelta(days=1))
+    except StorageError:
+        minutes = []
+    finished = max((m.minute for m in minutes), default=None)
+    if finished is None:
+        return "none seen in the last day"
+    return (f"last seen {format_age((now - finished).total_seconds())} ago, finishing jobs; "
+            "a worker that stops removes its row")
+
+
 def check_health(app: App, *, default_max_wait: float | None = None,
                  require_worker: bool = True) -> HealthReport:
     """Check queues against their ``max_wait``, live workers, schedules and plugged-in checks.
@@ -138,11 +157,8 @@ def check_health(app: App, *, default_max_wait: float | None = None,
     problems = queue_problems(app, stats, default_max_wait)
     alive = alive_workers(app, workers, now)
     if require_worker and not alive:
-        last = max((w.heartbeat_at for w in workers), default=None)
-        seen = (f"last heartbeat {(now - last).total_seconds():.0f}s ago" if last
-                else "none has ever registered")
-        problems.append(Problem("no_worker", "workers",
-                                f"no worker is alive ({seen}): start `shiftwork worker`"))
+        problems.append(Problem("no_worker", "workers", f"no worker is alive "
+                                f"({last_seen(app, workers, now)}): start `shiftwork worker`"))
     if alive:  # with none alive, the problem above says all there is to say
         problems.extend(unserved_problems(waiting, alive, now, worker_stale_after(app)))
     schedules = app.observers.schedules_status()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
@@ -44,3 +45,28 @@ def make_table(columns: Iterable[str], title: str | None = None,
                          overflow="fold", no_wrap=col in whole,
                          ratio=None if col in whole else 1)
     return table
+
+
+def break_name(name: str, width: int) -> str:
+    """A dotted or snake_case name (a task, a queue) in lines of at most ``width``, broken
+    after a ``.``, ``_`` or ``-`` so that words stay whole (``dashapp.`` /
+    ``charge_customer``); only a part longer than a line is cut inside."""
+    width = max(width, 1)
+    lines: list[str] = []
+    line = ""
+    for part in re.findall(r"[^._-]*[._-]|[^._-]+$", name) or [name]:
+        if line and len(line) + len(part) > width:
+            lines.append(line)
+            line = ""
+        while len(line) + len(part) > width:
+            cut = width - len(line)
+            lines.append(line + part[:cut])
+            line, part = "", part[cut:]
+        line += part
+    lines.append(line)
+    return "\n".join(lines)
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, an ellipsis saying it was cut."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -358,6 +358,10 @@ class Store(Protocol):
         the step of its own name (a join taking its members' reports); ``(False, None)``
         for a name with no pending event. Raises LeaseLost like the single take."""
 
+    def workflow_event_find(self, job_id: int, name: str, key: str) -> int | None:
+        """The id of the event sent to this workflow under ``name`` and ``key``, if any
+        (a second send with that key would deliver nothing)."""
+
     def workflow_event_send(self, job_id: int, name: str, payload_json: str,
                             key: str | None = None, *,
                             join: tuple[str, int] | None = None) -> int:

@@ -1,5 +1,6 @@
-"""The Django app: imports every installed app's ``tasks`` module at start-up and keeps
-the shiftwork App on the same database as Django (the test database in tests)."""
+"""The Django app: imports every installed app's ``tasks`` module at start-up, keeps the
+shiftwork App on the same database as Django (the test database in tests), and brings
+shiftwork's tables to this version at every ``manage.py migrate``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ class ShiftworkConfig(AppConfig):  # type: ignore[misc]  # django has no stubs h
     def ready(self) -> None:
         from django.db.backends.base.base import NO_DB_ALIAS
         from django.db.backends.signals import connection_created
+        from django.db.models.signals import post_migrate
         from django.utils.module_loading import autodiscover_modules
 
         from . import follow_database, release_connections
@@ -30,4 +32,17 @@ class ShiftworkConfig(AppConfig):  # type: ignore[misc]  # django has no stubs h
                 follow_database()
 
         connection_created.connect(follow, weak=False, dispatch_uid="shiftwork-follow")
+        post_migrate.connect(upgrade, sender=self, weak=False, dispatch_uid="shiftwork-upgrade")
         autodiscover_modules("tasks")  # tasks declared with @app.task register now
+
+
+def upgrade(sender: Any, using: str = "default", **_: Any) -> None:
+    """After every ``manage.py migrate``: apply shiftwork's own migrations. Django runs the
+    ``RunPython`` migration once, on the first migrate; an upgraded shiftwork brings new
+    schema versions that only this applies (a no-op when the schema is up to date)."""
+    from . import follow_database, get_app, settings
+
+    if using != str(settings()["DATABASE"]):
+        return  # another database of the project: shiftwork's tables live on one
+    follow_database()
+    get_app().migrate()

@@ -19,7 +19,7 @@ from ...errors import CommitUnknownError, StorageError
 from ...job import NewJob
 from ...records import EnqueueResult
 from ...redact import describe_dsn
-from .connect_errors import lost_reply
+from .connect_errors import libpq_text, lost_reply
 from .keyed import keys_taken, settle_keys
 
 
@@ -53,7 +53,8 @@ class PostgresAsyncJobs:
                     except Exception as exc:
                         await pool.close()
                         raise StorageError(f"cannot connect to PostgreSQL at "
-                                           f"{describe_dsn(self.dsn)}: {exc}") from exc
+                                           f"{describe_dsn(self.dsn)}: {libpq_text(exc)}"
+                                           ) from exc
                     self._apool = pool
         return self._apool
 

@@ -25,6 +25,14 @@ _AUTH = re.compile(r"password authentication failed|role \"[^\"]*\" does not exi
                    r"fe_sendauth: no password supplied", re.IGNORECASE)
 
 
+def libpq_text(error: object) -> str:
+    """libpq's message as a line or two for people: it indents its hint with a tab
+    ("\\tIs the server running on that host ...?"), which the command line would show as
+    a literal ``\\t``."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    return "\n  ".join(lines)
+
+
 def refusal(message: str, where: str) -> ConfigurationError | None:
     """The error to raise at once for a connection the server refused, else ``None``."""
     reason = _server_reason(message)

@@ -50,7 +50,7 @@ from ..sqlfile import load_all_queries, load_migrations
 from ..wakeups import shared_wakeups
 from .arrays import int_array, or_null, word_array
 from .async_jobs import PostgresAsyncJobs
-from .connect_errors import lost_reply, refusal
+from .connect_errors import libpq_text, lost_reply, refusal
 from .copy_rows import copy_jobs, copy_staged
 from .keyed import keys_taken, settle_keys
 from .long_jobs import PostgresLongJobs
@@ -133,7 +133,8 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                         if refused is not None:
                             raise refused from None
                         raise StorageError(f"cannot connect to PostgreSQL at "
-                                           f"{describe_dsn(self.dsn)}: {exc}".strip()) from exc
+                                           f"{describe_dsn(self.dsn)}: {libpq_text(exc)}"
+                                           ) from exc
                     plan = self.connections
                     pool = ConnectionPool(
                         self.dsn, min_size=plan.pool_min_size, max_size=plan.pool_size,
@@ -146,7 +147,8 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                     except Exception as exc:
                         pool.close()
                         raise StorageError(
-                            f"cannot connect to PostgreSQL at {describe_dsn(self.dsn)}: {exc}"
+                            f"cannot connect to PostgreSQL at {describe_dsn(self.dsn)}: "
+                            f"{libpq_text(exc)}"
                         ) from exc
                     self._pool = pool
         return self._pool

@@ -101,6 +101,12 @@ class PostgresWorkflows:
                 out.append((True, row[0]))
         return out
 
+    def workflow_event_find(self, job_id: int, name: str, key: str) -> int | None:
+        with self._conn() as c:
+            row = c.execute(self.q["workflow_event_by_key"],
+                            {"job": job_id, "name": name, "key": key}).fetchone()
+        return int(row[0]) if row else None
+
     def workflow_event_send(self, job_id: int, name: str, payload_json: str,
                             key: str | None = None, *,
                             join: tuple[str, int] | None = None) -> int:

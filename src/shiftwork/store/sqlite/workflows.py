@@ -106,6 +106,11 @@ class SQLiteWorkflows:
                 out.append((True, json.loads(row[0]) if row[0] is not None else None))
         return out
 
+    def workflow_event_find(self, job_id: int, name: str, key: str) -> int | None:
+        row = self.conn.execute(self.q["workflow_event_by_key"],
+                                {"job": job_id, "name": name, "key": key}).fetchone()
+        return int(row[0]) if row else None
+
     def workflow_event_send(self, job_id: int, name: str, payload_json: str,
                             key: str | None = None, *,
                             join: tuple[str, int] | None = None) -> int:

@@ -1,6 +1,7 @@
-"""``manage.py migrate`` creates (and upgrades) shiftwork's tables on the project's
-database, the same as ``shiftwork migrate``; reversing it leaves them (drop the schema
-yourself)."""
+"""The first ``manage.py migrate`` creates shiftwork's tables on the project's database,
+the same as ``shiftwork migrate``; reversing it leaves them (drop the schema yourself).
+Django runs this once: the upgrades of later shiftwork versions are applied by the app's
+``post_migrate`` handler (apps.py), at every ``manage.py migrate``."""
 
 from __future__ import annotations
 
