@@ -57,6 +57,8 @@ def _refuse_unencoded_at(dsn: str) -> None:
     messages). Refused before any connection, the password masked."""
     from ..redact import redact
 
+    if "://" not in dsn:
+        return  # libpq's key=value form: no authority
     authority = re.split(r"[/?#]", dsn.split("://", 1)[1], maxsplit=1)[0]
     if authority.count("@") > 1:
         raise ConfigurationError(redact(
