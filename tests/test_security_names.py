@@ -201,6 +201,45 @@ def test_6_terminal_escapes_and_bidi_overrides_are_escaped_in_every_command(app:
             assert "\\x1b]0;pwned\\x07\\x1b[2J\\u202etxt.exe" in out, (args, out)
 
 
+def on_a_terminal(*args: str) -> str:
+    """What a command prints with its stdout on a real terminal (a pseudo-terminal)."""
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    try:
+        subprocess.run([sys.executable, "-m", "shiftwork.cli", *args], stdout=slave,
+                       stderr=subprocess.DEVNULL, timeout=60, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}",
+                            "COLUMNS": "200"})
+    finally:
+        os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the terminal's other end is closed and drained
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    return b"".join(chunks).decode()
+
+
+def test_6_on_a_real_terminal_too(app: App) -> None:
+    """Finding 6, on a terminal (where Rich may style and ``shiftwork metrics`` prints the
+    schedule's name in its labels): no escape sequence or bidi override reaches it."""
+    store_unchecked(app, TERMINAL, next_fire=app.store.db_now() - timedelta(hours=2))
+    for args in (["schedules"], ["top", "--once"], ["metrics"], ["health"]):
+        out = on_a_terminal(*args, "--dsn", app.dsn)
+        assert "pwned" in out, (args, out)
+        # Rich styles its own text with SGR sequences (ESC [ ... m); nothing else may pass.
+        for raw in ("\x1b]", "\x07", "\x1b[2J", "\u202e"):
+            assert raw not in out, (args, raw, out)
+
+
 # -- 11. slow connections -----------------------------------------------------------------------
 
 
