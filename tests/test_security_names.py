@@ -245,6 +245,9 @@ def test_6_on_a_real_terminal_too(app: App) -> None:
 
 def _half_sent(port: int, count: int, path: str) -> list[socket.socket]:
     """``count`` connections that each send the start of a request and never finish it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < count + 500:  # this process holds them all
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 500), hard))
     socks = []
     for _ in range(count):
         sock = socket.create_connection(("127.0.0.1", port), timeout=10)

@@ -52,6 +52,9 @@ class _DeadlineReader(io.RawIOBase):
 
 class MetricsServer(ThreadingHTTPServer):
     daemon_threads = True
+    # Room in the listen queue for a burst while full slots are being freed (with the
+    # default 5, connections past it waited a second for the kernel to retry them).
+    request_queue_size = 64
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
                  max_connections: int = MAX_CONNECTIONS) -> None:
