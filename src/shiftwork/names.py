@@ -66,8 +66,9 @@ def check_schedule_name(name: object) -> str:
     """A schedule's name, as declared in code or added at run time, or a
     ``ConfigurationError`` naming what is wrong with it.
 
-    Any printable characters but ``/`` and ``\\``, up to 200: a name is one segment of
-    the dashboard's URLs, and is printed on terminals and in logs.
+    1-200 printable characters other than ``/``, ``\\`` and spaces, not dots only, not
+    starting with ``~`` (ids do): a name is one segment of the dashboard's URLs, and is
+    printed on terminals and in logs.
     """
     problem = _schedule_name_problem(name)
     if problem is not None:
