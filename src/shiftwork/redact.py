@@ -11,8 +11,11 @@ import re
 
 MASK = "***"
 
-# user:password@ in a URL's authority.
-_URL_PASSWORD = re.compile(r"(://[^:/?#@\s]*:)[^\s@]*(@)")
+# user:password@ in a URL's authority, up to the authority's last "@": a password may
+# hold an unencoded "@" (``app:Sup3r@S3cretTail@host``), which libpq reads as part of it.
+_URL_PASSWORD = re.compile(r"(://[^:/?#@\s]*:)[^\s/?#]*(@)")
+# ... and a password holding an unencoded "/", "?" or "#", up to its first "@".
+_URL_PASSWORD_SLASH = re.compile(r"(://[^:/?#@\s]*:)[^\s@]*(@)")
 # password=..., sslpassword=... as a key=value pair or a URL query parameter; the value
 # may be single-quoted with backslash escapes (libpq's quoting).
 _KV_PASSWORD = re.compile(r"(\b\w*password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]*)",
@@ -33,6 +36,7 @@ def redact(text: str, fragments: bool = False) -> str:
     if "password" not in text.lower() and "@" not in text:
         return text  # the common case, without running the patterns
     text = _URL_PASSWORD.sub(rf"\g<1>{MASK}\g<2>", text)
+    text = _URL_PASSWORD_SLASH.sub(rf"\g<1>{MASK}\g<2>", text)
     return _KV_PASSWORD.sub(rf"\g<1>{MASK}", text)
 
 

@@ -1,8 +1,11 @@
 """Text from jobs (arguments, error messages, names) made safe to print or log.
 
-A control character in a job's error message must not start a fake log line or
-drive the terminal (``\\x1b[2J``); :func:`escape_controls` writes every such
-character as a visible escape (``\\n``, ``\\x1b``). The command line also prints user
+A control character in a job's error message or a schedule's name must not start a fake
+log line, drive the terminal (``\\x1b[2J``) or reorder what is shown after it (a bidi
+override, ``\\u202e``); :func:`escape_controls` writes every such character as a
+visible escape (``\\n``, ``\\x1b``, ``\\u202e``). Every terminal output of user
+strings goes through it: the plain console below, the text log formatter, and the
+commands that print with ``click.echo``. The command line also prints user
 data as plain text, never as Rich markup.
 """
 
@@ -14,14 +17,19 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-# C0 controls, DEL and C1 controls (U+0080-U+009F: some terminals act on them too).
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# C0 controls, DEL and C1 controls (U+0080-U+009F: some terminals act on them too);
+# bidi marks, embeddings, overrides and isolates, which reorder what follows them
+# (``evil\u202etxt.exe``), the zero-width characters, and the line and paragraph
+# separators some terminals and viewers break lines at.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e"
+                       "\u2060-\u2064\u2066-\u2069\ufeff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
-    return _NAMED.get(char) or f"\\x{ord(char):02x}"
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
 def escape_controls(text: str, keep: str = "") -> str:

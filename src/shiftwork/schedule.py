@@ -32,7 +32,7 @@ from .bounds import seconds as check_seconds
 from .cron import CronError, CronSchedule
 from .errors import ConfigurationError
 from .job import NewJob
-from .names import check_queue
+from .names import check_queue, check_schedule_name
 
 
 class Catchup(StrEnum):
@@ -505,6 +505,9 @@ def declare_schedule(name: str, cron: str, task: str, job: NewJob, *, tz: str = 
                      pause_on_failure: bool = False) -> ScheduleDef:
     """Check a declaration; ``job`` is the task's job as every occurrence enqueues it
     (built and validated by the task)."""
+    # Checked here, where code and run time declare, not in ScheduleDef: a name stored
+    # before names were checked still loads (and is acted on by its id).
+    check_schedule_name(name)
     if not isinstance(cron, str):
         raise ConfigurationError(f"schedule {name}: cron must be a string, not {cron!r}")
     where = f"schedule {name}"

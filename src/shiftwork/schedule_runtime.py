@@ -8,6 +8,7 @@ import inspect
 from typing import Any, Protocol
 
 from .errors import ConfigurationError, UnknownTaskError
+from .names import check_schedule_name
 from .schedule import ScheduleDef, declare_schedule
 from .store.runtime_schedules import ScheduleNameTaken
 from .task import EnqueueOptions, JobRequest, Task
@@ -28,6 +29,7 @@ def runtime_def(app: TaskLookup, declared: dict[str, ScheduleDef], name: str, cr
                 kwargs: dict[str, Any] | None = None, queue: str | None = None,
                 priority: int | None = None, **policy: Any) -> ScheduleDef:
     """The definition ``app.schedules.add`` stores; raises naming what is wrong."""
+    check_schedule_name(name)  # first: every message below names it
     if name in declared:
         raise ScheduleNameTaken(f"schedule {name!r} is declared in code; pick another name "
                                 "for a run-time schedule")

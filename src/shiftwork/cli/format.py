@@ -17,7 +17,7 @@ from rich.table import Table
 
 from ..cron import CronSchedule
 from ..observe.text import format_age, make_table  # shared with `top`, the web
-from ..safetext import plain_console
+from ..safetext import escape_controls, plain_console
 from ..schedule import iso_z
 from ..states import JobState
 
@@ -60,7 +60,7 @@ def queue_table(stats: list[Any], title: str = "queues") -> Table:
 
 def warn(text: str) -> None:
     """A warning on stderr: the command goes on (a refusal raises instead)."""
-    click.echo(f"warning: {text}", err=True)
+    click.echo(f"warning: {escape_controls(text)}", err=True)  # it may quote user input
 
 
 def warn_unknown_queues(app: Any, queues: Iterable[str]) -> None:

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from ..safetext import escape_controls
 from .format import echo_json
 from .options import app_argument, json_flag, open_app, target_options
 
@@ -36,14 +37,15 @@ def health(max_wait: float | None, no_worker_ok: bool, as_json: bool) -> None:
         sys.exit(0 if report.ok else 1)
     # A paused queue is not a failure, but a probe's reader must not take it for a live one.
     paused = [s.queue for s in report.queues if s.paused]
-    note = f" (paused: {', '.join(paused)})" if paused else ""
+    note = escape_controls(f" (paused: {', '.join(paused)})") if paused else ""
     if report.ok:
         click.echo(f"ok: {len(report.queues)} queues within their thresholds{note}, "
                    f"{report.workers_alive} workers alive"
                    + (f", {len(report.schedules)} schedules on time" if report.schedules else ""))
     else:
         for problem in report.problems:
-            click.echo(f"UNHEALTHY {problem.kind}: {problem.message}")
+            # A message names queues and schedules: user strings, escaped for the terminal.
+            click.echo(f"UNHEALTHY {problem.kind}: {escape_controls(problem.message)}")
         if paused:
-            click.echo(f"paused: {', '.join(paused)}")
+            click.echo(escape_controls(f"paused: {', '.join(paused)}"))
     sys.exit(0 if report.ok else 1)

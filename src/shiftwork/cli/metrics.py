@@ -12,6 +12,12 @@ from .options import app_argument, open_app, target_options
 @target_options
 def metrics() -> None:
     """Print one Prometheus scrape (queue, worker and schedule gauges) and exit."""
-    from ..observe.metrics import Metrics
+    import sys
 
-    click.echo(Metrics(open_app()).exposition().decode(), nl=False)
+    from ..observe.metrics import Metrics
+    from ..safetext import escape_controls
+
+    text = Metrics(open_app()).exposition().decode()
+    # Label values hold schedule names as stored: escaped on a terminal; piped to a tool,
+    # the exposition is left as Prometheus reads it.
+    click.echo(escape_controls(text, keep="\n") if sys.stdout.isatty() else text, nl=False)

@@ -203,6 +203,21 @@ def name_argument(fn: F) -> F:
     return click.argument("name")(fn)
 
 
+def schedule_argument(fn: F) -> F:
+    """``NAME``: a schedule, by its name or by its id (``~...``, as ``shiftwork schedules``
+    shows it for a name that cannot be typed or put in a URL)."""
+    from ..errors import ConfigurationError
+    from ..names import schedule_name
+
+    def to_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
+        try:
+            return schedule_name(value)
+        except ConfigurationError as exc:
+            raise click.BadParameter(str(exc)) from None
+
+    return click.argument("name", callback=to_name)(fn)
+
+
 def parse_instant(text: str, what: str) -> datetime:
     """ISO 8601 with an offset or ``Z``; a bare date or time without a zone is refused.
 

@@ -9,7 +9,7 @@ import click
 from rich.text import Text
 
 from ..errors import PayloadError
-from ..names import did_you_mean
+from ..names import did_you_mean, schedule_id, schedule_ref
 from ..observe.text import format_time, make_table
 from ..payload import parse_json
 from ..records import ScheduleInfo
@@ -23,6 +23,7 @@ from .options import (
     name_argument,
     open_app,
     parse_instant,
+    schedule_argument,
     target_options,
 )
 
@@ -34,7 +35,8 @@ def info_dict(info: ScheduleInfo) -> dict[str, Any]:
     """A schedule as its ``--json`` object."""
     d = info.defn
     return {
-        "name": d.name, "cron": d.cron, "tz": d.tz, "task": d.task, "queue": d.queue,
+        "name": d.name, "id": schedule_id(d.name), "cron": d.cron, "tz": d.tz, "task": d.task,
+        "queue": d.queue,
         "next_fire_utc": iso_z(info.next_fire_at) if info.next_fire_at else None,
         "next_fire_local": (d.cron_schedule().local(info.next_fire_at).isoformat()
                             if info.next_fire_at else None),
@@ -68,7 +70,10 @@ def schedules(ctx: click.Context, as_json: bool) -> None:
                         "origin"),
                        title="schedules")
     for i in infos:
-        table.add_row(i.name, i.defn.cron, i.defn.tz, format_time(i.next_fire_at),
+        # A name stored before names were checked is shown with its id, to act on it by.
+        shown = i.name if schedule_ref(i.name) == i.name \
+            else f"{i.name} (id {schedule_id(i.name)})"
+        table.add_row(shown, i.defn.cron, i.defn.tz, format_time(i.next_fire_at),
                       format_local(i.next_fire_at, i.defn.tz), format_time(i.last_fire_at),
                       format_time(i.last_success_at),
                       Text("LATE", style="red") if i.late() else "",
@@ -108,7 +113,7 @@ def check_schedule_name(app: App, name: str) -> None:
 
 @schedules.command("next")
 @target_options
-@name_argument
+@schedule_argument
 @count_option(10, "How many fire times.")
 @after_option("Start after this instant (ISO 8601 with Z or an offset).")
 def schedules_next(name: str, count: int, after: str | None) -> None:
@@ -123,7 +128,7 @@ def schedules_next(name: str, count: int, after: str | None) -> None:
 
 @schedules.command("pause")
 @target_options
-@name_argument
+@schedule_argument
 def schedules_pause(name: str) -> None:
     """Stop firing NAME until resumed."""
     _app(name).schedules.pause(name)
@@ -132,7 +137,7 @@ def schedules_pause(name: str) -> None:
 
 @schedules.command("resume")
 @target_options
-@name_argument
+@schedule_argument
 @click.option("--catchup", type=click.Choice([c.value for c in Catchup]),
               help="Apply this catch-up policy to what came due while paused "
                    "(default: record it as skipped and carry on from now).")
@@ -150,7 +155,7 @@ def schedules_resume(name: str, catchup: str | None) -> None:
 
 @schedules.command("trigger")
 @target_options
-@name_argument
+@schedule_argument
 def schedules_trigger(name: str) -> None:
     """Run NAME now (one extra occurrence, keyed on the current instant)."""
     job_id = _app(name).schedules.trigger(name)
@@ -159,7 +164,7 @@ def schedules_trigger(name: str) -> None:
 
 @schedules.command("backfill")
 @target_options
-@name_argument
+@schedule_argument
 @click.option("--from", "start", required=True, help="First instant (ISO 8601, inclusive).")
 @click.option("--to", "end", required=True, help="Last instant (ISO 8601, inclusive).")
 @click.option("--overlap", type=click.Choice([Overlap.BUFFER_ALL.value,
@@ -177,7 +182,7 @@ def schedules_backfill(name: str, start: str, end: str,
 
 @schedules.command("runs")
 @target_options
-@name_argument
+@schedule_argument
 @limit_option(20)
 def schedules_runs(name: str, limit: int) -> None:
     """Recent occurrences of NAME, including missed and skipped ones and why."""
@@ -227,7 +232,7 @@ def schedules_add(name: str, cron: str, task_name: str, args_json: str, kwargs_j
 
 @schedules.command("remove")
 @target_options
-@name_argument
+@schedule_argument
 def schedules_remove(name: str) -> None:
     """Remove the run-time schedule NAME (its history stays; adding it again revives it)."""
     open_app().schedules.remove(name)

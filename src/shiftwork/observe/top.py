@@ -9,6 +9,7 @@ from rich.console import Group
 from rich.live import Live
 from rich.text import Text
 
+from ..safetext import escape_controls
 from .text import format_age, make_table
 from .views import Overview, overview
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
 
 def render(view: Overview, title: str = "shiftwork top") -> Group:
+    """One frame; every name in it escaped (``safetext``), whatever console prints it."""
     head = Text(f"{title}   {view.now:%Y-%m-%d %H:%M:%S} UTC   workers alive: "
                 f"{view.workers_alive}", style="bold")
     numbers = ("waiting", "scheduled", "running", "dead", "oldest waiting", "max wait",
@@ -26,14 +28,15 @@ def render(view: Overview, title: str = "shiftwork top") -> Group:
         s = row.stats
         last = row.last_hour[-1].finished if row.last_hour else 0
         age = Text(format_age(s.oldest_waiting_age), style="bold red" if row.over else "")
-        name = s.queue + (" (paused)" if s.paused else "")
+        name = escape_controls(s.queue) + (" (paused)" if s.paused else "")
         queues.add_row(name, str(s.available), str(s.scheduled), str(s.running),
                        Text(str(s.dead), style="red" if s.dead else ""), age,
                        format_age(row.max_wait), f"{row.per_minute:.1f}", str(last))
     workers = make_table(("worker", "queues", "in flight", "heartbeat", "alive"),
                          title="workers", right=("in flight",))
     for w in view.workers:
-        workers.add_row(w.info.id, ", ".join(f"{q}={n}" for q, n in w.info.queues.items()),
+        workers.add_row(escape_controls(w.info.id),
+                        escape_controls(", ".join(f"{q}={n}" for q, n in w.info.queues.items())),
                         str(w.in_flight), f"{format_age(w.heartbeat_age)} ago",
                         Text("yes", style="green") if w.alive else Text("no", style="red"))
     parts: list[object] = [head, queues, workers]
@@ -41,10 +44,12 @@ def render(view: Overview, title: str = "shiftwork top") -> Group:
         sched = make_table(("schedule", "next fire", "last success", "late"),
                            title="schedules")
         for sc in view.schedules:
-            sched.add_row(sc.name, f"{sc.next_fire_at:%Y-%m-%d %H:%M:%S}" if sc.next_fire_at
+            sched.add_row(escape_controls(sc.name),
+                          f"{sc.next_fire_at:%Y-%m-%d %H:%M:%S}" if sc.next_fire_at
                           else "-", f"{sc.last_success_at:%Y-%m-%d %H:%M:%S}"
                           if sc.last_success_at else "-",
-                          Text("LATE " + sc.reason, style="bold red") if sc.late else "")
+                          Text(escape_controls("LATE " + sc.reason), style="bold red")
+                          if sc.late else "")
         parts.append(sched)
     return Group(*parts)  # type: ignore[arg-type]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from urllib.parse import urlparse
 
 from ..clock import Clock
@@ -38,6 +39,7 @@ def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
         # Resolved once, here: a later chdir does not move the database.
         return SQLiteStore(os.path.abspath(path) if path else path, clock=clock)
     if scheme in ("postgresql", "postgres"):
+        _refuse_unencoded_at(dsn)
         _require_postgres_extra()
         from .postgres.store import PostgresStore
 
@@ -47,6 +49,21 @@ def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
     raise ConfigurationError(
         f"unsupported database scheme {scheme!r} in DSN: use sqlite:/// or postgresql://"
     )
+
+
+def _refuse_unencoded_at(dsn: str) -> None:
+    """A URL whose user or password holds an unencoded "@": libpq splits it at the first
+    "@" and would look the password's tail up as a host name (in DNS, and in its error
+    messages). Refused before any connection, the password masked."""
+    from ..redact import redact
+
+    if "://" not in dsn:
+        return  # libpq's key=value form: no authority
+    authority = re.split(r"[/?#]", dsn.split("://", 1)[1], maxsplit=1)[0]
+    if authority.count("@") > 1:
+        raise ConfigurationError(redact(
+            f"bad database DSN {dsn}: the user or password holds an unencoded '@' "
+            "(write it as %40, or give the password in PGPASSWORD or ~/.pgpass)"))
 
 
 def _require_postgres_extra() -> None:

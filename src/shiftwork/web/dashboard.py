@@ -10,7 +10,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import jinja2
 from starlette.applications import Starlette
@@ -23,9 +23,10 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import ConfigurationError, JobNotFoundError, ShiftworkError
-from ..names import check_queue
+from ..names import check_queue, schedule_name, schedule_ref
 from ..observe.text import format_age, format_time
 from ..observe.views import overview
+from ..safetext import escape_controls
 from ..states import JobState
 from .chart import minute_chart
 from .forms import bad_text, declared_too_large, read_form, too_large
@@ -160,6 +161,14 @@ def host_allowed(request: Request, allowed: Sequence[str]) -> bool:
                for pattern in allowed)
 
 
+def path_segment(value: object) -> str:
+    """``value`` as one URL path segment: every character but letters, digits and
+    ``_.-~`` percent-encoded, ``/`` too (Jinja's ``urlencode`` leaves ``/``, and a browser
+    then resolves a ``..`` in the data). Every segment a template builds from data goes
+    through this filter (``| segment``)."""
+    return quote(str(value), safe="")
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, default=str)
 
@@ -183,6 +192,8 @@ class Dashboard:
         self.env.filters["json"] = _json
         self.env.filters["compact"] = lambda v: json.dumps(v, default=str, ensure_ascii=False)
         self.env.filters["when"] = format_time
+        self.env.filters["segment"] = path_segment
+        self.env.filters["schedule_ref"] = schedule_ref
         routes = [
             Route("/", self.index), Route("/login", self.login, methods=["GET", "POST"]),
             Route("/logout", self.logout, methods=["POST"]),
@@ -343,6 +354,7 @@ class Dashboard:
         return HTMLResponse(body, status_code=status)
 
     def back(self, request: Request, to: str, message: str) -> RedirectResponse:
+        message = escape_controls(message)  # a stored name may hold any character
         query = urlencode({"msg": message, "sig": self.guard.sign(_NOTICE, message)})
         return self.redirect(request, f"{to}{'&' if '?' in to else '?'}{query}")
 
@@ -541,8 +553,8 @@ class Dashboard:
         return self.back(request, "/", f"queue {queue} {done}")
 
     async def schedule_trigger(self, request: Request) -> Response:
-        name = request.path_params["name"]
         try:
+            name = schedule_name(request.path_params["name"])  # a name, or an id (~...)
             result = await run_in_threadpool(self.app.observers.trigger, name)
         except ShiftworkError as exc:
             return self.back(request, "/", str(exc))
@@ -562,7 +574,11 @@ class Dashboard:
         return self.back(request, "/", f"schedule {name} added")
 
     async def schedule_action(self, request: Request) -> Response:
-        name, action = request.path_params["name"], request.path_params["action"]
+        action = request.path_params["action"]
+        try:
+            name = schedule_name(request.path_params["name"])  # a name, or an id (~...)
+        except ConfigurationError as exc:
+            return PlainTextResponse(str(exc), status_code=404)
         book = self.app.schedules
         methods: dict[str, Callable[[str], Any]] = {
             "pause": book.pause, "resume": book.resume, "remove": book.remove}

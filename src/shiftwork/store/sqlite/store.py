@@ -113,6 +113,9 @@ def _tally(finished: Iterable[tuple[int, bool]]) -> dict[int, list[int]]:
 #: Outcomes written per transaction (see jobs_complete_many).
 COMPLETE_BATCH = 200
 
+#: The mode a new database file is created with (owner only); see _create_private.
+FILE_MODE = 0o600
+
 #: Page cache per connection (KiB); see _connect.
 PAGE_CACHE_KIB = 16 * 1024
 
@@ -137,7 +140,21 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
 
     # -- connections -------------------------------------------------------------
 
+    def _create_private(self) -> None:
+        """A new database file readable by its owner only (0600): it holds every job's
+        arguments and results. SQLite gives the -wal and -shm files the database file's
+        mode. A file that exists keeps its mode: create it first to choose another."""
+        if os.path.exists(self.path):
+            return
+        try:
+            os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE))
+        except FileExistsError:
+            pass  # another process made it first
+        except OSError as exc:
+            raise StorageError(f"cannot create SQLite database {self.path!r}: {exc}") from exc
+
     def _connect(self) -> sqlite3.Connection:
+        self._create_private()
         try:
             conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
                                    check_same_thread=False)
