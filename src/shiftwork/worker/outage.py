@@ -96,14 +96,14 @@ _POOL_FILTER = _QuietPool()
 
 
 def outage_log(app: App) -> OutageLog:
-    """The outage log of ``app``'s database: one per store, shared by every part of every
-    worker on it in this process."""
+    """The outage log of ``app``'s database, shared by every part of every worker on it in
+    this process. (Keyed by the App, not its store: reading ``app.store`` connects.)"""
     with _LOGS_LOCK:
-        found = _LOGS.get(app.store)
+        found = _LOGS.get(app)
         if found is None:
             pool_log = logging.getLogger("psycopg.pool")
             if _POOL_FILTER not in pool_log.filters:
                 pool_log.addFilter(_POOL_FILTER)
-            found = _LOGS[app.store] = OutageLog(app.clock.monotonic,
+            found = _LOGS[app] = OutageLog(app.clock.monotonic,
                                                  app.settings.outage_log_every)
         return found
