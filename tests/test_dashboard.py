@@ -287,7 +287,13 @@ def test_search_and_discard_on_both_engines(make_app: Any) -> None:
     assert app.store.jobs_search("nothing") == []
     assert app.store.jobs_discard([a]) == []  # not dead: kept
     assert app.get_job(a).state is JobState.AVAILABLE
-    with running_worker(make_app(), {"emails": 1}):  # knows no task: the jobs die
+    worker_app = make_app()
+
+    @worker_app.task(name="mail", queue="emails", max_attempts=1)
+    def bounced(to: str) -> None:
+        raise RuntimeError("mailbox full")
+
+    with running_worker(worker_app, {"emails": 1}):  # each fails its only attempt: dead
         wait_for(lambda: app.get_job(b).state is JobState.DEAD, what="dead")
     assert app.store.jobs_discard([a, b, 999]) == [a, b]
     with pytest.raises(JobNotFoundError):

@@ -309,7 +309,7 @@ def test_once_outside_returns_the_first_result_and_keys_expire(
     assert app.store.effect_keys_get(key) is None
     with pytest.raises(ConfigurationError, match="effect key"):
         ctx.once("", lambda: 1)
-    with pytest.raises(ConfigurationError, match="kept"):
+    with pytest.raises(ConfigurationError, match="keep must be > 0 seconds"):
         ctx.once("k", lambda: 1, keep=0)
     with pytest.raises(PayloadError, match="result"):
         ctx.once("k2", lambda: object())
