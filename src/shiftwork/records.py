@@ -54,6 +54,9 @@ class ClaimedJob:
     meta: dict[str, Any] = field(default_factory=dict)
     #: runs before this one that did not count as attempts (snoozes, suspensions, hand-backs)
     uncounted: int = 0
+    #: bytes: the peak resident size of the last attempt, for a job with a memory ceiling
+    #: (each failed attempt's own is its error record's ``peak_rss``)
+    peak_rss: int | None = None
 
     @property
     def counted_attempt(self) -> int:
@@ -103,6 +106,9 @@ class Job:
     meta: dict[str, Any]
     #: runs that did not count as attempts (snoozes, workflow suspensions, hand-backs)
     uncounted: int = 0
+    #: bytes: the peak resident size of the last attempt, for a job with a memory ceiling
+    #: (each failed attempt's own is its error record's ``peak_rss``)
+    peak_rss: int | None = None
 
     @property
     def counted_attempt(self) -> int:
