@@ -116,6 +116,17 @@ class Job:
         run (it fences each run's writes), including those that did not count."""
         return self.attempt - self.uncounted
 
+    @property
+    def attempt_peaks(self) -> list[tuple[int, int]]:
+        """(attempt, peak resident bytes) of each measured attempt (those with a memory
+        ceiling), oldest first: failed ones from their error records, and the last one
+        from ``peak_rss`` when it did not fail (a success, a snooze)."""
+        peaks = [(int(e["attempt"]), int(e["peak_rss"])) for e in self.errors
+                 if isinstance(e.get("peak_rss"), int) and isinstance(e.get("attempt"), int)]
+        if self.peak_rss is not None and not any(a == self.attempt for a, _ in peaks):
+            peaks.append((self.attempt, self.peak_rss))
+        return peaks
+
 
 @dataclass(frozen=True)
 class GroupStats:

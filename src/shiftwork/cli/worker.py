@@ -40,8 +40,8 @@ def worker(queues: tuple[str, ...], grace: float, connect_timeout: float, migrat
     from ..worker import Worker
 
     configure_logging(log_level, log_format)
+    pools, in_process, ceilings = parse_queues(queues)  # a bad -q is refused before the app
     app = open_app(need_app="a worker runs your tasks, so it needs your code")
-    pools, in_process, ceilings = parse_queues(queues)
     if not pools:
         pools = {t.options.queue: 10 for t in app.tasks.values()} or {"default": 10}
     Worker(app, pools, grace=grace, connect_timeout=connect_timeout,

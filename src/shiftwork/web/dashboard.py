@@ -23,6 +23,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import ConfigurationError, JobNotFoundError, ShiftworkError
+from ..memory import format_size
 from ..names import check_queue
 from ..observe.text import format_age, format_time
 from ..observe.views import overview
@@ -183,6 +184,7 @@ class Dashboard:
         self.env.filters["json"] = _json
         self.env.filters["compact"] = lambda v: json.dumps(v, default=str, ensure_ascii=False)
         self.env.filters["when"] = format_time
+        self.env.filters["size"] = format_size
         routes = [
             Route("/", self.index), Route("/login", self.login, methods=["GET", "POST"]),
             Route("/logout", self.logout, methods=["POST"]),
