@@ -48,7 +48,9 @@ def _free_port() -> int:
 @contextmanager
 def worker(db: dict[str, str], queues: list[str], extra: list[str] | None = None,
            log: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
-    proc = spawn_worker(db, "memory", queues, extra, log_path=log)
+    # A short grace: a job still running at the end is handed back and its child killed
+    # (a worker killed outright would leave its children behind).
+    proc = spawn_worker(db, "memory", queues, ["--grace", "2", *(extra or [])], log_path=log)
     try:
         yield proc
     finally:
