@@ -58,7 +58,10 @@ class Watchdog(Service):
 
 
 class Worker:
-    """Runs jobs from the given queues: ``{"emails": 20, "reports": 2}``."""
+    """Runs jobs from the given queues: ``{"emails": 20, "reports": 2}``.
+
+    ``memory_limits`` gives queues a default memory ceiling (``{"reports": "512MB"}``, as
+    ``-q reports=2:process:512MB``): their jobs run in watched child processes."""
 
     def __init__(self, app: App, queues: dict[str, int], *, grace: float = 30.0,
                  connect_timeout: float = 60.0, name: str | None = None,
