@@ -233,3 +233,28 @@ def test_bad_queue_ceilings_are_refused(tmp_path: Path, spec: str, problem: str)
     r = _cli(db, "worker", "tests.apps.memory:app", "-q", spec)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert problem in r.stderr and "--queue" in r.stderr
+
+
+def _report_peak(queue: Any) -> None:
+    from shiftwork.worker import rss
+
+    queue.put(rss.own_peak())
+
+
+def test_a_childs_reported_peak_is_its_own_not_its_parents() -> None:
+    """A spawned child's ru_maxrss keeps the high-water mark of the forked copy it
+    replaced at exec, its parent's size (a child of a 600 MB process reported 611 MB, its
+    own VmHWM 29 MB), so a child reports VmHWM on Linux. Seen failing with ru_maxrss."""
+    import multiprocessing
+
+    ballast = b"x" * (200 * MB)  # this process: 200 MB more resident
+    spawn = multiprocessing.get_context("spawn")
+    queue = spawn.Queue()
+    child = spawn.Process(target=_report_peak, args=(queue,))
+    child.start()
+    peak = queue.get(timeout=60)
+    child.join(30)
+    assert len(ballast) == 200 * MB
+    print(f"\na spawned child's own peak: {peak / MB:.1f} MB "
+          f"(parent {_status(os.getpid(), 'VmRSS') / MB:.0f} MB)")
+    assert 0 < peak < 100 * MB

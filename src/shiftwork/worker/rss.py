@@ -8,6 +8,7 @@ it a parent cannot sample a child there, and the ceiling rests on the child's rl
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -58,7 +59,14 @@ def sample(pid: int) -> tuple[int, int] | None:
 
 
 def own_peak() -> int | None:
-    """This process's peak resident size in bytes (what a child reports at its end)."""
+    """This process's peak resident size in bytes (what a child reports at its end).
+
+    On Linux VmHWM, not ``ru_maxrss``: a spawned child's ``ru_maxrss`` keeps the high-water
+    mark of the forked copy it replaced at exec, the size of its parent (a child of a 2 GB
+    worker would report 2 GB)."""
+    if LINUX:
+        seen = sample(os.getpid())
+        return seen[1] if seen is not None else None
     if _resource is not None:
         peak = _resource.getrusage(_resource.RUSAGE_SELF).ru_maxrss
         return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # Linux: KB
