@@ -28,6 +28,7 @@ from .flow import rate_limit as flow_rate_limit
 from .handle import JobHandle
 from .host import AppBase
 from .job import NewJob
+from .memory import parse_memory_limit
 from .names import check_queue, check_task_name, did_you_mean
 from .observe.hooks import Observers
 from .observe.tracing import enqueue_span, recording
@@ -231,15 +232,16 @@ class App(AppBase):
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
              concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
              group_by: GroupBy | None = None, group_concurrency: int | None = None,
-             group_rate_limit: RateLimit | str | None = None, store_result: bool = True
-             ) -> TaskDecorator: ...
+             group_rate_limit: RateLimit | str | None = None, store_result: bool = True,
+             memory_limit: int | str | None = None) -> TaskDecorator: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
              priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
              concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
              group_by: GroupBy | None = None, group_concurrency: int | None = None,
-             group_rate_limit: RateLimit | str | None = None, store_result: bool = True) -> Any:
+             group_rate_limit: RateLimit | str | None = None, store_result: bool = True,
+             memory_limit: int | str | None = None) -> Any:
         """Register a function as a task. Usable bare (``@app.task``) or with options.
 
         A first parameter named ``ctx`` (or annotated :class:`JobContext`) receives the
@@ -252,6 +254,10 @@ class App(AppBase):
         ``group_rate_limit`` gives each group its own rate limit.
 
         ``store_result=False``: the return value is not kept (``job.result()`` is None).
+
+        ``memory_limit`` ("512MB", "2GB" or bytes): each attempt runs in a child process
+        whose memory is limited and watched; one that passes it fails with
+        :class:`~shiftwork.errors.MemoryLimitExceeded` (docs/long-jobs.md).
         """
         for option, value in (("group_concurrency", group_concurrency),
                               ("group_rate_limit", group_rate_limit)):
@@ -272,7 +278,9 @@ class App(AppBase):
             task_name = name or f"{f.__module__}.{f.__qualname__}"
             if task_name in self.tasks:
                 raise ConfigurationError(f"task {task_name!r} is registered twice")
-            t: Task[Any, Any] = Task(self, f, task_name, options)
+            limit = parse_memory_limit(memory_limit, f"task {task_name}")
+            t: Task[Any, Any] = Task(self, f, task_name,
+                                     replace(options, memory_limit=limit) if limit else options)
             self.tasks[task_name] = t
             return t
 

@@ -141,6 +141,11 @@ class JobPaused(BaseException):
     """
 
 
+class MemoryLimitExceeded(ShiftworkError):
+    """An attempt passed its task's memory ceiling (``memory_limit``): its child process
+    was stopped, and the attempt fails like any other (retried under its policy)."""
+
+
 class JobFailed(ShiftworkError):
     """Raised by ``job.result()`` when the job died: ``error`` is its last error record."""
 

@@ -20,3 +20,4 @@ class Outcome:
     duration: float = 0.0
     task: str = ""
     queue: str = ""
+    peak_rss: int | None = None  # bytes: the peak resident size of a limited attempt's child

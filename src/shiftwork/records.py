@@ -54,6 +54,9 @@ class ClaimedJob:
     meta: dict[str, Any] = field(default_factory=dict)
     #: runs before this one that did not count as attempts (snoozes, suspensions, hand-backs)
     uncounted: int = 0
+    #: bytes: the peak resident size of the last attempt, for a job with a memory ceiling
+    #: (each failed attempt's own is its error record's ``peak_rss``)
+    peak_rss: int | None = None
 
     @property
     def counted_attempt(self) -> int:
@@ -103,12 +106,26 @@ class Job:
     meta: dict[str, Any]
     #: runs that did not count as attempts (snoozes, workflow suspensions, hand-backs)
     uncounted: int = 0
+    #: bytes: the peak resident size of the last attempt, for a job with a memory ceiling
+    #: (each failed attempt's own is its error record's ``peak_rss``)
+    peak_rss: int | None = None
 
     @property
     def counted_attempt(self) -> int:
         """Attempts spent, the number bounded by ``max_attempts``; ``attempt`` counts every
         run (it fences each run's writes), including those that did not count."""
         return self.attempt - self.uncounted
+
+    @property
+    def attempt_peaks(self) -> list[tuple[int, int]]:
+        """(attempt, peak resident bytes) of each measured attempt (those with a memory
+        ceiling), oldest first: failed ones from their error records, and the last one
+        from ``peak_rss`` when it did not fail (a success, a snooze)."""
+        peaks = [(int(e["attempt"]), int(e["peak_rss"])) for e in self.errors
+                 if isinstance(e.get("peak_rss"), int) and isinstance(e.get("attempt"), int)]
+        if self.peak_rss is not None and not any(a == self.attempt for a, _ in peaks):
+            peaks.append((self.attempt, self.peak_rss))
+        return peaks
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from .errors import ConfigurationError, DependencyError, PayloadError, UnknownTa
 from .flow import GROUP_META_KEY, GroupBy, RateLimit, check_group, positive_int
 from .handle import JobHandle, check_on_failure, dependency_ids
 from .job import NewJob
+from .memory import MEMORY_META_KEY, parse_memory_limit
 from .names import check_queue, check_task_name
 from .payload import check_text, encode_args, encode_json, unique_digest
 from .records import EnqueueResult
@@ -71,6 +72,7 @@ class TaskOptions:
     group_concurrency: int | None = None  # at most this many running per group, fleet-wide
     group_rate_limit: RateLimit | None = None  # at most N starts per period per group
     store_result: bool = True  # False: the return value is not kept (job.result() is None)
+    memory_limit: int | None = None  # bytes; runs each attempt in a watched child (memory.py)
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ class EnqueueOptions:
     group: str | int | None = None  # the job's group (else the task's group_by decides)
     after: Any = None  # jobs (or ids) this one runs after (docs/composition.md)
     on_failure: str = "cancel"  # after= a job that died or was cancelled: "cancel" or "run"
+    memory_limit: int | str | None = None  # this job's own ceiling (else the task's, the queue's)
 
 
 _NO_OPTIONS = EnqueueOptions()  # frozen: one shared instance for calls without overrides
@@ -169,7 +172,7 @@ class Task(Generic[P, R]):
 
     def using(self, **options: Any) -> BoundTask[P, R]:
         """Per-enqueue overrides: delay, run_at, priority, queue, key, max_attempts, meta,
-        group; ``conn`` (a psycopg or sqlite3 connection) or ``session`` (a SQLAlchemy
+        group, memory_limit; ``conn`` (a psycopg or sqlite3 connection) or ``session`` (a SQLAlchemy
         Session or AsyncSession): the job joins that transaction."""
         return BoundTask(self, EnqueueOptions(**options))
 
@@ -281,6 +284,9 @@ class Task(Generic[P, R]):
             if self.options.group_by is not None else None
         if group is not None:  # the claim reads a job's group from its meta
             meta = {**(meta or {}), GROUP_META_KEY: check_group(group, f"{self.name}: group")}
+        if opts.memory_limit is not None:  # the worker reads a call's own ceiling from its meta
+            meta = {**(meta or {}), MEMORY_META_KEY: parse_memory_limit(
+                opts.memory_limit, f"{self.name}: using()")}
         after: tuple[int, ...] = ()
         if opts.after is not None:
             after = dependency_ids(opts.after)

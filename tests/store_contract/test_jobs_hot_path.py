@@ -135,6 +135,24 @@ def test_complete_writes_each_outcome(store: Store, clock: FakeClock) -> None:
     assert got[cancelled.id].state is JobState.CANCELLED
 
 
+def test_complete_writes_a_limited_attempts_peak(store: Store) -> None:
+    """A job with a memory ceiling: the last attempt's peak RSS is written with its outcome,
+    a plain success (no result) included; jobs without one keep none (issue 35)."""
+    insert(store, 3)
+    peaked, failed, plain = claim(store)
+    store.jobs_complete_many([
+        done(peaked, peak_rss=70 << 20),
+        done(failed, JobState.DEAD, error={"attempt": 1, "peak_rss": 210 << 20},
+             peak_rss=210 << 20),
+        done(plain)])
+    got = {j.id: j for j in store.jobs_list()}
+    assert got[peaked.id].peak_rss == 70 << 20 and got[peaked.id].attempt_peaks == [
+        (1, 70 << 20)]
+    assert got[failed.id].peak_rss == 210 << 20
+    assert got[failed.id].attempt_peaks == [(1, 210 << 20)]  # once, from its error record
+    assert got[plain.id].peak_rss is None and got[plain.id].attempt_peaks == []
+
+
 def test_complete_is_fenced_by_attempt(store: Store, clock: FakeClock) -> None:
     [job_id] = insert(store)
     first = claim_one(store)

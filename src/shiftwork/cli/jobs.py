@@ -21,6 +21,7 @@ from rich.text import Text
 
 from ..checkpoint import Progress as JobProgress
 from ..checkpoint import describe_progress
+from ..memory import format_size
 from ..names import did_you_mean
 from ..observe.text import break_name, format_time, make_table, shorten
 from ..records import DepLink
@@ -154,6 +155,10 @@ def jobs_show(job_id: int, as_json: bool) -> None:
         console.print(f"checkpoint: {json.dumps(job.checkpoint)}", markup=False)
     if job.result is not None:
         console.print(f"result: {json.dumps(job.result)}", markup=False)
+    if job.attempt_peaks:  # a task with a memory ceiling: each attempt's peak
+        console.print("peak memory: " + ", ".join(
+            f"attempt {attempt} {format_size(peak)}" for attempt, peak in job.attempt_peaks),
+            markup=False)
     for title, links in (("runs after", parents), ("run after it", children)):
         if links:
             console.print(f"{title}: " + ", ".join(describe_link(x) for x in links),

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import click
 
+from ..errors import ConfigurationError
+from ..memory import parse_memory_limit
 from .options import app_argument, code_target_options, log_level_option, open_app
 
 
 @click.command()
 @app_argument
 @code_target_options
-@click.option("--queue", "-q", "queues", multiple=True, metavar="NAME=CONCURRENCY[:process]",
+@click.option("--queue", "-q", "queues", multiple=True,
+              metavar="NAME=CONCURRENCY[:process[:CEILING]]",
               help="A queue and its pool size; repeat for more. Default: every task's queue=10. "
                    "':process' runs each of its jobs in a child process that a timeout or a "
-                   "cancel can kill.")
+                   "cancel can kill; ':process:512MB' also gives its jobs a memory ceiling "
+                   "(a task's own memory_limit wins).")
 @click.option("--grace", default=30.0, show_default=True,
               help="Seconds running jobs get to finish on SIGTERM before they are handed back.")
 @click.option("--connect-timeout", default=60.0, show_default=True,
@@ -39,22 +43,34 @@ def worker(queues: tuple[str, ...], grace: float, connect_timeout: float, migrat
     from ..worker import Worker
 
     configure_logging(log_level, log_format, job_events=True if log_jobs else None)
+    pools, in_process, ceilings = parse_queues(queues)  # a bad -q is refused before the app
     app = open_app(need_app="a worker runs your tasks, so it needs your code")
-    pools, in_process = parse_queues(queues)
     if not pools:
         pools = {t.options.queue: 10 for t in app.tasks.values()} or {"default": 10}
     Worker(app, pools, grace=grace, connect_timeout=connect_timeout,
            process_queues=in_process, metrics_port=metrics_port,
-           metrics_host=metrics_host, migrate=migrate).run()
+           metrics_host=metrics_host, migrate=migrate, memory_limits=ceilings).run()
 
 
-def parse_queues(items: tuple[str, ...]) -> tuple[dict[str, int], set[str]]:
-    """``-q NAME=CONCURRENCY[:process]`` values -> (pool size per queue, process queues)."""
+def parse_queues(items: tuple[str, ...]
+                 ) -> tuple[dict[str, int], set[str], dict[str, int | str]]:
+    """``-q NAME=CONCURRENCY[:process[:CEILING]]`` values -> (pool size per queue, process
+    queues, memory ceiling per queue)."""
     pools: dict[str, int] = {}
     in_process: set[str] = set()
+    ceilings: dict[str, int | str] = {}
     for item in items:
         name, _, size = item.partition("=")
         size, _, mode = size.partition(":")
+        mode, _, ceiling = mode.partition(":")
+        if ceiling and mode != "process":
+            raise click.BadParameter(f"{item!r}: a memory ceiling needs the process executor, "
+                                     f"e.g. {name}=2:process:512MB", param_hint="--queue")
+        if ceiling:
+            try:
+                ceilings[name] = parse_memory_limit(ceiling, f"queue {name}") or ceiling
+            except ConfigurationError as exc:
+                raise click.BadParameter(f"{item!r}: {exc}", param_hint="--queue") from None
         if mode not in ("", "thread", "process"):
             raise click.BadParameter(f"{item!r}: executor must be 'thread' or 'process'",
                                      param_hint="--queue")
@@ -65,4 +81,4 @@ def parse_queues(items: tuple[str, ...]) -> tuple[dict[str, int], set[str]]:
                                      param_hint="--queue") from None
         if mode == "process":
             in_process.add(name)
-    return pools, in_process
+    return pools, in_process, ceilings

@@ -66,6 +66,9 @@ class Metrics:
                                     "Jobs that reported a rate limit upstream "
                                     "(ctx.rate_limited), holding their task back.", labels,
                                     registry=r)
+        self.memory_limited = Counter("shiftwork_jobs_memory_limited",
+                                      "Attempts ended by their memory ceiling "
+                                      "(MemoryLimitExceeded).", labels, registry=r)
         self.duration = Histogram("shiftwork_job_duration_seconds",
                                   "Time one attempt ran, by task, for finished attempts.", labels,
                                   buckets=DURATION_BUCKETS, registry=r)
@@ -91,6 +94,8 @@ class Metrics:
             return
         queue = str(fields.get("queue", ""))
         self.jobs[kind].labels(task, queue).inc()
+        if name == "job.failed" and fields.get("kind") == "memory_limit":
+            self.memory_limited.labels(task, queue).inc()
         if name in ("job.succeeded", "job.retried", "job.dead", "job.cancelled") \
                 and fields.get("duration") is not None:
             self.duration.labels(task, queue).observe(float(fields["duration"]))

@@ -23,6 +23,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import ConfigurationError, JobNotFoundError, ShiftworkError
+from ..memory import format_size
 from ..names import check_queue, schedule_name, schedule_ref
 from ..observe.text import format_age, format_time
 from ..observe.views import overview
@@ -194,6 +195,7 @@ class Dashboard:
         self.env.filters["when"] = format_time
         self.env.filters["segment"] = path_segment
         self.env.filters["schedule_ref"] = schedule_ref
+        self.env.filters["size"] = format_size
         routes = [
             Route("/", self.index), Route("/login", self.login, methods=["GET", "POST"]),
             Route("/logout", self.logout, methods=["POST"]),

@@ -135,8 +135,11 @@ class Completer:
                 continue
             fields = {"job_id": o.job_id, "task": o.task, "queue": o.queue,
                       "attempt": o.attempt, "duration": round(o.duration, 6)}
+            if o.peak_rss is not None:  # a limited attempt: its peak resident bytes
+                fields["peak_rss"] = o.peak_rss
             if o.error is not None:
                 fields["error"] = f"{o.error.get('type')}: {o.error.get('message')}"
+                fields["kind"] = o.error.get("kind")
                 if o.state is not JobState.CANCELLED:
                     emit("job.failed", **fields)
             emit(_EVENT[o.state], **fields)

@@ -15,7 +15,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
-from ..errors import JobCancelled, RetryIn
+from ..errors import ConfigurationError, JobCancelled, RetryIn
 from ..observe.tracing import execution_span, recording
 from .outcomes import Decide
 from .process import run_in_process
@@ -126,8 +126,14 @@ class Executor:
 
     def start(self, run: Run, pool: ThreadPool, in_process: bool = False) -> None:
         if in_process:
+            run.in_process = True
             import_path = self.app.import_path
-            assert import_path is not None, "the process executor needs the app's import path"
+            if import_path is None:  # a call's own ceiling, on a worker started without one
+                run.finalize(self.decide.error(run, ConfigurationError(
+                    "this job runs in a child process (a memory ceiling or a :process "
+                    "queue), which needs the app's import path: start the worker with "
+                    "`shiftwork worker module:attr` or set app.import_path")))
+                return
             pool.submit(lambda: run_in_process(self.decide, import_path, run))
         elif run.task.is_async:
             assert self.loop is not None, "async task without an event loop"

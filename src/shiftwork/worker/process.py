@@ -4,6 +4,13 @@ For work that must be stoppable for real: on timeout or cancel the child is kill
 (SIGKILL), which a thread never can be. The child imports the app afresh (``spawn``,
 so no locks or connections are inherited), runs the task and reports a JSON result
 or the error's description over a pipe. Costs a process start per job (~0.1-0.3 s).
+
+A job with a memory ceiling (``memory_limit``: the call's, the task's or the queue's) runs
+here whatever its queue: the child caps its own data segment (``RLIMIT_DATA``, so an
+allocation past the ceiling raises MemoryError there) and the parent samples the child's
+resident size every 50 ms and kills it past the ceiling (memory the rlimit does not
+count: shared mappings, or a platform that does not enforce it). Either way the attempt
+fails with MemoryLimitExceeded; every report carries the child's peak resident size.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import asyncio
 import multiprocessing
 import time
 import traceback
+from dataclasses import replace
 from datetime import datetime
 from multiprocessing.connection import Connection
 from typing import Any
@@ -19,21 +27,49 @@ from typing import Any
 from ..errors import (
     JobCancelled,
     JobPaused,
+    MemoryLimitExceeded,
     RetryIn,
     Snooze,
     UnknownTaskError,
     unknown_task_message,
 )
+from ..memory import exceeded_message
+from ..outcome import Outcome
 from ..payload import encode_json, storable_text
 from ..states import JobState
-from . import outcomes
+from . import outcomes, rss
 from .outcomes import Decide
 from .run import Run
 
 _SPAWN = multiprocessing.get_context("spawn")
 
 
-def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Connection) -> None:
+#: How often the parent samples a limited child's resident size (seconds).
+WATCH_INTERVAL = 0.05
+
+
+def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Connection,
+                memory_limit: int | None = None) -> None:
+    if memory_limit is not None:  # first, so the app's import counts too
+        rss.limit_data_segment(memory_limit)
+    _run_child(import_path, task_name, job, _Reporter(conn), memory_limit)
+
+
+class _Reporter:
+    """Sends the child's one report, its peak resident size with it."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def send(self, report: tuple[str, Any]) -> None:
+        self.conn.send((*report, rss.own_peak()))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _run_child(import_path: str, task_name: str, job: dict[str, Any], conn: _Reporter,
+               memory_limit: int | None) -> None:
     from ..context import JobContext
     from ..loader import load_app
     from ..observe.tracing import execution_span
@@ -62,22 +98,32 @@ def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Con
         conn.send(("cancelled", str(exc)))
     except JobPaused as exc:  # the checkpoint already gave the job back to its queue
         conn.send(("paused", str(exc)))
+    except MemoryError as exc:
+        if memory_limit is None:
+            _send_error(conn, app, task_name, job, exc)
+        else:  # the rlimit refused an allocation: the ceiling, not a bug of the task
+            conn.send(("memory", None))
     except Snooze as exc:
         conn.send(("snooze", {"seconds": exc.seconds,
                               "until": exc.until.isoformat() if exc.until else None}))
     except BaseException as exc:
-        policy = app.tasks[task_name].options.retry if app and task_name in app.tasks else None
-        conn.send(("error", {
-            "type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
-            "message": unknown_task_message(task_name) if isinstance(exc, UnknownTaskError)
-            else storable_text(str(exc), 2000),
-            "traceback": storable_text("".join(traceback.format_exception(exc))[-8000:], 8000),
-            "retryable": policy.retryable(exc) if policy else True,
-            "delay": policy.delay(job["attempt"], exc) if policy else 1.0,
-            "kind": "retry_requested" if isinstance(exc, RetryIn) else "exception",
-        }))
+        _send_error(conn, app, task_name, job, exc)
     finally:
         conn.close()
+
+
+def _send_error(conn: _Reporter, app: Any, task_name: str, job: dict[str, Any],
+                exc: BaseException) -> None:
+    policy = app.tasks[task_name].options.retry if app and task_name in app.tasks else None
+    conn.send(("error", {
+        "type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
+        "message": unknown_task_message(task_name) if isinstance(exc, UnknownTaskError)
+        else storable_text(str(exc), 2000),
+        "traceback": storable_text("".join(traceback.format_exception(exc))[-8000:], 8000),
+        "retryable": policy.retryable(exc) if policy else True,
+        "delay": policy.delay(job["attempt"], exc) if policy else 1.0,
+        "kind": "retry_requested" if isinstance(exc, RetryIn) else "exception",
+    }))
 
 
 def run_in_process(decide: Decide, import_path: str, run: Run) -> None:
@@ -89,24 +135,36 @@ def run_in_process(decide: Decide, import_path: str, run: Run) -> None:
         run.finalize(decide.error(
             run, JobCancelled(f"job {job.id} was cancelled before it started")))
         return
+    limit = run.memory_limit
     parent, child = _SPAWN.Pipe(duplex=False)
     proc = _SPAWN.Process(target=_child_main, name=f"shiftwork-job-{job.id}", daemon=True, args=(
         import_path, job.task,
         {"id": job.id, "task": job.task, "queue": job.queue, "attempt": job.attempt,
          "max_attempts": job.max_attempts, "uncounted": job.uncounted, "args": job.args,
          "kwargs": job.kwargs,
-         "checkpoint": job.checkpoint, "meta": job.meta}, child))
+         "checkpoint": job.checkpoint, "meta": job.meta}, child, limit))
     proc.start()
     child.close()
     run.process = proc
     timeout = run.deadline - time.monotonic() if run.deadline is not None else None
     report = None
-    # Wait for a report, a timeout, a cancel request, or the child dying.
+    peak = 0  # the child's peak resident size: sampled here, and reported by the child
+    watched = limit is not None and proc.pid is not None and rss.can_sample()
+    over = False  # the watch saw it past its ceiling
+    # Wait for a report, a timeout, a cancel request, the ceiling, or the child dying.
     deadline = time.monotonic() + timeout if timeout is not None else None
+    step = WATCH_INTERVAL if watched else 0.1
     while report is None:
         if run.ctx.cancelled or run.finished:
             break
-        wait = 0.1 if deadline is None else min(0.1, max(deadline - time.monotonic(), 0))
+        if watched:
+            seen = rss.sample(proc.pid)  # type: ignore[arg-type]
+            if seen is not None:
+                peak = max(peak, seen[1])
+                if limit is not None and seen[0] > limit:
+                    over = True
+                    break
+        wait = step if deadline is None else min(step, max(deadline - time.monotonic(), 0))
         if parent.poll(wait):
             try:
                 report = parent.recv()
@@ -118,8 +176,13 @@ def run_in_process(decide: Decide, import_path: str, run: Run) -> None:
         proc.kill()
     proc.join(5)
     parent.close()
+    if report is not None and report[2]:
+        peak = max(peak, report[2])
     attempt = job.attempt
-    if report is not None and report[0] == "ok":
+    if over or (report is not None and report[0] == "memory"):
+        outcome = decide.error(run, MemoryLimitExceeded(exceeded_message(
+            job.id, limit or 0, peak or None, refused=not over)), kind="memory_limit")
+    elif report is not None and report[0] == "ok":
         outcome = outcomes.outcome(run, JobState.SUCCEEDED, result_json=report[1])
     elif report is not None and report[0] == "cancelled":
         run.ctx._request_cancel()
@@ -145,4 +208,11 @@ def run_in_process(decide: Decide, import_path: str, run: Run) -> None:
     else:
         outcome = decide.error(run, RuntimeError(
             f"job process exited with code {proc.exitcode} before reporting"), kind="crash")
-    run.finalize(outcome)
+    run.finalize(with_peak(outcome, peak) if limit is not None and peak else outcome)
+
+
+def with_peak(outcome: Outcome, peak: int) -> Outcome:
+    """The outcome of a limited attempt, its peak resident size recorded (in bytes): on
+    the job (``peak_rss``, the last attempt's) and in its error record, if it failed."""
+    error = {**outcome.error, "peak_rss": peak} if outcome.error is not None else None
+    return replace(outcome, peak_rss=peak, error=error)

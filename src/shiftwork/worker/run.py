@@ -46,6 +46,8 @@ class Run:
     finished: bool = False
     in_user_code: bool = False  # a sync job's thread is inside the task function
     process: Any = None  # the child process, for queues run with the process executor
+    in_process: bool = False  # runs in a child process (a :process queue, or a ceiling)
+    memory_limit: int | None = None  # bytes: the job's ceiling (its call's, task's, queue's)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod

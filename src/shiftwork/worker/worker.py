@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..compose import INPUT_META_KEY, with_input
 from ..errors import ConfigurationError, StorageError, UnknownTaskError, unknown_task_message
+from ..memory import ceiling_of, parse_memory_limit
 from ..names import check_queue
 from ..observe.worker import worker_services
 from ..outcome import Outcome
@@ -58,13 +59,17 @@ class Watchdog(Service):
 
 
 class Worker:
-    """Runs jobs from the given queues: ``{"emails": 20, "reports": 2}``."""
+    """Runs jobs from the given queues: ``{"emails": 20, "reports": 2}``.
+
+    ``memory_limits`` gives queues a default memory ceiling (``{"reports": "512MB"}``, as
+    ``-q reports=2:process:512MB``): their jobs run in watched child processes."""
 
     def __init__(self, app: App, queues: dict[str, int], *, grace: float = 30.0,
                  connect_timeout: float = 60.0, name: str | None = None,
                  process_queues: set[str] | frozenset[str] = frozenset(),
                  metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
-                 migrate: bool = False) -> None:
+                 migrate: bool = False,
+                 memory_limits: dict[str, int | str] | None = None) -> None:
         if not queues:
             raise ConfigurationError("a worker needs at least one queue, e.g. --queue default=10")
         for queue, concurrency in queues.items():
@@ -74,13 +79,22 @@ class Worker:
         unknown = set(process_queues) - set(queues)
         if unknown:
             raise ConfigurationError(f"process executor asked for queues not served: {unknown}")
-        if process_queues and not app.import_path:
+        # A queue's default memory ceiling (docs/long-jobs.md): its jobs run in children.
+        ceilings = {q: parse_memory_limit(v, f"queue {q}") for q, v in
+                    (memory_limits or {}).items()}
+        if set(ceilings) - set(queues):
+            raise ConfigurationError("memory ceilings given for queues not served: "
+                                     f"{set(ceilings) - set(queues)}")
+        limited = ceilings or any(t.options.memory_limit for t in app.tasks.values()
+                                  if t.options.queue in queues)
+        if (process_queues or limited) and not app.import_path:
             raise ConfigurationError(
                 "the process executor needs the app's import path (module:attr): start the "
                 "worker with `shiftwork worker module:attr` or set app.import_path")
         self.app = app
         self.queues = dict(queues)
         self.process_queues = frozenset(process_queues)
+        self.memory_limits = {q: v for q, v in ceilings.items() if v is not None}
         self.grace = grace
         self.connect_timeout = connect_timeout
         self.migrate = migrate  # apply pending migrations at start (logged), else require them
@@ -197,9 +211,12 @@ class Worker:
                 self.producers[job.queue].slot_freed()
                 return
         run = Run.of(self.app, job, task, self._on_done, self._on_begin)
+        run.memory_limit = ceiling_of(job.meta, task.options.memory_limit,
+                                      self.memory_limits.get(job.queue))
         with self._runs_lock:
             self._runs[(job.id, job.attempt)] = run
-        self.executor.start(run, self.pools[job.queue], job.queue in self.process_queues)
+        self.executor.start(run, self.pools[job.queue], job.queue in self.process_queues
+                            or run.memory_limit is not None)
 
     def _pass_over(self, job: ClaimedJob) -> None:
         """A job whose task this worker does not register (in a rolling deploy, a new
@@ -245,7 +262,7 @@ class Worker:
 
     def time_out(self, run: Run) -> None:
         assert self.executor is not None
-        if run.task.is_async or run.job.queue in self.process_queues:
+        if run.task.is_async or run.in_process:
             return  # asyncio.wait_for, or the process supervisor, handles these
         outcome = self.executor.decide.error(
             run, TimeoutError(f"timed out after {run.task.options.timeout}s"), kind="timeout")

@@ -98,6 +98,7 @@ SET state = :state,
     wake_requested = 0,
     errors = CASE WHEN :error IS NULL THEN errors ELSE json_insert(errors, '$[#]', json(:error)) END,
     result = :result,
+    peak_rss = :peak_rss,  -- a limited attempt's peak resident size (migration 0019)
     lease_expires_at = NULL,
     -- a snoozed run (back to scheduled) is not counted as an attempt
     uncounted = uncounted + CASE WHEN :state = 'scheduled' THEN 1 ELSE 0 END,
