@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -63,7 +64,8 @@ class Worker:
                  connect_timeout: float = 60.0, name: str | None = None,
                  process_queues: set[str] | frozenset[str] = frozenset(),
                  metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
-                 migrate: bool = False) -> None:
+                 migrate: bool = False, listen: bool = True, leader_candidate: bool = True,
+                 on_job_done: Callable[[], None] | None = None) -> None:
         if not queues:
             raise ConfigurationError("a worker needs at least one queue, e.g. --queue default=10")
         for queue, concurrency in queues.items():
@@ -85,6 +87,11 @@ class Worker:
         self.migrate = migrate  # apply pending migrations at start (logged), else require them
         self.metrics_port = metrics_port  # serve Prometheus /metrics here (0: any free port)
         self.metrics_host = metrics_host
+        # A child of `--processes N` (worker/supervisor.py): its supervisor holds the host's
+        # one listener and calls wake(), and one child of the host is the leader candidate.
+        self.listen = listen
+        self.leader_candidate = leader_candidate
+        self.on_job_done = on_job_done  # called from a pool thread after each job's outcome
         self.id = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._runs: dict[tuple[int, int], Run] = {}
         self._runs_lock = threading.Lock()
@@ -144,24 +151,29 @@ class Worker:
             self.producers[queue] = Producer(self.app, queue, concurrency, self.id, self._dispatch,
                                              self.held_leases)
         self.wake_share = WakeShare(self.app, self.id, list(self.queues))
-        notifier = Notifier(self.app.store, self._wake)
+        notifier = Notifier(self.app.store, self.wake) if self.listen else None
+        # Not a candidate: the lease is never tried, so its rescuer is only the backstop
+        # and the scheduler's duty never runs here.
         leader = Leader(self.app, self.id)
-        self.services = [notifier, Heartbeat(self.app, self.id, self.held_leases,
-                                                       self._on_heartbeat),
+        self.services = [*([notifier] if notifier else []),
+                         Heartbeat(self.app, self.id, self.held_leases, self._on_heartbeat),
                          Rescuer(self.app, leader), Scheduler(self.app, self.id, leader),
-                         leader, Watchdog(self),
+                         *([leader] if self.leader_candidate else []), Watchdog(self),
                          *worker_services(self.app, self.id, lambda: len(self.runs_snapshot()),
                                           self.metrics_port, self.metrics_host)]
         for service in self.services:
             service.start()
-        notifier.ready.wait(5.0)
+        if notifier is not None:
+            notifier.ready.wait(5.0)
         for producer in self.producers.values():
             producer.start()
         self.app.events.emit("worker.started", worker_id=self.id,
                              queues=",".join(f"{q}={c}" for q, c in self.queues.items()))
         self.started.set()
 
-    def _wake(self, payload: str) -> None:
+    def wake(self, payload: str) -> None:
+        """A wake-up (``queue|count|token`` or a queue name, store/wakeups.py) heard by this
+        worker's notifier or relayed by its supervisor."""
         queue = self.wake_share.queue_to_wake(payload) if self.wake_share else payload
         if queue is None:
             self.wake_skipped += 1
@@ -227,6 +239,8 @@ class Worker:
         with self._runs_lock:
             self._runs.pop((run.job.id, run.job.attempt), None)
         self.producers[run.job.queue].slot_freed(outcome.duration)
+        if self.on_job_done is not None:
+            self.on_job_done()
 
     def held_leases(self) -> list[tuple[int, int]]:
         """The (job id, attempt) pairs this worker holds: claimed and running or waiting to
@@ -263,6 +277,25 @@ class Worker:
                             "its result will be rejected", run.job.id, run.job.attempt)
 
     # -- stopping ------------------------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        """Whether a stop was requested (or the worker stopped)."""
+        return self._stop.is_set()
+
+    def retire(self) -> None:
+        """Claim no more, let every job held (running or claimed ahead) finish, then stop:
+        how a supervisor recycles a child without handing a job back. Blocks; a stop
+        request meanwhile (SIGTERM) ends the wait and the usual shutdown takes over."""
+        for producer in self.producers.values():
+            producer.stop()
+        for producer in self.producers.values():
+            producer.join(5.0)  # a claim in flight dispatches its jobs first
+        for producer in self.producers.values():
+            while not producer.idle(0.5, self._stop):
+                if self._stop.is_set():
+                    return
+        self.request_stop()
 
     def request_stop(self, now: bool = False) -> None:
         """Stop: unstarted jobs go back at once, running ones get the grace period; with
