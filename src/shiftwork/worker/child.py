@@ -8,8 +8,9 @@ no more, lets every job it holds finish, and exits: no job handed back, no attem
 
 Messages to the supervisor: ``("ready", worker_id)``, ``("retiring", reason)``,
 ``("failed", message)`` (it could not start). From it: ``("wake", payload)``,
-``("retire", reason)`` (a rolling restart). The pipe closing means the supervisor is
-gone: the child stops as on SIGTERM.
+``("retire", reason)`` (a rolling restart), ``("stop", at_once)`` (the supervisor was
+signalled: stop as on a first SIGTERM, or with ``at_once`` as on a second). The pipe
+closing means the supervisor is gone: the child stops as on SIGTERM.
 """
 
 from __future__ import annotations
@@ -112,6 +113,11 @@ def _listen_to_supervisor(link: Link, worker: Worker, recycler: Recycler) -> Non
             worker.wake(message[1])
         elif message[0] == "retire":
             recycler.retire(message[1])
+        elif message[0] == "stop":
+            if message[1]:
+                log.warning("stopping at once: handing running jobs back now, not waiting "
+                            "for them")
+            worker.request_stop(now=message[1])
 
 
 def _report_ready(link: Link, worker: Worker) -> None:

@@ -11,9 +11,9 @@ The supervisor runs no job and holds no pool: it holds the host's one wake-up li
 - starts a replacement at once when a child retires (recycling itself after
   ``--max-jobs-per-child`` jobs or past ``--max-memory-per-child``), the old one
   finishing its jobs meanwhile;
-- on SIGTERM or SIGINT sends SIGTERM to every child (each stops gracefully, as a single
-  worker does), and on the second, a second SIGTERM (each hands its running jobs back at
-  once);
+- on SIGTERM or SIGINT tells every child to stop (each stops gracefully, as a single
+  worker does on SIGTERM), and on the second, to stop at once (each hands its running
+  jobs back, as on a second SIGTERM);
 - on SIGHUP restarts its children one at a time: the old child retires (claims no more,
   finishes what it holds: no job handed back) while its replacement starts; the next
   slot's turn comes once the old one has exited and the new one is ready.
@@ -52,6 +52,8 @@ START_ATTEMPTS = 3
 RESTART_BACKOFF = Backoff(initial=1.0, coefficient=2.0, maximum=30.0, jitter=False)
 #: A child that ran this long before it died starts its slot's crash count again.
 STEADY_SECONDS = 60.0
+#: Seconds between tries to open the listener's store, while it fails.
+RELAY_RETRY = 5.0
 #: After the grace period (and this margin), children still running are killed.
 KILL_MARGIN = 15.0
 
@@ -72,7 +74,8 @@ class Supervisor:
         self.app = app
         self.spec = spec
         self.processes = processes
-        self.relay = Relay(app.store)
+        self.relay: Relay | None = None  # opened once a child is ready (_open_relay)
+        self._relay_at = 0.0
         self.slots: dict[int, _Child] = {}  # the current child of each slot
         self.retired: list[_Child] = []  # retiring: finishing their jobs, then exiting
         self._crashes = dict.fromkeys(range(processes), 0)  # in a row, per slot
@@ -95,7 +98,8 @@ class Supervisor:
         theirs.close()  # the child's end lives in the child: EOF here when it exits
         child = _Child(slot, process, Link(mine))
         self.slots[slot] = child
-        self.relay.add(child.link)
+        if self.relay is not None:
+            self.relay.add(child.link)
         log.info("worker process %d started (pid %s)", slot, process.pid)
 
     def _retire(self, child: _Child, reason: str) -> None:
@@ -127,10 +131,29 @@ class Supervisor:
         elif kind == "failed":
             child.failure = message[1]
 
+    def _open_relay(self) -> None:
+        """The host's listener, once a child is ready: by then the child has waited for
+        the database and checked (or migrated) the schema, so the supervisor need not.
+        The check's pooled connection is closed: the listener has one of its own, and the
+        supervisor runs no query."""
+        try:
+            store = self.app.store
+            store.close()
+        except Exception as exc:  # the database went away again: the children poll
+            log.warning("cannot open the wake-up listener (%s); trying again in %.0fs", exc,
+                        RELAY_RETRY)
+            self._relay_at = time.monotonic() + RELAY_RETRY
+            return
+        self.relay = Relay(store)
+        for child in self._children():
+            self.relay.add(child.link)
+        self.relay.start()
+
     def _on_exit(self, child: _Child) -> None:
         child.process.join()
         code = child.process.exitcode
-        self.relay.remove(child.link)
+        if self.relay is not None:
+            self.relay.remove(child.link)
         child.link.close()
         how = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 \
             else f"exit status {code}"
@@ -190,7 +213,9 @@ class Supervisor:
                 log.warning("second signal: the worker processes hand their running jobs "
                             "back now")
             for child in self._children():
-                _signal(child, signal.SIGTERM)
+                # Over the pipe, not as a signal: two signals sent close together can
+                # arrive as one, and the second must not be lost.
+                child.link.send("stop", self._stop_sent == 2)
         if self._stop_deadline is not None and time.monotonic() > self._stop_deadline:
             for child in self._children():
                 log.error("worker process %d (pid %s) still running after the grace "
@@ -224,7 +249,6 @@ class Supervisor:
         signal.signal(signal.SIGHUP, self._on_hangup)
         log.info("starting %d worker processes (queues %s)", self.processes,
                  ",".join(f"{q}={c}" for q, c in self.spec.queues.items()))
-        self.relay.start()
         try:
             for slot in range(self.processes):
                 self._start(slot)
@@ -240,8 +264,12 @@ class Supervisor:
                         self._start(slot)
                 if not self._signals:
                     self._step_roll()
+                if self.relay is None and now >= self._relay_at and any(
+                        child.worker_id for child in self._children()):
+                    self._open_relay()
         finally:
-            self.relay.stop()
+            if self.relay is not None:
+                self.relay.stop()
         log.info("all worker processes stopped")
         return 1 if self.gave_up else 0
 
