@@ -284,3 +284,30 @@ def test_an_idle_host_of_eight_processes_holds_one_listener_and_a_connection_eac
     finally:
         with psycopg.connect(PG_DSN, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{db["schema"]}" CASCADE')
+
+
+@pytest.mark.chaos
+def test_the_children_of_a_sigkilled_supervisor_stop(
+        db: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    with supervised(db, monkeypatch, tmp_path, ["--processes", "2"]) as host:
+        children = host.wait_children(2)
+        host.proc.kill()
+        host.proc.wait(10)
+        # Their pipe closed: each stops as on SIGTERM (no orphan keeps claiming).
+        wait_for(lambda: not any(alive(pid) for pid in children), timeout=30,
+                 what="the orphaned children to stop")
+
+
+def test_a_child_that_is_no_leader_candidate_never_takes_the_lease(make_app: Any) -> None:
+    from .conftest import running_worker
+
+    app = make_app()
+    elected: list[str] = []
+    app.events.subscribe(lambda name, fields: elected.append(name)
+                         if name == "leader.elected" else None)
+    with running_worker(app, {"work": 1}, leader_candidate=False, listen=False) as worker:
+        time.sleep(3 * app.settings.leader_ttl / 3)  # three of a candidate's lease ticks
+        assert not any(s.name == "leader" for s in worker.services)
+    assert elected == []
+    with running_worker(app, {"work": 1}):
+        wait_for(lambda: elected == ["leader.elected"], what="a candidate elected")
