@@ -22,6 +22,7 @@ import psycopg
 import pytest
 
 from .conftest import PG_DSN, ROOT, imported_app, require_pg, spawn_worker, wait_for
+from .test_fleet_wakeups import claims, counted_cluster  # noqa: F401  (a fixture)
 
 
 def alive(pid: int) -> bool:
@@ -311,3 +312,24 @@ def test_a_child_that_is_no_leader_candidate_never_takes_the_lease(make_app: Any
     assert elected == []
     with running_worker(app, {"work": 1}):
         wait_for(lambda: elected == ["leader.elected"], what="a candidate elected")
+
+
+@pytest.mark.fault  # eight real processes and a server of the test's own
+def test_one_enqueue_costs_about_one_claim_through_the_relay(
+        counted_cluster: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The wake-up share (worker/wake_share.py) still works when the wake-ups come from
+    the supervisor's relay: 8 processes, 12 jobs enqueued one by one."""
+    db = {"dsn": counted_cluster.dsn, "schema": "fleet"}
+    with supervised(db, monkeypatch, tmp_path, ["--processes", "8"],
+                    env={"SHIFTWORK_TEST_POLL": "30"}) as host:
+        host.wait_children(8)
+        time.sleep(1.5)  # each has run its first claim and heartbeat
+        before = claims(db["dsn"])
+        for _ in range(12):
+            done = host.module.pid_of.enqueue().id
+            # Picked up by a relayed wake-up (polling would take 30 s).
+            wait_for(lambda done=done: host.app.get_job(done).state.value == "succeeded",
+                     timeout=10, what="the job to run")
+        per_job = (claims(db["dsn"]) - before) / 12
+    assert per_job <= 2.0, f"{per_job:.2f} claims per job with 8 processes"
+    print(f"claims per job through the relay, 8 processes: {per_job:.2f}")
