@@ -22,7 +22,11 @@ import psycopg
 import pytest
 
 from .conftest import PG_DSN, ROOT, imported_app, require_pg, spawn_worker, wait_for
-from .test_fleet_wakeups import claims, counted_cluster  # noqa: F401  (a fixture)
+from . import test_fleet_wakeups
+from .test_fleet_wakeups import claims
+
+
+counted_cluster = test_fleet_wakeups.counted_cluster  # a server counting statements
 
 
 def alive(pid: int) -> bool:
