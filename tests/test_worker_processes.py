@@ -21,10 +21,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from .conftest import PG_DSN, ROOT, imported_app, require_pg, spawn_worker, wait_for
 from . import test_fleet_wakeups
+from .conftest import PG_DSN, ROOT, imported_app, require_pg, spawn_worker, wait_for
 from .test_fleet_wakeups import claims
-
 
 counted_cluster = test_fleet_wakeups.counted_cluster  # a server counting statements
 
