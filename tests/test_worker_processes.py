@@ -337,3 +337,19 @@ def test_one_enqueue_costs_about_one_claim_through_the_relay(
         per_job = (claims(db["dsn"]) - before) / 12
     assert per_job <= 2.0, f"{per_job:.2f} claims per job with 8 processes"
     print(f"claims per job through the relay, 8 processes: {per_job:.2f}")
+
+
+@pytest.mark.chaos
+def test_a_sigterm_to_every_process_of_the_host_still_stops_gracefully(
+        db: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """systemd's KillMode=control-group signals the supervisor and every child at once: the
+    children follow the supervisor only, so this is one stop, not a second one."""
+    with supervised(db, monkeypatch, tmp_path, ["--processes", "2", "--grace", "120"],
+                    queues=("work=1",)) as host:
+        children = host.wait_children(2)
+        jobs = [host.module.pid_of.enqueue(2.0).id for _ in range(2)]
+        wait_for(lambda: host.states(jobs) == ["running"] * 2, what="both running")
+        for pid in (*children, host.proc.pid):
+            os.kill(pid, signal.SIGTERM)
+        assert host.proc.wait(60) == 0
+        assert host.states(jobs) == ["succeeded"] * 2  # finished, not handed back

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import resource
+import signal
 import sys
 import threading
 from dataclasses import dataclass
@@ -129,9 +130,13 @@ def _report_ready(link: Link, worker: Worker) -> None:
 
 def child_main(spec: ChildSpec, slot: int, conn: Connection) -> None:
     """The child process's body (the target of its ``spawn``)."""
-    # Its own process group: a terminal's Ctrl-C reaches the supervisor only, which
-    # passes it on as SIGTERM (a second Ctrl-C: a second SIGTERM, at once).
+    # Its own process group: a terminal's Ctrl-C (or its closing) reaches the supervisor
+    # only. The supervisor alone is told to stop, and tells its children over the pipe;
+    # a SIGTERM sent to every process of a unit (systemd's KillMode=control-group) is
+    # ignored here, or a child told "stop" by the pipe would take it for a second signal.
     os.setpgrp()
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
     from ..loader import load_app
     from ..observe.logging import configure_logging
     from .worker import Worker
@@ -153,7 +158,7 @@ def child_main(spec: ChildSpec, slot: int, conn: Connection) -> None:
                          name="shiftwork-supervisor-pipe", daemon=True).start()
         threading.Thread(target=_report_ready, args=(link, worker),
                          name="shiftwork-ready", daemon=True).start()
-        worker.run()
+        worker.run(install_signals=False)
     except Exception as exc:
         log.error("worker process %d could not start: %s", slot, exc)
         link.send("failed", f"{type(exc).__name__}: {exc}")

@@ -318,8 +318,11 @@ class Worker:
             signal.signal(signal.SIGINT, handler)
         self.start()
         try:
-            while not self._stop.wait(0.5):
-                pass
+            # Not self._stop.wait(): a signal handled while that wait holds the event's
+            # lock would block, in set(), on the lock its own thread holds (a child of
+            # --processes was found so, deadlocked for good).
+            while not self._stop.is_set():
+                time.sleep(0.1)
         finally:
             self.shutdown()
 
