@@ -367,7 +367,8 @@ class Worker:
         if self._stopped.is_set():
             return
         self._stopped.set()
-        self._stop.set()
+        if not self._stop.is_set():  # from run(), already set: no lock a signal could meet
+            self._stop.set()
         self.app.events.emit("worker.stopping", worker_id=self.id, grace=self.grace)
         for producer in self.producers.values():
             producer.stop()
