@@ -206,6 +206,7 @@ def test_sighup_restarts_one_child_at_a_time_and_hands_no_job_back(
         host.proc.send_signal(signal.SIGHUP)
         wait_for(lambda: len(c := host.children()) == 2 and not c & old, timeout=90,
                  what="both processes replaced")
+        wait_for(lambda: host.log().count(") recycled (") == 2, what="both old ones exited")
         wait_for(lambda: all(s == "succeeded" for s in host.states(ids + more)), timeout=60,
                  what="every job run")
         jobs = list(map(host.app.get_job, ids + more))
@@ -276,7 +277,10 @@ def test_an_idle_host_of_eight_processes_holds_one_listener_and_a_connection_eac
                 time.sleep(0.1)
             totals = sorted(sum(s.values()) for s in samples)
             print(f"idle host of 8 processes: connections {totals} (supervisor + children)")
-            assert totals[len(totals) // 2] <= 1 + 8, samples
+            # Idle: the listener and one pooled connection per process. Two background
+            # ticks of a process that overlap (heartbeat, rescue, poll) may open a second
+            # pooled one for up to pool_max_idle; on a loaded machine that is more often.
+            assert totals[0] <= 1 + 8 and totals[-1] <= 1 + 8 + 3, samples
             for sample in samples:
                 listeners = {name for name in sample if name.endswith(":listen")}
                 assert listeners == {f"shiftwork:{host.proc.pid}:listen"}, sample
