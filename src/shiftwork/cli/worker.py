@@ -61,9 +61,11 @@ def worker(queues: tuple[str, ...], grace: float, connect_timeout: float, migrat
         if not app.import_path:
             raise click.UsageError("--processes needs the app as MODULE:ATTR, which each "
                                    "worker process imports")
-        spec = ChildSpec(app.import_path, pools, frozenset(in_process), grace,
-                         connect_timeout, migrate, metrics_port, metrics_host, log_level,
-                         log_format, max_jobs_per_child, max_memory_per_child)
+        spec = ChildSpec(app.import_path, pools, frozenset(in_process), grace=grace,
+                         connect_timeout=connect_timeout, migrate=migrate,
+                         metrics_port=metrics_port, metrics_host=metrics_host,
+                         log_level=log_level, log_format=log_format,
+                         max_jobs=max_jobs_per_child, max_memory=max_memory_per_child)
         sys.exit(Supervisor(app, spec, processes).run())
     Worker(app, pools, grace=grace, connect_timeout=connect_timeout,
            process_queues=in_process, metrics_port=metrics_port,
