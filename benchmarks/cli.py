@@ -70,9 +70,11 @@ def main() -> None:
               show_default=True, help="A Python with the `bench` extra (the peers) installed.")
 @click.option("--peers", "peer_names", default="procrastinate,pgqueuer,celery",
               show_default=True)
+@click.option("--supervised", is_flag=True,
+              help="Drain with one `shiftwork worker --processes N` instead of N workers.")
 def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: int,
         repeat: int, memory_jobs: int, history_rows: int, peer_python: str,
-        peer_names: str) -> None:
+        peer_names: str, supervised: bool) -> None:
     """Run the workloads; print a table; write benchmarks/results/<time>.json."""
     engines = ["sqlite", "postgres"] if engine == "all" else _list(
         engine, ["sqlite", "postgres"], "engine")
@@ -94,7 +96,7 @@ def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: 
                 for n_workers in (1, 2):
                     plan.append((eng, f"drain-{n_workers}w", lambda e, p, k=n_workers:
                                  ours.drain_repeated(e, drain_jobs, k, concurrency, p,
-                                                     max(1, repeat))))
+                                                     max(1, repeat), supervised)))
             elif w == "enqueue":
                 plan.append((eng, "enqueue", lambda e, p: ours.enqueue(e, calls, bulk, p)))
             elif w == "latency":

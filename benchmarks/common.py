@@ -76,10 +76,13 @@ def stop(procs: list[subprocess.Popen[bytes]], timeout: float = 30.0) -> None:
             p.wait()
 
 
-def shiftwork_worker(pl: Place, queues: dict[str, int], log_name: str = "worker"
-                     ) -> subprocess.Popen[bytes]:
+def shiftwork_worker(pl: Place, queues: dict[str, int], log_name: str = "worker",
+                     processes: int = 1) -> subprocess.Popen[bytes]:
+    """One ``shiftwork worker``; with ``processes`` > 1, one supervisor of that many."""
     cmd = [sys.executable, "-m", "shiftwork.cli", "worker", "benchmarks.app:app",
            "--log-level", "WARNING", "--grace", "5"]
+    if processes > 1:
+        cmd += ["--processes", str(processes)]
     for q, c in queues.items():
         cmd += ["-q", f"{q}={c}"]
     return spawn(cmd, pl.env(), os.path.join(pl.tmp, f"{log_name}.log"))

@@ -136,8 +136,10 @@ def _drain_wait(probe: Probe, queue: str, n: int, progress: Progress, procs: lis
     wait_until(check, 600, "the queue to drain", interval)
 
 
-def drain(engine: str, n: int, workers: int, concurrency: int, progress: Progress
-          ) -> dict[str, Any]:
+def drain(engine: str, n: int, workers: int, concurrency: int, progress: Progress,
+          supervised: bool = False) -> dict[str, Any]:
+    """``workers`` worker processes drain ``n`` no-op jobs: that many `shiftwork worker`
+    commands, or with ``supervised`` one `shiftwork worker --processes <workers>`."""
     with place(engine) as pl:
         app = _app(pl)
         _enqueue_noops(app, n)
@@ -146,7 +148,10 @@ def drain(engine: str, n: int, workers: int, concurrency: int, progress: Progres
         probe.analyze()
         progress(0, f"starting {workers} worker process(es)")
         before = load()
-        procs = [shiftwork_worker(pl, {"bench": concurrency}, f"w{i}") for i in range(workers)]
+        procs = ([shiftwork_worker(pl, {"bench": concurrency}, "supervisor", workers)]
+                 if supervised else
+                 [shiftwork_worker(pl, {"bench": concurrency}, f"w{i}")
+                  for i in range(workers)])
         try:
             _drain_wait(probe, "bench", n, progress, procs, 0.1)
         finally:
@@ -160,19 +165,21 @@ def drain(engine: str, n: int, workers: int, concurrency: int, progress: Progres
         verified = total == n and ok == n and once == n and lost == 0 and repeated == 0 \
             and len(seen) == n
         return {"jobs_per_s": n / span if span else 0.0, "seconds": span, "n": n,
-                "workers": workers, "concurrency": concurrency, "verified": verified,
+                "workers": workers, "supervised": supervised,
+                "concurrency": concurrency, "verified": verified,
                 "lost": lost, "repeated": repeated, "succeeded_first_attempt": once,
                 "load": before}
 
 
 def drain_repeated(engine: str, n: int, workers: int, concurrency: int, progress: Progress,
-                   repeat: int) -> dict[str, Any]:
+                   repeat: int, supervised: bool = False) -> dict[str, Any]:
     """The median of ``repeat`` drains (a 20,000-job drain lasts ~1.5 s: one run is noisy);
     every run is verified, and every run's figure is kept."""
     runs = []
     for i in range(repeat):
         runs.append(drain(engine, n, workers, concurrency,
-                          lambda f, s, i=i: progress((i + f) / repeat, f"run {i + 1}: {s}")))
+                          lambda f, s, i=i: progress((i + f) / repeat, f"run {i + 1}: {s}"),
+                          supervised))
     ranked = sorted(runs, key=lambda r: r["jobs_per_s"])
     median = dict(ranked[len(ranked) // 2])
     median["runs"] = [round(r["jobs_per_s"]) for r in runs]

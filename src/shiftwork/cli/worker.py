@@ -1,6 +1,10 @@
-"""``shiftwork worker``: run a worker process for an app's tasks."""
+"""``shiftwork worker``: run a worker process for an app's tasks (``--processes N``: a
+supervisor and N of them, worker/supervisor.py)."""
 
 from __future__ import annotations
+
+import re
+import sys
 
 import click
 
@@ -34,9 +38,19 @@ from .options import app_argument, code_target_options, log_level_option, open_a
 @click.option("--metrics-port", type=int, help="Serve Prometheus /metrics on this port.")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True,
               help="Address for --metrics-port (0.0.0.0 to let Prometheus reach it).")
+@click.option("--processes", "-p", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Worker processes on this host, under one supervisor that restarts them "
+                   "and holds the host's one wake-up listener.")
+@click.option("--max-jobs-per-child", type=click.IntRange(min=1), metavar="N",
+              help="Recycle a worker process after N jobs: it claims no more, finishes its "
+                   "jobs and exits; a fresh one replaces it.")
+@click.option("--max-memory-per-child", metavar="SIZE", callback=lambda c, p, v: parse_size(v),
+              help="Recycle a worker process whose memory (RSS) passes SIZE after a job, "
+                   "e.g. 512MB or 2GB.")
 def worker(queues: tuple[str, ...], grace: float, connect_timeout: float, migrate: bool,
            log_level: str, log_format: str, log_jobs: bool, metrics_port: int | None,
-           metrics_host: str) -> None:
+           metrics_host: str, processes: int, max_jobs_per_child: int | None,
+           max_memory_per_child: int | None) -> None:
     """Run a worker process for APP's tasks."""
     # Imported here: the worker machinery is not needed by the other commands' start-up.
     from ..observe.logging import configure_logging
@@ -47,6 +61,20 @@ def worker(queues: tuple[str, ...], grace: float, connect_timeout: float, migrat
     app = open_app(need_app="a worker runs your tasks, so it needs your code")
     if not pools:
         pools = {t.options.queue: 10 for t in app.tasks.values()} or {"default": 10}
+    if processes > 1 or max_jobs_per_child or max_memory_per_child:
+        from ..worker.child import ChildSpec
+        from ..worker.supervisor import Supervisor
+
+        if not app.import_path:
+            raise click.UsageError("--processes needs the app as MODULE:ATTR, which each "
+                                   "worker process imports")
+        spec = ChildSpec(app.import_path, pools, frozenset(in_process), grace=grace,
+                         connect_timeout=connect_timeout, migrate=migrate,
+                         metrics_port=metrics_port, metrics_host=metrics_host,
+                         log_level=log_level, log_format=log_format,
+                         max_jobs=max_jobs_per_child, max_memory=max_memory_per_child,
+                         log_jobs=log_jobs, memory_limits=ceilings)
+        sys.exit(Supervisor(app, spec, processes).run())
     Worker(app, pools, grace=grace, connect_timeout=connect_timeout,
            process_queues=in_process, metrics_port=metrics_port,
            metrics_host=metrics_host, migrate=migrate, memory_limits=ceilings).run()
@@ -82,3 +110,25 @@ def parse_queues(items: tuple[str, ...]
         if mode == "process":
             in_process.add(name)
     return pools, in_process, ceilings
+
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20,
+          "mib": 2**20, "g": 2**30, "gb": 2**30, "gib": 2**30}
+
+
+def parse_size(text: str | None) -> int | None:
+    """``--max-memory-per-child`` values: ``512MB``, ``1.5GB``, ``800M`` -> bytes (a KB, MB
+    or GB is 1024 of the one below, as RSS is counted)."""
+    if text is None:
+        return None
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = found.group(2).lower() if found else ""
+    if not found or unit not in _UNITS:
+        raise click.BadParameter(f"{text!r}: expected a size such as 512MB or 2GB",
+                                 param_hint="--max-memory-per-child")
+    size = int(float(found.group(1)) * _UNITS[unit])
+    if size < 2**20:
+        raise click.BadParameter(f"{text!r}: less than 1MB; a Python process needs more "
+                                 "than that (did you mean MB?)",
+                                 param_hint="--max-memory-per-child")
+    return size

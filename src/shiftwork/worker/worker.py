@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +70,9 @@ class Worker:
                  process_queues: set[str] | frozenset[str] = frozenset(),
                  metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
                  migrate: bool = False,
-                 memory_limits: dict[str, int | str] | None = None) -> None:
+                 memory_limits: dict[str, int | str] | None = None,
+                 listen: bool = True, leader_candidate: bool = True,
+                 on_job_done: Callable[[], None] | None = None) -> None:
         if not queues:
             raise ConfigurationError("a worker needs at least one queue, e.g. --queue default=10")
         for queue, concurrency in queues.items():
@@ -100,6 +103,11 @@ class Worker:
         self.migrate = migrate  # apply pending migrations at start (logged), else require them
         self.metrics_port = metrics_port  # serve Prometheus /metrics here (0: any free port)
         self.metrics_host = metrics_host
+        # A child of `--processes N` (worker/supervisor.py): its supervisor holds the host's
+        # one listener and calls wake(), and one child of the host is the leader candidate.
+        self.listen = listen
+        self.leader_candidate = leader_candidate
+        self.on_job_done = on_job_done  # called from a pool thread after each job's outcome
         self.id = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._runs: dict[tuple[int, int], Run] = {}
         self._runs_lock = threading.Lock()
@@ -160,26 +168,31 @@ class Worker:
                                              self.held_leases)
         self.wake_share = WakeShare(self.app, self.id, list(self.queues))
         outage = outage_log(self.app)
-        notifier = Notifier(self.app.store, self._wake, outage)
+        notifier = Notifier(self.app.store, self.wake, outage) if self.listen else None
+        # Not a candidate: the lease is never tried, so its rescuer is only the backstop
+        # and the scheduler's duty never runs here.
         leader = Leader(self.app, self.id)
-        self.services = [notifier, Heartbeat(self.app, self.id, self.held_leases,
-                                                       self._on_heartbeat),
+        self.services = [*([notifier] if notifier else []),
+                         Heartbeat(self.app, self.id, self.held_leases, self._on_heartbeat),
                          Rescuer(self.app, leader), Scheduler(self.app, self.id, leader),
-                         leader, Watchdog(self),
+                         *([leader] if self.leader_candidate else []), Watchdog(self),
                          *worker_services(self.app, self.id, lambda: len(self.runs_snapshot()),
                                           self.metrics_port, self.metrics_host)]
         for service in self.services:
             if isinstance(service, Service):
                 service.outage = outage
             service.start()
-        notifier.ready.wait(5.0)
+        if notifier is not None:
+            notifier.ready.wait(5.0)
         for producer in self.producers.values():
             producer.start()
         self.app.events.emit("worker.started", worker_id=self.id,
                              queues=",".join(f"{q}={c}" for q, c in self.queues.items()))
         self.started.set()
 
-    def _wake(self, payload: str) -> None:
+    def wake(self, payload: str) -> None:
+        """A wake-up (``queue|count|token`` or a queue name, store/wakeups.py) heard by this
+        worker's notifier or relayed by its supervisor."""
         queue = self.wake_share.queue_to_wake(payload) if self.wake_share else payload
         if queue is None:
             self.wake_skipped += 1
@@ -248,6 +261,8 @@ class Worker:
         with self._runs_lock:
             self._runs.pop((run.job.id, run.job.attempt), None)
         self.producers[run.job.queue].slot_freed(outcome.duration)
+        if self.on_job_done is not None:
+            self.on_job_done()
 
     def held_leases(self) -> list[tuple[int, int]]:
         """The (job id, attempt) pairs this worker holds: claimed and running or waiting to
@@ -285,6 +300,25 @@ class Worker:
 
     # -- stopping ------------------------------------------------------------------------
 
+    @property
+    def stopping(self) -> bool:
+        """Whether a stop was requested (or the worker stopped)."""
+        return self._stop.is_set()
+
+    def retire(self) -> None:
+        """Claim no more, let every job held (running or claimed ahead) finish, then stop:
+        how a supervisor recycles a child without handing a job back. Blocks; a stop
+        request meanwhile (SIGTERM) ends the wait and the usual shutdown takes over."""
+        for producer in self.producers.values():
+            producer.stop()
+        for producer in self.producers.values():
+            producer.join(5.0)  # a claim in flight dispatches its jobs first
+        for producer in self.producers.values():
+            while not producer.idle(0.5, self._stop):
+                if self._stop.is_set():
+                    return
+        self.request_stop()
+
     def request_stop(self, now: bool = False) -> None:
         """Stop: unstarted jobs go back at once, running ones get the grace period; with
         ``now`` (or asked a second time so), running ones go back at once as well."""
@@ -306,8 +340,11 @@ class Worker:
             signal.signal(signal.SIGINT, handler)
         self.start()
         try:
-            while not self._stop.wait(0.5):
-                pass
+            # Not self._stop.wait(): a signal handled while that wait holds the event's
+            # lock would block, in set(), on the lock its own thread holds (a child of
+            # --processes was found so, deadlocked for good).
+            while not self._stop.is_set():
+                time.sleep(0.1)
         finally:
             self.shutdown()
 
@@ -352,7 +389,8 @@ class Worker:
         if self._stopped.is_set():
             return
         self._stopped.set()
-        self._stop.set()
+        if not self._stop.is_set():  # from run(), already set: no lock a signal could meet
+            self._stop.set()
         self.app.events.emit("worker.stopping", worker_id=self.id, grace=self.grace)
         for producer in self.producers.values():
             producer.stop()
