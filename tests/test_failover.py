@@ -1,0 +1,253 @@
+"""Database failover under load: the primary is stopped (``-m immediate``) and its
+streaming standby promoted, while workers run jobs, a sender enqueues and a schedule fires
+every second.
+
+Two throwaway clusters of the test's own (tests/faults/pgcluster.py), never the shared
+server: a primary and a standby cloned from it by ``pg_basebackup``. The workers (real
+processes) and the sender use one multi-host DSN with ``target_session_attrs=read-write``,
+so whichever server accepts writes is the one they reach. Afterwards:
+
+- the same worker processes carried on (they found the new primary by themselves), and
+  the queue drained;
+- every fire instant of the schedule across the switch has exactly one job in the database;
+  the leader lease is held on the new primary and the schedule fires there;
+- no job claimed before the promote is still ``running`` one lease later;
+- with synchronous replication (``synchronous_standby_names = '*'``) no acknowledged
+  enqueue and no acknowledged completion is lost, and no occurrence ran under two jobs;
+- with asynchronous replication the loss is measured (the figures are printed and kept as
+  the test's properties): acknowledged enqueues lost, completions lost and redone,
+  duplicate cron runs, time to drain after the promote. docs/deploy.md, "High
+  availability", says how it is bounded.
+
+What the workers did is written to files (tests/apps/failover.py), not to the database,
+so the record survives whatever the standby lost.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from shiftwork import StorageError
+
+from .conftest import IN_CI, imported_app, spawn_worker, wait_for
+from .faults.pgcluster import ThrowawayCluster
+from .test_chaos import stop
+
+pytestmark = [pytest.mark.fault, pytest.mark.postgres]
+
+SCHEMA = "shiftwork"
+LEASE = 1.5  # tests/apps/failover.py's lease_seconds
+
+
+class Pair:
+    """A primary and its streaming standby, and the multi-host DSN that reaches the
+    writable one."""
+
+    def __init__(self, synchronous: bool) -> None:
+        # '*': any standby is synchronous. Given on the primary's command line, so the
+        # standby (which does not inherit it) does not wait for a standby once promoted.
+        options = {"synchronous_standby_names": "'*'", "synchronous_commit": "on"} \
+            if synchronous else {}
+        self.primary = ThrowawayCluster(options)
+        try:
+            self.standby = self.primary.standby()
+            self.primary.wait_streaming()
+        except BaseException:
+            self.primary.close()
+            raise
+
+    @property
+    def dsn(self) -> str:
+        return (f"postgresql://postgres@127.0.0.1:{self.primary.port},"
+                f"127.0.0.1:{self.standby.port}/postgres"
+                "?sslmode=disable&target_session_attrs=read-write&connect_timeout=2")
+
+    def close(self) -> None:
+        self.standby.close()
+        self.primary.close()
+
+
+@pytest.fixture(params=["sync", "async"])
+def pair(request: pytest.FixtureRequest) -> Iterator[Pair]:
+    try:
+        p = Pair(synchronous=request.param == "sync")
+    except (FileNotFoundError, OSError) as exc:
+        if IN_CI:
+            pytest.fail(f"cannot start throwaway PostgreSQL clusters: {exc}")
+        pytest.skip(f"cannot start throwaway PostgreSQL clusters: {exc}")
+    yield p
+    p.close()
+
+
+def _rows(dsn: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """A query on whichever server accepts writes (retried while there is none)."""
+    for _ in range(100):
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                return conn.execute(sql, params).fetchall()
+        except psycopg.OperationalError:
+            time.sleep(0.1)
+    raise AssertionError(f"could not run {sql!r}")
+
+
+def _records(folder: Path) -> list[tuple[int, str, str, int, int]]:
+    """(pid, phase, label, job id, attempt) of every line the workers wrote."""
+    out = []
+    for path in folder.glob("*.log"):
+        for line in path.read_text().splitlines():
+            phase, label, job_id, attempt = line.split()
+            out.append((int(path.stem), phase, label, int(job_id), int(attempt)))
+    return out
+
+
+# Every job the new primary holds, by label (the records' names for them).
+_JOBS = f"""
+SELECT CASE WHEN task = 'work' THEN 'n-' || (args->'args'->>0) ELSE 'tick@' || (meta->>'fire_at') END,
+       id, state, attempt, extract(epoch FROM attempted_at)
+FROM "{SCHEMA}".jobs"""
+
+
+def test_failover_to_a_promoted_standby_under_load(
+        pair: Pair, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path, record_property: Any) -> None:
+    synchronous = request.node.callspec.params["pair"] == "sync"
+    dsn = pair.dsn
+    records = tmp_path / "records"
+    records.mkdir()
+    monkeypatch.setenv("SHIFTWORK_TEST_RECORDS", str(records))
+    with imported_app(monkeypatch, "failover", dsn, SCHEMA) as module:
+        db = {"dsn": dsn, "schema": SCHEMA}
+        logs = [tmp_path / f"worker-{i}.log" for i in range(2)]
+        workers = [spawn_worker(db, "failover", ["work=4"], log_path=log,
+                                env={"SHIFTWORK_TEST_RECORDS": str(records)}) for log in logs]
+        acknowledged: list[str] = []  # labels of the enqueues that returned
+        sending = threading.Event()
+        sending.set()
+
+        def send() -> None:
+            i = 0
+            while sending.is_set():
+                while sending.is_set():  # an enqueue that raised is retried under its key
+                    try:
+                        module.work.using(key=f"n-{i}").enqueue(i, 0.01)
+                        acknowledged.append(f"n-{i}")
+                        break
+                    except StorageError:
+                        time.sleep(0.05)
+                i += 1
+                time.sleep(0.005)
+
+        def succeeded() -> int:
+            return int(_rows(dsn, f'SELECT count(*) FROM "{SCHEMA}".jobs '
+                                  "WHERE state = 'succeeded'")[0][0])
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        try:
+            wait_for(lambda: succeeded() >= 100, timeout=60, what="work flowing")
+            wait_for(lambda: _rows(dsn, f'SELECT count(*) >= 3 FROM "{SCHEMA}".schedule_runs')
+                     [0][0], timeout=30, what="the schedule firing")
+            pair.primary.stop("immediate")
+            pair.standby.promote()
+            promoted = time.monotonic()
+            promoted_at = float(_rows(dsn, "SELECT extract(epoch FROM now())")[0][0])
+            time.sleep(3.0)  # load on the new primary too
+            sending.clear()
+            sender.join(30)
+            sent = set(acknowledged)
+
+            def drained() -> bool:
+                rows = _rows(dsn, _JOBS)
+                return all(state == "succeeded" for _, _, state, _, _ in rows) and \
+                    sent <= {label for label, *_ in rows} or (
+                        not synchronous and all(s == "succeeded" for _, _, s, _, _ in rows))
+            try:
+                wait_for(drained, timeout=90, interval=0.1, what="the queue drained")
+            except AssertionError as exc:
+                states = _rows(dsn, f'SELECT task, state, count(*) FROM "{SCHEMA}".jobs '
+                                    "GROUP BY 1, 2")
+                missing = sorted(sent - {label for label, *_ in _rows(dsn, _JOBS)})[:10]
+                raise AssertionError(
+                    f"{exc}: {states}; missing {missing}; the workers' logs:\n"
+                    + "\n".join(log.read_text()[-3000:] for log in logs)) from None
+            drain_seconds = time.monotonic() - promoted
+            # The schedule fires on the new primary, under a lease held there.
+            wait_for(lambda: _rows(dsn, f'SELECT count(*) >= 3 FROM "{SCHEMA}".schedule_runs '
+                                        "WHERE extract(epoch FROM fire_at) > %s",
+                                   (promoted_at,))[0][0], timeout=30,
+                     what="the schedule firing on the new primary")
+            leaders = _rows(dsn, f'SELECT owner, term FROM "{SCHEMA}".leaders '
+                                 "WHERE expires_at > now()")
+            live_ids = {r[0] for r in _rows(dsn, f'SELECT id FROM "{SCHEMA}".workers')}
+            time.sleep(LEASE + 1.0)
+            stuck = _rows(dsn, f'SELECT count(*) FROM "{SCHEMA}".jobs WHERE state = '
+                               "'running' AND extract(epoch FROM attempted_at) < %s",
+                          (promoted_at,))[0][0]
+            alive = [w.poll() is None for w in workers]
+        finally:
+            sending.clear()
+            for w in workers:
+                stop(w)
+    worker_logs = "\n".join(log.read_text()[-3000:] for log in logs)
+    assert all(alive), f"workers carried on without a restart; their logs:\n{worker_logs}"
+    assert stuck == 0
+    assert len(leaders) == 1 and leaders[0][0] in live_ids, (leaders, live_ids)
+
+    jobs = _rows(dsn, _JOBS)
+    by_label: dict[str, list[tuple[int, str, int]]] = defaultdict(list)
+    for label, job_id, state, attempt, _ in jobs:
+        by_label[label].append((job_id, state, attempt))
+    seen = _records(records)
+    acked: dict[str, set[tuple[int, int]]] = defaultdict(set)  # label -> (job, attempt)
+    ran: dict[str, set[int]] = defaultdict(set)  # label -> job ids it ran under
+    for pid, phase, label, job_id, attempt in seen:
+        if phase == "acked":
+            acked[label].add((job_id, attempt))
+        else:
+            ran[label].add(job_id)
+
+    # Exactly one job per fire instant in the database, and no instant skipped.
+    ticks = sorted(label for label in by_label if label.startswith("tick@"))
+    assert all(len(by_label[t]) == 1 for t in ticks), "an occurrence enqueued twice"
+    instants = [t.removeprefix("tick@") for t in ticks]
+    fired = _rows(dsn, f'SELECT count(*), extract(epoch FROM max(fire_at) - min(fire_at)) '
+                       f'FROM "{SCHEMA}".schedule_runs')[0]
+    assert int(fired[0]) == len(instants) == int(fired[1]) + 1, "a fire instant was skipped"
+
+    lost_enqueues = sorted(sent - set(by_label))
+    # A completion acknowledged to its worker that the new primary does not have: the job
+    # is there under the same id at a later attempt (run again) or not there at all.
+    lost_completions = sorted(
+        label for label, pairs in acked.items()
+        if not any((job_id, attempt) in pairs and state == "succeeded"
+                   for job_id, state, attempt in by_label.get(label, [])))
+    duplicate_ticks = sorted(t for t, ids in ran.items() if t.startswith("tick@") and len(ids) > 1)
+    figures = {
+        "replication": "sync" if synchronous else "async",
+        "acknowledged_enqueues": len(sent),
+        "acknowledged_enqueues_lost": len(lost_enqueues),
+        "acknowledged_completions": sum(len(p) for p in acked.values()),
+        "completions_lost_and_redone": len(lost_completions),
+        "runs": sum(1 for r in seen if r[1] == "start"),
+        "cron_occurrences": len(instants),
+        "duplicate_cron_runs": len(duplicate_ticks),
+        "drain_after_promote_s": round(drain_seconds, 2),
+        "leader_term_after": leaders[0][1],
+    }
+    for name, value in figures.items():
+        record_property(name, value)
+    print(f"\nfailover figures: {figures}")
+    assert {label for label, *_ in jobs} >= {label for label in by_label}
+    assert all(state == "succeeded" for _, _, state, _, _ in jobs)
+    if synchronous:
+        assert lost_enqueues == [], "an acknowledged enqueue is lost"
+        assert lost_completions == [], "an acknowledged completion is lost"
+        assert duplicate_ticks == [], "an occurrence ran under two jobs"
