@@ -44,7 +44,12 @@ from .test_chaos import stop
 pytestmark = [pytest.mark.fault, pytest.mark.postgres]
 
 SCHEMA = "shiftwork"
-LEASE = 1.5  # tests/apps/failover.py's lease_seconds
+LEASE = 1.5  # tests/apps/failover.py's lease_seconds (its leader_ttl too)
+#: Between the primary's death and the promote (a failover manager takes 10-30 s to
+#: decide): longer than a lease, so running jobs' leases and the leader's term run out.
+OUTAGE = 3.0
+#: How far behind the asynchronous standby is when the primary dies.
+LAG = 1.0
 
 
 class Pair:
@@ -111,7 +116,8 @@ def _records(folder: Path) -> list[tuple[int, str, str, int, int]]:
 # Every job the new primary holds, by label (the records' names for them).
 _JOBS = f"""
 SELECT CASE WHEN task = 'work' THEN 'n-' || (args->'args'->>0) ELSE 'tick@' || (meta->>'fire_at') END,
-       id, state, attempt, extract(epoch FROM attempted_at)
+       id, state, attempt, extract(epoch FROM finished_at),
+       task <> 'work' OR result = args->'args'->0
 FROM "{SCHEMA}".jobs"""
 
 
@@ -155,7 +161,12 @@ def test_failover_to_a_promoted_standby_under_load(
             wait_for(lambda: succeeded() >= 100, timeout=60, what="work flowing")
             wait_for(lambda: _rows(dsn, f'SELECT count(*) >= 3 FROM "{SCHEMA}".schedule_runs')
                      [0][0], timeout=30, what="the schedule firing")
-            pair.primary.stop("immediate")
+            # The primary's last LAG seconds of WAL never reach the standby, and then it
+            # dies at once. Synchronous: its commits waited, none was acknowledged.
+            with pair.primary.replication_frozen():
+                time.sleep(LAG)
+                pair.primary.kill()
+            time.sleep(OUTAGE)  # no primary: leases and the leader's term run out
             pair.standby.promote()
             promoted = time.monotonic()
             promoted_at = float(_rows(dsn, "SELECT extract(epoch FROM now())")[0][0])
@@ -166,9 +177,9 @@ def test_failover_to_a_promoted_standby_under_load(
 
             def drained() -> bool:
                 rows = _rows(dsn, _JOBS)
-                return all(state == "succeeded" for _, _, state, _, _ in rows) and \
-                    sent <= {label for label, *_ in rows} or (
-                        not synchronous and all(s == "succeeded" for _, _, s, _, _ in rows))
+                # (asynchronous: an acknowledged enqueue may be lost, so not waited for)
+                return all(row[2] == "succeeded" for row in rows) and (
+                    not synchronous or sent <= {row[0] for row in rows})
             try:
                 wait_for(drained, timeout=90, interval=0.1, what="the queue drained")
             except AssertionError as exc:
@@ -203,51 +214,60 @@ def test_failover_to_a_promoted_standby_under_load(
 
     jobs = _rows(dsn, _JOBS)
     by_label: dict[str, list[tuple[int, str, int]]] = defaultdict(list)
-    for label, job_id, state, attempt, _ in jobs:
+    for label, job_id, state, attempt, _, _ in jobs:
         by_label[label].append((job_id, state, attempt))
+    assert all(state == "succeeded" for _, _, state, _, _, _ in jobs)
+    # Each job's result is its own: no outcome of one run was written onto another job
+    # (after an asynchronous failover, ids and attempts can repeat).
+    assert all(own for *_, own in jobs), "a job holds another run's result"
     seen = _records(records)
     acked: dict[str, set[tuple[int, int]]] = defaultdict(set)  # label -> (job, attempt)
-    ran: dict[str, set[int]] = defaultdict(set)  # label -> job ids it ran under
-    for pid, phase, label, job_id, attempt in seen:
+    ran: dict[str, set[int]] = defaultdict(set)  # label -> the job ids it ran under
+    labels_of: dict[int, set[str]] = defaultdict(set)  # job id -> labels it ran as
+    for _, phase, label, job_id, attempt in seen:
         if phase == "acked":
             acked[label].add((job_id, attempt))
         else:
             ran[label].add(job_id)
+            labels_of[job_id].add(label)
 
     # Exactly one job per fire instant in the database, and no instant skipped.
-    ticks = sorted(label for label in by_label if label.startswith("tick@"))
+    ticks = [label for label in by_label if label.startswith("tick@")]
     assert all(len(by_label[t]) == 1 for t in ticks), "an occurrence enqueued twice"
-    instants = [t.removeprefix("tick@") for t in ticks]
-    fired = _rows(dsn, f'SELECT count(*), extract(epoch FROM max(fire_at) - min(fire_at)) '
-                       f'FROM "{SCHEMA}".schedule_runs')[0]
-    assert int(fired[0]) == len(instants) == int(fired[1]) + 1, "a fire instant was skipped"
+    fired, span = _rows(dsn, f'SELECT count(*), extract(epoch FROM max(fire_at) - '
+                             f'min(fire_at)) FROM "{SCHEMA}".schedule_runs')[0]
+    assert int(fired) == len(ticks) == int(span) + 1, "a fire instant was skipped"
 
-    lost_enqueues = sorted(sent - set(by_label))
-    # A completion acknowledged to its worker that the new primary does not have: the job
-    # is there under the same id at a later attempt (run again) or not there at all.
-    lost_completions = sorted(
-        label for label, pairs in acked.items()
-        if not any((job_id, attempt) in pairs and state == "succeeded"
-                   for job_id, state, attempt in by_label.get(label, [])))
-    duplicate_ticks = sorted(t for t, ids in ran.items() if t.startswith("tick@") and len(ids) > 1)
+    lost_enqueues = sent - set(by_label)
+    # An acknowledged completion the new primary does not hold: the job is there at
+    # another attempt (run again), or not there at all (its enqueue was lost too).
+    lost_completions = {label for label, pairs in acked.items()
+                        if not any((job_id, attempt) in pairs and state == "succeeded"
+                                   for job_id, state, attempt in by_label.get(label, []))}
+    redone = {label for label in lost_completions if label in by_label}
+    duplicate_ticks = [t for t, ids in ran.items() if t.startswith("tick@") and len(ids) > 1]
+    first_after = min((f for *_, f, _ in jobs if f is not None and f > promoted_at),
+                      default=None)
     figures = {
         "replication": "sync" if synchronous else "async",
         "acknowledged_enqueues": len(sent),
         "acknowledged_enqueues_lost": len(lost_enqueues),
         "acknowledged_completions": sum(len(p) for p in acked.values()),
-        "completions_lost_and_redone": len(lost_completions),
+        "acknowledged_completions_lost": len(lost_completions),
+        "of_which_redone": len(redone),
         "runs": sum(1 for r in seen if r[1] == "start"),
-        "cron_occurrences": len(instants),
+        "job_ids_handed_out_twice": sum(1 for ls in labels_of.values() if len(ls) > 1),
+        "cron_occurrences": len(ticks),
         "duplicate_cron_runs": len(duplicate_ticks),
+        "first_job_done_after_promote_s": None if first_after is None
+        else round(float(first_after) - promoted_at, 2),
         "drain_after_promote_s": round(drain_seconds, 2),
         "leader_term_after": leaders[0][1],
     }
     for name, value in figures.items():
         record_property(name, value)
     print(f"\nfailover figures: {figures}")
-    assert {label for label, *_ in jobs} >= {label for label in by_label}
-    assert all(state == "succeeded" for _, _, state, _, _ in jobs)
     if synchronous:
-        assert lost_enqueues == [], "an acknowledged enqueue is lost"
-        assert lost_completions == [], "an acknowledged completion is lost"
+        assert lost_enqueues == set(), "an acknowledged enqueue is lost"
+        assert lost_completions == set(), "an acknowledged completion is lost"
         assert duplicate_ticks == [], "an occurrence ran under two jobs"

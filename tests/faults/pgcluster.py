@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -98,6 +100,36 @@ class ThrowawayCluster:
             if time.monotonic() > deadline:
                 raise TimeoutError("no standby is streaming from the primary")
             time.sleep(0.1)
+
+    @contextlib.contextmanager
+    def replication_frozen(self) -> Iterator[None]:
+        """This primary's WAL senders stopped (SIGSTOP) inside the block: what it commits
+        meanwhile does not reach its standby (a synchronous commit waits; an asynchronous
+        one returns), a replication lag on demand. Stopping the sender, not the standby's
+        receiver: WAL already sent waits in the receiver's socket and arrives anyway."""
+        pids = [int(p) for p in self.psql("SELECT pid FROM pg_stat_replication").split()]
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):  # killed meanwhile
+                    os.kill(pid, signal.SIGCONT)
+
+    def kill(self) -> None:
+        """SIGKILL the server and every process of it at once (a power cut): nothing is
+        flushed or sent on the way down, unlike ``stop("immediate")``."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGSTOP)  # so it restarts no child meanwhile
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                    os.kill(int(stat.parent.name), signal.SIGKILL)
+        os.kill(postmaster, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{postmaster}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)  # gone once its parent (pg_ctl's shell, long gone) reaps it
 
     def promote(self) -> None:
         """Make this standby the primary (pg_ctl promote waits until it accepts writes)."""
