@@ -19,7 +19,7 @@ from ...errors import CommitUnknownError, StorageError
 from ...job import NewJob
 from ...records import EnqueueResult
 from ...redact import describe_dsn
-from .connect_errors import lost_reply
+from .connect_errors import lost_reply, read_only
 from .keyed import keys_taken, settle_keys
 
 
@@ -81,6 +81,9 @@ class PostgresAsyncJobs:
                     if c.broken:  # sent, and the reply never came: it may have committed
                         raise lost_reply(describe_dsn(self.dsn), exc) from exc
                     raise
+                except psycopg.errors.ReadOnlySqlTransaction as exc:
+                    await c.close()  # a standby: the pool discards it and connects anew
+                    raise read_only(describe_dsn(self.dsn), exc) from exc
         except CommitUnknownError:
             raise
         except psycopg.OperationalError as exc:

@@ -50,7 +50,7 @@ from ..sqlfile import load_all_queries, load_migrations
 from ..wakeups import shared_wakeups
 from .arrays import int_array, or_null, word_array
 from .async_jobs import PostgresAsyncJobs
-from .connect_errors import lost_reply, refusal
+from .connect_errors import lost_reply, read_only, refusal
 from .copy_rows import copy_jobs, copy_staged
 from .keyed import keys_taken, settle_keys
 from .long_jobs import PostgresLongJobs
@@ -175,6 +175,9 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                     if c.broken:  # sent, and the reply never came: it may have committed
                         raise lost_reply(describe_dsn(self.dsn), exc) from exc
                     raise
+                except psycopg.errors.ReadOnlySqlTransaction as exc:
+                    c.close()  # a standby: the pool discards it and connects anew
+                    raise read_only(describe_dsn(self.dsn), exc) from exc
         except CommitUnknownError:
             raise
         except psycopg.OperationalError as exc:
