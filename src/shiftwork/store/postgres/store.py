@@ -33,7 +33,7 @@ from ...records import (
 )
 from ...redact import describe_dsn, redact
 from ...states import JobState
-from ..connections import Connections, application_name
+from ..connections import RECONNECT_GIVE_UP, Connections, application_name
 from ..deps import DepsActions, Mark
 from ..fleet import FleetWrites
 from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
@@ -140,6 +140,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                         max_idle=plan.pool_max_idle, open=False,
                         kwargs={"autocommit": True, **self._connect_kwargs()},
                         timeout=self._connect_timeout + 5, name="shiftwork",
+                        reconnect_timeout=RECONNECT_GIVE_UP,
                     )
                     try:
                         pool.open(wait=True, timeout=self._connect_timeout + 1)
