@@ -19,9 +19,9 @@ from ...errors import CommitUnknownError, StorageError
 from ...job import NewJob
 from ...records import EnqueueResult
 from ...redact import describe_dsn
-from ..connections import RECONNECT_GIVE_UP
 from .connect_errors import lost_reply, read_only
 from .keyed import keys_taken, settle_keys
+from .reconnect import async_reconnect_options
 
 
 class PostgresAsyncJobs:
@@ -49,7 +49,7 @@ class PostgresAsyncJobs:
                         self.dsn, min_size=1, max_size=self.async_pool_size, open=False,
                         kwargs={"autocommit": True, **self._connect_kwargs()},
                         timeout=self._connect_timeout + 5, name="shiftwork-async",
-                        reconnect_timeout=RECONNECT_GIVE_UP)
+                        **async_reconnect_options())
                     try:
                         await pool.open(wait=True, timeout=self._connect_timeout + 1)
                     except Exception as exc:

@@ -33,7 +33,7 @@ from ...records import (
 )
 from ...redact import describe_dsn, redact
 from ...states import JobState
-from ..connections import RECONNECT_GIVE_UP, Connections, application_name
+from ..connections import Connections, application_name
 from ..deps import DepsActions, Mark
 from ..fleet import FleetWrites
 from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
@@ -55,6 +55,7 @@ from .copy_rows import copy_jobs, copy_staged
 from .keyed import keys_taken, settle_keys
 from .long_jobs import PostgresLongJobs
 from .observe import PostgresObserve
+from .reconnect import reconnect_options
 from .schedules import PostgresSchedules
 from .wakeups import PostgresWakeListener
 from .workflows import PostgresWorkflows
@@ -140,7 +141,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                         max_idle=plan.pool_max_idle, open=False,
                         kwargs={"autocommit": True, **self._connect_kwargs()},
                         timeout=self._connect_timeout + 5, name="shiftwork",
-                        reconnect_timeout=RECONNECT_GIVE_UP,
+                        **reconnect_options(),
                     )
                     try:
                         pool.open(wait=True, timeout=self._connect_timeout + 1)
@@ -608,7 +609,9 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             rows = c.execute(self.q["jobs_heartbeat"], self._p(
                 worker=worker_id, lease=lease_seconds, ids=[h[0] for h in held],
                 attempts=[h[1] for h in held]), prepare=False).fetchall()
-        return held_jobs(rows)
+            if any(r[0] is None for r in rows):  # its workers row is gone
+                self._worker_back(c, worker_id)
+        return held_jobs([r for r in rows if r[0] is not None])
 
     def jobs_release_unknown(self, worker_id: str, queue: str,
                              held: list[tuple[int, int]]) -> list[int]:
