@@ -1,14 +1,18 @@
-"""Database failover under load: the primary is stopped (``-m immediate``) and its
-streaming standby promoted, while workers run jobs, a sender enqueues and a schedule fires
-every second.
+"""Database failover under load: the primary dies and its streaming standby is promoted,
+while workers run jobs, a sender enqueues and a schedule fires every second.
+
+The primary's WAL senders are stopped for a second (its last commits do not reach the
+standby: a synchronous commit waits, an asynchronous one returns), then every process of
+the primary is killed at once (harsher than ``pg_ctl stop -m immediate``), 3 s pass with
+no primary (leases and the leader's term run out), and the standby is promoted.
 
 Two throwaway clusters of the test's own (tests/faults/pgcluster.py), never the shared
 server: a primary and a standby cloned from it by ``pg_basebackup``. The workers (real
 processes) and the sender use one multi-host DSN with ``target_session_attrs=read-write``,
 so whichever server accepts writes is the one they reach. Afterwards:
 
-- the same worker processes carried on (they found the new primary by themselves), and
-  the queue drained;
+- the same worker processes carried on (they found the new primary by themselves), both
+  are registered there, and the queue drained;
 - every fire instant of the schedule across the switch has exactly one job in the database;
   the leader lease is held on the new primary and the schedule fires there;
 - no job claimed before the promote is still ``running`` one lease later;
