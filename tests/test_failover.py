@@ -259,6 +259,10 @@ def test_failover_to_a_promoted_standby_under_load(
             leaders = wait_for(lambda: _rows(
                 dsn, f'SELECT owner, term FROM "{SCHEMA}".leaders WHERE expires_at > now() '
                      "AND owner = ANY(%s)", (list(live_ids),)), what="a live leader")
+            # Each worker's wake-up listener is back, on the new primary.
+            wait_for(lambda: _rows(dsn, "SELECT count(*) FROM pg_stat_activity WHERE "
+                                        "application_name LIKE 'shiftwork:%%:listen'")[0][0]
+                     == len(workers), timeout=30, what="the listeners on the new primary")
             time.sleep(LEASE + 1.0)
             stuck = _rows(dsn, f'SELECT count(*) FROM "{SCHEMA}".jobs WHERE state = '
                                "'running' AND extract(epoch FROM attempted_at) < %s",
