@@ -41,11 +41,22 @@ def redact(text: str, fragments: bool = False) -> str:
 
 
 def describe_dsn(dsn: str) -> str:
-    """Host, port and database of a PostgreSQL DSN (either shape), for error messages."""
+    """Host, port and database of a PostgreSQL DSN (either shape), for error messages.
+
+    A multi-host DSN (``host=a,b port=5432,5433``, or ``postgresql://a:5432,b:5433/db``,
+    for a failover) names each server with its own port: ``a:5432,b:5433/db``.
+    """
     import psycopg
 
     try:
         info = psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
         return "<unparseable DSN>"
-    return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+    hosts = str(info.get("host") or info.get("hostaddr") or "localhost").split(",")
+    ports = str(info.get("port") or "").split(",")
+    if len(ports) == 1:  # libpq: one port for every host
+        ports *= len(hosts)
+    servers = ",".join(
+        f"{f'[{host}]' if ':' in host else host or 'localhost'}:{port or 5432}"
+        for host, port in zip(hosts, ports, strict=False))
+    return f"{servers}/{info.get('dbname', '')}"

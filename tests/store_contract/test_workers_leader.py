@@ -45,6 +45,27 @@ def test_workers_prune_deletes_the_silent_ones(store: Store, clock: FakeClock) -
     assert store.workers_prune(stale_after=50) == 0
 
 
+def test_a_heartbeat_registers_a_pruned_worker_again(store: Store, clock: FakeClock) -> None:
+    """Issue 28, failover: after an outage longer than the prune's staleness (a failover
+    with the default settings: 15 s), the first worker back as leader pruned the others'
+    rows, and their heartbeats (an UPDATE of their row) never brought them back: live
+    workers missing from the registry for good (tests/test_failover.py saw one of two)."""
+    insert(store, 1)
+    (job,) = claim(store, limit=1, worker="w1")
+    store.workers_upsert("w1", "host-a", 11, {"q": 4}, ["t1"])
+    clock.advance(100)  # an outage: no beat
+    assert store.workers_prune(stale_after=50) == 1 and store.workers_list() == []
+    assert store.jobs_heartbeat("w1", 30, [(job.id, job.attempt)]) == [
+        (job.id, job.attempt, False)]  # the leases renewed as ever
+    (w1,) = store.workers_list()
+    assert (w1.id, w1.host, w1.pid, w1.queues, w1.tasks) == (
+        "w1", "host-a", 11, {"q": 4}, frozenset({"t1"}))
+    assert w1.heartbeat_at == clock.now()
+    store.workers_delete("w1")  # stopped: a beat after that (none is sent) registers nothing
+    store.jobs_heartbeat("w1", 30, [])
+    assert store.workers_list() == []
+
+
 def test_workers_running_counts_running_jobs_per_worker(store: Store) -> None:
     assert store.workers_running() == {}
     insert(store, 3)

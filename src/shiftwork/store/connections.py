@@ -12,6 +12,14 @@ from dataclasses import dataclass
 
 from ..errors import ConfigurationError
 
+#: How long a pool's attempt to replace a lost connection lasts, seconds. psycopg_pool
+#: doubles the delay between tries until its ``reconnect_timeout`` (300 s), so after a
+#: 15 s failover a worker found the new primary 11 s after it was up
+#: (tests/test_failover.py). Each PostgreSQL pool gives an attempt up after this and
+#: starts a fresh one at once (``store/postgres/reconnect.py``): a try about every second
+#: while the server is away, and the server coming back is seen within about a second.
+RECONNECT_GIVE_UP = 2.0
+
 
 @dataclass(frozen=True)
 class Connections:

@@ -19,8 +19,9 @@ from ...errors import CommitUnknownError, StorageError
 from ...job import NewJob
 from ...records import EnqueueResult
 from ...redact import describe_dsn
-from .connect_errors import libpq_text, lost_reply
+from .connect_errors import libpq_text, lost_reply, read_only
 from .keyed import keys_taken, settle_keys
+from .reconnect import async_reconnect_options
 
 
 class PostgresAsyncJobs:
@@ -47,7 +48,8 @@ class PostgresAsyncJobs:
                     pool = AsyncConnectionPool(
                         self.dsn, min_size=1, max_size=self.async_pool_size, open=False,
                         kwargs={"autocommit": True, **self._connect_kwargs()},
-                        timeout=self._connect_timeout + 5, name="shiftwork-async")
+                        timeout=self._connect_timeout + 5, name="shiftwork-async",
+                        **async_reconnect_options())
                     try:
                         await pool.open(wait=True, timeout=self._connect_timeout + 1)
                     except Exception as exc:
@@ -82,6 +84,9 @@ class PostgresAsyncJobs:
                     if c.broken:  # sent, and the reply never came: it may have committed
                         raise lost_reply(describe_dsn(self.dsn), exc) from exc
                     raise
+                except psycopg.errors.ReadOnlySqlTransaction as exc:
+                    await c.close()  # a standby: the pool discards it and connects anew
+                    raise read_only(describe_dsn(self.dsn), exc) from exc
         except CommitUnknownError:
             raise
         except psycopg.OperationalError as exc:

@@ -16,6 +16,7 @@ from ...errors import (
     ConfigurationError,
     DatabaseAuthError,
     DatabaseMissingError,
+    StorageError,
 )
 
 _MISSING = re.compile(r'database "[^"]*" does not exist')
@@ -52,6 +53,15 @@ def lost_reply(where: str, exc: Exception) -> CommitUnknownError:
     return CommitUnknownError(f"PostgreSQL at {where}: the connection was lost before the "
                               f"reply arrived, so whether the call committed is unknown "
                               f"({exc})".rstrip())
+
+
+def read_only(where: str, exc: Exception) -> StorageError:
+    """The error for a write refused because the connection reached a read-only server:
+    a standby, found first in a multi-host DSN that does not ask for the primary (the
+    caller closes that connection, so the pool does not keep it)."""
+    return StorageError(f"PostgreSQL at {where} is read-only ({exc}): a standby? List the "
+                        "servers with target_session_attrs=read-write so that connections "
+                        "go to the primary (docs/deploy.md, \"High availability\")")
 
 
 def _server_reason(message: str) -> str:

@@ -203,16 +203,22 @@ SELECT NULL, NULL, id FROM counted WHERE due
 -- name: jobs_heartbeat
 -- Only the (id, attempt) pairs the worker holds: a job claimed by a call whose reply
 -- was lost is not among them, so its lease runs out and the rescuer brings it back.
+-- A row of NULLs says the worker's own row is gone (pruned during an outage): the store
+-- registers it again (store/fleet.py, _worker_back).
 WITH w AS (
-    UPDATE {schema}.workers SET heartbeat_at = {now} WHERE id = %(worker)s
+    UPDATE {schema}.workers SET heartbeat_at = {now} WHERE id = %(worker)s RETURNING id
+), renewed AS (
+    UPDATE {schema}.jobs j
+    SET lease_expires_at = {now} + make_interval(secs => %(lease)s)
+    FROM unnest(%(ids)s::bigint[], %(attempts)s::int[]) AS h(id, attempt)
+    -- by primary key, as jobs_complete_many (`state || ''`: no partial index matches)
+    WHERE j.id = h.id AND j.attempt = h.attempt AND j.worker_id = %(worker)s
+      AND j.state || '' = 'running'
+    RETURNING j.id, j.attempt, j.cancel_requested
 )
-UPDATE {schema}.jobs j
-SET lease_expires_at = {now} + make_interval(secs => %(lease)s)
-FROM unnest(%(ids)s::bigint[], %(attempts)s::int[]) AS h(id, attempt)
--- by primary key, as jobs_complete_many (`state || ''`: no partial index matches)
-WHERE j.id = h.id AND j.attempt = h.attempt AND j.worker_id = %(worker)s
-  AND j.state || '' = 'running'
-RETURNING j.id, j.attempt, j.cancel_requested
+SELECT id, attempt, cancel_requested FROM renewed
+UNION ALL
+SELECT NULL, NULL, NULL WHERE NOT EXISTS (SELECT FROM w)
 
 -- name: jobs_release_unknown
 -- After a claim whose reply was lost: the jobs it took never reached the worker, so

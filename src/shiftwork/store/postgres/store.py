@@ -50,11 +50,12 @@ from ..sqlfile import load_all_queries, load_migrations
 from ..wakeups import shared_wakeups
 from .arrays import int_array, or_null, word_array
 from .async_jobs import PostgresAsyncJobs
-from .connect_errors import libpq_text, lost_reply, refusal
+from .connect_errors import libpq_text, lost_reply, read_only, refusal
 from .copy_rows import copy_jobs, copy_staged
 from .keyed import keys_taken, settle_keys
 from .long_jobs import PostgresLongJobs
 from .observe import PostgresObserve
+from .reconnect import reconnect_options
 from .schedules import PostgresSchedules
 from .wakeups import PostgresWakeListener
 from .workflows import PostgresWorkflows
@@ -141,6 +142,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                         max_idle=plan.pool_max_idle, open=False,
                         kwargs={"autocommit": True, **self._connect_kwargs()},
                         timeout=self._connect_timeout + 5, name="shiftwork",
+                        **reconnect_options(),
                     )
                     try:
                         pool.open(wait=True, timeout=self._connect_timeout + 1)
@@ -177,6 +179,9 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                     if c.broken:  # sent, and the reply never came: it may have committed
                         raise lost_reply(describe_dsn(self.dsn), exc) from exc
                     raise
+                except psycopg.errors.ReadOnlySqlTransaction as exc:
+                    c.close()  # a standby: the pool discards it and connects anew
+                    raise read_only(describe_dsn(self.dsn), exc) from exc
         except CommitUnknownError:
             raise
         except psycopg.OperationalError as exc:
@@ -611,7 +616,9 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             rows = c.execute(self.q["jobs_heartbeat"], self._p(
                 worker=worker_id, lease=lease_seconds, ids=[h[0] for h in held],
                 attempts=[h[1] for h in held]), prepare=False).fetchall()
-        return held_jobs(rows)
+            if any(r[0] is None for r in rows):  # its workers row is gone
+                self._worker_back(c, worker_id)
+        return held_jobs([r for r in rows if r[0] is not None])
 
     def jobs_release_unknown(self, worker_id: str, queue: str,
                              held: list[tuple[int, int]]) -> list[int]:

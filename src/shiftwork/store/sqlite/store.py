@@ -605,7 +605,9 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                        held: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
         now = self._now()
         with self._tx() as c:
-            c.execute(self.q["jobs_heartbeat_worker"], {"worker": worker_id, "now": now})
+            beat = c.execute(self.q["jobs_heartbeat_worker"], {"worker": worker_id, "now": now})
+            if beat.rowcount == 0:  # its workers row is gone (pruned while it was stopped)
+                self._worker_back(c, worker_id)
             rows = c.execute(self.q["jobs_heartbeat"], {
                 "worker": worker_id, "now": now, "lease": lease_seconds,
                 "held": json.dumps(held)}).fetchall()
