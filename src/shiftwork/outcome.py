@@ -20,3 +20,4 @@ class Outcome:
     duration: float = 0.0
     task: str = ""
     queue: str = ""
+    items: int | None = None  # what the attempt reported processing (ctx.processed)

@@ -103,6 +103,8 @@ class Job:
     meta: dict[str, Any]
     #: runs that did not count as attempts (snoozes, workflow suspensions, hand-backs)
     uncounted: int = 0
+    #: what its last finished attempt reported processing (``ctx.processed``); None: unsaid
+    items: int | None = None
 
     @property
     def counted_attempt(self) -> int:

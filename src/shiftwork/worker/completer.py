@@ -132,6 +132,8 @@ class Completer:
                 continue
             fields = {"job_id": o.job_id, "task": o.task, "queue": o.queue,
                       "attempt": o.attempt, "duration": round(o.duration, 6)}
+            if o.items is not None:
+                fields["items"] = o.items
             if o.error is not None:
                 fields["error"] = f"{o.error.get('type')}: {o.error.get('message')}"
                 if o.state is not JobState.CANCELLED:

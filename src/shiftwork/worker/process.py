@@ -57,7 +57,7 @@ def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Con
             ctx.flush_progress()
         conn.send(("ok", encode_json(result, f"{task_name}: return value",
                                            app.settings.limit("max_result_bytes"))
-                   if result is not None else None))
+                   if result is not None else None, ctx.items if ctx is not None else None))
     except JobCancelled as exc:  # seen at a checkpoint or heartbeat in the child
         conn.send(("cancelled", str(exc)))
     except JobPaused as exc:  # the checkpoint already gave the job back to its queue
@@ -120,6 +120,7 @@ def run_in_process(decide: Decide, import_path: str, run: Run) -> None:
     parent.close()
     attempt = job.attempt
     if report is not None and report[0] == "ok":
+        run.ctx.items = report[2]  # what the child's ctx.processed counted
         outcome = outcomes.outcome(run, JobState.SUCCEEDED, result_json=report[1])
     elif report is not None and report[0] == "cancelled":
         run.ctx._request_cancel()

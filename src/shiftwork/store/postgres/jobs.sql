@@ -166,6 +166,7 @@ WITH done AS (
         errors = CASE WHEN u.error IS NULL THEN j.errors
                       ELSE j.errors || jsonb_build_array(u.error) END,
         result = u.result,
+        items = u.items,  -- what this attempt reported (ctx.processed); NULL: it did not say
         lease_expires_at = NULL,
         -- a snoozed run (back to scheduled) is not counted as an attempt
         uncounted = j.uncounted + CASE WHEN u.state = 'scheduled' THEN 1 ELSE 0 END,
@@ -173,8 +174,9 @@ WITH done AS (
         group_mark = CASE WHEN j.group_mark = 1 AND u.state IN ('succeeded', 'dead', 'cancelled')
                           THEN 2 WHEN j.group_mark = 2 THEN 3 ELSE j.group_mark END
     FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(states)s::text[],
-                %(run_ats)s::timestamptz[], %(errors)s::jsonb[], %(results)s::jsonb[])
-         AS u(id, attempt, state, run_at, error, result)
+                %(run_ats)s::timestamptz[], %(errors)s::jsonb[], %(results)s::jsonb[],
+                %(items)s::bigint[])
+         AS u(id, attempt, state, run_at, error, result, items)
     -- By primary key: `state || ''` keeps the state test out of index choice. Written
     -- plainly, once statistics say few jobs run (any ANALYZE after a bulk load), the
     -- planner walks a partial index on running jobs, full of dead entries while a queue

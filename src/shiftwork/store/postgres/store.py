@@ -576,6 +576,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             run_ats=or_null([o.run_at for o in outcomes]),
             errors=or_null([error_json(o) for o in outcomes]),
             results=or_null([o.result_json for o in outcomes]),
+            items=or_null([o.items for o in outcomes]),
         )
         done: set[int] = set()
         watched: list[int] = []

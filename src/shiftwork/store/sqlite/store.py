@@ -558,7 +558,7 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
             plain: list[tuple[float, int, int]] = []
             other: list[Outcome] = []
             for o in fenced:
-                if o.state is JobState.SUCCEEDED and o.result_json is None:
+                if o.state is JobState.SUCCEEDED and o.result_json is None and o.items is None:
                     plain.append((now, o.job_id, o.attempt))
                 else:
                     other.append(o)
@@ -569,7 +569,7 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                     "id": o.job_id, "attempt": o.attempt, "state": o.state.value, "now": now,
                     "run_at": to_ts(o.run_at),
                     "error": error_json(o),
-                    "result": o.result_json} for o in other])
+                    "result": o.result_json, "items": o.items} for o in other])
             # Group members finished: the updates above marked them counted; count them
             # into their groups. Jobs with dependents (or waiters): resolve them. All in
             # this transaction.
