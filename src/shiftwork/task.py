@@ -71,6 +71,9 @@ class TaskOptions:
     group_concurrency: int | None = None  # at most this many running per group, fleet-wide
     group_rate_limit: RateLimit | None = None  # at most N starts per period per group
     store_result: bool = True  # False: the return value is not kept (job.result() is None)
+    #: while jobs succeed, at least this many items (ctx.processed) per expect_items_within
+    expect_items: int | None = None
+    expect_items_within: float = 3600.0  # seconds
 
 
 @dataclass(frozen=True)

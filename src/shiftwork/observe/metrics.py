@@ -69,6 +69,9 @@ class Metrics:
         self.duration = Histogram("shiftwork_job_duration_seconds",
                                   "Time one attempt ran, by task, for finished attempts.", labels,
                                   buckets=DURATION_BUCKETS, registry=r)
+        self.items = Counter("shiftwork_items_processed",
+                             "Items the task's succeeded jobs reported processing "
+                             "(ctx.processed).", labels, registry=r)
         self._in_flight = in_flight
         self._lock = threading.Lock()
         self.registry.register(_StoreCollector(self))
@@ -91,6 +94,8 @@ class Metrics:
             return
         queue = str(fields.get("queue", ""))
         self.jobs[kind].labels(task, queue).inc()
+        if name == "job.succeeded" and fields.get("items") is not None:
+            self.items.labels(task, queue).inc(int(fields["items"]))
         if name in ("job.succeeded", "job.retried", "job.dead", "job.cancelled") \
                 and fields.get("duration") is not None:
             self.duration.labels(task, queue).observe(float(fields["duration"]))
@@ -234,4 +239,10 @@ class _StoreCollector:
                 if sch.next_fire_at is not None:
                     nxt.add_metric([sch.name], sch.next_fire_at.timestamp())
                 late.add_metric([sch.name], 1 if sch.late else 0)
-            yield from (last, nxt, late)
+            empty = GaugeMetricFamily("shiftwork_schedule_empty",
+                                      "1 when the schedule's newest judged run succeeded with "
+                                      "fewer items than it expects (expect_items=).",
+                                      labels=s_)
+            for sch in schedules:
+                empty.add_metric([sch.name], 1 if sch.empty else 0)
+            yield from (last, nxt, late, empty)
