@@ -20,7 +20,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ..errors import StorageError
-from .health import alive_workers, max_wait_for, unserved
+from .health import alive_workers, max_wait_for, task_items, unserved
 
 if TYPE_CHECKING:
     from ..app import App
@@ -205,6 +205,15 @@ class _StoreCollector:
         for waiting, why in unserved(app.store.jobs_waiting_by_task(), live):
             stranded.add_metric([waiting.queue, waiting.task, why], waiting.jobs)
         yield stranded
+        expecting = task_items(app, now)
+        if expecting:
+            empty = GaugeMetricFamily(
+                "shiftwork_task_empty", "1 when the task's jobs succeeded within its "
+                "expect_items_within but reported fewer items than its expect_items.",
+                labels=["task"])
+            for expected in expecting:
+                empty.add_metric([expected.task], 1 if expected.empty else 0)
+            yield empty
         w = ["worker"]
         up = GaugeMetricFamily("shiftwork_worker_up",
                                "1 while the worker's heartbeat is recent.", labels=w)
