@@ -269,7 +269,7 @@ def test_bad_expectations_are_refused_at_declaration(app: App) -> None:
         app.schedules.add("rt", "* * * * *", "t", expect_items=lambda run: True)
     with pytest.raises(ConfigurationError, match="task u: expect_items must be a whole number"):
         app.task(name="u", expect_items=-2)(lambda: None)
-    with pytest.raises(ConfigurationError, match="a rule .a callable. is for schedules"):
+    with pytest.raises(ConfigurationError, match=r"a rule \(a callable\) is for schedules"):
         app.task(name="u", expect_items=lambda run: True)(lambda: None)
     with pytest.raises(ConfigurationError, match="expect_items_within must be at least 60"):
         app.task(name="u", expect_items=1, expect_items_within=5)(lambda: None)
