@@ -278,22 +278,18 @@ def test_bad_expectations_are_refused_at_declaration(app: App) -> None:
     assert "s" not in app.schedules and "u" not in app.tasks
 
 
-def test_stored_definition_hashes_do_not_change_for_schedules_without_items() -> None:
-    """Schedules stored before migration 0020 must reconcile as unchanged: the new fields
-    count in the hash only when set."""
-    import hashlib
-    import json
-    from dataclasses import fields
-
-    defn = ScheduleDef(name="n", cron="* * * * *", tz="UTC", task="t", args_json="[]",
-                       queue="default")
-    old = {f.name: getattr(defn, f.name) for f in fields(ScheduleDef)
-           if f.name not in ("name", "expect_items", "expect_items_rule", "items_rule")}
-    text = json.dumps(old, sort_keys=True, default=str)
-    assert defn.definition_hash() == hashlib.sha256(text.encode()).hexdigest()[:32]
-    with_items = ScheduleDef(name="n", cron="* * * * *", tz="UTC", task="t", args_json="[]",
-                             queue="default", expect_items=1)
-    assert with_items.definition_hash() != defn.definition_hash()
+def test_an_items_expectation_changes_the_definition_hash() -> None:
+    """Unset, the new fields leave stored hashes as they were
+    (test_schedule_reconcile::test_the_definition_hash_is_the_one_stored_by_earlier_versions);
+    set, the reconcile sees the change."""
+    plain = ScheduleDef(name="n", cron="* * * * *", tz="UTC", task="t", args_json="[]",
+                        queue="default")
+    counted = ScheduleDef(name="n", cron="* * * * *", tz="UTC", task="t", args_json="[]",
+                          queue="default", expect_items=1)
+    ruled = ScheduleDef(name="n", cron="* * * * *", tz="UTC", task="t", args_json="[]",
+                        queue="default", expect_items_rule="m.rule")
+    assert len({plain.definition_hash(), counted.definition_hash(),
+                ruled.definition_hash()}) == 3
 
 
 # -- a task's expectation ----------------------------------------------------------------
