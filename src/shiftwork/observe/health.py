@@ -143,6 +143,7 @@ def task_items(app: App, now: datetime) -> list[TaskItems]:
 
 
 def task_items_problems(statuses: list[TaskItems]) -> list[Problem]:
+    """:func:`task_items` as problems: one ``task_empty`` per task running empty."""
     return [Problem(
         "task_empty", s.task,
         f"task {s.task}: {s.succeeded} job(s) succeeded in the last {s.within:g}s but "
