@@ -236,6 +236,12 @@ def test_a_rule_judges_each_run_and_a_rule_that_raises_marks_it_empty(
     assert stored.expect_items_rule.endswith("<locals>.at_least_ten")
     health = [p.kind for p in check_health(app, require_worker=False).problems]
     assert health.count("schedule_empty") == 2
+    with Served(create_dashboard(app, token=TOKEN)) as served, served.client() as c:
+        login(c)
+        overview = c.get("/").text
+    row = re.search(r'<tr data-schedule="broken-rule".*?</tr>', overview, re.S)
+    assert row and '<span class="tag bad">empty</span>' in row.group(0)
+    assert "raised ValueError: the threshold table is missing" in row.group(0)
 
 
 def test_a_schedule_without_an_expectation_is_never_judged(make_app: Callable[..., App]
