@@ -111,7 +111,7 @@ WHERE id = :id AND attempt = :attempt AND state = 'running'
 -- The common outcome (succeeded, no result): fewer columns to write, positional rows.
 UPDATE jobs
 SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL, wake_requested = 0,
-    result = NULL, items = NULL,
+    result = NULL, items = ?,
     group_mark = CASE WHEN group_mark = 1 THEN 3 ELSE group_mark END
 WHERE id = ? AND attempt = ? AND state = 'running'
 

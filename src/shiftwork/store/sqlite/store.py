@@ -555,11 +555,11 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
             watched = {r[0] for r in running if r[2]}
             group_of = {r[0]: r[3] for r in running if r[3] is not None}
             fenced = [o for o in outcomes if (o.job_id, o.attempt) in held]
-            plain: list[tuple[float, int, int]] = []
+            plain: list[tuple[float, int | None, int, int]] = []
             other: list[Outcome] = []
             for o in fenced:
-                if o.state is JobState.SUCCEEDED and o.result_json is None and o.items is None:
-                    plain.append((now, o.job_id, o.attempt))
+                if o.state is JobState.SUCCEEDED and o.result_json is None:
+                    plain.append((now, o.items, o.job_id, o.attempt))
                 else:
                     other.append(o)
             if plain:
