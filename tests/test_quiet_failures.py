@@ -220,9 +220,14 @@ def test_a_rule_judges_each_run_and_a_rule_that_raises_marks_it_empty(
     app.schedule("broken-rule", "* * * * * *", count_rows, [99], overlap="allow_all",
                  expect_items=broken)
     app.on_schedule_empty(alerts.append)
+    events: list[dict[str, Any]] = []
+    app.events.subscribe(lambda name, fields: events.append(fields)
+                         if name == "schedule.empty" else None)
     with running_worker(app):
         wait_for(lambda: {a.schedule for a in alerts} == {"small", "broken-rule"},
                  timeout=30, what="both schedules alerted")
+    assert sorted((e["schedule"], e["fire_at"]) for e in events) == \
+        sorted((a.schedule, iso_z(a.fire_at)) for a in alerts), "one event per alert"
     small = next(a for a in alerts if a.schedule == "small")
     assert small.items == 4 and small.expect_items is None
     assert "the rule tests.test_quiet_failures" in small.reason and "refused it" in small.reason
