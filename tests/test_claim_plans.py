@@ -172,7 +172,9 @@ _BY_ID = {
     "jobs_complete_many": lambda ids: {
         "ids": ids, "attempts": [1] * len(ids), "states": ["succeeded"] * len(ids),
         "run_ats": [None] * len(ids), "errors": [None] * len(ids),
-        "results": [None] * len(ids), "channel": "c", "done_channel": "d"},
+        "results": [None] * len(ids), "peaks": [None] * len(ids), "items": [None] * len(ids),
+        "channel": "c",
+        "done_channel": "d"},
     "jobs_heartbeat": lambda ids: {"worker": "w", "ids": ids, "attempts": [1] * len(ids),
                                    "lease": 10.0},
     "jobs_hand_back": lambda ids: {"worker": "w", "ids": ids, "attempts": [1] * len(ids),

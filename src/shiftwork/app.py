@@ -27,12 +27,13 @@ from .flow import ClaimFlow, GroupBy, LimitStatus, RateLimit, group_weights, tok
 from .flow import rate_limit as flow_rate_limit
 from .handle import JobHandle
 from .host import AppBase
+from .items import ItemsExpectation, task_items_expectation
 from .job import NewJob
 from .memory import parse_memory_limit
 from .names import check_queue, check_task_name, did_you_mean
 from .observe.hooks import Observers
 from .observe.tracing import enqueue_span, recording
-from .records import EnqueueResult, Job, LateRun, QueueStats
+from .records import EmptyRun, EnqueueResult, Job, LateRun, QueueStats
 from .retry import DEFAULT_BACKOFF, Backoff
 from .schedule import (
     DEFAULT_CATCHUP_CAP,
@@ -117,6 +118,8 @@ class App(AppBase):
         self.schedules = ScheduleBook(self)
         #: Called once per occurrence the dead-man switch finds late (see on_schedule_late).
         self.schedule_late_hooks: list[Callable[[LateRun], None]] = []
+        #: Called once per occurrence the items check finds empty (see on_schedule_empty).
+        self.schedule_empty_hooks: list[Callable[[EmptyRun], None]] = []
         self.queue_options: dict[str, QueueOptions] = {}
         #: Called after jobs are committed by an enqueue outside a caller's transaction,
         #: with their results and queues (None: not known); the inline test mode's hook.
@@ -233,7 +236,9 @@ class App(AppBase):
              concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
              group_by: GroupBy | None = None, group_concurrency: int | None = None,
              group_rate_limit: RateLimit | str | None = None, store_result: bool = True,
-             memory_limit: int | str | None = None) -> TaskDecorator: ...
+             memory_limit: int | str | None = None,
+             expect_items: int | None = None, expect_items_within: Duration = 3600.0
+             ) -> TaskDecorator: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
              priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
@@ -241,7 +246,9 @@ class App(AppBase):
              concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
              group_by: GroupBy | None = None, group_concurrency: int | None = None,
              group_rate_limit: RateLimit | str | None = None, store_result: bool = True,
-             memory_limit: int | str | None = None) -> Any:
+             memory_limit: int | str | None = None,
+             expect_items: int | None = None, expect_items_within: Duration = 3600.0
+             ) -> Any:
         """Register a function as a task. Usable bare (``@app.task``) or with options.
 
         A first parameter named ``ctx`` (or annotated :class:`JobContext`) receives the
@@ -258,7 +265,13 @@ class App(AppBase):
         ``memory_limit`` ("512MB", "2GB" or bytes): each attempt runs in a child process
         whose memory is limited and watched; one that passes it fails with
         :class:`~shiftwork.errors.MemoryLimitExceeded` (docs/long-jobs.md).
+        ``expect_items``: while the task's jobs succeed, together they must report at least
+        this many items (``ctx.processed``) per ``expect_items_within`` (seconds or a
+        timedelta, 60 s to a day; an hour by default), or ``shiftwork health`` and
+        ``shiftwork_task_empty`` say the task runs empty (docs/alerting.md).
         """
+        items, within = task_items_expectation(expect_items, expect_items_within,
+                                               f"task {name or getattr(fn, '__name__', fn)}")
         for option, value in (("group_concurrency", group_concurrency),
                               ("group_rate_limit", group_rate_limit)):
             if value is not None and group_by is None:
@@ -272,7 +285,8 @@ class App(AppBase):
                               group_by=group_by, group_concurrency=group_concurrency,
                               group_rate_limit=flow_rate_limit(group_rate_limit,
                                                                f"task {name or fn}: group"),
-                              store_result=store_result)
+                              store_result=store_result, expect_items=items,
+                              expect_items_within=within)
 
         def register(f: F) -> Task[Any, Any]:
             task_name = name or f"{f.__module__}.{f.__qualname__}"
@@ -448,13 +462,20 @@ class App(AppBase):
                  starting_deadline: Duration | None = None, jitter: Duration | None = None,
                  expect_success_within: Duration | None = None,
                  pause_on_failure: bool = False, queue: str | None = None,
-                 priority: int | None = None) -> ScheduleDef:
+                 priority: int | None = None,
+                 expect_items: ItemsExpectation | None = None) -> ScheduleDef:
         """Declare a schedule that enqueues ``task(*args, **kwargs)`` at each fire.
 
         ``policy``: ``tz``, ``catchup``, ``catchup_window``, ``catchup_cap``, ``overlap``,
         ``starting_deadline``, ``jitter``, ``expect_success_within``, ``pause_on_failure``,
         ``queue``, ``priority`` (see docs/scheduling-policies.md). The cron expression, the
         zone and the arguments are checked now.
+
+        ``expect_items``: each succeeded run must report at least this many items
+        (``ctx.processed``), or a callable given the run's figures
+        (``shiftwork.records.RunFigures``) returns whether it is fine; a run that falls
+        short is marked empty once and alerted
+        (``on_schedule_empty``, ``shiftwork health``; docs/alerting.md).
         """
         try:
             t = task if isinstance(task, Task) else self.get_task(task)
@@ -466,7 +487,8 @@ class App(AppBase):
                 name, cron, t.name, job, tz=tz, catchup=catchup,
                 catchup_window=catchup_window, catchup_cap=catchup_cap, overlap=overlap,
                 starting_deadline=starting_deadline, jitter=jitter,
-                expect_success_within=expect_success_within, pause_on_failure=pause_on_failure)
+                expect_success_within=expect_success_within, pause_on_failure=pause_on_failure,
+                expect_items=expect_items)
         except ShiftworkError as exc:
             # The traceback ends in the library: the message says where the user wrote it.
             raise declared_at(exc) from None
@@ -480,6 +502,7 @@ class App(AppBase):
                  starting_deadline: Duration | None = None, jitter: Duration | None = None,
                  expect_success_within: Duration | None = None,
                  pause_on_failure: bool = False,
+                 expect_items: ItemsExpectation | None = None,
                  **task_options: Any) -> TaskDecorator:
         """Register a function as a task and schedule it: ``@app.periodic("0 2 * * *",
         tz="Europe/Berlin")``. ``task_options`` are :meth:`task`'s (queue, timeout...)."""
@@ -491,7 +514,8 @@ class App(AppBase):
                               catchup_window=catchup_window, catchup_cap=catchup_cap,
                               overlap=overlap, starting_deadline=starting_deadline,
                               jitter=jitter, expect_success_within=expect_success_within,
-                              pause_on_failure=pause_on_failure)
+                              pause_on_failure=pause_on_failure,
+                              expect_items=expect_items)
             except ShiftworkError as exc:
                 self.tasks.pop(t.name, None)  # no task left behind by a refused schedule
                 raise declared_at(exc) from None
@@ -502,6 +526,12 @@ class App(AppBase):
     def on_schedule_late(self, fn: Callable[[LateRun], None]) -> Callable[[LateRun], None]:
         """Register an alert hook, called by the leader once per late occurrence."""
         self.schedule_late_hooks.append(fn)
+        return fn
+
+    def on_schedule_empty(self, fn: Callable[[EmptyRun], None]) -> Callable[[EmptyRun], None]:
+        """Register an alert hook, called by the leader once per occurrence whose run
+        succeeded with fewer items than the schedule expects (``expect_items=``)."""
+        self.schedule_empty_hooks.append(fn)
         return fn
 
     # -- enqueue ----------------------------------------------------------------------

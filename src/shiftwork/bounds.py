@@ -23,6 +23,9 @@ MAX_SECONDS = 100 * 365 * 24 * 3600.0
 LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 #: Most attempts a job may have: ``attempt`` is a 32-bit column on PostgreSQL.
 MAX_ATTEMPTS = 1_000_000
+#: Most items one run may report (``ctx.processed``) or a schedule or task expect
+#: (``expect_items``): a 64-bit column, and exact as a JSON number.
+MAX_ITEMS = 10**15
 #: Most rows one listing returns (``app.list_jobs``, the command line's ``--limit``).
 MAX_LIST = 1_000_000
 

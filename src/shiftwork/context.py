@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeVar
 
-from .bounds import seconds
+from .bounds import MAX_ITEMS, seconds, whole
 from .checkpoint import Batch, batches, encode_progress
 from .errors import JobCancelled, JobPaused, LeaseLost, Snooze
 from .host import JobHost
@@ -56,6 +56,8 @@ class JobContext:
     _pending_progress: str | None = field(default=None, repr=False)
     _progress_written: float = field(default=0.0, repr=False)
     _lost: bool = field(default=False, repr=False)
+    #: what this attempt reported processing (ctx.processed); None: it did not say
+    items: int | None = field(default=None, repr=False)
 
     @property
     def counted_attempt(self) -> int:
@@ -175,6 +177,20 @@ class JobContext:
         """Write pending progress now (raises :class:`LeaseLost` if this attempt is stale)."""
         if self._pending_progress is not None:
             self._touch()
+
+    # -- what the run did ---------------------------------------------------------------
+
+    def processed(self, n: int = 1) -> None:
+        """Count ``n`` more items as processed by this attempt (the counts add up).
+
+        The total is stored with the attempt's outcome (``jobs show``, the dashboard, a
+        schedule's run history, ``shiftwork_items_processed_total``) and is what
+        ``expect_items=`` holds a run to (docs/alerting.md). Not calling it at all leaves
+        the run's count unknown, which an expectation counts as 0. ``ctx.progress`` does not
+        count here: it draws the bar, in any unit.
+        """
+        count = whole(n, "ctx.processed: n", 0, MAX_ITEMS)
+        self.items = min((self.items or 0) + count, MAX_ITEMS)
 
     # -- liveness ---------------------------------------------------------------------
 

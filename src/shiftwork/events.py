@@ -38,6 +38,7 @@ LEVELS = {
     "schedule.skipped": logging.INFO,
     "schedule.missed": logging.WARNING,
     "schedule.late": logging.ERROR,
+    "schedule.empty": logging.ERROR,  # a run succeeded with fewer items than expect_items
     "schedule.run_failed": logging.WARNING,
     "schedule.cancel_other": logging.INFO,
     "schedule.paused": logging.INFO,

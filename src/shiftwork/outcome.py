@@ -21,3 +21,4 @@ class Outcome:
     task: str = ""
     queue: str = ""
     peak_rss: int | None = None  # bytes: the peak resident size of a limited attempt's child
+    items: int | None = None  # what the attempt reported processing (ctx.processed)

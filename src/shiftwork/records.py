@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .states import JobState, StepStatus, WorkflowStatus
 
 if TYPE_CHECKING:  # definitions and planner output, carried by schedule records
+    from .items import ItemsCheck
     from .schedule import DeadManCheck, Decision, Plan, RunKind, RunStatus, ScheduleDef
 
 
@@ -109,6 +110,8 @@ class Job:
     #: bytes: the peak resident size of the last attempt, for a job with a memory ceiling
     #: (each failed attempt's own is its error record's ``peak_rss``)
     peak_rss: int | None = None
+    #: what its last finished attempt reported processing (``ctx.processed``); None: unsaid
+    items: int | None = None
 
     @property
     def counted_attempt(self) -> int:
@@ -205,10 +208,20 @@ class ScheduleInfo:
     missed_unrecorded: int  # missed during a very long outage, counted but not recorded
     now: datetime  # the database's clock when this was read
     origin: str = "code"  # 'code' (reconciled from code) or 'runtime' (app.schedules.add)
+    last_empty_fire_at: datetime | None = None  # newest run the items check found empty
+    last_full_fire_at: datetime | None = None  # newest run that met its expect_items
+    last_empty_note: str | None = None  # why the newest empty run was (counts, or an error)
 
     @property
     def name(self) -> str:
         return self.defn.name
+
+    def empty(self) -> bool:
+        """The items check: the newest judged run succeeded with fewer items than the
+        schedule expects (``expect_items=``), until a later run meets it again."""
+        if self.removed_at is not None or self.last_empty_fire_at is None:
+            return False
+        return self.last_full_fire_at is None or self.last_full_fire_at < self.last_empty_fire_at
 
     def late(self, now: datetime | None = None) -> bool:
         """The dead-man switch: no success within ``expect_success_within`` of a fire.
@@ -241,6 +254,9 @@ class ScheduleRun:
     recorded_at: datetime
     finished_at: datetime | None
     dms: DeadManCheck | None  # None: not checked yet
+    items: int | None = None  # what its job reported processing; None: it did not say
+    items_check: ItemsCheck | None = None  # the expect_items verdict; None: not made yet
+    items_note: str | None = None  # the verdict's reason, in words
 
 
 @dataclass(frozen=True)
@@ -262,6 +278,29 @@ class LateRun:
     status: RunStatus
     job_id: int | None
     expect_success_within: float
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """What a schedule's succeeded run did, as an ``expect_items`` rule is given it."""
+
+    schedule: str
+    fire_at: datetime
+    job_id: int | None
+    items: int | None  # what the run reported (ctx.processed); None: it did not say
+    duration: float | None  # seconds its successful attempt ran; None: its job is pruned
+
+
+@dataclass(frozen=True)
+class EmptyRun:
+    """An occurrence the items check has just found empty (alerted once)."""
+
+    schedule: str
+    fire_at: datetime
+    job_id: int | None
+    items: int | None  # what it reported; None: it did not say (counted as 0)
+    expect_items: int | None  # None: a rule (a callable) judged it
+    reason: str  # the counts, or the rule's answer or error, in words
 
 
 # -- workflows, fenced writes and counts ---------------------------------------------------
@@ -302,6 +341,16 @@ class QueueMinute:
     @property
     def finished(self) -> int:
         return self.succeeded + self.dead + self.cancelled
+
+
+@dataclass(frozen=True)
+class TaskMinute:
+    """How many jobs of one task succeeded in one minute (UTC), and the items they reported."""
+
+    task: str
+    minute: datetime
+    succeeded: int = 0
+    items: int = 0
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import functools
 import hashlib
 import json
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -31,8 +32,10 @@ from typing import Any, Literal
 from .bounds import seconds as check_seconds
 from .cron import CronError, CronSchedule
 from .errors import ConfigurationError
+from .items import ItemsExpectation, items_expectation
 from .job import NewJob
 from .names import check_queue, check_schedule_name
+from .records import RunFigures
 
 
 class Catchup(StrEnum):
@@ -133,6 +136,12 @@ class ScheduleDef:
     jitter: float = 0.0  # seconds; offsets in [0, jitter)
     expect_success_within: float | None = None  # seconds after each fire (dead-man switch)
     pause_on_failure: bool = False
+    expect_items: int | None = None  # items each succeeded run must report, at least
+    expect_items_rule: str | None = None  # or the name of a rule judging each run's figures
+    #: the rule itself (``expect_items=callable``): code's, never stored; the leader's code
+    #: declares it, so the leader judges by it
+    items_rule: Callable[[RunFigures], bool] | None = field(default=None, compare=False,
+                                                            repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or len(self.name) > 200 \
@@ -168,6 +177,9 @@ class ScheduleDef:
         known: str | None = self.__dict__.get("_definition_hash")
         if known is None:
             body = {k: getattr(self, k) for k in _HASHED_FIELDS}
+            for k in _HASHED_IF_SET:  # fields added later: hashes stored before still match
+                if body[k] is None:
+                    del body[k]
             text = json.dumps(body, sort_keys=True, default=str)
             known = hashlib.sha256(text.encode()).hexdigest()[:32]
             self.__dict__["_definition_hash"] = known  # not a field: eq and repr ignore it
@@ -182,8 +194,11 @@ class ScheduleDef:
         return cron.period_hint()
 
 
-#: What the definition hash covers: every field but the name.
-_HASHED_FIELDS = tuple(f.name for f in fields(ScheduleDef) if f.name != "name")
+#: What the definition hash covers: every field but the name (and the rule's code).
+_HASHED_FIELDS = tuple(f.name for f in fields(ScheduleDef)
+                       if f.name not in ("name", "items_rule"))
+#: Fields the hash covers only when set (added after hashes were first stored).
+_HASHED_IF_SET = ("expect_items", "expect_items_rule")
 
 
 def job_key(schedule: str, fire_at: datetime) -> str:
@@ -502,7 +517,8 @@ def declare_schedule(name: str, cron: str, task: str, job: NewJob, *, tz: str = 
                      starting_deadline: Duration | None = None,
                      jitter: Duration | None = None,
                      expect_success_within: Duration | None = None,
-                     pause_on_failure: bool = False) -> ScheduleDef:
+                     pause_on_failure: bool = False,
+                     expect_items: ItemsExpectation | None = None) -> ScheduleDef:
     """Check a declaration; ``job`` is the task's job as every occurrence enqueues it
     (built and validated by the task)."""
     # Checked here, where code and run time declare, not in ScheduleDef: a name stored
@@ -521,7 +537,11 @@ def declare_schedule(name: str, cron: str, task: str, job: NewJob, *, tz: str = 
         jitter=seconds(jitter, f"{where}: jitter", allow_zero=True) or 0.0,
         expect_success_within=seconds(expect_success_within, f"{where}: expect_success_within"),
         pause_on_failure=bool(pause_on_failure),
+        **items_expectation(expect_items, f"{where}: expect_items"),
     )
+
+
+
 
 
 def occurrence_job(defn: ScheduleDef, d: Decision) -> NewJob:

@@ -210,11 +210,13 @@ class ScheduleBook(dict[str, ScheduleDef]):
         out = []
         for info in self._host.store.schedules_list():
             why = lateness(info, grace)
+            empty = info.empty()
             out.append(ScheduleStatus(
                 name=info.name, next_fire_at=info.next_fire_at,
                 last_success_at=info.last_success_at, late=why is not None,
                 reason=why or "", cron=f"{info.defn.cron} ({info.defn.tz})",
-                task=info.defn.task, paused=info.paused, origin=info.origin))
+                task=info.defn.task, paused=info.paused, origin=info.origin, empty=empty,
+                empty_reason=emptiness(info) if empty else ""))
         return out
 
     def schedule_trigger(self, name: str) -> int:
@@ -261,11 +263,19 @@ def lateness(info: ScheduleInfo, grace: timedelta) -> str | None:
     return None
 
 
+def emptiness(info: ScheduleInfo) -> str:
+    """Why a schedule counts as empty, in words (its newest empty run and what it did)."""
+    at = iso_z(info.last_empty_fire_at) if info.last_empty_fire_at else "?"
+    return f"its run of {at} {info.last_empty_note or 'processed too few items'}"
+
+
 def _problems(info: ScheduleInfo, grace: timedelta) -> list[str]:
     out: list[str] = []
     why = lateness(info, grace)
     if why is not None:
         out.append(f"schedule {info.name} is late: {why}")
+    if info.empty():
+        out.append(f"schedule {info.name} is empty: {emptiness(info)}")
     if info.paused and info.paused_reason and info.paused_reason.startswith("paused on failure"):
         out.append(f"schedule {info.name} is {info.paused_reason}")
     return out

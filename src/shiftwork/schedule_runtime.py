@@ -37,6 +37,12 @@ def runtime_def(app: TaskLookup, declared: dict[str, ScheduleDef], name: str, cr
     if unknown:
         raise ConfigurationError(f"schedule {name}: unknown option(s) {', '.join(unknown)} "
                                  f"(known: {', '.join(sorted(POLICIES))}, queue, priority)")
+    rule = policy.get("expect_items")
+    if callable(rule) and not isinstance(rule, type):
+        raise ConfigurationError(f"schedule {name}: a run-time schedule is stored by value, "
+                                 "so expect_items must be a whole number of items here; "
+                                 "declare a schedule whose rule is a callable in code "
+                                 "(app.schedule)")
     if isinstance(call, JobRequest):
         if args or kwargs:
             raise ConfigurationError(f"schedule {name}: give the arguments in the call "

@@ -73,6 +73,9 @@ class TaskOptions:
     group_rate_limit: RateLimit | None = None  # at most N starts per period per group
     store_result: bool = True  # False: the return value is not kept (job.result() is None)
     memory_limit: int | None = None  # bytes; runs each attempt in a watched child (memory.py)
+    #: while jobs succeed, at least this many items (ctx.processed) per expect_items_within
+    expect_items: int | None = None
+    expect_items_within: float = 3600.0  # seconds
 
 
 @dataclass(frozen=True)

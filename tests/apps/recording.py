@@ -69,6 +69,7 @@ def stuck_in_c(seconds: float) -> None:
 def in_child(ctx: JobContext, n: int) -> dict[str, int]:
     if n < 0:
         raise ValueError("negative")
+    ctx.processed(n)  # counted in the child, reported to the parent with the result
     return {"pid": os.getpid(), "n": n, "attempt": ctx.attempt}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from shiftwork import FakeClock
-from shiftwork.records import QueueMinute
+from shiftwork.records import QueueMinute, TaskMinute
 from shiftwork.states import JobState
 from shiftwork.store.base import Store
 
@@ -31,6 +31,21 @@ def test_queue_minutes_prune_keeps_the_recent_ones(store: Store, clock: FakeCloc
                              QueueMinute("q", minute, 1)])
     assert store.queue_minutes_prune(keep_seconds=3600) == 1
     assert [m.minute for m in store.queue_minutes_list(minute - timedelta(days=1))] == [minute]
+
+
+def test_task_minutes_add_sums_and_since_totals_per_task(store: Store, clock: FakeClock
+                                                          ) -> None:
+    """Per task, per minute: succeeded jobs and items (what @app.task(expect_items=) reads)."""
+    store.task_minutes_add([])
+    minute = clock.now().replace(second=0, microsecond=0)
+    old = minute - timedelta(hours=2)
+    store.task_minutes_add([TaskMinute("a", minute, 2, 10), TaskMinute("a", old, 1, 5)])
+    store.task_minutes_add([TaskMinute("a", minute, 1, 0), TaskMinute("b", minute, 3, 0)])
+    assert store.task_minutes_since(minute - timedelta(minutes=1)) == {"a": (3, 10),
+                                                                       "b": (3, 0)}
+    assert store.task_minutes_since(old)["a"] == (4, 15)
+    assert store.task_minutes_prune(keep_seconds=3600) == 1
+    assert store.task_minutes_since(old)["a"] == (3, 10)
 
 
 def test_search_by_id_task_or_key_newest_first(store: Store) -> None:

@@ -148,6 +148,8 @@ def jobs_show(job_id: int, as_json: bool) -> None:
                   f"finished {format_time(job.finished_at)}")
     if job.unique_key:
         console.print(f"unique key: {job.unique_key}", markup=False)
+    if job.items is not None:
+        console.print(f"items processed: {job.items}", markup=False)
     if job.progress is not None:
         console.print(f"progress: {describe_progress(job.progress) or json.dumps(job.progress)}",
                       markup=False)

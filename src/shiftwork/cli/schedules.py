@@ -9,6 +9,7 @@ import click
 from rich.text import Text
 
 from ..errors import PayloadError
+from ..items import ItemsCheck
 from ..names import did_you_mean, schedule_id, schedule_ref
 from ..observe.text import format_time, make_table
 from ..payload import parse_json
@@ -42,7 +43,9 @@ def info_dict(info: ScheduleInfo) -> dict[str, Any]:
                             if info.next_fire_at else None),
         "last_fire_utc": iso_z(info.last_fire_at) if info.last_fire_at else None,
         "last_success_utc": iso_z(info.last_success_at) if info.last_success_at else None,
-        "late": info.late(), "paused": info.paused, "paused_reason": info.paused_reason,
+        "late": info.late(), "empty": info.empty(), "expect_items": d.expect_items,
+        "expect_items_rule": d.expect_items_rule, "paused": info.paused,
+        "paused_reason": info.paused_reason,
         "catchup": d.catchup.value, "overlap": d.overlap.value, "not_run": info.not_run,
         "pending": info.pending, "removed": info.removed_at is not None,
         "origin": info.origin,
@@ -54,7 +57,8 @@ def info_dict(info: ScheduleInfo) -> dict[str, Any]:
 @json_flag("Print JSON.")
 @click.pass_context
 def schedules(ctx: click.Context, as_json: bool) -> None:
-    """List schedules: next fire (UTC and local), last fire, last success, late, paused.
+    """List schedules: next fire (UTC and local), last fire, last success, late or empty,
+    paused.
 
     NAME is the schedule's name as declared: the task's module.function for
     @app.periodic, unless name= chose one (shiftwork schedules lists them)."""
@@ -66,7 +70,7 @@ def schedules(ctx: click.Context, as_json: bool) -> None:
         echo_json([info_dict(i) for i in infos])
         return
     table = make_table(("name", "cron", "tz", "next fire (UTC)", "next fire (local)",
-                        "last fire (UTC)", "last success (UTC)", "late", "paused", "not run",
+                        "last fire (UTC)", "last success (UTC)", "alert", "paused", "not run",
                         "origin"),
                        title="schedules")
     for i in infos:
@@ -76,7 +80,7 @@ def schedules(ctx: click.Context, as_json: bool) -> None:
         table.add_row(shown, i.defn.cron, i.defn.tz, format_time(i.next_fire_at),
                       format_local(i.next_fire_at, i.defn.tz), format_time(i.last_fire_at),
                       format_time(i.last_success_at),
-                      Text("LATE", style="red") if i.late() else "",
+                      _alert(i),
                       "paused" if i.paused else "", str(i.not_run), i.origin)
     console.print(table)
     # Code's schedules are stored by a worker's start-up reconcile: before any worker ran
@@ -86,6 +90,12 @@ def schedules(ctx: click.Context, as_json: bool) -> None:
         console.print(f"{len(unstored)} declared in code, not stored until a worker starts: "
                       f"{', '.join(unstored)} (`shiftwork schedules next NAME` previews one "
                       "now)", markup=False, highlight=False)
+
+
+def _alert(info: ScheduleInfo) -> Text:
+    """LATE (the dead-man switch) and EMPTY (a run succeeded with too few items)."""
+    words = [w for w, on in (("LATE", info.late()), ("EMPTY", info.empty())) if on]
+    return Text(" ".join(words), style="red")
 
 
 def _app(name: str) -> App:
@@ -187,12 +197,15 @@ def schedules_backfill(name: str, start: str, end: str,
 def schedules_runs(name: str, limit: int) -> None:
     """Recent occurrences of NAME, including missed and skipped ones and why."""
     app = _app(name)
-    table = make_table(("fire (UTC)", "kind", "status", "job", "late", "reason"),
+    table = make_table(("fire (UTC)", "kind", "status", "job", "items", "alert", "reason"),
                        title=f"{name}: recent occurrences")
     for r in app.store.schedule_runs_list(name, limit):
-        late = "LATE" if r.dms is DeadManCheck.LATE else ""
+        alert = " ".join(w for w, on in (("LATE", r.dms is DeadManCheck.LATE),
+                                         ("EMPTY", r.items_check is ItemsCheck.EMPTY)) if on)
+        reason = "; ".join(x for x in (r.reason, r.items_note if alert else None) if x)
         table.add_row(iso_z(r.fire_at), r.kind.value, r.status.value,
-                      str(r.job_id or "-"), late, r.reason or "")
+                      str(r.job_id or "-"), "-" if r.items is None else str(r.items), alert,
+                      reason)
     console.print(table)
 
 

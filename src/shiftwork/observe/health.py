@@ -111,6 +111,48 @@ def unserved_problems(waiting: list[WaitingTask], alive: list[WorkerInfo], now: 
     return problems
 
 
+@dataclass(frozen=True)
+class TaskItems:
+    """A task's ``expect_items`` against what its jobs reported over its window."""
+
+    task: str
+    expect_items: int
+    within: float  # seconds
+    succeeded: int  # its jobs that succeeded in the window
+    items: int  # the items they reported
+
+    @property
+    def empty(self) -> bool:
+        """Jobs succeed, yet together they processed too little (no job at all is not
+        this check's business: the queue's max_wait and the schedules' dead-man switch)."""
+        return self.succeeded > 0 and self.items < self.expect_items
+
+
+def task_items(app: App, now: datetime) -> list[TaskItems]:
+    """Every task declaring ``expect_items``, with its window's counts (one read of the
+    per-minute counts per distinct window; minutes that began inside the window count)."""
+    tasks = [t for t in app.tasks.values() if t.options.expect_items is not None]
+    counts: dict[float, dict[str, tuple[int, int]]] = {}
+    out = []
+    for t in sorted(tasks, key=lambda t: t.name):
+        within = t.options.expect_items_within
+        if within not in counts:
+            counts[within] = app.store.task_minutes_since(now - timedelta(seconds=within))
+        succeeded, items = counts[within].get(t.name, (0, 0))
+        out.append(TaskItems(t.name, t.options.expect_items or 0, within, succeeded, items))
+    return out
+
+
+def task_items_problems(statuses: list[TaskItems]) -> list[Problem]:
+    """:func:`task_items` as problems: one ``task_empty`` per task running empty."""
+    return [Problem(
+        "task_empty", s.task,
+        f"task {s.task}: {s.succeeded} job(s) succeeded in the last {s.within:g}s but "
+        f"reported {s.items} item(s) processed, under its expect_items of {s.expect_items}: "
+        "is its input empty, or does it no longer call ctx.processed?")
+        for s in statuses if s.empty]
+
+
 def with_declared_queues(app: App, stats: list[QueueStats]) -> list[QueueStats]:
     """Every queue the code declares counts, the empty ones too (an empty queue is
     healthy, and a probe's reader must see that it was checked)."""
@@ -166,6 +208,13 @@ def check_health(app: App, *, default_max_wait: float | None = None,
         if sch.late:
             why = f": {sch.reason}" if sch.reason else ""
             problems.append(Problem("schedule_late", sch.name, f"schedule {sch.name} is late{why}"))
+        if sch.empty:
+            problems.append(Problem("schedule_empty", sch.name,
+                                    f"schedule {sch.name} is empty: {sch.empty_reason}"))
+    try:
+        problems.extend(task_items_problems(task_items(app, now)))
+    except StorageError as exc:
+        problems.append(Problem("database", "database", f"cannot read task_minutes: {exc}"))
     for check in list(app.observers.health_checks):
         problems.extend(check(app))
     return HealthReport(now, problems, stats, len(alive), schedules)

@@ -25,8 +25,8 @@ from ..host import JobHost
 class Problem:
     """One reason the system is unhealthy."""
 
-    kind: str  # "queue_stalled", "queue_unserved", "task_unserved", "schedule_late", "no_worker",
-    #            "database", or a plugin's own
+    kind: str  # "queue_stalled", "queue_unserved", "task_unserved", "schedule_late",
+    #            "schedule_empty", "task_empty", "no_worker", "database", or a plugin's own
     subject: str  # the queue, schedule or component concerned
     message: str  # what is wrong and what to look at, in words
 
@@ -47,6 +47,8 @@ class ScheduleStatus:
     task: str = ""
     paused: bool = False
     origin: str = "code"  # 'runtime': added with app.schedules.add (removable at run time)
+    empty: bool = False  # its newest judged run succeeded with too few items (expect_items=)
+    empty_reason: str = ""  # why, in words
 
 
 @runtime_checkable

@@ -20,7 +20,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ..errors import StorageError
-from .health import alive_workers, max_wait_for, unserved
+from .health import alive_workers, max_wait_for, task_items, unserved
 
 if TYPE_CHECKING:
     from ..app import App
@@ -72,6 +72,9 @@ class Metrics:
         self.duration = Histogram("shiftwork_job_duration_seconds",
                                   "Time one attempt ran, by task, for finished attempts.", labels,
                                   buckets=DURATION_BUCKETS, registry=r)
+        self.items = Counter("shiftwork_items_processed",
+                             "Items the task's succeeded jobs reported processing "
+                             "(ctx.processed).", labels, registry=r)
         self._in_flight = in_flight
         self._lock = threading.Lock()
         self.registry.register(_StoreCollector(self))
@@ -96,6 +99,8 @@ class Metrics:
         self.jobs[kind].labels(task, queue).inc()
         if name == "job.failed" and fields.get("kind") == "memory_limit":
             self.memory_limited.labels(task, queue).inc()
+        if name == "job.succeeded" and fields.get("items") is not None:
+            self.items.labels(task, queue).inc(int(fields["items"]))
         if name in ("job.succeeded", "job.retried", "job.dead", "job.cancelled") \
                 and fields.get("duration") is not None:
             self.duration.labels(task, queue).observe(float(fields["duration"]))
@@ -205,6 +210,15 @@ class _StoreCollector:
         for waiting, why in unserved(app.store.jobs_waiting_by_task(), live):
             stranded.add_metric([waiting.queue, waiting.task, why], waiting.jobs)
         yield stranded
+        expecting = task_items(app, now)
+        if expecting:
+            empty = GaugeMetricFamily(
+                "shiftwork_task_empty", "1 when the task's jobs succeeded within its "
+                "expect_items_within but reported fewer items than its expect_items.",
+                labels=["task"])
+            for expected in expecting:
+                empty.add_metric([expected.task], 1 if expected.empty else 0)
+            yield empty
         w = ["worker"]
         up = GaugeMetricFamily("shiftwork_worker_up",
                                "1 while the worker's heartbeat is recent.", labels=w)
@@ -239,4 +253,10 @@ class _StoreCollector:
                 if sch.next_fire_at is not None:
                     nxt.add_metric([sch.name], sch.next_fire_at.timestamp())
                 late.add_metric([sch.name], 1 if sch.late else 0)
-            yield from (last, nxt, late)
+            empty = GaugeMetricFamily("shiftwork_schedule_empty",
+                                      "1 when the schedule's newest judged run succeeded with "
+                                      "fewer items than it expects (expect_items=).",
+                                      labels=s_)
+            for sch in schedules:
+                empty.add_metric([sch.name], 1 if sch.empty else 0)
+            yield from (last, nxt, late, empty)

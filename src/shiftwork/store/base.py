@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ..flow import ClaimFlow
+from ..items import ItemsCheck
 from ..job import NewJob
 from ..outcome import Outcome
 from ..records import (
@@ -22,6 +23,7 @@ from ..records import (
     ClaimedJob,
     DepLink,
     EffectRecord,
+    EmptyRun,
     EnqueueResult,
     FinishedJob,
     GroupInfo,
@@ -33,9 +35,11 @@ from ..records import (
     QueueMinute,
     QueueStats,
     RescuedJob,
+    RunFigures,
     ScheduleInfo,
     ScheduleRun,
     StepRecord,
+    TaskMinute,
     Touch,
     WaitingTask,
     WorkerInfo,
@@ -184,6 +188,14 @@ class Store(Protocol):
 
     def queue_minutes_prune(self, keep_seconds: float) -> int: ...
 
+    def task_minutes_add(self, rows: list[TaskMinute]) -> None:
+        """Add per-task, per-minute succeeded and item counts (upsert, summing)."""
+
+    def task_minutes_since(self, since: datetime) -> dict[str, tuple[int, int]]:
+        """Per task: jobs succeeded and items they reported since ``since``."""
+
+    def task_minutes_prune(self, keep_seconds: float) -> int: ...
+
     def workers_running(self) -> dict[str, int]:
         """Running jobs per worker id (a partial index)."""
 
@@ -310,6 +322,12 @@ class Store(Protocol):
 
     def schedule_runs_check_late(self, owner: str, term: int) -> list[LateRun]:
         """Dead-man switch: returns each newly late occurrence once."""
+
+    def schedule_runs_check_items(self, owner: str, term: int,
+                                  judge: Callable[[RunFigures, int | None, str | None],
+                                                  tuple[ItemsCheck, str]]
+                                  ) -> list[EmptyRun]:
+        """The items check (``expect_items``): returns each newly empty occurrence once."""
 
     def schedule_runs_prune(self, older_than: float) -> int: ...
 

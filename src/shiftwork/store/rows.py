@@ -41,7 +41,7 @@ def job_from_row(row: dict[str, Any], to_dt: Any, json_col: Any) -> Job:
         errors=json_col(row["errors"]) or [], result=json_col(row["result"]),
         progress=json_col(row["progress"]), checkpoint=json_col(row["checkpoint"]),
         cancel_requested=bool(row["cancel_requested"]), meta=json_col(row["meta"]) or {},
-        uncounted=row["uncounted"], peak_rss=row.get("peak_rss"),
+        uncounted=row["uncounted"], peak_rss=row.get("peak_rss"), items=row.get("items"),
     )
 
 

@@ -20,8 +20,17 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ConfigurationError, ShiftworkError
+from ..items import ItemsCheck
 from ..job import NewJob
-from ..records import Applied, EnqueueResult, LateRun, ScheduleInfo, ScheduleRun
+from ..records import (
+    Applied,
+    EmptyRun,
+    EnqueueResult,
+    LateRun,
+    RunFigures,
+    ScheduleInfo,
+    ScheduleRun,
+)
 from ..schedule import (
     ActiveRun,
     Catchup,
@@ -45,7 +54,7 @@ LEADER_NAME = "shiftwork.leader"
 TIME_COLUMNS = frozenset({
     "now", "fire_at", "run_at", "recorded_at", "finished_at", "dms_at", "next_fire_at",
     "created_at", "updated_at", "removed_at", "last_fire_at", "last_success_at",
-    "last_late_fire_at",
+    "last_late_fire_at", "last_empty_fire_at", "last_full_fire_at",
 })
 
 Planner = Callable[[ScheduleDef, Snapshot, datetime], Plan]
@@ -63,7 +72,8 @@ class UnknownScheduleError(ShiftworkError, LookupError):
 
 _DEF_COLUMNS = ("name", "cron", "tz", "task", "args", "queue", "priority", "max_attempts",
                 "timeout", "catchup", "catchup_window", "catchup_cap", "overlap",
-                "starting_deadline", "jitter", "expect_success_within", "pause_on_failure")
+                "starting_deadline", "jitter", "expect_success_within", "pause_on_failure",
+                "expect_items", "expect_items_rule")
 #: Definitions read by the leader's passes, by their stored values: the same schedules
 #: come due pass after pass, and building (and checking) a ScheduleDef is most of reading one.
 _DEFS: dict[tuple[Any, ...], ScheduleDef] = {}
@@ -73,7 +83,7 @@ _DEFS_MAX = 20_000
 def def_from_row(row: dict[str, Any]) -> ScheduleDef:
     if not isinstance(row["args"], str):  # decoded JSON (not hashable): not remembered
         return _def_from_row(row)
-    key = tuple([row[k] for k in _DEF_COLUMNS])
+    key = tuple([row.get(k) for k in _DEF_COLUMNS])
     defn = _DEFS.get(key)
     if defn is None:
         if len(_DEFS) >= _DEFS_MAX:
@@ -93,6 +103,7 @@ def _def_from_row(row: dict[str, Any]) -> ScheduleDef:
         starting_deadline=row["starting_deadline"], jitter=row["jitter"],
         expect_success_within=row["expect_success_within"],
         pause_on_failure=bool(row["pause_on_failure"]),
+        expect_items=row.get("expect_items"), expect_items_rule=row.get("expect_items_rule"),
     )
 
 
@@ -105,6 +116,7 @@ def def_params(d: ScheduleDef) -> dict[str, Any]:
         "starting_deadline": d.starting_deadline, "jitter": d.jitter,
         "expect_success_within": d.expect_success_within,
         "pause_on_failure": d.pause_on_failure, "definition_hash": d.definition_hash(),
+        "expect_items": d.expect_items, "expect_items_rule": d.expect_items_rule,
     }
 
 
@@ -113,7 +125,10 @@ def run_from_row(r: dict[str, Any]) -> ScheduleRun:
                        status=RunStatus(r["status"]), reason=r["reason"], job_id=r["job_id"],
                        run_at=r["run_at"], recorded_at=r["recorded_at"],
                        finished_at=r["finished_at"],
-                       dms=DeadManCheck(r["dms"]) if r["dms"] is not None else None)
+                       dms=DeadManCheck(r["dms"]) if r["dms"] is not None else None,
+                       items=r.get("items"),
+                       items_check=ItemsCheck(r["items_check"]) if r.get("items_check") else None,
+                       items_note=r.get("items_note"))
 
 
 class ScheduleStoreLogic:
@@ -539,6 +554,34 @@ class ScheduleStoreLogic:
             self._s_recheck(c, owner, term)
         return late
 
+    def schedule_runs_check_items(self, owner: str, term: int,
+                                  judge: Callable[[RunFigures, int | None, str | None],
+                                                  tuple[ItemsCheck, str]]
+                                  ) -> list[EmptyRun]:
+        """The items check: judge each succeeded run of a schedule that expects items.
+
+        ``judge(figures, expect_items, rule_name)`` gives the verdict and its note. Returns
+        the runs found empty now: each once, ever (the verdict is written in this
+        transaction, under the leader check, before anyone is told), as the dead-man
+        switch does.
+        """
+        empty: list[EmptyRun] = []
+        with self._s_tx() as c:
+            self._s_now(c, owner, term)
+            for r in self._s_rows(c, "schedule_runs_items_due"):
+                figures = RunFigures(r["schedule"], r["fire_at"], r["job_id"], r["items"],
+                                     r["duration"])
+                verdict, note = judge(figures, r["expect_items"], r["expect_items_rule"])
+                if self._s_one(c, "schedule_runs_items_set", name=r["schedule"],
+                               fire_at=r["fire_at"], verdict=verdict.value,
+                               note=note) is None:
+                    continue
+                if verdict is ItemsCheck.EMPTY:
+                    empty.append(EmptyRun(r["schedule"], r["fire_at"], r["job_id"], r["items"],
+                                          r["expect_items"], note))
+            self._s_recheck(c, owner, term)
+        return empty
+
     def schedule_runs_prune(self, older_than: float) -> int:
         with self._s_tx() as c:
             return len(self._s_rows(c, "schedule_runs_prune", older_than=older_than))
@@ -559,7 +602,10 @@ class ScheduleStoreLogic:
                 last_fire_at=r["last_fire_at"], last_success_at=r["last_success_at"],
                 last_late_fire_at=r["last_late_fire_at"], not_run=int(r["not_run"]),
                 pending=int(r["pending"]), missed_unrecorded=int(r["missed_unrecorded"]),
-                now=r["now"], origin=r.get("origin") or CODE))
+                now=r["now"], origin=r.get("origin") or CODE,
+                last_empty_fire_at=r.get("last_empty_fire_at"),
+                last_full_fire_at=r.get("last_full_fire_at"),
+                last_empty_note=r.get("last_empty_note")))
         return out
 
     def schedules_get(self, name: str) -> ScheduleInfo:

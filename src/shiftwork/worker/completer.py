@@ -137,6 +137,8 @@ class Completer:
                       "attempt": o.attempt, "duration": round(o.duration, 6)}
             if o.peak_rss is not None:  # a limited attempt: its peak resident bytes
                 fields["peak_rss"] = o.peak_rss
+            if o.items is not None:
+                fields["items"] = o.items
             if o.error is not None:
                 fields["error"] = f"{o.error.get('type')}: {o.error.get('message')}"
                 fields["kind"] = o.error.get("kind")

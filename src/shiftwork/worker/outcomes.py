@@ -25,7 +25,7 @@ def outcome(run: Run, state: JobState, **kw: Any) -> Outcome:
     """The outcome ``state`` for ``run``, timed from when its attempt began."""
     return Outcome(job_id=run.job.id, attempt=run.job.attempt, state=state,
                    duration=time.monotonic() - run.started, task=run.job.task,
-                   queue=run.job.queue, **kw)
+                   queue=run.job.queue, items=run.ctx.items, **kw)
 
 
 class Decide:

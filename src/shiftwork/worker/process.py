@@ -56,12 +56,13 @@ def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Con
 
 
 class _Reporter:
-    """Sends the child's one report, its peak resident size with it."""
+    """Sends the child's one report, its peak resident size with it (the report's last
+    element: an "ok" report is ("ok", result, items, peak), the others (kind, detail, peak))."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
-    def send(self, report: tuple[str, Any]) -> None:
+    def send(self, report: tuple[Any, ...]) -> None:
         self.conn.send((*report, rss.own_peak()))
 
     def close(self) -> None:
@@ -93,7 +94,7 @@ def _run_child(import_path: str, task_name: str, job: dict[str, Any], conn: _Rep
             ctx.flush_progress()
         conn.send(("ok", encode_json(result, f"{task_name}: return value",
                                            app.settings.limit("max_result_bytes"))
-                   if result is not None else None))
+                   if result is not None else None, ctx.items if ctx is not None else None))
     except JobCancelled as exc:  # seen at a checkpoint or heartbeat in the child
         conn.send(("cancelled", str(exc)))
     except JobPaused as exc:  # the checkpoint already gave the job back to its queue
@@ -176,13 +177,14 @@ def run_in_process(decide: Decide, import_path: str, run: Run) -> None:
         proc.kill()
     proc.join(5)
     parent.close()
-    if report is not None and report[2]:
-        peak = max(peak, report[2])
+    if report is not None and report[-1]:
+        peak = max(peak, report[-1])
     attempt = job.attempt
     if over or (report is not None and report[0] == "memory"):
         outcome = decide.error(run, MemoryLimitExceeded(exceeded_message(
             job.id, limit or 0, peak or None, refused=not over)), kind="memory_limit")
     elif report is not None and report[0] == "ok":
+        run.ctx.items = report[2]  # what the child's ctx.processed counted
         outcome = outcomes.outcome(run, JobState.SUCCEEDED, result_json=report[1])
     elif report is not None and report[0] == "cancelled":
         run.ctx._request_cancel()

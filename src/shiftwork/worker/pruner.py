@@ -42,6 +42,7 @@ class Pruner:
         store.schedule_runs_prune(s.retention_dead)
         store.groups_prune(max(s.retention_finished, s.retention_dead))
         store.queue_minutes_prune(MINUTES_KEPT)
+        store.task_minutes_prune(MINUTES_KEPT)
         for task in self.app.tasks.values():
             limit = task.options.group_rate_limit
             if limit is not None:  # a bucket refills from empty in capacity / rate seconds

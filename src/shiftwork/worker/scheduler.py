@@ -17,8 +17,9 @@ fire every second, faster than leader ticks). Each pass:
    :func:`shiftwork.schedule.plan_tick` as of the pass's start, and writes the plans
    (occurrences, jobs, cursors) in one transaction that first checks the term in the
    database (a paused or cut-off ex-leader writes nothing);
-4. runs the dead-man switch and calls the ``on_schedule_late`` hooks once per late
-   occurrence.
+4. judges succeeded runs against ``expect_items`` and calls the ``on_schedule_empty``
+   hooks once per empty occurrence; runs the dead-man switch and calls the
+   ``on_schedule_late`` hooks once per late occurrence.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..errors import StorageError
-from ..records import Applied
+from ..items import ItemsCheck, judge_items
+from ..records import Applied, RunFigures
 from ..schedule import Plan, RunStatus, ScheduleDef, Snapshot, iso_z, plan_tick
 from ..schedule_book import on_time_grace, report
 from ..store.schedules import NotLeader, Planner
@@ -137,6 +139,7 @@ def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
         for batch in batches:
             count += announce(fire(batch))
     if housekeeping:
+        check_items(app, owner, term)
         for late in store.schedule_runs_check_late(owner, term):
             app.events.emit("schedule.late", schedule=late.schedule,
                             fire_at=iso_z(late.fire_at), status=late.status.value,
@@ -148,6 +151,27 @@ def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
                     log.exception("on_schedule_late hook failed for %s at %s", late.schedule,
                                   iso_z(late.fire_at))
     return count
+
+
+def check_items(app: App, owner: str, term: int) -> None:
+    """The items check: judge succeeded runs against their schedule's ``expect_items``,
+    then announce each empty one once (marked in the database first, as a late one)."""
+    def judge(figures: RunFigures, expect_items: int | None, rule_name: str | None
+              ) -> tuple[ItemsCheck, str]:
+        declared = app.schedules.get(figures.schedule)
+        rule = declared.items_rule if declared is not None else None
+        return judge_items(figures, expect_items, rule_name, rule)
+
+    for empty in app.store.schedule_runs_check_items(owner, term, judge):
+        app.events.emit("schedule.empty", schedule=empty.schedule,
+                        fire_at=iso_z(empty.fire_at), job_id=empty.job_id, items=empty.items,
+                        expect_items=empty.expect_items, reason=empty.reason)
+        for hook in list(app.schedule_empty_hooks):
+            try:
+                hook(empty)
+            except Exception:
+                log.exception("on_schedule_empty hook failed for %s at %s", empty.schedule,
+                              iso_z(empty.fire_at))
 
 
 class Scheduler(Service):

@@ -167,6 +167,7 @@ WITH done AS (
                       ELSE j.errors || jsonb_build_array(u.error) END,
         result = u.result,
         peak_rss = u.peak_rss,  -- a limited attempt's peak resident size (migration 0019)
+        items = u.items,  -- what this attempt reported (ctx.processed); NULL: it did not say
         lease_expires_at = NULL,
         -- a snoozed run (back to scheduled) is not counted as an attempt
         uncounted = j.uncounted + CASE WHEN u.state = 'scheduled' THEN 1 ELSE 0 END,
@@ -175,8 +176,8 @@ WITH done AS (
                           THEN 2 WHEN j.group_mark = 2 THEN 3 ELSE j.group_mark END
     FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(states)s::text[],
                 %(run_ats)s::timestamptz[], %(errors)s::jsonb[], %(results)s::jsonb[],
-                %(peaks)s::bigint[])
-         AS u(id, attempt, state, run_at, error, result, peak_rss)
+                %(peaks)s::bigint[], %(items)s::bigint[])
+         AS u(id, attempt, state, run_at, error, result, peak_rss, items)
     -- By primary key: `state || ''` keeps the state test out of index choice. Written
     -- plainly, once statistics say few jobs run (any ANALYZE after a bulk load), the
     -- planner walks a partial index on running jobs, full of dead entries while a queue

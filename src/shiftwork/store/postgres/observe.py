@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg.rows import dict_row
 
-from ...records import GroupStats, Job, QueueGroups, QueueMinute, WaitingTask
+from ...records import GroupStats, Job, QueueGroups, QueueMinute, TaskMinute, WaitingTask
 from ...states import JobState
 from ..rows import aware, decoded, job_from_row, search_params
 
@@ -38,6 +38,24 @@ class PostgresObserve:
     def queue_minutes_prune(self, keep_seconds: float) -> int:
         with self._conn() as c:
             cur = c.execute(self.q["queue_minutes_prune"], self._p(keep=keep_seconds))
+            return int(cur.rowcount)
+
+    def task_minutes_add(self, rows: list[TaskMinute]) -> None:
+        if not rows:
+            return
+        with self._conn() as c:
+            c.execute(self.q["task_minutes_add"], {
+                "tasks": [r.task for r in rows], "minutes": [r.minute for r in rows],
+                "succeeded": [r.succeeded for r in rows], "items": [r.items for r in rows]})
+
+    def task_minutes_since(self, since: datetime) -> dict[str, tuple[int, int]]:
+        with self._conn() as c:
+            rows = c.execute(self.q["task_minutes_since"], {"since": since}).fetchall()
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
+    def task_minutes_prune(self, keep_seconds: float) -> int:
+        with self._conn() as c:
+            cur = c.execute(self.q["task_minutes_prune"], self._p(keep=keep_seconds))
             return int(cur.rowcount)
 
     def workers_running(self) -> dict[str, int]:

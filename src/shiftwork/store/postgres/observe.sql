@@ -16,6 +16,20 @@ WHERE minute >= %(since)s ORDER BY minute, queue
 -- name: queue_minutes_prune
 DELETE FROM {schema}.queue_minutes WHERE minute < {now} - make_interval(secs => %(keep)s)
 
+-- name: task_minutes_add
+INSERT INTO {schema}.task_minutes AS m (task, minute, succeeded, items)
+SELECT * FROM unnest(%(tasks)s::text[], %(minutes)s::timestamptz[], %(succeeded)s::bigint[],
+                     %(items)s::bigint[])
+ON CONFLICT (minute, task) DO UPDATE
+SET succeeded = m.succeeded + excluded.succeeded, items = m.items + excluded.items
+
+-- name: task_minutes_since
+SELECT task, sum(succeeded)::bigint, sum(items)::bigint FROM {schema}.task_minutes
+WHERE minute >= %(since)s GROUP BY task
+
+-- name: task_minutes_prune
+DELETE FROM {schema}.task_minutes WHERE minute < {now} - make_interval(secs => %(keep)s)
+
 -- name: workers_running
 SELECT worker_id, count(*) FROM {schema}.jobs
 WHERE state = 'running' AND worker_id IS NOT NULL GROUP BY worker_id

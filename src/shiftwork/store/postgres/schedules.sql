@@ -46,18 +46,19 @@ FROM {schema}.schedules ORDER BY name
 INSERT INTO {schema}.schedules (name, cron, tz, task, args, queue, priority, max_attempts,
     timeout, catchup, catchup_window, catchup_cap, overlap, starting_deadline, jitter,
     expect_success_within, pause_on_failure, definition_hash, next_fire_at, created_at,
-    updated_at)
+    updated_at, expect_items, expect_items_rule)
 SELECT x.name, x.cron, x.tz, x.task, x.args::jsonb, x.queue, x.priority, x.max_attempts,
        x.timeout, x.catchup, x.catchup_window, x.catchup_cap, x.overlap,
        x.starting_deadline, x.jitter, x.expect_success_within, x.pause_on_failure,
-       x.definition_hash, x.next_fire_at, {now}, {now}
+       x.definition_hash, x.next_fire_at, {now}, {now}, x.expect_items, x.expect_items_rule
 FROM jsonb_to_recordset(%(rows)s::jsonb)
     AS x(name text, cron text, tz text, task text, args text, queue text, priority smallint,
          max_attempts integer, timeout double precision, catchup text,
          catchup_window double precision, catchup_cap integer, overlap text,
          starting_deadline double precision, jitter double precision,
          expect_success_within double precision, pause_on_failure boolean,
-         definition_hash text, next_fire_at timestamptz)
+         definition_hash text, next_fire_at timestamptz, expect_items bigint,
+         expect_items_rule text)
 
 -- name: schedules_update_definition_batch
 -- Changed and revived definitions; a row's cursor is replaced only when reset_cursor.
@@ -67,6 +68,7 @@ SET cron = x.cron, tz = x.tz, task = x.task, args = x.args::jsonb, queue = x.que
     catchup = x.catchup, catchup_window = x.catchup_window, catchup_cap = x.catchup_cap,
     overlap = x.overlap, starting_deadline = x.starting_deadline, jitter = x.jitter,
     expect_success_within = x.expect_success_within, pause_on_failure = x.pause_on_failure,
+    expect_items = x.expect_items, expect_items_rule = x.expect_items_rule,
     definition_hash = x.definition_hash, updated_at = {now}, removed_at = NULL,
     next_fire_at = CASE WHEN x.reset_cursor THEN x.next_fire_at ELSE s.next_fire_at END
 FROM jsonb_to_recordset(%(rows)s::jsonb)
@@ -75,7 +77,8 @@ FROM jsonb_to_recordset(%(rows)s::jsonb)
          catchup_window double precision, catchup_cap integer, overlap text,
          starting_deadline double precision, jitter double precision,
          expect_success_within double precision, pause_on_failure boolean,
-         definition_hash text, reset_cursor boolean, next_fire_at timestamptz)
+         definition_hash text, reset_cursor boolean, next_fire_at timestamptz,
+         expect_items bigint, expect_items_rule text)
 WHERE s.name = x.name
 
 -- name: schedules_mark_removed_batch
@@ -245,10 +248,16 @@ WHERE name = %(name)s AND next_fire_at IS NOT DISTINCT FROM %(old_cursor)s::time
 RETURNING name
 
 -- name: schedule_runs_sync
+-- A success's items come along; its items check is 'none' at once when the schedule
+-- expects nothing (only runs that will be judged stay in schedule_runs_items_due_idx).
 UPDATE {schema}.schedule_runs r
 SET status = CASE j.state WHEN 'succeeded' THEN 'succeeded' WHEN 'dead' THEN 'failed'
                           ELSE 'cancelled' END,
-    finished_at = j.finished_at
+    finished_at = j.finished_at, items = j.items,
+    items_check = CASE WHEN j.state = 'succeeded' AND NOT EXISTS (
+                           SELECT 1 FROM {schema}.schedules s WHERE s.name = r.schedule
+                             AND (s.expect_items IS NOT NULL OR s.expect_items_rule IS NOT NULL))
+                       THEN 'none' END
 FROM {schema}.jobs j
 WHERE r.status = 'enqueued' AND j.id = r.job_id AND j.state IN ('succeeded', 'dead', 'cancelled')
 RETURNING r.schedule, r.fire_at, r.status, r.job_id
@@ -328,8 +337,37 @@ UPDATE {schema}.schedule_runs SET dms = %(dms)s, dms_at = {now}
 WHERE schedule = %(name)s AND fire_at = %(fire_at)s AND dms IS NULL
 RETURNING fire_at
 
+-- name: schedule_runs_items_due
+-- Succeeded runs of schedules that expect items, not judged yet (driven by those
+-- schedules, then the partial index per schedule, as schedule_runs_past_deadline).
+WITH d AS MATERIALIZED (
+    SELECT name, expect_items, expect_items_rule FROM {schema}.schedules
+    WHERE expect_items IS NOT NULL OR expect_items_rule IS NOT NULL
+)
+SELECT r.schedule, r.fire_at, r.job_id, r.items, d.expect_items, d.expect_items_rule,
+       extract(epoch FROM j.finished_at - j.attempted_at)::float8 AS duration
+FROM d
+CROSS JOIN LATERAL (SELECT * FROM {schema}.schedule_runs r
+                    WHERE r.schedule = d.name AND r.items_check IS NULL
+                      AND r.status = 'succeeded' OFFSET 0) r
+LEFT JOIN {schema}.jobs j ON j.id = r.job_id
+ORDER BY r.fire_at
+LIMIT 1000
+
+-- name: schedule_runs_items_set
+UPDATE {schema}.schedule_runs SET items_check = %(verdict)s, items_note = %(note)s
+WHERE schedule = %(name)s AND fire_at = %(fire_at)s AND items_check IS NULL
+RETURNING fire_at
+
 -- name: schedules_overview
 SELECT s.*,
+    (SELECT max(r.fire_at) FROM {schema}.schedule_runs r
+     WHERE r.schedule = s.name AND r.items_check = 'empty') AS last_empty_fire_at,
+    (SELECT max(r.fire_at) FROM {schema}.schedule_runs r
+     WHERE r.schedule = s.name AND r.items_check = 'ok') AS last_full_fire_at,
+    (SELECT r.items_note FROM {schema}.schedule_runs r
+     WHERE r.schedule = s.name AND r.items_check = 'empty'
+     ORDER BY r.fire_at DESC LIMIT 1) AS last_empty_note,
     (SELECT max(r.fire_at) FROM {schema}.schedule_runs r
      WHERE r.schedule = s.name AND r.job_id IS NOT NULL) AS last_fire_at,
     (SELECT max(r.finished_at) FROM {schema}.schedule_runs r

@@ -584,6 +584,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             errors=or_null([error_json(o) for o in outcomes]),
             results=or_null([o.result_json for o in outcomes]),
             peaks=or_null([o.peak_rss for o in outcomes]),
+            items=or_null([o.items for o in outcomes]),
         )
         done: set[int] = set()
         watched: list[int] = []

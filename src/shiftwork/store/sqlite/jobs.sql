@@ -99,6 +99,7 @@ SET state = :state,
     errors = CASE WHEN :error IS NULL THEN errors ELSE json_insert(errors, '$[#]', json(:error)) END,
     result = :result,
     peak_rss = :peak_rss,  -- a limited attempt's peak resident size (migration 0019)
+    items = :items,  -- what this attempt reported (ctx.processed); NULL: it did not say
     lease_expires_at = NULL,
     -- a snoozed run (back to scheduled) is not counted as an attempt
     uncounted = uncounted + CASE WHEN :state = 'scheduled' THEN 1 ELSE 0 END,
@@ -111,7 +112,8 @@ WHERE id = :id AND attempt = :attempt AND state = 'running'
 -- The common outcome (succeeded, no result): fewer columns to write, positional rows.
 UPDATE jobs
 SET state = 'succeeded', finished_at = ?, lease_expires_at = NULL, wake_requested = 0,
-    result = NULL, group_mark = CASE WHEN group_mark = 1 THEN 3 ELSE group_mark END
+    result = NULL, items = ?,
+    group_mark = CASE WHEN group_mark = 1 THEN 3 ELSE group_mark END
 WHERE id = ? AND attempt = ? AND state = 'running'
 
 -- name: jobs_running_attempts

@@ -7,7 +7,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ...records import GroupStats, Job, QueueGroups, QueueMinute, WaitingTask
+from ...records import GroupStats, Job, QueueGroups, QueueMinute, TaskMinute, WaitingTask
 from ...states import JobState
 from ..rows import from_ts, job_from_row, loads, search_params
 
@@ -42,6 +42,23 @@ class SQLiteObserve:
     def queue_minutes_prune(self, keep_seconds: float) -> int:
         with self._tx() as c:
             return int(c.execute(self.q["queue_minutes_prune"],
+                                 {"now": self._now(), "keep": keep_seconds}).rowcount)
+
+    def task_minutes_add(self, rows: list[TaskMinute]) -> None:
+        if not rows:
+            return
+        with self._tx() as c:
+            c.executemany(self.q["task_minutes_add"], [{
+                "task": r.task, "minute": r.minute.timestamp(), "succeeded": r.succeeded,
+                "items": r.items} for r in rows])
+
+    def task_minutes_since(self, since: datetime) -> dict[str, tuple[int, int]]:
+        rows = self.conn.execute(self.q["task_minutes_since"], {"since": since.timestamp()})
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
+    def task_minutes_prune(self, keep_seconds: float) -> int:
+        with self._tx() as c:
+            return int(c.execute(self.q["task_minutes_prune"],
                                  {"now": self._now(), "keep": keep_seconds}).rowcount)
 
     def workers_running(self) -> dict[str, int]:

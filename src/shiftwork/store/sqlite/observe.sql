@@ -14,6 +14,19 @@ WHERE minute >= :since ORDER BY minute, queue
 -- name: queue_minutes_prune
 DELETE FROM queue_minutes WHERE minute < :now - :keep
 
+-- name: task_minutes_add
+INSERT INTO task_minutes AS m (task, minute, succeeded, items)
+VALUES (:task, :minute, :succeeded, :items)
+ON CONFLICT (minute, task) DO UPDATE
+SET succeeded = m.succeeded + excluded.succeeded, items = m.items + excluded.items
+
+-- name: task_minutes_since
+SELECT task, sum(succeeded), sum(items) FROM task_minutes
+WHERE minute >= :since GROUP BY task
+
+-- name: task_minutes_prune
+DELETE FROM task_minutes WHERE minute < :now - :keep
+
 -- name: workers_running
 SELECT worker_id, count(*) FROM jobs
 WHERE state = 'running' AND worker_id IS NOT NULL GROUP BY worker_id

@@ -42,7 +42,7 @@ FROM schedules ORDER BY name
 INSERT INTO schedules (name, cron, tz, task, args, queue, priority, max_attempts,
     timeout, catchup, catchup_window, catchup_cap, overlap, starting_deadline, jitter,
     expect_success_within, pause_on_failure, definition_hash, next_fire_at, created_at,
-    updated_at)
+    updated_at, expect_items, expect_items_rule)
 SELECT x.value ->> 'name', x.value ->> 'cron', x.value ->> 'tz',
        x.value ->> 'task', x.value ->> 'args', x.value ->> 'queue',
        x.value ->> 'priority', x.value ->> 'max_attempts', x.value ->> 'timeout',
@@ -50,7 +50,8 @@ SELECT x.value ->> 'name', x.value ->> 'cron', x.value ->> 'tz',
        x.value ->> 'overlap', x.value ->> 'starting_deadline', x.value ->> 'jitter',
        x.value ->> 'expect_success_within', x.value ->> 'pause_on_failure',
        x.value ->> 'definition_hash',
-       (x.value ->> 'next_fire_at') / 1000000.0, :now, :now
+       (x.value ->> 'next_fire_at') / 1000000.0, :now, :now,
+       x.value ->> 'expect_items', x.value ->> 'expect_items_rule'
 FROM json_each(:rows) x
 
 -- name: schedules_update_definition_batch
@@ -65,6 +66,8 @@ SET cron = x.value ->> 'cron', tz = x.value ->> 'tz',
     starting_deadline = x.value ->> 'starting_deadline', jitter = x.value ->> 'jitter',
     expect_success_within = x.value ->> 'expect_success_within',
     pause_on_failure = x.value ->> 'pause_on_failure',
+    expect_items = x.value ->> 'expect_items',
+    expect_items_rule = x.value ->> 'expect_items_rule',
     definition_hash = x.value ->> 'definition_hash',
     updated_at = :now, removed_at = NULL,
     next_fire_at = CASE WHEN x.value ->> 'reset_cursor'
@@ -221,10 +224,15 @@ WHERE name = :name AND next_fire_at IS :old_cursor
 RETURNING name
 
 -- name: schedule_runs_sync
+-- See the Postgres query: items come along, and 'none' when nothing is expected.
 UPDATE schedule_runs AS r
 SET status = CASE j.state WHEN 'succeeded' THEN 'succeeded' WHEN 'dead' THEN 'failed'
                           ELSE 'cancelled' END,
-    finished_at = j.finished_at
+    finished_at = j.finished_at, items = j.items,
+    items_check = CASE WHEN j.state = 'succeeded' AND NOT EXISTS (
+                           SELECT 1 FROM schedules s WHERE s.name = r.schedule
+                             AND (s.expect_items IS NOT NULL OR s.expect_items_rule IS NOT NULL))
+                       THEN 'none' END
 FROM jobs j
 WHERE r.status = 'enqueued' AND j.id = r.job_id AND j.state IN ('succeeded', 'dead', 'cancelled')
 RETURNING schedule, fire_at, status, job_id
@@ -297,8 +305,32 @@ UPDATE schedule_runs SET dms = :dms, dms_at = :now
 WHERE schedule = :name AND fire_at = :fire_at AND dms IS NULL
 RETURNING fire_at
 
+-- name: schedule_runs_items_due
+-- Succeeded runs of schedules that expect items, not judged yet.
+SELECT r.schedule, r.fire_at, r.job_id, r.items, s.expect_items, s.expect_items_rule,
+       j.finished_at - j.attempted_at AS duration
+FROM schedules s
+JOIN schedule_runs r INDEXED BY schedule_runs_items_due_idx
+  ON r.schedule = s.name AND r.items_check IS NULL AND r.status = 'succeeded'
+LEFT JOIN jobs j ON j.id = r.job_id
+WHERE s.expect_items IS NOT NULL OR s.expect_items_rule IS NOT NULL
+ORDER BY r.fire_at
+LIMIT 1000
+
+-- name: schedule_runs_items_set
+UPDATE schedule_runs SET items_check = :verdict, items_note = :note
+WHERE schedule = :name AND fire_at = :fire_at AND items_check IS NULL
+RETURNING fire_at
+
 -- name: schedules_overview
 SELECT s.*,
+    (SELECT max(r.fire_at) FROM schedule_runs r
+     WHERE r.schedule = s.name AND r.items_check = 'empty') AS last_empty_fire_at,
+    (SELECT max(r.fire_at) FROM schedule_runs r
+     WHERE r.schedule = s.name AND r.items_check = 'ok') AS last_full_fire_at,
+    (SELECT r.items_note FROM schedule_runs r
+     WHERE r.schedule = s.name AND r.items_check = 'empty'
+     ORDER BY r.fire_at DESC LIMIT 1) AS last_empty_note,
     (SELECT max(r.fire_at) FROM schedule_runs r
      WHERE r.schedule = s.name AND r.job_id IS NOT NULL) AS last_fire_at,
     (SELECT max(r.finished_at) FROM schedule_runs r

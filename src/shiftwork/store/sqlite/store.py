@@ -572,12 +572,12 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
             watched = {r[0] for r in running if r[2]}
             group_of = {r[0]: r[3] for r in running if r[3] is not None}
             fenced = [o for o in outcomes if (o.job_id, o.attempt) in held]
-            plain: list[tuple[float, int, int]] = []
+            plain: list[tuple[float, int | None, int, int]] = []
             other: list[Outcome] = []
             for o in fenced:
                 if o.state is JobState.SUCCEEDED and o.result_json is None \
                         and o.peak_rss is None:
-                    plain.append((now, o.job_id, o.attempt))
+                    plain.append((now, o.items, o.job_id, o.attempt))
                 else:
                     other.append(o)
             if plain:
@@ -587,7 +587,8 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                     "id": o.job_id, "attempt": o.attempt, "state": o.state.value, "now": now,
                     "run_at": to_ts(o.run_at),
                     "error": error_json(o),
-                    "result": o.result_json, "peak_rss": o.peak_rss} for o in other])
+                    "result": o.result_json, "peak_rss": o.peak_rss, "items": o.items}
+                   for o in other])
             # Group members finished: the updates above marked them counted; count them
             # into their groups. Jobs with dependents (or waiters): resolve them. All in
             # this transaction.
