@@ -46,7 +46,7 @@ _FAIR: dict[str, dict[str, Any]] = {"fair_claim": {}}
 # The claims that are functions (migration 0016): their plans are those of the statement
 # inside, which runs under its generic plan.
 _FUNCTIONS = {"jobs_claim": "claim_jobs", "jobs_claim_queue_rate": "claim_jobs_queue_rate",
-              "jobs_claim_task_rate": "claim_jobs_task_rate"}
+              "jobs_claim_task_rate": "claim_jobs_task_rate", "fair_claim": "claim_jobs_fair"}
 
 
 def _statement(app: App, conn: psycopg.Connection[Any], name: str) -> str:
@@ -151,7 +151,9 @@ def test_claims_generic_plan_finds_jobs_by_id_after_analyze(
 
 
 @pytest.mark.parametrize("engine", ["postgres"], indirect=True)
-@pytest.mark.parametrize("name", sorted(_FUNCTIONS))
+# (the fair claim has its own empty-table case below: it walks the group index, and sorts
+# its few candidates by design)
+@pytest.mark.parametrize("name", sorted(set(_FUNCTIONS) - {"fair_claim"}))
 def test_a_claims_generic_plan_made_on_an_empty_table_still_walks_the_index(
         app: App, db: dict[str, str], name: str) -> None:
     """A generic plan is kept until the statistics change: one made before the first
