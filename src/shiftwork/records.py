@@ -385,3 +385,15 @@ class GroupInfo:
     def finished(self) -> bool:
         """Every member finished, whatever its outcome."""
         return self.done + self.failed >= self.total
+
+
+@dataclass(frozen=True)
+class BulkAction:
+    """One bulk action by filter, as audited: who did what to which jobs, and how many."""
+
+    at: datetime
+    who: str
+    action: str  # retry, cancel or delete
+    filter: str  # JobFilter.describe()
+    matched: int
+    done: int

@@ -34,6 +34,7 @@ from ...records import (
 from ...redact import describe_dsn, redact
 from ...states import JobState
 from ..connections import Connections, application_name
+from ..console import JobsConsole, compose_filter
 from ..deps import DepsActions, Mark
 from ..fleet import FleetWrites
 from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
@@ -81,7 +82,8 @@ def _due_counts(jobs: list[NewJob]) -> list[tuple[str, int]]:
 
 
 class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, PostgresObserve,
-                    PostgresSchedules, DepsActions, JobsActions, LongJobsWrites, FleetWrites):
+                    PostgresSchedules, DepsActions, JobsActions, LongJobsWrites, FleetWrites,
+                    JobsConsole):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,
@@ -110,6 +112,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         quoted = f'"{self.schema}"'
         now = "coalesce(%(now)s::timestamptz, now())"
         self.q = load_all_queries(__package__ or "", schema=quoted, now=now)
+        compose_filter(self.q)
         self._migrations = load_migrations(f"{__package__}.migrations", schema=quoted)
         self.async_pool_size = async_pool_size  # enqueue_async's pool (async_jobs.py)
         self._connect_timeout = connect_timeout
