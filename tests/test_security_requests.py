@@ -319,7 +319,7 @@ def test_info_a_500_carries_the_security_headers(app: App) -> None:  # noqa: F81
 
     with Served(create_dashboard(app, token=TOKEN)) as served, served.client() as c:
         login(c)
-        app.store.jobs_search = broken  # type: ignore[method-assign]
+        app.store.jobs_page = broken  # type: ignore[method-assign]
         failed = c.get("/jobs")
         assert failed.status_code == 500 and "storage fault" not in failed.text
         for header in ("content-security-policy", "x-frame-options", "x-content-type-options"):

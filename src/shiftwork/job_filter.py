@@ -7,7 +7,7 @@ query (``jobs_console.sql``). Every field is optional and they combine with AND.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
@@ -20,9 +20,8 @@ from .states import JobState
 SORTS = ("created", "run_at", "finished")
 #: States a bulk "delete" may touch: deleting is for history, never for live work.
 FINISHED_STATES = (JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED)
-#: The CLI's and queues' word for due, unclaimed jobs; in a filter, every waiting state.
+#: What `queues`, `top` and the dashboard count as "waiting": due and not yet claimed.
 WAITING = "waiting"
-_WAITING_STATES = (JobState.SCHEDULED, JobState.AVAILABLE, JobState.RETRYING)
 _MAX_TEXT = 200
 _MAX_ID = 2**63 - 1
 
@@ -80,7 +79,7 @@ class JobFilter:
 
 def parse_filter(given: Mapping[str, Any]) -> JobFilter:
     """A ``JobFilter`` from strings (empty ones ignored); a ``FilterError`` names the bad
-    one. ``state`` may list several, comma-separated; ``waiting`` is every waiting state."""
+    one. ``state`` may list several, comma-separated; ``waiting`` is ``available``."""
     def text(name: str) -> str | None:
         value = given.get(name)
         if value is None:
@@ -96,8 +95,8 @@ def parse_filter(given: Mapping[str, Any]) -> JobFilter:
         if not word:
             continue
         if word == WAITING:
-            states.extend(s for s in _WAITING_STATES if s not in states)
-        elif word in JobState.__members__.values():
+            word = JobState.AVAILABLE.value
+        if word in JobState.__members__.values():
             if JobState(word) not in states:
                 states.append(JobState(word))
         else:
@@ -137,10 +136,26 @@ def _time(value: str | None, name: str) -> datetime | None:
         return None
     try:
         when = datetime.fromisoformat(value)
-    except ValueError:
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except (ValueError, OverflowError):  # overflow: 0001-01-01T00:00+01:00 in UTC
         raise FilterError(f"filter {name} must be an ISO 8601 time such as "
                           f"2026-11-30T22:00:00, got {value!r}") from None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def task_hint(task: str, known: Iterable[str]) -> str:
+    """What to say when no job's task name contains ``task``: ``""`` if a known name does
+    (its jobs were just pruned, or are elsewhere), else which known names are close."""
+    import difflib
+
+    names = sorted(set(known))
+    if any(task.lower() in name.lower() for name in names):
+        return ""
+    # A typo in the function part of module.function: compare that part too.
+    close = difflib.get_close_matches(task, names, n=3, cutoff=0.6)
+    close += [n for n in names if n not in close and difflib.get_close_matches(
+        task.lower(), [n.rsplit(".", 1)[-1].lower()], n=1, cutoff=0.75)]
+    tail = f"; did you mean {' or '.join(close[:3])}?" if close else ""
+    return f"no task name contains {task!r}{tail}"
 
 
 def like_pattern(value: str | None) -> str | None:

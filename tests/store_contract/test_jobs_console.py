@@ -40,14 +40,16 @@ def test_filters_combine_and_task_is_a_substring_in_any_case(store: Store) -> No
     assert store.jobs_page(parse_filter({"task": "ex_c"})) == []
 
 
-def test_waiting_means_every_waiting_state(store: Store, clock: FakeClock) -> None:
-    [now] = insert(store)
-    [later] = insert(store, run_at=clock.now() + timedelta(hours=1))
+def test_states_combine_and_waiting_is_available(store: Store, clock: FakeClock) -> None:
+    """"waiting" is what `queues` and the dashboard count so: due and not yet claimed."""
     [running] = insert(store)
-    claim_one(store)  # the oldest: `now`
-    f = parse_filter({"state": "waiting"})
-    assert {j.id for j in store.jobs_page(f)} == {later, running}
-    assert state(store, now) is JobState.RUNNING
+    [later] = insert(store, run_at=clock.now() + timedelta(hours=1))
+    [due] = insert(store)
+    claim_one(store)  # the oldest: `running`
+    assert [j.id for j in store.jobs_page(parse_filter({"state": "waiting"}))] == [due]
+    assert [j.id for j in store.jobs_page(parse_filter({"state": "scheduled,running"}))
+            ] == [later, running]
+    assert state(store, running) is JobState.RUNNING
 
 
 def test_keyset_pages_cover_every_job_once_in_each_sort(store: Store,
