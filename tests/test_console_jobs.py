@@ -15,10 +15,10 @@ import httpx
 import pytest
 from markupsafe import escape
 
-from shiftwork import App, FakeClock, JobState
+from shiftwork import App, ConfigurationError, FakeClock, JobState
 from shiftwork.bulk import bulk_apply
 from shiftwork.job import NewJob
-from shiftwork.job_filter import parse_filter
+from shiftwork.job_filter import FilterError, parse_filter
 from shiftwork.outcome import Outcome
 from shiftwork.web import create_dashboard
 
@@ -274,3 +274,71 @@ def test_property_any_filter_value_gets_a_page_or_a_clear_4xx(app: App) -> None:
             assert response.status_code in (200, 400), (path, params, response.text[-300:])
 
         probe()
+
+
+# -- tags ---------------------------------------------------------------------------------
+
+
+def test_tags_from_the_task_and_using_are_stored_shown_and_filterable(
+        make_app: Any) -> None:
+    """On both engines: the task's tags and using(tags=) together, found by tag through
+    the API, and only by a whole tag."""
+    app = make_app()
+
+    @app.task(name="billing.charge", tags=["billing"])
+    def charge(customer: int) -> None: ...
+
+    a = charge.using(tags=["customer:42", "import:2026-11"]).enqueue(42).id
+    b = charge.using(tags=["customer:7"]).enqueue(7).id
+    [c] = [r.id for r in charge.enqueue_many([(1,), (2,)])][:1]
+    assert app.get_job(a).tags == ["billing", "customer:42", "import:2026-11"]
+    assert app.get_job(c).tags == ["billing"]  # enqueue_many keeps the task's tags
+    assert [j.id for j in app.find_jobs(tag="customer:42")] == [a]
+    assert [j.id for j in app.find_jobs(tag="customer:7", task="charge")] == [b]
+    assert app.find_jobs(tag="customer:4") == []  # whole tags only
+    assert len(app.find_jobs(tag="billing")) == 4
+    with pytest.raises(FilterError, match="unknown filter colour"):
+        app.find_jobs(colour="red")
+    result = app.bulk("cancel", tag="import:2026-11", who="test")
+    assert (result.matched, result.done) == (1, 1)
+    assert app.get_job(a).state is JobState.CANCELLED
+
+
+@pytest.mark.parametrize("tags, says", [
+    ("customer:42", "a list of strings"),
+    ([42], "must be a string"),
+    (["a,b"], "no comma"),
+    ([""], "1-100 characters"),
+    (["x" * 101], "1-100 characters"),
+    (["bell\x07"], "control character"),
+    ([f"t{i}" for i in range(21)], "at most 20 tags"),
+])
+def test_bad_tags_are_refused_naming_the_problem(app: App, tags: Any, says: str) -> None:
+    @app.task(name="t")
+    def t() -> None: ...
+
+    with pytest.raises(ConfigurationError, match=says):
+        t.using(tags=tags).enqueue()
+    with pytest.raises(ConfigurationError, match=says):
+        app.task(name="u", tags=tags)(lambda: None)
+    assert app.find_jobs() == []  # nothing was enqueued
+
+
+def test_tags_in_the_dashboard_and_the_cli(app: App, tmp_path: Path) -> None:
+    @app.task(name="imports.load")
+    def load() -> None: ...
+
+    tagged = load.using(tags=["import:2026-11", "<b>x</b>"]).enqueue().id
+    load.enqueue()
+    with Served(create_dashboard(app, token=TOKEN)) as served, served.client() as c:
+        login(c)
+        assert rows(c.get("/jobs", params={"tag": "import:2026-11"})) == [tagged]
+        page = c.get(f"/jobs/{tagged}").text
+        assert 'href="/jobs?tag=import%3A2026-11"' in page
+        assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
+    db = {"dsn": f"sqlite:///{tmp_path / 'jobs.db'}", "schema": "shiftwork"}
+    listed = cli(db, "jobs", "list", "--tag", "import:2026-11", "--json")
+    assert [j["id"] for j in json.loads(listed.stdout)] == [tagged], listed.stderr
+    assert "tags: import:2026-11, <b>x</b>" in cli(db, "jobs", "show", str(tagged)).stdout
+    bad = cli(db, "jobs", "list", "--tag", "a,b")
+    assert bad.returncode == 2 and "no comma" in bad.stderr

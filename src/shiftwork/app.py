@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from .bounds import MAX_LIST, whole
+from .bulk import BulkResult, bulk_apply
 from .callsite import declared_at
 from .clock import Clock, SystemClock
 from .compose import Chain, Group, make_chain, make_graph, make_group
@@ -28,6 +29,7 @@ from .flow import rate_limit as flow_rate_limit
 from .handle import JobHandle
 from .host import AppBase
 from .job import NewJob
+from .job_filter import check_sort, filter_of
 from .names import check_queue, check_task_name, did_you_mean
 from .observe.hooks import Observers
 from .observe.tracing import enqueue_span, recording
@@ -47,6 +49,7 @@ from .settings import Settings
 from .states import JobState
 from .store import Store, open_store
 from .store.connections import Connections
+from .tags import check_tags
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
 from .waiting import ResultWaiter, wait_result, wait_result_async
 from .workflow import Workflow, WorkflowError
@@ -231,15 +234,16 @@ class App(AppBase):
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
              concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
              group_by: GroupBy | None = None, group_concurrency: int | None = None,
-             group_rate_limit: RateLimit | str | None = None, store_result: bool = True
-             ) -> TaskDecorator: ...
+             group_rate_limit: RateLimit | str | None = None, store_result: bool = True,
+             tags: list[str] | tuple[str, ...] = ()) -> TaskDecorator: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
              priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
              timeout: float | None = None, unique: bool | tuple[str, ...] | list[str] = False,
              concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
              group_by: GroupBy | None = None, group_concurrency: int | None = None,
-             group_rate_limit: RateLimit | str | None = None, store_result: bool = True) -> Any:
+             group_rate_limit: RateLimit | str | None = None, store_result: bool = True,
+             tags: list[str] | tuple[str, ...] = ()) -> Any:
         """Register a function as a task. Usable bare (``@app.task``) or with options.
 
         A first parameter named ``ctx`` (or annotated :class:`JobContext`) receives the
@@ -252,6 +256,10 @@ class App(AppBase):
         ``group_rate_limit`` gives each group its own rate limit.
 
         ``store_result=False``: the return value is not kept (``job.result()`` is None).
+
+        ``tags``: labels every job of the task carries (``["billing"]``), shown and
+        filterable in the dashboard and ``shiftwork jobs list --tag``; ``using(tags=...)``
+        adds more per job.
         """
         for option, value in (("group_concurrency", group_concurrency),
                               ("group_rate_limit", group_rate_limit)):
@@ -266,7 +274,8 @@ class App(AppBase):
                               group_by=group_by, group_concurrency=group_concurrency,
                               group_rate_limit=flow_rate_limit(group_rate_limit,
                                                                f"task {name or fn}: group"),
-                              store_result=store_result)
+                              store_result=store_result,
+                              tags=check_tags(tags, f"task {name or fn}: tags"))
 
         def register(f: F) -> Task[Any, Any]:
             task_name = name or f"{f.__module__}.{f.__qualname__}"
@@ -649,6 +658,20 @@ class App(AppBase):
         st = JobState(state) if isinstance(state, str) else state
         whole(limit, "list_jobs: limit", 0, MAX_LIST)
         return self.store.jobs_list(state=st, queue=queue, task=task, limit=limit)
+
+    def find_jobs(self, *, sort: str = "created", after: int | None = None, limit: int = 50,
+                  **filters: Any) -> list[Job]:
+        """Jobs a filter matches (job_filter.py: ``state``, ``queue``, ``task`` (a part),
+        ``tag``, ``error`` (a part of the last one), ``created_from``/``created_to``,
+        ``finished_from``/``finished_to``, ``unique_key``, ``id``), newest first by
+        ``sort`` (created, run_at, finished); ``after``: the last job of the page before."""
+        whole(limit, "find_jobs: limit", 0, MAX_LIST)
+        return self.store.jobs_page(filter_of(filters), check_sort(sort), after, limit)
+
+    def bulk(self, action: str, *, who: str = "python", **filters: Any) -> BulkResult:
+        """``action`` (retry, cancel or delete) on every job the filter matches (the
+        filters of :meth:`find_jobs`), in batches, audited as ``who``."""
+        return bulk_apply(self, action, filter_of(filters), who)
 
     def retry_job(self, job_id: int) -> Job:
         """Run a dead or cancelled job again now."""

@@ -15,6 +15,7 @@ from typing import Any
 from .errors import ConfigurationError
 from .names import check_queue
 from .states import JobState
+from .tags import check_tag
 
 #: How jobs can be ordered, newest first: by creation (the id), due time, finish time.
 SORTS = ("created", "run_at", "finished")
@@ -42,6 +43,7 @@ class JobFilter:
     finished_to: datetime | None = None
     unique_key: str | None = None
     id: int | None = None
+    tag: str | None = None  # one of the job's tags, whole (tags.py)
 
     @property
     def empty(self) -> bool:
@@ -52,7 +54,7 @@ class JobFilter:
         parts = []
         if self.states:
             parts.append("state=" + ",".join(s.value for s in self.states))
-        for name in ("queue", "unique_key", "id"):
+        for name in ("queue", "tag", "unique_key", "id"):
             if getattr(self, name) is not None:
                 parts.append(f"{name}={getattr(self, name)}")
         for name in ("task", "error"):
@@ -108,6 +110,12 @@ def parse_filter(given: Mapping[str, Any]) -> JobFilter:
             check_queue(queue)
         except ConfigurationError as exc:
             raise FilterError(str(exc)) from None
+    tag = text("tag")
+    if tag is not None:
+        try:
+            check_tag(tag, "filter tag")
+        except ConfigurationError as exc:
+            raise FilterError(str(exc)) from None
     job_id = text("id")
     if job_id is not None and not (job_id.isascii() and job_id.isdigit()
                                    and 0 < int(job_id) <= _MAX_ID):
@@ -118,8 +126,25 @@ def parse_filter(given: Mapping[str, Any]) -> JobFilter:
                      created_to=_time(text("created_to"), "created_to"),
                      finished_from=_time(text("finished_from"), "finished_from"),
                      finished_to=_time(text("finished_to"), "finished_to"),
-                     unique_key=text("unique_key"),
+                     unique_key=text("unique_key"), tag=tag,
                      id=int(job_id) if job_id is not None else None)
+
+
+def filter_of(given: Mapping[str, Any]) -> JobFilter:
+    """``parse_filter`` for keyword arguments (the API): an unknown name is an error, not
+    a filter silently left out; ``state`` may be a ``JobState`` or a list of them."""
+    known = {f.name for f in fields(JobFilter)} - {"states"} | {"state"}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise FilterError(f"unknown filter {', '.join(unknown)}: use "
+                          f"{', '.join(sorted(known))}")
+    state = given.get("state")
+    if isinstance(state, (list, tuple, set, frozenset)):
+        state = ",".join(str(getattr(s, "value", s)) for s in state)
+    elif isinstance(state, JobState):
+        state = state.value
+    values = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in given.items()}
+    return parse_filter({**values, "state": state})
 
 
 def check_sort(sort: str | None) -> str:

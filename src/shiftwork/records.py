@@ -110,6 +110,12 @@ class Job:
         run (it fences each run's writes), including those that did not count."""
         return self.attempt - self.uncounted
 
+    @property
+    def tags(self) -> list[str]:
+        """The job's tags (kept in meta, tags.py's TAGS_META_KEY)."""
+        tags = self.meta.get("tags") if isinstance(self.meta, dict) else None
+        return [str(t) for t in tags] if isinstance(tags, list) else []
+
 
 @dataclass(frozen=True)
 class GroupStats:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -20,6 +21,7 @@ from .payload import check_text, encode_args, encode_json, unique_digest
 from .records import EnqueueResult
 from .retry import DEFAULT_BACKOFF, Backoff
 from .settings import Settings
+from .tags import TAGS_META_KEY, merged_tags
 
 if TYPE_CHECKING:
     from .store.base import Store
@@ -71,6 +73,7 @@ class TaskOptions:
     group_concurrency: int | None = None  # at most this many running per group, fleet-wide
     group_rate_limit: RateLimit | None = None  # at most N starts per period per group
     store_result: bool = True  # False: the return value is not kept (job.result() is None)
+    tags: tuple[str, ...] = ()  # every job of the task carries these (tags.py)
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class EnqueueOptions:
     group: str | int | None = None  # the job's group (else the task's group_by decides)
     after: Any = None  # jobs (or ids) this one runs after (docs/composition.md)
     on_failure: str = "cancel"  # after= a job that died or was cancelled: "cancel" or "run"
+    tags: Any = None  # more tags for this job, after the task's own (tags.py)
 
 
 _NO_OPTIONS = EnqueueOptions()  # frozen: one shared instance for calls without overrides
@@ -123,6 +127,9 @@ class Task(Generic[P, R]):
         #: shiftwork's own (workflow/children.py): never listed for people, and no job of
         #: it is built here, so neither an enqueue nor a schedule can start one
         self.internal = False
+        #: the meta of a job with the task's own options: its tags, if it has any
+        self._plain_meta = json.dumps({TAGS_META_KEY: list(options.tags)}) \
+            if options.tags else "{}"
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
         if self.takes_context:
@@ -169,8 +176,9 @@ class Task(Generic[P, R]):
 
     def using(self, **options: Any) -> BoundTask[P, R]:
         """Per-enqueue overrides: delay, run_at, priority, queue, key, max_attempts, meta,
-        group; ``conn`` (a psycopg or sqlite3 connection) or ``session`` (a SQLAlchemy
-        Session or AsyncSession): the job joins that transaction."""
+        group, tags (added to the task's own); ``conn`` (a psycopg or sqlite3 connection)
+        or ``session`` (a SQLAlchemy Session or AsyncSession): the job joins that
+        transaction."""
         return BoundTask(self, EnqueueOptions(**options))
 
     def call(self, *args: P.args, **kwargs: P.kwargs) -> JobRequest:
@@ -234,7 +242,7 @@ class Task(Generic[P, R]):
         return NewJob(self.name, o.queue,
                       encode_args(self.name, args, kwargs,
                                   self.app.settings.limit("max_args_bytes"), self._param_names),
-                      o.priority, o.max_attempts, None, None, o.timeout, "{}")
+                      o.priority, o.max_attempts, None, None, o.timeout, self._plain_meta)
 
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
               now: datetime | None) -> NewJob:
@@ -281,6 +289,9 @@ class Task(Generic[P, R]):
             if self.options.group_by is not None else None
         if group is not None:  # the claim reads a job's group from its meta
             meta = {**(meta or {}), GROUP_META_KEY: check_group(group, f"{self.name}: group")}
+        tags = merged_tags(self.options.tags, opts.tags, f"{self.name}: tags")
+        if tags:
+            meta = {**(meta or {}), TAGS_META_KEY: list(tags)}
         after: tuple[int, ...] = ()
         if opts.after is not None:
             after = dependency_ids(opts.after)

@@ -68,6 +68,7 @@ def filter_options(fn: Any) -> Any:
                           "claimed."),
         queue_option,
         click.option("--task", help="A part of the task name, any case."),
+        click.option("--tag", help="One of the job's tags, whole (customer:42)."),
         click.option("--error", help="A part of the last error (type: message), any case."),
         click.option("--created-from", help="Created at or after (ISO 8601, UTC)."),
         click.option("--created-to", help="Created before (ISO 8601, UTC)."),
@@ -188,6 +189,8 @@ def jobs_show(job_id: int, as_json: bool) -> None:
                   f"finished {format_time(job.finished_at)}")
     if job.unique_key:
         console.print(f"unique key: {job.unique_key}", markup=False)
+    if job.tags:
+        console.print(f"tags: {', '.join(job.tags)}", markup=False, highlight=False)
     if job.progress is not None:
         console.print(f"progress: {describe_progress(job.progress) or json.dumps(job.progress)}",
                       markup=False)

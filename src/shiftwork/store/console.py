@@ -48,7 +48,7 @@ class JobsConsole(EngineSql):
                 "queue": f.queue, "task": like_pattern(f.task), "error": like_pattern(f.error),
                 "created_from": when(f.created_from), "created_to": when(f.created_to),
                 "finished_from": when(f.finished_from), "finished_to": when(f.finished_to),
-                "unique_key": f.unique_key, "id": f.id}
+                "unique_key": f.unique_key, "id": f.id, "tag": f.tag}
 
     def jobs_page(self, f: JobFilter, sort: str = "created", after: int | None = None,
                   limit: int = 50) -> list[Job]:

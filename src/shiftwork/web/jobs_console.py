@@ -31,8 +31,8 @@ PAGE = 50
 #: A total is counted exactly up to this many, then shown as "more than".
 COUNT_CAP = 10_000
 #: The filter fields a URL may carry, in the order the form shows them.
-FIELDS = ("state", "queue", "task", "error", "created_from", "created_to", "finished_from",
-          "finished_to", "unique_key", "id")
+FIELDS = ("state", "queue", "task", "tag", "error", "created_from", "created_to",
+          "finished_from", "finished_to", "unique_key", "id")
 _BULK_DONE = {"retry": "retried", "cancel": "cancelled", "delete": "deleted"}
 
 

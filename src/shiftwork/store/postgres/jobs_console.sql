@@ -16,6 +16,8 @@
   AND (%(finished_to)s::timestamptz IS NULL OR finished_at < %(finished_to)s::timestamptz)
   AND (%(unique_key)s::text IS NULL OR unique_key = %(unique_key)s::text)
   AND (%(id)s::bigint IS NULL OR id = %(id)s::bigint)
+  -- `meta ? 'tags'` first: the predicate of jobs_tags_idx (only tagged jobs are indexed)
+  AND (%(tag)s::text IS NULL OR (meta ? 'tags' AND meta -> 'tags' ? %(tag)s::text))
 
 -- name: jobs_page_created
 -- Keyset paging: the page after job `after` (the last one shown), newest first.

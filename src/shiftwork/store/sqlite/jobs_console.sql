@@ -13,6 +13,7 @@
   AND (:finished_to IS NULL OR finished_at < :finished_to)
   AND (:unique_key IS NULL OR unique_key = :unique_key)
   AND (:id IS NULL OR id = :id)
+  AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(meta, '$.tags') WHERE value = :tag))
 
 -- name: jobs_page_created
 SELECT * FROM jobs WHERE {filter} AND (:after IS NULL OR id < :after)
