@@ -1,42 +1,57 @@
 -- Named queries of the operations console: the filtered jobs list, its bounded count,
--- bulk actions by filter in batches, and their audit. `{filter}` is the jobs_filter
--- fragment, put in by store/console.py; every filter is optional (NULL: any).
+-- bulk actions by filter in batches, and their audit. `{filter}` is the
+-- filter's own conditions, joined by store/console.py.
 
--- name: jobs_filter
-(%(states)s::text[] IS NULL OR state = ANY(%(states)s::text[]))
-  AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
-  AND (%(task)s::text IS NULL OR task ILIKE %(task)s::text ESCAPE '\')
-  AND (%(error)s::text IS NULL OR ((errors -> -1 ->> 'type') || ': '
-                                   || (errors -> -1 ->> 'message')) ILIKE %(error)s::text
-                                  ESCAPE '\')
-  AND (%(created_from)s::timestamptz IS NULL OR created_at >= %(created_from)s::timestamptz)
-  AND (%(created_to)s::timestamptz IS NULL OR created_at < %(created_to)s::timestamptz)
-  AND (%(finished_from)s::timestamptz IS NULL
-       OR finished_at >= %(finished_from)s::timestamptz)
-  AND (%(finished_to)s::timestamptz IS NULL OR finished_at < %(finished_to)s::timestamptz)
-  AND (%(unique_key)s::text IS NULL OR unique_key = %(unique_key)s::text)
-  AND (%(id)s::bigint IS NULL OR id = %(id)s::bigint)
-  -- `meta ? 'tags'` first: the predicate of jobs_tags_idx (only tagged jobs are indexed)
-  AND (%(tag)s::text IS NULL OR (meta ? 'tags' AND meta -> 'tags' ? %(tag)s::text))
+-- One fragment per filter field; store/console.py joins those a filter uses with AND
+-- (`{states}`: the states as quoted literals, from the JobState enum), so each query
+-- names only its conditions and the planner sees plain predicates (a partial index's
+-- `state = 'dead'` among them).
+
+-- name: jobs_filter_states
+state IN ({states})
+-- name: jobs_filter_queue
+queue = %(queue)s::text
+-- name: jobs_filter_task
+task ILIKE %(task)s::text ESCAPE '\'
+-- name: jobs_filter_error
+((errors -> -1 ->> 'type') || ': ' || (errors -> -1 ->> 'message')) ILIKE %(error)s::text
+ESCAPE '\'
+-- name: jobs_filter_created_from
+created_at >= %(created_from)s::timestamptz
+-- name: jobs_filter_created_to
+created_at < %(created_to)s::timestamptz
+-- name: jobs_filter_finished_from
+finished_at >= %(finished_from)s::timestamptz
+-- name: jobs_filter_finished_to
+finished_at < %(finished_to)s::timestamptz
+-- name: jobs_filter_unique_key
+unique_key = %(unique_key)s::text
+-- name: jobs_filter_id
+id = %(id)s::bigint
+-- name: jobs_filter_tag
+-- `meta ? 'tags'`: the predicate of jobs_tags_idx (only tagged jobs are indexed)
+meta ? 'tags' AND meta -> 'tags' ? %(tag)s::text
+
+-- Keyset: the rows after job `after` (the last one shown) in each order.
+-- name: jobs_after_created
+id < %(after)s::bigint
+-- name: jobs_after_run_at
+(run_at, id) < (SELECT a.run_at, a.id FROM {schema}.jobs a WHERE a.id = %(after)s::bigint)
+-- name: jobs_after_finished
+(finished_at, id) < (SELECT a.finished_at, a.id FROM {schema}.jobs a
+                     WHERE a.id = %(after)s::bigint)
+-- name: jobs_after_ids
+id > %(after)s::bigint
 
 -- name: jobs_page_created
--- Keyset paging: the page after job `after` (the last one shown), newest first.
-SELECT * FROM {schema}.jobs
-WHERE {filter} AND (%(after)s::bigint IS NULL OR id < %(after)s::bigint)
-ORDER BY id DESC LIMIT %(limit)s
+SELECT * FROM {schema}.jobs WHERE {filter} ORDER BY id DESC LIMIT %(limit)s
 
 -- name: jobs_page_run_at
-SELECT * FROM {schema}.jobs
-WHERE {filter} AND (%(after)s::bigint IS NULL OR (run_at, id) <
-                    (SELECT a.run_at, a.id FROM {schema}.jobs a WHERE a.id = %(after)s::bigint))
-ORDER BY run_at DESC, id DESC LIMIT %(limit)s
+SELECT * FROM {schema}.jobs WHERE {filter} ORDER BY run_at DESC, id DESC LIMIT %(limit)s
 
 -- name: jobs_page_finished
 -- Only finished jobs have a finish time to sort by.
-SELECT * FROM {schema}.jobs
-WHERE {filter} AND finished_at IS NOT NULL
-  AND (%(after)s::bigint IS NULL OR (finished_at, id) <
-       (SELECT a.finished_at, a.id FROM {schema}.jobs a WHERE a.id = %(after)s::bigint))
+SELECT * FROM {schema}.jobs WHERE {filter} AND finished_at IS NOT NULL
 ORDER BY finished_at DESC, id DESC LIMIT %(limit)s
 
 -- name: jobs_count_upto
@@ -45,9 +60,7 @@ SELECT count(*) FROM (SELECT 1 FROM {schema}.jobs WHERE {filter} LIMIT %(cap)s) 
 
 -- name: jobs_match_ids
 -- One batch of a bulk action: the next ids matching, in id order after `after`.
-SELECT id FROM {schema}.jobs
-WHERE {filter} AND (%(after)s::bigint IS NULL OR id > %(after)s::bigint)
-ORDER BY id LIMIT %(limit)s
+SELECT id FROM {schema}.jobs WHERE {filter} ORDER BY id LIMIT %(limit)s
 
 -- name: jobs_retry_batch
 -- jobs_retry for a batch of ids: the same states, the same changes.

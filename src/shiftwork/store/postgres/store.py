@@ -34,7 +34,7 @@ from ...records import (
 from ...redact import describe_dsn, redact
 from ...states import JobState
 from ..connections import Connections, application_name
-from ..console import JobsConsole, compose_filter
+from ..console import JobsConsole
 from ..deps import DepsActions, Mark
 from ..fleet import FleetWrites
 from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
@@ -112,7 +112,6 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         quoted = f'"{self.schema}"'
         now = "coalesce(%(now)s::timestamptz, now())"
         self.q = load_all_queries(__package__ or "", schema=quoted, now=now)
-        compose_filter(self.q)
         self._migrations = load_migrations(f"{__package__}.migrations", schema=quoted)
         self.async_pool_size = async_pool_size  # enqueue_async's pool (async_jobs.py)
         self._connect_timeout = connect_timeout

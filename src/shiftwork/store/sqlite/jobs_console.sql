@@ -1,43 +1,56 @@
 -- Named queries of the operations console (see the PostgreSQL file). Times are Unix
--- seconds; `:states` is a JSON array; LIKE is case-insensitive for ASCII letters.
+-- seconds; LIKE is case-insensitive for ASCII letters.
 
--- name: jobs_filter
-(:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
-  AND (:queue IS NULL OR queue = :queue)
-  AND (:task IS NULL OR task LIKE :task ESCAPE '\')
-  AND (:error IS NULL OR (json_extract(errors, '$[#-1].type') || ': '
-                          || json_extract(errors, '$[#-1].message')) LIKE :error ESCAPE '\')
-  AND (:created_from IS NULL OR created_at >= :created_from)
-  AND (:created_to IS NULL OR created_at < :created_to)
-  AND (:finished_from IS NULL OR finished_at >= :finished_from)
-  AND (:finished_to IS NULL OR finished_at < :finished_to)
-  AND (:unique_key IS NULL OR unique_key = :unique_key)
-  AND (:id IS NULL OR id = :id)
-  AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(meta, '$.tags') WHERE value = :tag))
+-- One fragment per filter field, joined by store/console.py (see the PostgreSQL file).
+
+-- name: jobs_filter_states
+state IN ({states})
+-- name: jobs_filter_queue
+queue = :queue
+-- name: jobs_filter_task
+task LIKE :task ESCAPE '\'
+-- name: jobs_filter_error
+(json_extract(errors, '$[#-1].type') || ': ' || json_extract(errors, '$[#-1].message'))
+LIKE :error ESCAPE '\'
+-- name: jobs_filter_created_from
+created_at >= :created_from
+-- name: jobs_filter_created_to
+created_at < :created_to
+-- name: jobs_filter_finished_from
+finished_at >= :finished_from
+-- name: jobs_filter_finished_to
+finished_at < :finished_to
+-- name: jobs_filter_unique_key
+unique_key = :unique_key
+-- name: jobs_filter_id
+id = :id
+-- name: jobs_filter_tag
+EXISTS (SELECT 1 FROM json_each(meta, '$.tags') WHERE value = :tag)
+
+-- name: jobs_after_created
+id < :after
+-- name: jobs_after_run_at
+(run_at, id) < (SELECT a.run_at, a.id FROM jobs a WHERE a.id = :after)
+-- name: jobs_after_finished
+(finished_at, id) < (SELECT a.finished_at, a.id FROM jobs a WHERE a.id = :after)
+-- name: jobs_after_ids
+id > :after
 
 -- name: jobs_page_created
-SELECT * FROM jobs WHERE {filter} AND (:after IS NULL OR id < :after)
-ORDER BY id DESC LIMIT :limit
+SELECT * FROM jobs WHERE {filter} ORDER BY id DESC LIMIT :limit
 
 -- name: jobs_page_run_at
-SELECT * FROM jobs
-WHERE {filter} AND (:after IS NULL OR (run_at, id) <
-                    (SELECT a.run_at, a.id FROM jobs a WHERE a.id = :after))
-ORDER BY run_at DESC, id DESC LIMIT :limit
+SELECT * FROM jobs WHERE {filter} ORDER BY run_at DESC, id DESC LIMIT :limit
 
 -- name: jobs_page_finished
-SELECT * FROM jobs
-WHERE {filter} AND finished_at IS NOT NULL
-  AND (:after IS NULL OR (finished_at, id) <
-       (SELECT a.finished_at, a.id FROM jobs a WHERE a.id = :after))
+SELECT * FROM jobs WHERE {filter} AND finished_at IS NOT NULL
 ORDER BY finished_at DESC, id DESC LIMIT :limit
 
 -- name: jobs_count_upto
 SELECT count(*) FROM (SELECT 1 FROM jobs WHERE {filter} LIMIT :cap)
 
 -- name: jobs_match_ids
-SELECT id FROM jobs WHERE {filter} AND (:after IS NULL OR id > :after)
-ORDER BY id LIMIT :limit
+SELECT id FROM jobs WHERE {filter} ORDER BY id LIMIT :limit
 
 -- name: jobs_retry_batch
 UPDATE jobs

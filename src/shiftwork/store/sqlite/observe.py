@@ -65,11 +65,11 @@ class SQLiteObserve:
         rows = self.conn.execute(self.q["jobs_search"], search_params(text, state, queue, limit))
         return [job_from_row(dict(r), from_ts, loads) for r in rows]
 
-    def _read(self, query: str, params: dict[str, Any], jobs: bool = False) -> list[Any]:
+    def _read(self, sql: str, params: dict[str, Any], jobs: bool = False) -> list[Any]:
         values = {k: json.dumps(v) if isinstance(v, (list, tuple)) else v
                   for k, v in params.items()}
         values["now"] = self._now()
-        rows = self.conn.execute(self.q[query], values).fetchall()
+        rows = self.conn.execute(sql, values).fetchall()
         return [job_from_row(dict(r), from_ts, loads) for r in rows] if jobs else rows
 
     def jobs_discard(self, ids: list[int]) -> list[int]:

@@ -30,7 +30,7 @@ from ...records import (
     WorkerInfo,
 )
 from ...states import FINAL, JobState
-from ..console import JobsConsole, compose_filter
+from ..console import JobsConsole
 from ..deps import NO_MARK, DepsActions, Mark
 from ..fleet import FleetWrites
 from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
@@ -134,7 +134,6 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         self.clock = clock or SystemClock()
         self.busy_timeout = busy_timeout
         self.q = load_all_queries(__package__ or "")
-        compose_filter(self.q)
         self._migrations = load_migrations(f"{__package__}.migrations")
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
