@@ -27,7 +27,7 @@ from .common import load, percentiles, place
 FILTERS: dict[str, dict[str, str]] = {
     "dead billing timeout": {"state": "dead", "queue": "billing", "error": "timeout"},
     "task part": {"task": "charge"},
-    "rare task part": {"task": "task_19"},
+    "task part, another": {"task": "task_19"},
     "tag": {"tag": "customer:43"},
     "state succeeded, sort finished": {"state": "succeeded"},
     "created range": {"created_from": "", "created_to": ""},  # the middle tenth, set below

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 PAGE = 50
 #: A total is counted exactly up to this many, then shown as "more than".
 COUNT_CAP = 10_000
+#: The page that asks before a bulk action counts further: it is opened once, on purpose.
+BULK_COUNT_CAP = 1_000_000
 #: The filter fields a URL may carry, in the order the form shows them.
 FIELDS = ("state", "queue", "task", "tag", "error", "created_from", "created_to",
           "finished_from", "finished_to", "unique_key", "id")
@@ -54,8 +56,8 @@ def read_filter(given: Any) -> JobFilter:
     return parse_filter(fields)
 
 
-def total_text(count: int) -> str:
-    return f"more than {COUNT_CAP:,}" if count > COUNT_CAP else f"{count:,}"
+def total_text(count: int, cap: int = COUNT_CAP) -> str:
+    return f"more than {cap:,}" if count > cap else f"{count:,}"
 
 
 def who(request: Request) -> str:
@@ -134,9 +136,9 @@ class JobsPages:
             return self.dash.page(request, "bulk.html", status=400, error=str(exc),
                                   action=action, fields={}, count="0", described="",
                                   back=self._back(JobFilter()))
-        count = await run_in_threadpool(self.app.store.jobs_count_upto, f, COUNT_CAP + 1)
+        count = await run_in_threadpool(self.app.store.jobs_count_upto, f, BULK_COUNT_CAP + 1)
         return self.dash.page(request, "bulk.html", action=action, fields=f.query(),
-                              count=total_text(count), described=f.describe(),
+                              count=total_text(count, BULK_COUNT_CAP), described=f.describe(),
                               back=self._back(f))
 
     async def bulk_run(self, request: Request) -> Response:
