@@ -56,7 +56,9 @@ def read_filter(given: Any) -> JobFilter:
     return parse_filter(fields)
 
 
-def total_text(count: int, cap: int = COUNT_CAP) -> str:
+def total_text(count: int, cap: int | None = None) -> str:
+    """A count made up to ``cap`` + 1 (the list's COUNT_CAP by default), as shown."""
+    cap = COUNT_CAP if cap is None else cap
     return f"more than {cap:,}" if count > cap else f"{count:,}"
 
 
