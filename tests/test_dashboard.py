@@ -173,8 +173,8 @@ def test_dashboard_in_a_real_browser(app: App, browser: Any, tmp_path: Path) -> 
         page.goto(f"{served.url}/jobs?q={stalled_id}")
         assert page.locator("tbody tr").count() == 1
         page.goto(f"{served.url}/jobs")
-        page.fill("input[name=q]", hostile)
-        page.click("button:has-text('Search')")
+        page.fill("input[name=unique_key]", "noop:" + hostile)
+        page.click("button:has-text('Filter')")
         assert page.locator(f"tr[data-job='{hostile_id}']").count() == 1
         _shot(page, "jobs")
         page.goto(f"{served.url}/jobs/{hostile_id}")

@@ -632,7 +632,7 @@ ROUTES = ["/", "/jobs", "/dead", "/jobs/1", "/metrics", "/health", "/login",
           "/jobs/1/retry", "/jobs/1/cancel", "/jobs/1/discard", "/dead",
           "/queues/emails/pause", "/queues/emails/resume", "/schedules/nightly/trigger",
           "/schedules", "/schedules/nightly/pause", "/schedules/nightly/resume",
-          "/schedules/nightly/remove"]
+          "/schedules/nightly/remove", "/jobs/bulk"]
 
 
 def test_property_dashboard_answers_arbitrary_forms_and_queries_with_4xx(app: App) -> None:
@@ -652,7 +652,9 @@ def test_property_dashboard_answers_arbitrary_forms_and_queries_with_4xx(app: Ap
                               max_size=4),
                form=st.dictionaries(st.sampled_from(["q", "ids", "action", "token", "csrf",
                                                      "state", "queue", "name", "cron", "task",
-                                                     "args", "tz"]) | st.text(max_size=8),
+                                                     "args", "tz", "error", "created_from",
+                                                     "finished_to", "id", "unique_key",
+                                                     "sort", "after"]) | st.text(max_size=8),
                                     st.text(max_size=40), max_size=4),
                keep_csrf=st.booleans(), raw=st.none() | st.binary(max_size=300))
         def probe(route: str, post: bool, query: list[tuple[bytes, bytes]],

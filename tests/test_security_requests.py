@@ -232,7 +232,8 @@ def test_info_the_job_page_pages_its_dependants_and_steps(app: App) -> None:  # 
         third = c.get(f"/jobs/{first}", params={"children": "200"}).text
         assert "201\u2013250 of 250" in third and "next 100" not in third
         steps = c.get(f"/jobs/{flow}").text
-        assert len(re.findall(r"<td>s\d+</td>", steps)) == 100 and "1\u2013100 of 150" in steps
+        assert len(re.findall(r'<td data-label="step">s\d+</td>', steps)) == 100
+        assert "1\u2013100 of 150" in steps
         assert c.get(f"/jobs/{flow}", params={"steps": "x²"}).status_code == 200
 
 
@@ -319,7 +320,7 @@ def test_info_a_500_carries_the_security_headers(app: App) -> None:  # noqa: F81
 
     with Served(create_dashboard(app, token=TOKEN)) as served, served.client() as c:
         login(c)
-        app.store.jobs_search = broken  # type: ignore[method-assign]
+        app.store.jobs_page = broken  # type: ignore[method-assign]
         failed = c.get("/jobs")
         assert failed.status_code == 500 and "storage fault" not in failed.text
         for header in ("content-security-policy", "x-frame-options", "x-content-type-options"):

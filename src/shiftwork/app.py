@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from .bounds import MAX_LIST, whole
+from .bulk import BulkResult, bulk_apply
 from .callsite import declared_at
 from .clock import Clock, SystemClock
 from .compose import Chain, Group, make_chain, make_graph, make_group
@@ -29,6 +30,7 @@ from .handle import JobHandle
 from .host import AppBase
 from .items import ItemsExpectation, task_items_expectation
 from .job import NewJob
+from .job_filter import check_sort, filter_of
 from .memory import parse_memory_limit
 from .names import check_queue, check_task_name, did_you_mean
 from .observe.hooks import Observers
@@ -49,6 +51,7 @@ from .settings import Settings
 from .states import JobState
 from .store import Store, open_store
 from .store.connections import Connections
+from .tags import check_tags
 from .task import EnqueueOptions, JobRequest, Task, TaskOptions
 from .waiting import ResultWaiter, wait_result, wait_result_async
 from .workflow import Workflow, WorkflowError
@@ -237,7 +240,8 @@ class App(AppBase):
              group_by: GroupBy | None = None, group_concurrency: int | None = None,
              group_rate_limit: RateLimit | str | None = None, store_result: bool = True,
              memory_limit: int | str | None = None,
-             expect_items: int | None = None, expect_items_within: Duration = 3600.0
+             expect_items: int | None = None, expect_items_within: Duration = 3600.0,
+             tags: list[str] | tuple[str, ...] = ()
              ) -> TaskDecorator: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
@@ -247,7 +251,8 @@ class App(AppBase):
              group_by: GroupBy | None = None, group_concurrency: int | None = None,
              group_rate_limit: RateLimit | str | None = None, store_result: bool = True,
              memory_limit: int | str | None = None,
-             expect_items: int | None = None, expect_items_within: Duration = 3600.0
+             expect_items: int | None = None, expect_items_within: Duration = 3600.0,
+             tags: list[str] | tuple[str, ...] = ()
              ) -> Any:
         """Register a function as a task. Usable bare (``@app.task``) or with options.
 
@@ -269,6 +274,9 @@ class App(AppBase):
         this many items (``ctx.processed``) per ``expect_items_within`` (seconds or a
         timedelta, 60 s to a day; an hour by default), or ``shiftwork health`` and
         ``shiftwork_task_empty`` say the task runs empty (docs/alerting.md).
+        ``tags``: labels every job of the task carries (``["billing"]``), shown and
+        filterable in the dashboard and ``shiftwork jobs list --tag``; ``using(tags=...)``
+        adds more per job.
         """
         items, within = task_items_expectation(expect_items, expect_items_within,
                                                f"task {name or getattr(fn, '__name__', fn)}")
@@ -286,7 +294,8 @@ class App(AppBase):
                               group_rate_limit=flow_rate_limit(group_rate_limit,
                                                                f"task {name or fn}: group"),
                               store_result=store_result, expect_items=items,
-                              expect_items_within=within)
+                              expect_items_within=within,
+                              tags=check_tags(tags, f"task {name or fn}: tags"))
 
         def register(f: F) -> Task[Any, Any]:
             task_name = name or f"{f.__module__}.{f.__qualname__}"
@@ -687,6 +696,20 @@ class App(AppBase):
         st = JobState(state) if isinstance(state, str) else state
         whole(limit, "list_jobs: limit", 0, MAX_LIST)
         return self.store.jobs_list(state=st, queue=queue, task=task, limit=limit)
+
+    def find_jobs(self, *, sort: str = "created", after: int | None = None, limit: int = 50,
+                  **filters: Any) -> list[Job]:
+        """Jobs a filter matches (job_filter.py: ``state``, ``queue``, ``task`` (a part),
+        ``tag``, ``error`` (a part of the last one), ``created_from``/``created_to``,
+        ``finished_from``/``finished_to``, ``unique_key``, ``id``), newest first by
+        ``sort`` (created, run_at, finished); ``after``: the last job of the page before."""
+        whole(limit, "find_jobs: limit", 0, MAX_LIST)
+        return self.store.jobs_page(filter_of(filters), check_sort(sort), after, limit)
+
+    def bulk(self, action: str, *, who: str = "python", **filters: Any) -> BulkResult:
+        """``action`` (retry, cancel or delete) on every job the filter matches (the
+        filters of :meth:`find_jobs`), in batches, audited as ``who``."""
+        return bulk_apply(self, action, filter_of(filters), who)
 
     def retry_job(self, job_id: int) -> Job:
         """Run a dead or cancelled job again now."""

@@ -45,6 +45,7 @@ LEVELS = {
     "schedule.resumed": logging.INFO,
     "schedule.added": logging.INFO,
     "schedule.removed": logging.INFO,
+    "jobs.bulk": logging.WARNING,  # a person acted on every job a filter matched
 }
 
 

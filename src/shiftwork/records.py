@@ -130,6 +130,12 @@ class Job:
             peaks.append((self.attempt, self.peak_rss))
         return peaks
 
+    @property
+    def tags(self) -> list[str]:
+        """The job's tags (kept in meta, tags.py's TAGS_META_KEY)."""
+        tags = self.meta.get("tags") if isinstance(self.meta, dict) else None
+        return [str(t) for t in tags] if isinstance(tags, list) else []
+
 
 @dataclass(frozen=True)
 class GroupStats:
@@ -451,3 +457,15 @@ class GroupInfo:
     def finished(self) -> bool:
         """Every member finished, whatever its outcome."""
         return self.done + self.failed >= self.total
+
+
+@dataclass(frozen=True)
+class BulkAction:
+    """One bulk action by filter, as audited: who did what to which jobs, and how many."""
+
+    at: datetime
+    who: str
+    action: str  # retry, cancel or delete
+    filter: str  # JobFilter.describe()
+    matched: int
+    done: int

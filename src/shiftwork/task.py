@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ from .payload import check_text, encode_args, encode_json, unique_digest
 from .records import EnqueueResult
 from .retry import DEFAULT_BACKOFF, Backoff
 from .settings import Settings
+from .tags import TAGS_META_KEY, merged_tags
 
 if TYPE_CHECKING:
     from .store.base import Store
@@ -76,6 +78,7 @@ class TaskOptions:
     #: while jobs succeed, at least this many items (ctx.processed) per expect_items_within
     expect_items: int | None = None
     expect_items_within: float = 3600.0  # seconds
+    tags: tuple[str, ...] = ()  # every job of the task carries these (tags.py)
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class EnqueueOptions:
     after: Any = None  # jobs (or ids) this one runs after (docs/composition.md)
     on_failure: str = "cancel"  # after= a job that died or was cancelled: "cancel" or "run"
     memory_limit: int | str | None = None  # this job's own ceiling (else the task's, the queue's)
+    tags: Any = None  # more tags for this job, after the task's own (tags.py)
 
 
 _NO_OPTIONS = EnqueueOptions()  # frozen: one shared instance for calls without overrides
@@ -129,6 +133,9 @@ class Task(Generic[P, R]):
         #: shiftwork's own (workflow/children.py): never listed for people, and no job of
         #: it is built here, so neither an enqueue nor a schedule can start one
         self.internal = False
+        #: the meta of a job with the task's own options: its tags, if it has any
+        self._plain_meta = json.dumps({TAGS_META_KEY: list(options.tags)}) \
+            if options.tags else "{}"
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
         if self.takes_context:
@@ -175,8 +182,9 @@ class Task(Generic[P, R]):
 
     def using(self, **options: Any) -> BoundTask[P, R]:
         """Per-enqueue overrides: delay, run_at, priority, queue, key, max_attempts, meta,
-        group, memory_limit; ``conn`` (a psycopg or sqlite3 connection) or ``session`` (a SQLAlchemy
-        Session or AsyncSession): the job joins that transaction."""
+        group, memory_limit, tags (added to the task's own); ``conn`` (a psycopg or sqlite3
+        connection) or ``session`` (a SQLAlchemy Session or AsyncSession): the job joins
+        that transaction."""
         return BoundTask(self, EnqueueOptions(**options))
 
     def call(self, *args: P.args, **kwargs: P.kwargs) -> JobRequest:
@@ -240,7 +248,7 @@ class Task(Generic[P, R]):
         return NewJob(self.name, o.queue,
                       encode_args(self.name, args, kwargs,
                                   self.app.settings.limit("max_args_bytes"), self._param_names),
-                      o.priority, o.max_attempts, None, None, o.timeout, "{}")
+                      o.priority, o.max_attempts, None, None, o.timeout, self._plain_meta)
 
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
               now: datetime | None) -> NewJob:
@@ -290,6 +298,9 @@ class Task(Generic[P, R]):
         if opts.memory_limit is not None:  # the worker reads a call's own ceiling from its meta
             meta = {**(meta or {}), MEMORY_META_KEY: parse_memory_limit(
                 opts.memory_limit, f"{self.name}: using()")}
+        tags = merged_tags(self.options.tags, opts.tags, f"{self.name}: tags")
+        if tags:
+            meta = {**(meta or {}), TAGS_META_KEY: list(tags)}
         after: tuple[int, ...] = ()
         if opts.after is not None:
             after = dependency_ids(opts.after)

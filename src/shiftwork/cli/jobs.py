@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -19,10 +22,11 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from ..bulk import bulk_apply, bulk_filter
 from ..checkpoint import Progress as JobProgress
 from ..checkpoint import describe_progress
+from ..job_filter import SORTS, JobFilter, parse_filter, task_hint
 from ..memory import format_size
-from ..names import did_you_mean
 from ..observe.text import break_name, format_time, make_table, shorten
 from ..records import DepLink
 from ..safetext import escape_controls
@@ -31,7 +35,6 @@ from .format import console, echo_json, format_attempts, format_state, job_dict,
 from .options import (
     interval_option,
     job_id_argument,
-    job_ids_argument,
     json_flag,
     limit_option,
     open_app,
@@ -40,8 +43,13 @@ from .options import (
 )
 
 # `queues`, `top` and the dashboard head the count of due jobs "waiting": the same word
-# is taken here for the state they count.
+# is taken here (and in job_filter.py) for the state they count.
 WAITING = "waiting"
+#: `jobs list` counts its matches exactly up to this many (as the dashboard does).
+COUNT_CAP = 10_000
+#: A bulk action counts its matches before asking, exactly up to this many.
+BULK_COUNT_CAP = 10_000_000
+BULK_DONE = {"retry": "retried", "cancel": "cancelled", "delete": "deleted"}
 
 
 @click.group()
@@ -50,24 +58,54 @@ def jobs() -> None:
     """Inspect and act on jobs."""
 
 
+def filter_options(fn: Any) -> Any:
+    """The jobs console's filter (``job_filter.py``), every option optional, combined with
+    AND: the same fields as the dashboard's ``/jobs``."""
+    options = [
+        click.option("--state", "states", multiple=True,
+                     type=click.Choice([s.value for s in JobState] + [WAITING]),
+                     help=f"Only jobs in this state (repeat for several); {WAITING} (as "
+                          "queues and top count them) is available: due and not yet "
+                          "claimed."),
+        queue_option,
+        click.option("--task", help="A part of the task name, any case."),
+        click.option("--tag", help="One of the job's tags, whole (customer:42)."),
+        click.option("--error", help="A part of the last error (type: message), any case."),
+        click.option("--created-from", help="Created at or after (ISO 8601, UTC)."),
+        click.option("--created-to", help="Created before (ISO 8601, UTC)."),
+        click.option("--finished-from", help="Finished at or after (ISO 8601, UTC)."),
+        click.option("--finished-to", help="Finished before (ISO 8601, UTC)."),
+        click.option("--key", "unique_key", help="The unique key, whole."),
+        click.option("--id", "job_id", help="One job id."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def read_filter(states: tuple[str, ...], given: dict[str, Any]) -> JobFilter:
+    """The filter of ``filter_options``' values."""
+    fields = {("id" if k == "job_id" else k): v for k, v in given.items()}
+    return parse_filter({"state": ",".join(states), **fields})
+
+
 @jobs.command("list")
 @target_options
-@click.option("--state", type=click.Choice([s.value for s in JobState] + [WAITING]),
-              help=f"Only jobs in this state; {WAITING} (as queues and top count them) is "
-                   "available: due and not yet claimed.")
-@queue_option
-@click.option("--task")
+@filter_options
+@click.option("--sort", type=click.Choice(SORTS), default=SORTS[0], show_default=True,
+              help="Newest first by creation, due time or finish time.")
+@click.option("--after", "after_id", type=click.IntRange(1),
+              help="The next page: the jobs after this id (the last one listed).")
 @limit_option(50)
 @json_flag()
-def jobs_list(state: str | None,
-              queue: str | None, task: str | None, limit: int, as_json: bool) -> None:
-    """List jobs, newest first."""
+def jobs_list(states: tuple[str, ...], sort: str, after_id: int | None, limit: int,
+              as_json: bool, **given: Any) -> None:
+    """List jobs, newest first; the options filter them."""
     app = open_app()
-    if state == WAITING:
-        state = JobState.AVAILABLE.value
-    found = app.list_jobs(state=state, queue=queue, task=task, limit=limit)
-    if task and not found:
-        hint_unknown_task(app, task)
+    f = read_filter(states, given)
+    found = app.store.jobs_page(f, sort, after_id, limit)
+    if f.task and not found:
+        hint_unknown_task(app, f.task)
     if as_json:
         echo_json([job_dict(j) for j in found])
         return
@@ -103,6 +141,12 @@ def jobs_list(state: str | None,
     if below:
         console.print("last errors:\n" + "\n".join(f"  {line}" for line in below),
                       markup=False, highlight=False)
+    count = app.store.jobs_count_upto(f, COUNT_CAP + 1)
+    total = f"more than {COUNT_CAP:,}" if count > COUNT_CAP else f"{count:,}"
+    tail = f"; the next page: --after {found[-1].id}" if found and len(found) == limit \
+        and count > limit else ""
+    console.print(f"{total} matching, {len(found)} shown{tail}", markup=False,
+                  highlight=False)
 
 
 def name_width(names: list[str], share: int) -> int:
@@ -113,14 +157,12 @@ def name_width(names: list[str], share: int) -> int:
 
 
 def hint_unknown_task(app: Any, task: str) -> None:
-    """Nothing listed for a task name that no code declares and no recent job carries:
-    most likely a bare function name (``charge_customer`` for ``dashapp.charge_customer``)
-    or a typo, so say which names are close."""
+    """Nothing listed for a part of a task name that no code declares and no recent job
+    carries: most likely a typo, so say which names are close."""
     known = set(app.tasks) | {j.task for j in app.list_jobs(limit=500)}
-    if task in known:
-        return
-    warn(f"no task is named {task!r}{did_you_mean(task, sorted(known))} (task names are "
-         "module.function unless the task sets name=)")
+    hint = task_hint(task, known)
+    if hint:
+        warn(f"{hint} (task names are module.function unless the task sets name=)")
 
 
 @jobs.command("show")
@@ -150,6 +192,8 @@ def jobs_show(job_id: int, as_json: bool) -> None:
         console.print(f"unique key: {job.unique_key}", markup=False)
     if job.items is not None:
         console.print(f"items processed: {job.items}", markup=False)
+    if job.tags:
+        console.print(f"tags: {', '.join(job.tags)}", markup=False, highlight=False)
     if job.progress is not None:
         console.print(f"progress: {describe_progress(job.progress) or json.dumps(job.progress)}",
                       markup=False)
@@ -194,11 +238,68 @@ def link_dict(link: DepLink) -> dict[str, object]:
             "on_failure": link.on_failure, "resolved": link.resolved}
 
 
+def bulk_options(fn: Any) -> Any:
+    """JOB_IDS, or (none given) the filter, with ``--dry-run`` and ``--yes``."""
+    decorators: list[Callable[[Any], Any]] = [
+            click.argument("job_ids", type=int, nargs=-1),
+            target_options, filter_options,
+            click.option("--dry-run", is_flag=True,
+                         help="Only count the jobs the filter matches."),
+            click.option("--yes", is_flag=True,
+                         help="Do not ask before acting on every match (for scripts).")]
+    for decorate in reversed(decorators):
+        fn = decorate(fn)
+    return fn
+
+
+def run_bulk(action: str, states: tuple[str, ...], dry_run: bool, yes: bool,
+             given: dict[str, Any]) -> None:
+    """``action`` on every job the filter matches: counted, confirmed (unless --yes), then
+    run in batches and audited (bulk.py)."""
+    app = open_app()
+    f = bulk_filter(action, read_filter(states, given))
+    count = app.store.jobs_count_upto(f, BULK_COUNT_CAP + 1)
+    counted = f"more than {BULK_COUNT_CAP:,}" if count > BULK_COUNT_CAP else f"{count:,}"
+    if dry_run:
+        click.echo(f"{counted} jobs match {f.describe()}: would {action} them (dry run)")
+        return
+    if not count:
+        click.echo(f"no jobs match {f.describe()}: nothing to {action}")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            warn(f"{counted} jobs match {f.describe()}: pass --yes to {action} them without "
+                 "a question (or --dry-run to count only)")
+            raise SystemExit(1)
+        click.confirm(f"{action} {counted} jobs matching {f.describe()}?", abort=True)
+    result = bulk_apply(app, action, f, who=cli_user(),
+                        progress=lambda matched, done: click.echo(
+                            f"  {matched:,} read, {done:,} done", err=True))
+    click.echo(f"{BULK_DONE[action]} {result.done:,} of {result.matched:,} jobs matching "
+               f"{f.describe()}")
+
+
+def cli_user() -> str:
+    """Who acted, for the audit: the login name and host."""
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except Exception:  # no name for this uid (a container)
+        user = f"uid {os.getuid()}"
+    return f"{user}@{socket.gethostname()} (cli)"
+
+
 @jobs.command("retry")
-@job_ids_argument
-@target_options
-def jobs_retry(job_ids: tuple[int, ...]) -> None:
-    """Make dead, cancelled or waiting jobs run again now."""
+@bulk_options
+def jobs_retry(job_ids: tuple[int, ...], states: tuple[str, ...], dry_run: bool, yes: bool,
+               **given: Any) -> None:
+    """Make dead, cancelled or waiting jobs run again now: JOB_IDS, or every job the
+    filter matches (``--state dead --queue billing --error timeout``)."""
+    if not job_ids:
+        run_bulk("retry", states, dry_run, yes, given)
+        return
     app = open_app()
     for job_id in job_ids:
         job = app.retry_job(job_id)
@@ -206,13 +307,17 @@ def jobs_retry(job_ids: tuple[int, ...]) -> None:
 
 
 @jobs.command("cancel")
-@job_ids_argument
-@target_options
-def jobs_cancel(job_ids: tuple[int, ...]) -> None:
-    """Cancel waiting jobs; ask the worker running a running job to stop it.
+@bulk_options
+def jobs_cancel(job_ids: tuple[int, ...], states: tuple[str, ...], dry_run: bool, yes: bool,
+                **given: Any) -> None:
+    """Cancel waiting jobs; ask the worker running a running job to stop it: JOB_IDS, or
+    every job the filter matches (``--state waiting --task import``).
 
     A job that has already finished cannot be cancelled: it is named, the others are
     cancelled, and the command exits 1 (a refused action)."""
+    if not job_ids:
+        run_bulk("cancel", states, dry_run, yes, given)
+        return
     app = open_app()
     refused = 0
     for job_id in job_ids:
@@ -226,6 +331,24 @@ def jobs_cancel(job_ids: tuple[int, ...]) -> None:
         note = " (cancel requested; the worker stops it)" if job.state is JobState.RUNNING else ""
         console.print(f"job {job.id}: {format_state(job.state)}{note}")
     if refused:
+        raise SystemExit(1)
+
+
+@jobs.command("delete")
+@bulk_options
+def jobs_delete(job_ids: tuple[int, ...], states: tuple[str, ...], dry_run: bool, yes: bool,
+                **given: Any) -> None:
+    """Delete finished jobs (succeeded, dead, cancelled): JOB_IDS, or every finished job
+    the filter matches (``--state dead --finished-to 2026-11-01``)."""
+    if not job_ids:
+        run_bulk("delete", states, dry_run, yes, given)
+        return
+    app = open_app()
+    deleted = set(app.store.jobs_delete_finished(list(job_ids)))
+    for job_id in job_ids:
+        click.echo(f"job {job_id}: " + ("deleted" if job_id in deleted
+                                        else "not deleted (missing, or not finished)"))
+    if len(deleted) < len(set(job_ids)):
         raise SystemExit(1)
 
 

@@ -22,16 +22,15 @@ def render(view: Overview, title: str = "shiftwork top") -> Group:
     head = Text(f"{title}   {view.now:%Y-%m-%d %H:%M:%S} UTC   workers alive: "
                 f"{view.workers_alive}", style="bold")
     numbers = ("waiting", "scheduled", "running", "dead", "oldest waiting", "max wait",
-               "done/min (5m)", "last minute")
+               "done/min (5m)", "last 60 s")
     queues = make_table(("queue", *numbers), title="queues", right=numbers)
     for row in view.queues:
         s = row.stats
-        last = row.last_hour[-1].finished if row.last_hour else 0
         age = Text(format_age(s.oldest_waiting_age), style="bold red" if row.over else "")
         name = escape_controls(s.queue) + (" (paused)" if s.paused else "")
         queues.add_row(name, str(s.available), str(s.scheduled), str(s.running),
                        Text(str(s.dead), style="red" if s.dead else ""), age,
-                       format_age(row.max_wait), f"{row.per_minute:.1f}", str(last))
+                       format_age(row.max_wait), f"{row.per_minute:.1f}", str(row.last_60s))
     workers = make_table(("worker", "queues", "in flight", "heartbeat", "alive"),
                          title="workers", right=("in flight",))
     for w in view.workers:

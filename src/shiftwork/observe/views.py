@@ -23,6 +23,7 @@ class QueueRow:
     max_wait: float | None
     per_minute: float  # finished jobs per minute over the last five minutes
     last_hour: list[QueueMinute]  # one entry per minute that had finished jobs
+    last_60s: int = 0  # finished in the last 60 seconds (see finished_in_last_60s)
 
     @property
     def over(self) -> bool:
@@ -51,6 +52,23 @@ class Overview:
         return sum(1 for w in self.workers if w.alive)
 
 
+def finished_in_last_60s(history: list[QueueMinute], now: datetime) -> int:
+    """Jobs finished in the 60 seconds before ``now``, from the per-minute counts: all of
+    the current minute's and the share of the previous minute still inside the window
+    (its jobs taken as spread evenly). Never the newest recorded minute, which may be
+    hours old (top once showed "last minute 524" nine minutes after the last job)."""
+    current = now.replace(second=0, microsecond=0)
+    previous = current - timedelta(minutes=1)
+    inside = 1.0 - (now - current).total_seconds() / 60.0
+    total = 0.0
+    for m in history:
+        if m.minute == current:
+            total += m.finished
+        elif m.minute == previous:
+            total += m.finished * inside
+    return round(total)
+
+
 def overview(app: App, window: float = 3600.0) -> Overview:
     store = app.store
     now = store.db_now()
@@ -67,7 +85,8 @@ def overview(app: App, window: float = 3600.0) -> Overview:
         s = stats.get(queue) or QueueStats(queue, 0, 0, 0, 0, 0, 0, None)
         history = by_queue.get(queue, [])
         finished = sum(m.finished for m in history if m.minute >= recent)
-        rows.append(QueueRow(s, max_wait_for(app, queue), finished / 5.0, history))
+        rows.append(QueueRow(s, max_wait_for(app, queue), finished / 5.0, history,
+                             finished_in_last_60s(history, now)))
     workers = store.workers_list()
     alive = {w.id for w in alive_workers(app, workers, now)}
     running = store.workers_running()

@@ -8,7 +8,7 @@ expects and, where a worker writes, by the attempt number (the fencing token).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
@@ -16,10 +16,12 @@ from typing import Any, Protocol
 from ..flow import ClaimFlow
 from ..items import ItemsCheck
 from ..job import NewJob
+from ..job_filter import JobFilter
 from ..outcome import Outcome
 from ..records import (
     SHUTDOWN,
     Applied,
+    BulkAction,
     ClaimedJob,
     DepLink,
     EffectRecord,
@@ -215,6 +217,30 @@ class Store(Protocol):
 
     def jobs_discard(self, ids: list[int]) -> list[int]:
         """Delete dead jobs (deleting is not a state change); returns the ids deleted."""
+
+    # -- the operations console (store/console.py) ---------------------------------------
+    def jobs_page(self, f: JobFilter, sort: str = "created", after: int | None = None,
+                  limit: int = 50) -> list[Job]:
+        """A page of the jobs ``f`` matches, newest first by ``sort``, after job ``after``."""
+
+    def jobs_count_upto(self, f: JobFilter, cap: int) -> int:
+        """How many jobs ``f`` matches, counted up to ``cap``."""
+
+    def jobs_match_ids(self, f: JobFilter, after: int | None, limit: int) -> list[int]:
+        """The next ``limit`` ids ``f`` matches after ``after``, in id order."""
+
+    def jobs_retry_batch(self, ids: Sequence[int]) -> list[int]:
+        """``jobs_retry`` for many ids at once; the ids moved."""
+
+    def jobs_delete_finished(self, ids: Sequence[int]) -> list[int]:
+        """Delete the finished jobs among ``ids``; the ids deleted."""
+
+    def bulk_actions_add(self, who: str, action: str, filter_text: str, matched: int,
+                         done: int) -> None: ...
+
+    def bulk_actions_list(self, limit: int = 20) -> list[BulkAction]: ...
+
+    def bulk_actions_prune(self, keep: int) -> None: ...
 
     # -- workers and leadership ---------------------------------------------------
     def workers_upsert(self, worker_id: str, host: str, pid: int,

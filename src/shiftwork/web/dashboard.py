@@ -31,6 +31,7 @@ from ..safetext import escape_controls
 from ..states import JobState
 from .chart import minute_chart
 from .forms import bad_text, declared_too_large, read_form, too_large
+from .jobs_console import console_routes
 from .paging import page_of
 from .progress_view import progress_view
 from .ratelimit import DEFAULT_MAX_FAILURES, DEFAULT_WINDOW, FailureLimiter, shared
@@ -199,10 +200,11 @@ class Dashboard:
         routes = [
             Route("/", self.index), Route("/login", self.login, methods=["GET", "POST"]),
             Route("/logout", self.logout, methods=["POST"]),
-            Route("/jobs", self.jobs), Route("/jobs/{job_id:int}", self.job),
+            *console_routes(self),  # /jobs, /dead, /jobs/bulk (jobs_console.py)
+            Route("/jobs/{job_id:int}", self.job),
             Route("/jobs/{job_id:int}/{action}", self.job_action, methods=["POST"]),
             Route("/groups/{group_id:int}", self.group),
-            Route("/dead", self.dead), Route("/dead", self.dead_bulk, methods=["POST"]),
+            Route("/dead", self.dead_bulk, methods=["POST"]),
             Route("/queues/{queue}/{action}", self.queue_action, methods=["POST"]),
             Route("/schedules/{name}/trigger", self.schedule_trigger, methods=["POST"]),
             Route("/schedules", self.schedule_add, methods=["POST"]),
@@ -428,17 +430,6 @@ class Dashboard:
                          can_manage=callable(getattr(self.app.schedules, "add", None)),
                          task_names=self.app.task_names())
 
-    async def jobs(self, request: Request) -> Response:
-        q = request.query_params
-        text = (q.get("q") or "").strip()
-        state_name = q.get("state") or ""
-        state = JobState(state_name) if state_name in JobState.__members__.values() else None
-        queue = q.get("queue") or None
-        found = await run_in_threadpool(self.app.store.jobs_search, text or None, state, queue,
-                                        100)
-        return self.page(request, "jobs.html", jobs=found, text=text, state=state_name,
-                         queue=queue or "", states=[s.value for s in JobState])
-
     async def job(self, request: Request) -> Response:
         if request.path_params["job_id"] > _MAX_JOB_ID:
             return self.page(request, "error.html", status=404, error="no such job")
@@ -476,12 +467,6 @@ class Dashboard:
             self.app.get_job, info.callback_id)
         return self.page(request, "group.html", group=info, members=shown,
                          more=len(members) - len(shown), callback=callback)
-
-    async def dead(self, request: Request) -> Response:
-        queue = request.query_params.get("queue") or None
-        found = await run_in_threadpool(self.app.store.jobs_search, None, JobState.DEAD, queue,
-                                        200)
-        return self.page(request, "dead.html", jobs=found, queue=queue or "")
 
     # -- actions ------------------------------------------------------------------------
 

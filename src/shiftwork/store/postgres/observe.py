@@ -84,6 +84,12 @@ class PostgresObserve:
             rows = cur.execute(self.q["jobs_search"], search_params(text, state, queue, limit))
             return [job_from_row(r, aware, decoded) for r in rows.fetchall()]
 
+    def _read(self, sql: str, params: dict[str, Any], jobs: bool = False) -> list[Any]:
+        with self._conn() as c:
+            cur = c.cursor(row_factory=dict_row) if jobs else c.cursor()
+            rows = cur.execute(sql, self._p(**params)).fetchall()
+        return [job_from_row(r, aware, decoded) for r in rows] if jobs else rows
+
     def jobs_discard(self, ids: list[int]) -> list[int]:
         if not ids:
             return []

@@ -34,6 +34,7 @@ from ...records import (
 from ...redact import describe_dsn, redact
 from ...states import JobState
 from ..connections import Connections, application_name
+from ..console import JobsConsole
 from ..deps import DepsActions, Mark
 from ..fleet import FleetWrites
 from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
@@ -82,7 +83,8 @@ def _due_counts(jobs: list[NewJob]) -> list[tuple[str, int]]:
 
 
 class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, PostgresObserve,
-                    PostgresSchedules, DepsActions, JobsActions, LongJobsWrites, FleetWrites):
+                    PostgresSchedules, DepsActions, JobsActions, LongJobsWrites, FleetWrites,
+                    JobsConsole):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -80,6 +81,13 @@ class SQLiteObserve:
                     queue: str | None = None, limit: int = 50) -> list[Job]:
         rows = self.conn.execute(self.q["jobs_search"], search_params(text, state, queue, limit))
         return [job_from_row(dict(r), from_ts, loads) for r in rows]
+
+    def _read(self, sql: str, params: dict[str, Any], jobs: bool = False) -> list[Any]:
+        values = {k: json.dumps(v) if isinstance(v, (list, tuple)) else v
+                  for k, v in params.items()}
+        values["now"] = self._now()
+        rows = self.conn.execute(sql, values).fetchall()
+        return [job_from_row(dict(r), from_ts, loads) for r in rows] if jobs else rows
 
     def jobs_discard(self, ids: list[int]) -> list[int]:
         done = []

@@ -30,6 +30,7 @@ from ...records import (
     WorkerInfo,
 )
 from ...states import FINAL, JobState
+from ..console import JobsConsole
 from ..deps import NO_MARK, DepsActions, Mark
 from ..fleet import FleetWrites
 from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
@@ -120,7 +121,7 @@ FILE_MODE = 0o600
 PAGE_CACHE_KIB = 16 * 1024
 
 class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedules,
-                  DepsActions, JobsActions, LongJobsWrites, FleetWrites):
+                  DepsActions, JobsActions, LongJobsWrites, FleetWrites, JobsConsole):
     engine = "sqlite"
 
     def __init__(self, path: str, clock: Clock | None = None, busy_timeout: float = 30.0) -> None:

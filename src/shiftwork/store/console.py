@@ -1,0 +1,158 @@
+"""The operations console's store methods, written once: the filtered jobs list, its
+bounded count, the batches of a bulk action and their audit.
+
+Each engine keeps the SQL (``jobs_console.sql``: one fragment per filter field) and runs
+it (``_read``); the ``{filter}`` of a query is the AND of the fragments of the fields a
+filter sets (``where``), so each statement names only its own conditions: no
+``:x IS NULL OR`` that keeps SQLite from an index or PostgreSQL from a partial one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..job_filter import JobFilter, check_sort, like_pattern
+from ..records import BulkAction, Job
+from .engine_sql import EngineSql
+from .rows import from_ts
+from .wakeups import ANY_QUEUE
+
+#: Query texts kept per store, one per filter shape (the rest are made each time).
+_SHAPES = 256
+FIELDS = ("states", "queue", "task", "error", "created_from", "created_to", "finished_from",
+          "finished_to", "unique_key", "id", "tag")
+
+
+def fragment(queries: dict[str, str], name: str) -> str:
+    """A named fragment without its comment lines (it is joined into one line's text)."""
+    lines = [line for line in queries[name].splitlines() if not line.strip().startswith("--")]
+    return "(" + "\n".join(lines).strip() + ")"
+
+
+def where(queries: dict[str, str], params: dict[str, Any], keyset: str | None = None) -> str:
+    """The conditions of the fields ``params`` sets, and ``keyset``'s fragment (the rows
+    after ``params["after"]`` in that order)."""
+    parts = [fragment(queries, f"jobs_filter_{name}") for name in FIELDS
+             if params.get(name) is not None]
+    if keyset is not None and params.get("after") is not None:
+        parts.append(fragment(queries, f"jobs_after_{keyset}"))
+    return "\n  AND ".join(parts) or "1 = 1"
+
+
+class JobsConsole(EngineSql):
+    engine: str
+    q: dict[str, str]
+    _unique_violation: type[Exception]
+
+    if TYPE_CHECKING:  # each engine's observe.py
+        def _read(self, sql: str, params: dict[str, Any], jobs: bool = False) -> list[Any]:
+            """Run a read query (its text) outside any write transaction: its rows (as
+            ``Job`` with ``jobs``). Lists in ``params`` are arrays (JSON on SQLite)."""
+
+        def _rows(self, c: Any, query: str, **params: Any) -> list[Any]: ...
+
+    def _filtered(self, query: str, f: JobFilter, keyset: str | None = None,
+                  **params: Any) -> tuple[str, dict[str, Any]]:
+        """The text of the named ``query`` made for ``f``, and its parameters. Texts are
+        kept per shape (which fields, which states), at most ``_SHAPES`` of them."""
+        values = {**self._filter_params(f), **params}
+        shape = tuple(n for n in (*FIELDS, "after") if values.get(n) is not None)
+        states = ", ".join(f"'{s.value}'" for s in f.states)  # enum values, never input
+        key = (query, shape, keyset, states)
+        made = self.__dict__.setdefault("_console_sql", {})
+        text = made.get(key)
+        if text is None:
+            text = self.q[query].replace("{filter}", where(self.q, values, keyset))
+            text = text.replace("{states}", states)
+            if len(made) < _SHAPES:
+                made[key] = text
+        return text, values
+
+    def _filter_params(self, f: JobFilter) -> dict[str, Any]:
+        sqlite = self.engine == "sqlite"
+
+        def when(value: datetime | None) -> Any:
+            return value.timestamp() if sqlite and value is not None else value
+
+        return {"states": True if f.states else None,  # literals in the text (_filtered)
+                "queue": f.queue, "task": like_pattern(f.task), "error": like_pattern(f.error),
+                "created_from": when(f.created_from), "created_to": when(f.created_to),
+                "finished_from": when(f.finished_from), "finished_to": when(f.finished_to),
+                "unique_key": f.unique_key, "id": f.id, "tag": f.tag}
+
+    def jobs_page(self, f: JobFilter, sort: str = "created", after: int | None = None,
+                  limit: int = 50) -> list[Job]:
+        """One page of the jobs ``f`` matches, newest first by ``sort`` (created, run_at,
+        finished), after job ``after`` (the previous page's last): keyset paging."""
+        sort = check_sort(sort)
+        name, values = self._filtered(f"jobs_page_{sort}", f, sort, after=after, limit=limit)
+        return self._read(name, values, jobs=True)
+
+    def jobs_count_upto(self, f: JobFilter, cap: int) -> int:
+        """How many jobs ``f`` matches, counted up to ``cap`` (``cap`` means "at least")."""
+        rows = self._read(*self._filtered("jobs_count_upto", f, cap=cap))
+        return int(rows[0][0]) if rows else 0
+
+    def jobs_match_ids(self, f: JobFilter, after: int | None, limit: int) -> list[int]:
+        """The next ``limit`` ids ``f`` matches after ``after``, in id order."""
+        name, values = self._filtered("jobs_match_ids", f, "ids", after=after, limit=limit)
+        return [int(r[0]) for r in self._read(name, values)]
+
+    def jobs_retry_batch(self, ids: Sequence[int]) -> list[int]:
+        """``jobs_retry`` for many ids in one statement; the ids it moved. A job whose
+        unique key a live job now holds cannot move, and fails the whole statement: the
+        batch is then retried one by one, and those stay where they are."""
+        if not ids:
+            return []
+        try:
+            with self._session() as c:
+                moved = [int(r[0]) for r in self._rows(c, "jobs_retry_batch", ids=list(ids))]
+                if moved:
+                    self._notify(c, [ANY_QUEUE])
+            return sorted(moved)
+        except self._unique_violation:
+            pass
+        moved = []
+        for job_id in ids:
+            try:
+                with self._session() as c:
+                    if self._rows(c, "jobs_retry_batch", ids=[job_id]):
+                        moved.append(job_id)
+                        self._notify(c, [ANY_QUEUE])
+            except self._unique_violation:
+                continue
+        return moved
+
+    def jobs_delete_finished(self, ids: Sequence[int]) -> list[int]:
+        """Delete the finished (succeeded, dead, cancelled) jobs among ``ids``."""
+        if not ids:
+            return []
+        with self._session() as c:
+            return sorted(int(r[0]) for r in self._rows(c, "jobs_delete_finished",
+                                                         ids=list(ids)))
+
+    def bulk_actions_add(self, who: str, action: str, filter_text: str, matched: int,
+                         done: int) -> None:
+        with self._session() as c:
+            self._rows(c, "bulk_actions_add", who=who, action=action, filter=filter_text,
+                       matched=matched, done=done)
+
+    def bulk_actions_list(self, limit: int = 20) -> list[BulkAction]:
+        rows = self._read(self.q["bulk_actions_list"], {"limit": limit})
+        return [BulkAction(_when(r[0]), r[1], r[2], r[3], int(r[4]), int(r[5])) for r in rows]
+
+    def bulk_actions_prune(self, keep: int) -> None:
+        with self._session() as c:
+            self._rows(c, "bulk_actions_prune", keep=keep)
+
+
+def _when(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        from .rows import aware
+
+        return aware(value)  # type: ignore[return-value]
+    when = from_ts(value)
+    assert when is not None
+    return when

@@ -1,0 +1,89 @@
+-- Named queries of the operations console: the filtered jobs list, its bounded count,
+-- bulk actions by filter in batches, and their audit. `{filter}` is the
+-- filter's own conditions, joined by store/console.py.
+
+-- One fragment per filter field; store/console.py joins those a filter uses with AND
+-- (`{states}`: the states as quoted literals, from the JobState enum), so each query
+-- names only its conditions and the planner sees plain predicates (a partial index's
+-- `state = 'dead'` among them).
+
+-- name: jobs_filter_states
+state IN ({states})
+-- name: jobs_filter_queue
+queue = %(queue)s::text
+-- name: jobs_filter_task
+task ILIKE %(task)s::text ESCAPE '\'
+-- name: jobs_filter_error
+((errors -> -1 ->> 'type') || ': ' || (errors -> -1 ->> 'message')) ILIKE %(error)s::text
+ESCAPE '\'
+-- name: jobs_filter_created_from
+created_at >= %(created_from)s::timestamptz
+-- name: jobs_filter_created_to
+created_at < %(created_to)s::timestamptz
+-- name: jobs_filter_finished_from
+finished_at >= %(finished_from)s::timestamptz
+-- name: jobs_filter_finished_to
+finished_at < %(finished_to)s::timestamptz
+-- name: jobs_filter_unique_key
+unique_key = %(unique_key)s::text
+-- name: jobs_filter_id
+id = %(id)s::bigint
+-- name: jobs_filter_tag
+-- `meta ? 'tags'`: the predicate of jobs_tags_idx (only tagged jobs are indexed)
+meta ? 'tags' AND meta -> 'tags' ? %(tag)s::text
+
+-- Keyset: the rows after job `after` (the last one shown) in each order.
+-- name: jobs_after_created
+id < %(after)s::bigint
+-- name: jobs_after_run_at
+(run_at, id) < (SELECT a.run_at, a.id FROM {schema}.jobs a WHERE a.id = %(after)s::bigint)
+-- name: jobs_after_finished
+(finished_at, id) < (SELECT a.finished_at, a.id FROM {schema}.jobs a
+                     WHERE a.id = %(after)s::bigint)
+-- name: jobs_after_ids
+id > %(after)s::bigint
+
+-- name: jobs_page_created
+SELECT * FROM {schema}.jobs WHERE {filter} ORDER BY id DESC LIMIT %(limit)s
+
+-- name: jobs_page_run_at
+SELECT * FROM {schema}.jobs WHERE {filter} ORDER BY run_at DESC, id DESC LIMIT %(limit)s
+
+-- name: jobs_page_finished
+-- Only finished jobs have a finish time to sort by.
+SELECT * FROM {schema}.jobs WHERE {filter} AND finished_at IS NOT NULL
+ORDER BY finished_at DESC, id DESC LIMIT %(limit)s
+
+-- name: jobs_count_upto
+-- Counted exactly up to `cap` rows, no further: a total costs at most that many rows.
+SELECT count(*) FROM (SELECT 1 FROM {schema}.jobs WHERE {filter} LIMIT %(cap)s) AS m
+
+-- name: jobs_match_ids
+-- One batch of a bulk action: the next ids matching, in id order after `after`.
+SELECT id FROM {schema}.jobs WHERE {filter} ORDER BY id LIMIT %(limit)s
+
+-- name: jobs_retry_batch
+-- jobs_retry for a batch of ids: the same states, the same changes.
+UPDATE {schema}.jobs
+SET state = 'available', run_at = {now}, finished_at = NULL,
+    max_attempts = greatest(max_attempts, attempt - uncounted + 1), cancel_requested = false
+WHERE id = ANY(%(ids)s::bigint[]) AND state IN ('dead', 'cancelled', 'retrying', 'scheduled')
+RETURNING id
+
+-- name: jobs_delete_finished
+-- As the pruner deletes: finished jobs only (deleting live work is cancelling it).
+DELETE FROM {schema}.jobs
+WHERE id = ANY(%(ids)s::bigint[]) AND state IN ('succeeded', 'dead', 'cancelled')
+RETURNING id
+
+-- name: bulk_actions_add
+INSERT INTO {schema}.bulk_actions (at, who, action, filter, matched, done)
+VALUES ({now}, %(who)s, %(action)s, %(filter)s, %(matched)s, %(done)s)
+
+-- name: bulk_actions_list
+SELECT at, who, action, filter, matched, done FROM {schema}.bulk_actions
+ORDER BY id DESC LIMIT %(limit)s
+
+-- name: bulk_actions_prune
+DELETE FROM {schema}.bulk_actions
+WHERE id <= (SELECT id FROM {schema}.bulk_actions ORDER BY id DESC OFFSET %(keep)s LIMIT 1)
