@@ -123,3 +123,23 @@ def test_metrics_count_the_jobs_no_live_worker_will_run(make_app: Any) -> None:
     finally:
         metrics.close()
     assert found == {(("queue", "default"), ("task", "billing.invoice"), ("why", "task")): 3}
+
+
+def test_the_dashboard_names_the_jobs_no_live_worker_will_run(make_app: Any) -> None:
+    from shiftwork.web import create_dashboard
+
+    from .test_security import TOKEN, Served, login
+
+    app = make_app()
+
+    @app.task(name="billing.invoice", queue="default")
+    def invoice() -> None: ...
+
+    invoice.enqueue()
+    invoice.enqueue()
+    app.store.workers_upsert("w1", "host", 1, {"default": 1}, ["billing.remind"])
+    with Served(create_dashboard(app, token=TOKEN)) as served, served.client() as c:
+        login(c)
+        page = c.get("/").text
+    assert "Jobs no live worker will run" in page
+    assert "billing.invoice" in page and "registers the task" in page

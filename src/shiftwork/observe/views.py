@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ..records import GroupStats, QueueMinute, QueueStats, WorkerInfo
-from .health import alive_workers, max_wait_for
+from ..records import GroupStats, QueueMinute, QueueStats, WaitingTask, WorkerInfo
+from .health import alive_workers, max_wait_for, unserved
 from .hooks import ScheduleStatus
 
 if TYPE_CHECKING:
@@ -46,6 +46,8 @@ class Overview:
     workers: list[WorkerRow]
     schedules: list[ScheduleStatus] = field(default_factory=list)
     groups: list[GroupStats] = field(default_factory=list)  # the busiest groups
+    #: waiting jobs no live worker will run, with why ("queue" or "task": health.unserved)
+    unserved: list[tuple[WaitingTask, str]] = field(default_factory=list)
 
     @property
     def workers_alive(self) -> int:
@@ -88,9 +90,11 @@ def overview(app: App, window: float = 3600.0) -> Overview:
         rows.append(QueueRow(s, max_wait_for(app, queue), finished / 5.0, history,
                              finished_in_last_60s(history, now)))
     workers = store.workers_list()
-    alive = {w.id for w in alive_workers(app, workers, now)}
+    live = alive_workers(app, workers, now)
+    alive = {w.id for w in live}
     running = store.workers_running()
     wrows = [WorkerRow(w, w.id in alive, running.get(w.id, 0),
                        (now - w.heartbeat_at).total_seconds()) for w in workers]
+    stranded = unserved(store.jobs_waiting_by_task(), live) if live else []
     return Overview(now, rows, wrows, app.observers.schedules_status(),
-                    store.groups_busiest(limit=BUSIEST_GROUPS))
+                    store.groups_busiest(limit=BUSIEST_GROUPS), stranded)
