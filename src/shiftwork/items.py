@@ -9,16 +9,29 @@ window (``@app.task(expect_items=)``, checked by ``shiftwork health``). docs/ale
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from .bounds import MAX_ITEMS, whole
 from .bounds import seconds as check_seconds
 from .errors import ConfigurationError
-from .records import RunFigures
+
 
 #: ``expect_items=``: at least N items per succeeded run, or a rule given the run's figures
 #: (true: fine; false or an error: the run is empty).
+@dataclass(frozen=True)
+class RunFigures:
+    """What a schedule's succeeded run did, as an ``expect_items`` rule is given it."""
+
+    schedule: str
+    fire_at: datetime
+    job_id: int | None
+    items: int | None  # what the run reported (ctx.processed); None: it did not say
+    duration: float | None  # seconds its successful attempt ran; None: its job is pruned
+
+
 ItemsExpectation = int | Callable[[RunFigures], bool]
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .items import RunFigures as RunFigures  # re-exported: items.py owns it
 from .states import JobState, StepStatus, WorkflowStatus
 
 if TYPE_CHECKING:  # definitions and planner output, carried by schedule records
@@ -284,17 +285,6 @@ class LateRun:
     status: RunStatus
     job_id: int | None
     expect_success_within: float
-
-
-@dataclass(frozen=True)
-class RunFigures:
-    """What a schedule's succeeded run did, as an ``expect_items`` rule is given it."""
-
-    schedule: str
-    fire_at: datetime
-    job_id: int | None
-    items: int | None  # what the run reported (ctx.processed); None: it did not say
-    duration: float | None  # seconds its successful attempt ran; None: its job is pruned
 
 
 @dataclass(frozen=True)

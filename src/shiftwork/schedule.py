@@ -32,10 +32,9 @@ from typing import Any, Literal
 from .bounds import seconds as check_seconds
 from .cron import CronError, CronSchedule
 from .errors import ConfigurationError
-from .items import ItemsExpectation, items_expectation
+from .items import ItemsExpectation, RunFigures, items_expectation
 from .job import NewJob
 from .names import check_queue, check_schedule_name
-from .records import RunFigures
 
 
 class Catchup(StrEnum):

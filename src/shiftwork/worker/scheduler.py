@@ -31,8 +31,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..errors import StorageError
-from ..items import ItemsCheck, judge_items
-from ..records import Applied, RunFigures
+from ..items import ItemsCheck, RunFigures, judge_items
+from ..records import Applied
 from ..schedule import Plan, RunStatus, ScheduleDef, Snapshot, iso_z, plan_tick
 from ..schedule_book import on_time_grace, report
 from ..store.schedules import NotLeader, Planner
