@@ -35,10 +35,13 @@ from ..records import (
     RescuedJob,
     ScheduleInfo,
     ScheduleRun,
+    ScheduleRunLine,
     StepRecord,
     Touch,
     WaitingTask,
     WorkerInfo,
+    WorkflowEvent,
+    WorkflowLine,
     WorkflowRun,
     WorkflowSummary,
 )
@@ -319,6 +322,10 @@ class Store(Protocol):
 
     def schedule_runs_list(self, name: str, limit: int = 50) -> list[ScheduleRun]: ...
 
+    def schedule_runs_history(self, name: str, before: datetime | None = None,
+                              limit: int = 50) -> list[ScheduleRunLine]:
+        """Occurrences fired before ``before``, newest first, each with its job's state."""
+
     def schedules_set_paused(self, name: str, paused: bool, reason: str | None = None
                              ) -> None: ...
 
@@ -377,6 +384,14 @@ class Store(Protocol):
 
     def workflows_list(self, status: str | None = None, task: str | None = None,
                        limit: int = 50) -> list[WorkflowSummary]: ...
+
+    def workflows_page(self, status: str | None = None, task: str | None = None,
+                       before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
+        """Workflows with an id below ``before``, newest first, each with its current step;
+        ``task``: a part of the name (any case); ``status``: a workflow status or job state."""
+
+    def workflow_events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
+        """The newest events sent to a workflow, taken or not."""
 
     # -- composition: dependencies, groups, results (store/deps.py) ---------------------
     def jobs_insert_graph(self, jobs: list[NewJob], conn: Any = None, *,

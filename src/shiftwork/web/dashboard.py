@@ -30,6 +30,7 @@ from ..safetext import escape_controls
 from ..states import JobState
 from .chart import minute_chart
 from .forms import bad_text, declared_too_large, read_form, too_large
+from .history import history_routes
 from .paging import page_of
 from .progress_view import progress_view
 from .ratelimit import DEFAULT_MAX_FAILURES, DEFAULT_WINDOW, FailureLimiter, shared
@@ -206,6 +207,7 @@ class Dashboard:
             Route("/schedules", self.schedule_add, methods=["POST"]),
             Route("/schedules/{name}/{action}", self.schedule_action, methods=["POST"]),
             Route("/metrics", self.metrics), Route("/health", self.health),
+            *history_routes(self),  # workflows, a workflow, a schedule's page (web/history.py)
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
         self.asgi = Starlette(routes=routes, middleware=[Middleware(BaseHTTPMiddleware,
@@ -552,14 +554,23 @@ class Dashboard:
         done = "paused" if action == "pause" else "resumed"
         return self.back(request, "/", f"queue {queue} {done}")
 
+    @staticmethod
+    def schedule_back(request: Request) -> str:
+        """Where a schedule action's notice is shown: the schedule's own page when the
+        form came from it (``from=schedule``), else the overview."""
+        if request.scope[_FORM].get("from") == "schedule":
+            return "/schedules/" + path_segment(request.path_params["name"])
+        return "/"
+
     async def schedule_trigger(self, request: Request) -> Response:
+        to = self.schedule_back(request)
         try:
             name = schedule_name(request.path_params["name"])  # a name, or an id (~...)
             result = await run_in_threadpool(self.app.observers.trigger, name)
         except ShiftworkError as exc:
-            return self.back(request, "/", str(exc))
+            return self.back(request, to, str(exc))
         job_id = getattr(result, "id", result)
-        return self.back(request, "/", f"schedule {name} triggered"
+        return self.back(request, to, f"schedule {name} triggered"
                          + (f": job {job_id}" if job_id else ""))
 
     async def schedule_add(self, request: Request) -> Response:
@@ -584,12 +595,13 @@ class Dashboard:
             "pause": book.pause, "resume": book.resume, "remove": book.remove}
         if action not in methods:
             return PlainTextResponse("action must be pause, resume or remove", status_code=404)
+        to = self.schedule_back(request)
         try:
             await run_in_threadpool(methods[action], name)
         except ShiftworkError as exc:
-            return self.back(request, "/", str(exc))
+            return self.back(request, to, str(exc))
         done = {"pause": "paused", "resume": "resumed", "remove": "removed"}[action]
-        return self.back(request, "/", f"schedule {name} {done}")
+        return self.back(request, to, f"schedule {name} {done}")
 
     # -- machine-readable ----------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from ...errors import LeaseLost, ShiftworkError
-from ...records import StepRecord, WorkflowRun, WorkflowSummary
+from ...records import StepRecord, WorkflowEvent, WorkflowLine, WorkflowRun, WorkflowSummary
 from ..joins import check_join, join_reported
 from ..rows import aware
 
@@ -148,6 +148,20 @@ class PostgresWorkflows:
                                 aware(r[7])) for r in rows]
 
 
+    def workflows_page(self, status: str | None = None, task: str | None = None,
+                       before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
+        with self._conn() as c:
+            rows = c.execute(self.q["workflows_page"], {
+                "status": status, "task": task, "before": before, "limit": limit}).fetchall()
+        return [WorkflowLine(r[0], r[1], r[2], r[3], r[4], _at(r[5]), _at(r[6]), aware(r[7]),
+                             _at(r[8]), r[9], r[10], r[11], aware(r[12]), r[13]) for r in rows]
+
+    def workflow_events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
+        with self._conn() as c:
+            rows = c.execute(self.q["workflow_events_list"],
+                             {"job": job_id, "limit": limit}).fetchall()
+        return [WorkflowEvent(r[0], r[1], r[2], r[3], _at(r[4]), r[5]) for r in rows]
+
 def _step(r: Any) -> StepRecord:
     return StepRecord(r[0], r[1], r[2], aware(r[3]), r[4], aware(r[5]), r[6], r[7], r[8], r[9],
                       r[10], aware(r[11]))
@@ -155,3 +169,10 @@ def _step(r: Any) -> StepRecord:
 
 def _lost(job_id: int, attempt: int) -> BaseException:
     return LeaseLost(f"job {job_id} attempt {attempt} no longer holds its lease")
+
+
+def _at(value: datetime) -> datetime:
+    """A NOT NULL time column."""
+    at = aware(value)
+    assert at is not None
+    return at

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from ...errors import LeaseLost, ShiftworkError
-from ...records import StepRecord, WorkflowRun, WorkflowSummary
+from ...records import StepRecord, WorkflowEvent, WorkflowLine, WorkflowRun, WorkflowSummary
 from ..joins import check_join, join_reported
 from ..rows import from_ts
 
@@ -147,6 +147,20 @@ class SQLiteWorkflows:
                                 from_ts(r[7])) for r in rows]
 
 
+    def workflows_page(self, status: str | None = None, task: str | None = None,
+                       before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
+        rows = self.conn.execute(self.q["workflows_page"], {
+            "status": status, "task": task, "before": before, "limit": limit}).fetchall()
+        return [WorkflowLine(r[0], r[1], r[2], r[3], r[4], _at(r[5]), _at(r[6]), from_ts(r[7]),
+                             _at(r[8]), r[9], r[10], r[11], from_ts(r[12]),
+                             json.loads(r[13]) if r[13] is not None else None) for r in rows]
+
+    def workflow_events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
+        rows = self.conn.execute(self.q["workflow_events_list"],
+                                 {"job": job_id, "limit": limit}).fetchall()
+        return [WorkflowEvent(r[0], r[1], json.loads(r[2]) if r[2] is not None else None, r[3],
+                              _at(r[4]), r[5]) for r in rows]
+
 def _ts(value: datetime | None) -> float | None:
     return value.timestamp() if value is not None else None
 
@@ -158,3 +172,10 @@ def _run(r: Any) -> WorkflowRun:
 def _step(r: Any) -> StepRecord:
     return StepRecord(r[0], r[1], json.loads(r[2]) if r[2] is not None else None, from_ts(r[3]),
                       r[4], from_ts(r[5]), r[6], r[7], r[8], r[9], r[10], from_ts(r[11]))
+
+
+def _at(value: float) -> datetime:
+    """A NOT NULL time column."""
+    at = from_ts(value)
+    assert at is not None
+    return at

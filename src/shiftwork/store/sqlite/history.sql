@@ -1,0 +1,34 @@
+-- Named queries of the dashboard's history pages (SQLite): the workflows list, a
+-- workflow's events, a schedule's occurrences with their jobs.
+
+-- name: workflows_page
+-- Newest first, keyset-paged by id (workflow_runs' primary key: a page reads `limit`
+-- rows of it, whatever the filters). The current step is the newest recorded one.
+SELECT j.id, j.task, j.state, r.status, r.version, r.created_at, r.updated_at,
+       j.finished_at, j.run_at, s.name, s.kind, s.status, s.wake_at, s.result
+FROM workflow_runs r
+JOIN jobs j ON j.id = r.job_id
+LEFT JOIN workflow_steps s
+       ON s.job_id = r.job_id
+      AND s.seq = (SELECT max(seq) FROM workflow_steps m WHERE m.job_id = r.job_id)
+WHERE (:before IS NULL OR r.job_id < :before)
+  AND (:status IS NULL OR r.status = :status OR j.state = :status)
+  AND (:task IS NULL OR instr(lower(j.task), lower(:task)) > 0)
+ORDER BY r.job_id DESC
+LIMIT :limit
+
+-- name: workflow_events_list
+SELECT id, name, payload, key, created_at, consumed_step
+FROM workflow_events WHERE job_id = :job
+ORDER BY id DESC
+LIMIT :limit
+
+-- name: schedule_runs_history
+-- A page of occurrences, newest first, keyset-paged by fire_at (the primary key's
+-- second column), each with its job's state and last start.
+SELECT r.*, j.state AS job_state, j.attempted_at AS job_started_at
+FROM schedule_runs r
+LEFT JOIN jobs j ON j.id = r.job_id
+WHERE r.schedule = :name AND (:before IS NULL OR r.fire_at < :before)
+ORDER BY r.fire_at DESC
+LIMIT :limit

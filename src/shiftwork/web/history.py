@@ -1,0 +1,188 @@
+"""The dashboard's history pages: the workflows list, a workflow's page (its timeline,
+events, version and actions) and a schedule's page (its occurrences, next fires and
+actions).
+
+Registered by the dashboard (``history_routes``), behind its gate: login, CSRF on every
+POST, escaped templates. Each list is keyset-paged (``before=``), so a page reads one
+page of rows whatever the history holds.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from ..errors import ConfigurationError, JobNotFoundError, ShiftworkError
+from ..names import schedule_name, schedule_ref
+from ..states import JobState, WorkflowStatus
+from .workflow_view import duration, line_waiting_for, timeline, waiting_for
+
+PAGE = 50
+#: The largest job id (a bigint); a larger number names no job.
+MAX_ID = 2**63 - 1
+STATUSES = [s.value for s in WorkflowStatus if s is not WorkflowStatus.PENDING]
+#: Shown per workflow page: its newest events.
+EVENTS = 100
+
+
+class Board(Protocol):
+    """What these pages need of the dashboard (dashboard.py's ``Dashboard``)."""
+
+    app: Any
+
+    def page(self, request: Request, template: str, status: int = 200,
+             **context: Any) -> HTMLResponse: ...
+
+    def back(self, request: Request, to: str, message: str) -> RedirectResponse: ...
+
+
+def history_routes(board: Board) -> list[Route]:
+    pages = HistoryPages(board)
+    return [
+        Route("/workflows", pages.workflows),
+        Route("/workflows/{job_id:int}", pages.workflow),
+        Route("/workflows/{job_id:int}/{action}", pages.workflow_action, methods=["POST"]),
+        Route("/schedules/{name}", pages.schedule),
+    ]
+
+
+def _before_id(request: Request) -> int | Response | None:
+    given = request.query_params.get("before") or ""
+    if not given:
+        return None
+    if not (given.isascii() and given.isdigit()) or not 0 < int(given) <= MAX_ID:
+        return PlainTextResponse("before must be a workflow id (a whole number > 0)",
+                                 status_code=400)
+    return int(given)
+
+
+def _before_time(request: Request) -> datetime | Response | None:
+    given = request.query_params.get("before") or ""
+    if not given:
+        return None
+    try:
+        at = datetime.fromisoformat(given)
+    except ValueError:
+        at = None
+    if at is None or at.tzinfo is None:
+        return PlainTextResponse("before must be an instant in ISO 8601 with a time zone, "
+                                 "e.g. 2026-12-01T02:00:00+00:00", status_code=400)
+    return at.astimezone(UTC)
+
+
+class HistoryPages:
+    def __init__(self, board: Board) -> None:
+        self.board = board
+
+    @property
+    def app(self) -> Any:
+        return self.board.app
+
+    # -- workflows ---------------------------------------------------------------------
+
+    async def workflows(self, request: Request) -> Response:
+        q = request.query_params
+        before = _before_id(request)
+        if isinstance(before, Response):
+            return before
+        status = q.get("status") or ""
+        if status and status not in STATUSES and status not in JobState.__members__.values():
+            return PlainTextResponse(f"status must be one of {', '.join(STATUSES)} (or a job "
+                                     f"state), not {status!r}", status_code=400)
+        name = (q.get("name") or "").strip()
+        lines = await run_in_threadpool(self.app.store.workflows_page, status or None,
+                                        name or None, before, PAGE + 1)
+        now = self.app.clock.now()
+        shown = lines[:PAGE]
+        rows = [{"line": w, "waiting": line_waiting_for(w),
+                 "duration": duration(w.started_at, w.finished_at, now)} for w in shown]
+        return self.board.page(
+            request, "workflows.html", rows=rows, chosen=status, name=name,
+            statuses=STATUSES, first=before is None,
+            next=shown[-1].id if len(lines) > PAGE else None)
+
+    async def workflow(self, request: Request) -> Response:
+        job_id = request.path_params["job_id"]
+        if job_id > MAX_ID:
+            return self.board.page(request, "error.html", status=404, error="no such workflow")
+        try:
+            job = await run_in_threadpool(self.app.get_job, job_id)
+        except JobNotFoundError as exc:
+            return self.board.page(request, "error.html", status=404, error=str(exc))
+        run = await run_in_threadpool(self.app.get_workflow, job_id)
+        steps = await run_in_threadpool(self.app.workflow_history, job_id)
+        task = self.app.tasks.get(job.task)
+        if run is None and not steps and getattr(task, "workflow_version", None) is None:
+            return self.board.page(request, "error.html", status=404,
+                                   error=f"job {job_id} is not a workflow")
+        events = await run_in_threadpool(self.app.store.workflow_events_list, job_id, EVENTS)
+        now = self.app.clock.now()
+        current = steps[-1] if steps else None
+        line = timeline(steps, run, job.attempted_at or job.created_at, job.finished_at, now)
+        waits = waiting_for(current.kind if current else None,
+                            current.name if current else None,
+                            current.status if current else None,
+                            current.wake_at if current else None,
+                            current.result if current else None, job.state, job.run_at)
+        return self.board.page(
+            request, "workflow.html", job=job, run=run, timeline=line, events=events,
+            waiting=waits, more_events=len(events) >= EVENTS,
+            cancellable=job.state in (JobState.SCHEDULED, JobState.AVAILABLE,
+                                      JobState.RETRYING, JobState.RUNNING),
+            retryable=job.state in (JobState.DEAD, JobState.CANCELLED))
+
+    async def workflow_action(self, request: Request) -> Response:
+        job_id: int = request.path_params["job_id"]
+        action = request.path_params["action"]
+        if job_id > MAX_ID:
+            return PlainTextResponse("no such workflow", status_code=404)
+        to = f"/workflows/{job_id}"
+        try:
+            if action == "cancel":
+                job = await run_in_threadpool(self.app.cancel_job, job_id)
+                return self.board.back(request, to, f"workflow {job_id}: cancel requested "
+                                       f"(job {job.state.value}); it compensates, then ends")
+            if action == "retry":
+                job = await run_in_threadpool(self.app.retry_job, job_id)
+                return self.board.back(request, to, f"workflow {job_id} is "
+                                       f"{job.state.value} again")
+        except ShiftworkError as exc:
+            return self.board.back(request, to, str(exc))
+        return PlainTextResponse("action must be cancel or retry", status_code=404)
+
+    # -- schedules ---------------------------------------------------------------------
+
+    async def schedule(self, request: Request) -> Response:
+        from ..store.schedules import UnknownScheduleError
+
+        try:
+            name = schedule_name(request.path_params["name"])  # a name, or an id (~...)
+        except ConfigurationError as exc:
+            return self.board.page(request, "error.html", status=404, error=str(exc))
+        before = _before_time(request)
+        if isinstance(before, Response):
+            return before
+        try:
+            info = await run_in_threadpool(self.app.store.schedules_get, name)
+        except UnknownScheduleError as exc:
+            return self.board.page(request, "error.html", status=404, error=str(exc))
+        runs = await run_in_threadpool(self.app.store.schedule_runs_history, name, before,
+                                       PAGE + 1)
+        upcoming: list[datetime] = []
+        if info.removed_at is None:
+            try:
+                upcoming = await run_in_threadpool(self.app.schedules.preview, name, 5)
+            except ShiftworkError:
+                upcoming = []  # a cron this version cannot read: the page still shows
+        shown = runs[:PAGE]
+        return self.board.page(
+            request, "schedule.html", info=info, ref=schedule_ref(name), runs=shown,
+            upcoming=upcoming, first=before is None,
+            next=shown[-1].run.fire_at.isoformat() if len(runs) > PAGE else None,
+            can_trigger=self.app.observers.can_trigger(),
+            can_manage=callable(getattr(self.app.schedules, "add", None)))
