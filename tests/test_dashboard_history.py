@@ -5,6 +5,7 @@ really served dashboard (login, CSRF, escaping as every other page)."""
 from __future__ import annotations
 
 import re
+
 from shiftwork import App, FakeClock, JobState, Workflow
 from shiftwork.records import WorkflowLine
 from shiftwork.testing import drain
