@@ -171,7 +171,7 @@ def test_schedule_page_shows_occurrences_next_fires_and_actions(wapp: App,
                                                       reverse=True)
     triggered = [r for r in history if r.run.kind.value == "trigger"]
     assert len(triggered) == 3 and all(r.job_state is JobState.SUCCEEDED for r in triggered)
-    assert all(r.job_started_at is not None for r in triggered)
+    assert all(r.job_started_at is not None and r.duration is not None for r in triggered)
     skipped = [r for r in history if r.run.status.value == "skipped"]
     assert len(skipped) == 3 and all(r.job_state is None and r.run.reason == "paused"
                                      for r in skipped)

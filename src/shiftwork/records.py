@@ -228,17 +228,19 @@ class ScheduleRun:
 
 @dataclass(frozen=True)
 class ScheduleRunLine:
-    """An occurrence with its job as the schedule page shows it (the job's state and its
-    last attempt's start; None once the job is pruned)."""
+    """An occurrence with its job as the schedule page shows it (the job's state, its
+    last attempt's start and its end; None once the job is pruned)."""
 
     run: ScheduleRun
     job_state: JobState | None
     job_started_at: datetime | None
+    job_finished_at: datetime | None = None
 
     @property
     def duration(self) -> float | None:
-        """Seconds from its job's last start to its end (None while it runs or never ran)."""
-        end = self.run.finished_at
+        """Seconds from its job's last start to its end (None while it runs or never ran);
+        read from the job, as the occurrence's own end is copied there by the leader later."""
+        end = self.job_finished_at or self.run.finished_at
         if end is None or self.job_started_at is None:
             return None
         return max(0.0, (end - self.job_started_at).total_seconds())

@@ -52,7 +52,7 @@ LEADER_NAME = "shiftwork.leader"
 TIME_COLUMNS = frozenset({
     "now", "fire_at", "run_at", "recorded_at", "finished_at", "dms_at", "next_fire_at",
     "created_at", "updated_at", "removed_at", "last_fire_at", "last_success_at",
-    "last_late_fire_at", "job_started_at",
+    "last_late_fire_at", "job_started_at", "job_finished_at",
 })
 
 Planner = Callable[[ScheduleDef, Snapshot, datetime], Plan]
@@ -587,7 +587,7 @@ class ScheduleStoreLogic:
                                 before=before)
         return [ScheduleRunLine(run_from_row(r),
                                 JobState(r["job_state"]) if r["job_state"] else None,
-                                r["job_started_at"]) for r in rows]
+                                r["job_started_at"], r["job_finished_at"]) for r in rows]
 
     def schedules_set_paused(self, name: str, paused: bool, reason: str | None = None) -> None:
         with self._s_tx() as c:

@@ -25,8 +25,9 @@ LIMIT :limit
 
 -- name: schedule_runs_history
 -- A page of occurrences, newest first, keyset-paged by fire_at (the primary key's
--- second column), each with its job's state and last start.
-SELECT r.*, j.state AS job_state, j.attempted_at AS job_started_at
+-- second column), each with its job's state, last start and end.
+SELECT r.*, j.state AS job_state, j.attempted_at AS job_started_at,
+       j.finished_at AS job_finished_at
 FROM schedule_runs r
 LEFT JOIN jobs j ON j.id = r.job_id
 WHERE r.schedule = :name AND (:before IS NULL OR r.fire_at < :before)

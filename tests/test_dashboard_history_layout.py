@@ -1,0 +1,60 @@
+"""Issue 29 (console-history), layout: the workflows list, a workflow page and a schedule
+page in headless Chromium at 400 and 1280 px, with long names, tokens and URLs: no page
+scrolls sideways, and the tables become cards on a narrow screen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from shiftwork import App, Workflow
+from shiftwork.testing import drain
+from shiftwork.web import create_dashboard
+
+from .test_dashboard import TOKEN, Served, _login, app, browser  # noqa: F401
+from .test_dashboard_layout import _check, screens  # noqa: F401
+
+TOKENISH = "tok_" + "A9x" * 60  # one word, no place to break it
+URL = "https://billing.example.com/api/v2/customers/" + "c" * 120 + "/invoices?cursor=" + "z" * 80
+
+
+def test_history_pages_fit_at_400_and_1280_px(app: App, browser: Any,  # noqa: F811
+                                              screens: Path) -> None:  # noqa: F811
+    step = "fetch_" + "x" * 150
+
+    @app.workflow(name="reports.monthly_backfill_for_every_customer_account_in_the_region")
+    def flow(wf: Workflow) -> None:
+        wf.step(step, lambda: URL)
+        wf.wait_for_event("payment_confirmed_by_the_provider_" + "q" * 60, timeout=86400)
+
+    @app.task(name="billing.nightly_invoices_for_every_customer_account_in_the_region")
+    def nightly() -> None: ...
+
+    flow_id = flow.enqueue().id
+    drain(app)
+    app.send_event(flow_id, "unrelated_" + "e" * 100, {"token": TOKENISH, "url": URL},
+                   key=TOKENISH[:200])
+    name = "nightly-" + "n" * 80
+    app.schedules.add(name, "0 2 * * *", nightly.name)
+    app.schedules.trigger(name)
+    drain(app)
+    app.schedules.pause(name, reason=f"see {URL}")
+    app.schedules.resume(name)
+    pages = {"workflows": "/workflows", "workflow": f"/workflows/{flow_id}",
+             "schedule": f"/schedules/{name}"}
+    with Served(create_dashboard(app, token=TOKEN)) as served:
+        for width in (1280, 400):
+            page = _login(browser, served)
+            page.set_viewport_size({"width": width, "height": 900})
+            for label, path in pages.items():
+                page.goto(f"{served.url}{path}")
+                _check(page, f"history-{label}", width, screens)
+            # A narrow screen shows the lists as cards: no header row, labelled cells.
+            page.goto(f"{served.url}/workflows")
+            header = page.locator("table#workflows thead").is_visible()
+            assert header is (width > 720)
+            page.goto(f"{served.url}/workflows/{flow_id}")
+            bars = page.locator("ol.timeline svg.bar")
+            assert bars.count() == 2
+            box = bars.first.bounding_box()
+            assert box is not None and box["width"] > 0.5 * min(width, 1400) - 100
