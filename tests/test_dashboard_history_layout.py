@@ -1,6 +1,6 @@
 """Issue 29 (console-history), layout: the workflows list, a workflow page and a schedule
 page in headless Chromium at 400 and 1280 px, with long names, tokens and URLs: no page
-scrolls sideways, and the tables become cards on a narrow screen."""
+scrolls sideways, and the tables become cards on a narrow screen; and their live refresh."""
 
 from __future__ import annotations
 
@@ -58,3 +58,54 @@ def test_history_pages_fit_at_400_and_1280_px(app: App, browser: Any,  # noqa: F
             assert bars.count() == 2
             box = bars.first.bounding_box()
             assert box is not None and box["width"] > 0.5 * min(width, 1400) - 100
+
+
+def test_history_pages_update_live_one_query_per_refresh(app: App, browser: Any,  # noqa: F811
+                                                         ) -> None:
+    """The workflows list and a schedule's occurrences update in an open tab without a
+    reload; each refresh is one request that makes one store call."""
+    @app.workflow(name="live.flow")
+    def flow(wf: Workflow) -> None:
+        wf.sleep("nap", 3600)
+
+    @app.task(name="live.nightly")
+    def nightly() -> None: ...
+
+    first = flow.enqueue().id
+    app.schedules.add("live-nightly", "0 2 * * *", nightly.name)
+    drain(app)
+    calls: list[str] = []
+    store = app.store
+    for method in ("workflows_page", "schedule_runs_history", "schedules_get",
+                   "workflow_run_read", "jobs_get", "schedules_list"):
+        real = getattr(store, method)
+
+        def counted(*a: Any, _real: Any = real, _name: str = method, **k: Any) -> Any:
+            calls.append(_name)
+            return _real(*a, **k)
+
+        setattr(store, method, counted)
+    with Served(create_dashboard(app, token=TOKEN)) as served:
+        page = _login(browser, served)
+        page.goto(f"{served.url}/workflows")
+        assert page.locator(f'tr[data-workflow="{first}"]').count() == 1
+        url = page.url
+        second = flow.enqueue().id
+        drain(app)
+        page.wait_for_selector(f'tr[data-workflow="{second}"]', timeout=20_000)
+        assert page.url == url  # no reload, no navigation
+        calls.clear()
+        fragment = page.evaluate("fetch('/workflows?live=1').then(r => r.text())")
+        assert calls == ["workflows_page"] and f'data-workflow="{second}"' in fragment
+        assert "<html" not in fragment
+
+        page.goto(f"{served.url}/schedules/live-nightly")
+        assert page.locator("tr[data-fire]").count() == 0
+        app.schedules.trigger("live-nightly")
+        page.wait_for_selector("tr[data-fire]", timeout=20_000)
+        calls.clear()
+        page.evaluate("fetch('/schedules/live-nightly?live=1').then(r => r.text())")
+        assert calls == ["schedule_runs_history"]
+        # An older page does not refresh (nothing new arrives there).
+        page.goto(f"{served.url}/workflows?before={second}")
+        assert page.locator("[data-live]").count() == 0

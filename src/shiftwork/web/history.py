@@ -75,6 +75,12 @@ def _before_time(request: Request) -> datetime | Response | None:
     return at.astimezone(UTC)
 
 
+def _live(request: Request) -> bool:
+    """A page's live refresh (static/app.js): its changing part alone, read with one
+    query, so an open tab costs one query per refresh."""
+    return request.query_params.get("live") == "1"
+
+
 class HistoryPages:
     def __init__(self, board: Board) -> None:
         self.board = board
@@ -102,7 +108,8 @@ class HistoryPages:
         rows = [{"line": w, "waiting": line_waiting_for(w),
                  "duration": duration(w.started_at, w.finished_at, now)} for w in shown]
         return self.board.page(
-            request, "workflows.html", rows=rows, chosen=status, name=name,
+            request, "_workflow_rows.html" if _live(request) else "workflows.html", rows=rows,
+            chosen=status, name=name,
             statuses=STATUSES, first=before is None,
             next=shown[-1].id if len(lines) > PAGE else None)
 
@@ -167,6 +174,10 @@ class HistoryPages:
         before = _before_time(request)
         if isinstance(before, Response):
             return before
+        if _live(request):  # the occurrences alone: one query per refresh
+            runs = await run_in_threadpool(self.app.store.schedule_runs_history, name, None,
+                                           PAGE)
+            return self.board.page(request, "_occurrences.html", runs=runs)
         try:
             info = await run_in_threadpool(self.app.store.schedules_get, name)
         except UnknownScheduleError as exc:
