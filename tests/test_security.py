@@ -633,7 +633,7 @@ ROUTES = ["/", "/jobs", "/dead", "/jobs/1", "/metrics", "/health", "/login",
           "/queues/emails/pause", "/queues/emails/resume", "/schedules/nightly/trigger",
           "/schedules", "/schedules/nightly/pause", "/schedules/nightly/resume",
           "/schedules/nightly/remove", "/workflows", "/workflows/1", "/workflows/1/cancel",
-          "/workflows/1/retry", "/schedules/nightly", "/schedules/~bmlnaHRseQ"]
+          "/workflows/1/retry", "/schedules/nightly", "/schedules/~bmlnaHRseQ", "/jobs/1/logs"]
 
 
 def test_property_dashboard_answers_arbitrary_forms_and_queries_with_4xx(app: App) -> None:

@@ -361,6 +361,17 @@ class WorkflowSummary:
         object.__setattr__(self, "status", WorkflowStatus(self.status))
 
 
+class JobLogLine(NamedTuple):
+    """One record a job logged while it ran (``shiftwork jobs logs``, the job page)."""
+
+    attempt: int
+    seq: int  # its place in its attempt, from 1
+    at: datetime
+    level: str  # INFO, WARNING, ...
+    logger: str
+    message: str
+
+
 @dataclass(frozen=True)
 class WorkflowLine:
     """One line of the dashboard's workflows list: the instance, its job and the step it

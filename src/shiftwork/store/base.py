@@ -28,6 +28,7 @@ from ..records import (
     GroupStats,
     HandBack,
     Job,
+    JobLogLine,
     LateRun,
     QueueGroups,
     QueueMinute,
@@ -392,6 +393,15 @@ class Store(Protocol):
 
     def workflow_events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
         """The newest events sent to a workflow, taken or not."""
+
+    # -- per-job logs (what a job logged while it ran; deleted with the job) ------------
+    def job_logs_add(self, job_id: int, lines: list[JobLogLine]) -> None:
+        """Keep these records of ``job_id`` (nothing if the job is gone; a line kept
+        already, by its attempt and seq, is kept once)."""
+
+    def job_logs_list(self, job_id: int, attempt: int = 0, after: tuple[int, int] = (0, 0),
+                      limit: int = 1000) -> list[JobLogLine]:
+        """The job's records after ``(attempt, seq)`` in order; ``attempt`` 0: all."""
 
     # -- composition: dependencies, groups, results (store/deps.py) ---------------------
     def jobs_insert_graph(self, jobs: list[NewJob], conn: Any = None, *,

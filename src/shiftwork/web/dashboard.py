@@ -452,10 +452,12 @@ class Dashboard:
         parents, children = await run_in_threadpool(self.app.store.jobs_dependencies, job.id)
         member_of, callback_of = await run_in_threadpool(self.app.store.groups_of_job, job.id)
         q = request.query_params  # a page of each long list: 50,000 dependants once made 4 MB
+        lines = await run_in_threadpool(self.app.store.job_logs_list, job.id, job.attempt,
+                                        (0, 0), 200) if job.attempt else []  # its latest logs
         return self.page(request, "job.html", job=job, workflow=workflow,
                          steps=page_of(steps, q, "steps"), parents=page_of(parents, q, "parents"),
                          children=page_of(children, q, "children"), member_of=member_of,
-                         callback_of=callback_of,
+                         callback_of=callback_of, lines=lines, attempt=job.attempt,
                          progress=progress_view(job, self.app.clock.now()),
                          retryable=job.state in (
             JobState.DEAD, JobState.CANCELLED, JobState.SCHEDULED, JobState.RETRYING),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any, Protocol
+from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -19,7 +20,7 @@ from starlette.routing import Route
 
 from ..errors import ConfigurationError, JobNotFoundError, ShiftworkError
 from ..names import schedule_name, schedule_ref
-from ..states import JobState, WorkflowStatus
+from ..states import FINAL, JobState, WorkflowStatus
 from .workflow_view import duration, line_waiting_for, timeline, waiting_for
 
 PAGE = 50
@@ -28,6 +29,8 @@ MAX_ID = 2**63 - 1
 STATUSES = [s.value for s in WorkflowStatus if s is not WorkflowStatus.PENDING]
 #: Shown per workflow page: its newest events.
 EVENTS = 100
+#: Log records per page of a job's logs (and on the job page, of its latest attempt).
+LOG_PAGE = 500
 
 
 class Board(Protocol):
@@ -48,6 +51,7 @@ def history_routes(board: Board) -> list[Route]:
         Route("/workflows/{job_id:int}", pages.workflow),
         Route("/workflows/{job_id:int}/{action}", pages.workflow_action, methods=["POST"]),
         Route("/schedules/{name}", pages.schedule),
+        Route("/jobs/{job_id:int}/logs", pages.job_logs),
     ]
 
 
@@ -197,3 +201,46 @@ class HistoryPages:
             next=shown[-1].run.fire_at.isoformat() if len(runs) > PAGE else None,
             can_trigger=self.app.observers.can_trigger(),
             can_manage=callable(getattr(self.app.schedules, "add", None)))
+
+    # -- a job's logs --------------------------------------------------------------------
+
+    async def job_logs(self, request: Request) -> Response:
+        job_id = request.path_params["job_id"]
+        q = request.query_params
+        attempt = _whole(q.get("attempt") or "0")
+        after = [_whole(p) for p in (q.get("after") or "0.0").split(".")]
+        if attempt is None or len(after) != 2 or None in after:
+            return PlainTextResponse("attempt must be a whole number and after "
+                                     "ATTEMPT.SEQ (e.g. 2.500)", status_code=400)
+        since = (after[0] or 0, after[1] or 0)
+        if job_id > MAX_ID:
+            return self.board.page(request, "error.html", status=404, error="no such job")
+        if _live(request):  # the records alone: one query per refresh
+            lines = await run_in_threadpool(self.app.store.job_logs_list, job_id, attempt,
+                                            since, LOG_PAGE)
+            return self.board.page(request, "_job_logs.html", lines=lines, attempt=attempt)
+        try:
+            job = await run_in_threadpool(self.app.get_job, job_id)
+        except JobNotFoundError as exc:
+            return self.board.page(request, "error.html", status=404, error=str(exc))
+        lines = await run_in_threadpool(self.app.store.job_logs_list, job_id, attempt, since,
+                                        LOG_PAGE + 1)
+        shown = lines[:LOG_PAGE]
+        following = None
+        if len(lines) > LOG_PAGE:
+            following = {"after": f"{shown[-1].attempt}.{shown[-1].seq}"}
+            if attempt:
+                following["attempt"] = str(attempt)
+        live = None
+        if job.state not in FINAL and since == (0, 0):
+            live = f"{request.scope.get('root_path', '').rstrip('/')}/jobs/{job_id}/logs?" + \
+                urlencode({"attempt": attempt, "live": 1})
+        settings = self.app.settings
+        return self.board.page(
+            request, "job_logs.html", job=job, lines=shown, attempt=attempt, next=following,
+            live=live, limits={"lines": settings.job_log_lines, "bytes": settings.job_log_bytes})
+
+
+def _whole(text: str) -> int | None:
+    """A whole number from a query (None: not one, or too large to be an id or attempt)."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None

@@ -33,3 +33,21 @@ LEFT JOIN {schema}.jobs j ON j.id = r.job_id
 WHERE r.schedule = %(name)s AND (%(before)s::timestamptz IS NULL OR r.fire_at < %(before)s::timestamptz)
 ORDER BY r.fire_at DESC
 LIMIT %(limit)s
+
+-- name: job_logs_add
+-- A batch of one job's records; none for a job that is gone (one statement per batch).
+INSERT INTO {schema}.job_logs (job_id, attempt, seq, at, level, logger, message)
+SELECT %(job)s, u.attempt, u.seq, u.at, u.level, u.logger, u.message
+FROM unnest(%(attempts)s::integer[], %(seqs)s::integer[], %(ats)s::timestamptz[],
+            %(levels)s::text[], %(loggers)s::text[], %(messages)s::text[])
+     AS u (attempt, seq, at, level, logger, message)
+WHERE EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = %(job)s)
+ON CONFLICT DO NOTHING
+
+-- name: job_logs_list
+-- A job's records after (attempt, seq), in order; attempt 0: every attempt.
+SELECT attempt, seq, at, level, logger, message FROM {schema}.job_logs
+WHERE job_id = %(job)s AND (%(attempt)s = 0 OR attempt = %(attempt)s)
+  AND (attempt, seq) > (%(after_attempt)s, %(after_seq)s)
+ORDER BY attempt, seq
+LIMIT %(limit)s

@@ -33,3 +33,20 @@ LEFT JOIN jobs j ON j.id = r.job_id
 WHERE r.schedule = :name AND (:before IS NULL OR r.fire_at < :before)
 ORDER BY r.fire_at DESC
 LIMIT :limit
+
+-- name: job_logs_add
+-- A batch of one job's records; none for a job that is gone (a row per record, given as
+-- a JSON list: one statement per batch).
+INSERT INTO job_logs (job_id, attempt, seq, at, level, logger, message)
+SELECT :job, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5
+FROM json_each(:rows)
+WHERE EXISTS (SELECT 1 FROM jobs WHERE id = :job)
+ON CONFLICT DO NOTHING
+
+-- name: job_logs_list
+-- A job's records after (attempt, seq), in order; attempt 0: every attempt.
+SELECT attempt, seq, at, level, logger, message FROM job_logs
+WHERE job_id = :job AND (:attempt = 0 OR attempt = :attempt)
+  AND (attempt, seq) > (:after_attempt, :after_seq)
+ORDER BY attempt, seq
+LIMIT :limit
