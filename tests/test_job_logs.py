@@ -85,6 +85,24 @@ def test_async_jobs_keep_their_own_records(wapp: App) -> None:
                                                                           f"done {n}"]
 
 
+def test_odd_records_are_kept_escaped_on_both_engines(wapp: App) -> None:
+    """NUL (PostgreSQL text refuses it), a lone surrogate and a bad format string: each
+    is kept, escaped, and costs no other record of its batch."""
+
+    @wapp.task(name="odd")
+    def odd(ctx: JobContext) -> None:
+        ctx.log("nul \x00 here")
+        ctx.log("surrogate \ud800 here")
+        ctx.log("%d apples", "not a number")
+        ctx.log("the last one")
+
+    job_id = odd.enqueue().id
+    drain(wapp)
+    messages = [ln.message for ln in wapp.store.job_logs_list(job_id)]
+    assert messages[0] == "nul \\x00 here" and messages[1] == "surrogate \\ud800 here"
+    assert "apples" in messages[2] and messages[3] == "the last one"
+
+
 def test_each_attempt_is_bounded_and_says_what_it_dropped(make_app: Any) -> None:
     app = make_app(settings=dataclasses.replace(FAST, job_log_lines=5, job_log_bytes=2048))
 

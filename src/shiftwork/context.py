@@ -185,8 +185,12 @@ class JobContext:
         passed to your logging handlers. Records logged through :mod:`logging` while the
         job runs are kept too, at the levels your logging lets through; this one is kept
         whatever the levels (its logger is ``shiftwork.job``)."""
+        try:  # formatted here: a bad format is kept as given, never raised in a handler
+            text = str(message) % args if args else str(message)
+        except (TypeError, ValueError):
+            text = f"{message!r} % {args!r}"
         logger = logging.getLogger(JOB_LOGGER)
-        logger.handle(logger.makeRecord(JOB_LOGGER, level, "(job)", 0, message, args, None))
+        logger.handle(logger.makeRecord(JOB_LOGGER, level, "(job)", 0, text, (), None))
 
     # -- liveness ---------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ..context import JOB_LOGGER  # ctx.log's: every other shiftwork.* logger is ours
+from ..payload import storable_text
 from ..records import JobLogLine
 from .service import Service
 
@@ -67,7 +68,7 @@ class JobLog:
             self.bytes += size
             self._pending.append(JobLogLine(
                 self.attempt, self.lines, datetime.fromtimestamp(record.created, UTC),
-                record.levelname, record.name[:200], text))
+                storable_text(record.levelname, 20), storable_text(record.name, 200), text))
 
     def take(self, final: bool = False) -> list[JobLogLine]:
         """The records not written yet; at the attempt's end, with a line saying how many
@@ -102,7 +103,10 @@ def _text(record: logging.LogRecord) -> str:
         text += "\n" + logging.Formatter().formatException(record.exc_info)
     elif record.exc_text:
         text += "\n" + record.exc_text
-    return text
+    # NUL (PostgreSQL text refuses it) and lone surrogates escaped: one odd record never
+    # costs its batch.
+    return storable_text(text, len(text))
+
 
 
 CURRENT: ContextVar[JobLog | None] = ContextVar("shiftwork_job_log", default=None)
