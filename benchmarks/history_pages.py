@@ -16,17 +16,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from shiftwork import App  # noqa: E402
+from shiftwork import App
 
 PG_DSN = os.environ.get("SHIFTWORK_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
 TOKEN = "bench-token-0123456789"
@@ -35,32 +31,36 @@ TOKEN = "bench-token-0123456789"
 PG_FILL = """
 INSERT INTO {s}.jobs (id, queue, task, args, state, attempt, max_attempts, run_at, created_at,
                       attempted_at, finished_at)
-SELECT i, 'default', 'flows.order_' || (i % 20), '{{"args": []}}'::jsonb,
-       CASE WHEN i % 50 = 0 THEN 'scheduled' WHEN i % 20 = 0 THEN 'dead' ELSE 'succeeded' END,
-       1, 3, now(), now() - make_interval(secs => %(n)s - i), now() - make_interval(secs => %(n)s - i),
-       CASE WHEN i % 50 = 0 THEN NULL ELSE now() - make_interval(secs => %(n)s - i - 2) END
+OVERRIDING SYSTEM VALUE
+SELECT i, 'default', 'flows.order_' || (i %% 20), '{{"args": []}}'::jsonb,
+       CASE WHEN i %% 50 = 0 THEN 'scheduled' WHEN i %% 20 = 0 THEN 'dead' ELSE 'succeeded' END,
+       1, 3, now(), now() - make_interval(secs => %(n)s - i),
+       now() - make_interval(secs => %(n)s - i),
+       CASE WHEN i %% 50 = 0 THEN NULL ELSE now() - make_interval(secs => %(n)s - i - 2) END
 FROM generate_series(1, %(n)s) AS i;
 INSERT INTO {s}.workflow_runs (job_id, status, version, created_at, updated_at)
-SELECT i, CASE WHEN i % 50 = 0 THEN 'running' WHEN i % 20 = 0 THEN 'failed'
+SELECT i, CASE WHEN i %% 50 = 0 THEN 'running' WHEN i %% 20 = 0 THEN 'failed'
                ELSE 'succeeded' END, 'v1',
        now() - make_interval(secs => %(n)s - i), now() - make_interval(secs => %(n)s - i - 2)
 FROM generate_series(1, %(n)s) AS i;
 INSERT INTO {s}.workflow_steps (job_id, name, status, result, attempt, updated_at, position,
                                 kind, started_at)
-SELECT i, 'step-' || k, CASE WHEN i % 50 = 0 AND k = %(k)s THEN 'waiting' ELSE 'done' END,
+SELECT i, 'step-' || k, CASE WHEN i %% 50 = 0 AND k = %(k)s THEN 'waiting' ELSE 'done' END,
        '1'::jsonb, 1, now(), k, CASE WHEN k = %(k)s THEN 'wait' ELSE 'step' END, now()
 FROM generate_series(1, %(n)s) AS i, generate_series(1, %(k)s) AS k;
 INSERT INTO {s}.jobs (id, queue, task, args, state, attempt, max_attempts, run_at, created_at,
                       attempted_at, finished_at)
+OVERRIDING SYSTEM VALUE
 SELECT %(n)s + i, 'default', 'billing.nightly', '{{"args": []}}'::jsonb, 'succeeded', 1, 3,
-       now(), now(), now() - make_interval(mins => i), now() - make_interval(mins => i) + interval '3 seconds'
+       now(), now(), now() - make_interval(mins => i),
+       now() - make_interval(mins => i) + interval '3 seconds'
 FROM generate_series(1, %(m)s) AS i;
 INSERT INTO {s}.schedule_runs (schedule, fire_at, kind, status, reason, job_id, run_at,
                                recorded_at, finished_at)
 SELECT 'nightly', now() - make_interval(mins => i), 'cron',
-       CASE WHEN i % 30 = 0 THEN 'missed' ELSE 'succeeded' END,
-       CASE WHEN i % 30 = 0 THEN 'outside the catch-up window' END,
-       CASE WHEN i % 30 = 0 THEN NULL ELSE %(n)s + i END, now() - make_interval(mins => i),
+       CASE WHEN i %% 30 = 0 THEN 'missed' ELSE 'succeeded' END,
+       CASE WHEN i %% 30 = 0 THEN 'outside the catch-up window' END,
+       CASE WHEN i %% 30 = 0 THEN NULL ELSE %(n)s + i END, now() - make_interval(mins => i),
        now(), now()
 FROM generate_series(1, %(m)s) AS i;
 ANALYZE {s}.jobs; ANALYZE {s}.workflow_runs; ANALYZE {s}.workflow_steps;

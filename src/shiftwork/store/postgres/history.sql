@@ -4,6 +4,8 @@
 -- name: workflows_page
 -- Newest first, keyset-paged by id (workflow_runs' primary key: a page reads `limit`
 -- rows of it, whatever the filters). The current step is the newest recorded one.
+-- `before` is never NULL (the first page gives the largest id): with `:before IS NULL OR`
+-- the generic plan of the prepared statement joined every row (94 ms at 100,000).
 SELECT j.id, j.task, j.state, r.status, r.version, r.created_at, r.updated_at,
        j.finished_at, j.run_at, s.name, s.kind, s.status, s.wake_at, s.result
 FROM {schema}.workflow_runs r
@@ -11,7 +13,7 @@ JOIN {schema}.jobs j ON j.id = r.job_id
 LEFT JOIN LATERAL (SELECT name, kind, status, wake_at, result
                    FROM {schema}.workflow_steps m WHERE m.job_id = r.job_id
                    ORDER BY m.seq DESC LIMIT 1) s ON true
-WHERE (%(before)s::bigint IS NULL OR r.job_id < %(before)s::bigint)
+WHERE r.job_id < %(before)s::bigint
   AND (%(status)s::text IS NULL OR r.status = %(status)s::text OR j.state = %(status)s::text)
   AND (%(task)s::text IS NULL OR strpos(lower(j.task), lower(%(task)s::text)) > 0)
 ORDER BY r.job_id DESC

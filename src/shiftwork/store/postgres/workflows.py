@@ -9,7 +9,7 @@ from typing import Any
 from ...errors import LeaseLost, ShiftworkError
 from ...records import StepRecord, WorkflowEvent, WorkflowLine, WorkflowRun, WorkflowSummary
 from ..joins import check_join, join_reported
-from ..rows import aware
+from ..rows import FIRST_PAGE, aware
 
 
 class PostgresWorkflows:
@@ -152,7 +152,8 @@ class PostgresWorkflows:
                        before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
         with self._conn() as c:
             rows = c.execute(self.q["workflows_page"], {
-                "status": status, "task": task, "before": before, "limit": limit}).fetchall()
+                "status": status, "task": task,
+                "before": FIRST_PAGE if before is None else before, "limit": limit}).fetchall()
         return [WorkflowLine(r[0], r[1], r[2], r[3], r[4], _at(r[5]), _at(r[6]), aware(r[7]),
                              _at(r[8]), r[9], r[10], r[11], aware(r[12]), r[13]) for r in rows]
 

@@ -9,7 +9,7 @@ from typing import Any
 from ...errors import LeaseLost, ShiftworkError
 from ...records import StepRecord, WorkflowEvent, WorkflowLine, WorkflowRun, WorkflowSummary
 from ..joins import check_join, join_reported
-from ..rows import from_ts
+from ..rows import FIRST_PAGE, from_ts
 
 
 class SQLiteWorkflows:
@@ -150,7 +150,8 @@ class SQLiteWorkflows:
     def workflows_page(self, status: str | None = None, task: str | None = None,
                        before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
         rows = self.conn.execute(self.q["workflows_page"], {
-            "status": status, "task": task, "before": before, "limit": limit}).fetchall()
+            "status": status, "task": task,
+                "before": FIRST_PAGE if before is None else before, "limit": limit}).fetchall()
         return [WorkflowLine(r[0], r[1], r[2], r[3], r[4], _at(r[5]), _at(r[6]), from_ts(r[7]),
                              _at(r[8]), r[9], r[10], r[11], from_ts(r[12]),
                              json.loads(r[13]) if r[13] is not None else None) for r in rows]
