@@ -4,6 +4,7 @@ scrolls sideways, and the tables become cards on a narrow screen; and their live
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,17 @@ def test_history_pages_fit_at_400_and_1280_px(app: App, browser: Any,  # noqa: F
     @app.task(name="billing.nightly_invoices_for_every_customer_account_in_the_region")
     def nightly() -> None: ...
 
+    @app.task(name="imports.customers_from_the_partner_feed_with_a_long_name")
+    def chatty(ctx: Any) -> None:
+        ctx.log("fetched %s", URL)
+        logging.getLogger("imports").warning("token %s refused", TOKENISH)
+        try:
+            raise RuntimeError(URL)
+        except RuntimeError:
+            logging.getLogger("imports").exception("and a traceback")
+
     flow_id = flow.enqueue().id
+    chatty_id = chatty.enqueue().id
     drain(app)
     app.send_event(flow_id, "unrelated_" + "e" * 100, {"token": TOKENISH, "url": URL},
                    key=TOKENISH[:200])
@@ -41,7 +52,8 @@ def test_history_pages_fit_at_400_and_1280_px(app: App, browser: Any,  # noqa: F
     app.schedules.pause(name, reason=f"see {URL}")
     app.schedules.resume(name)
     pages = {"workflows": "/workflows", "workflow": f"/workflows/{flow_id}",
-             "schedule": f"/schedules/{name}"}
+             "schedule": f"/schedules/{name}", "job-logs": f"/jobs/{chatty_id}",
+             "all-logs": f"/jobs/{chatty_id}/logs"}
     with Served(create_dashboard(app, token=TOKEN)) as served:
         for width in (1280, 400):
             page = _login(browser, served)

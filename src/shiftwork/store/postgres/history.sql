@@ -9,7 +9,11 @@
 SELECT j.id, j.task, j.state, r.status, r.version, r.created_at, r.updated_at,
        j.finished_at, j.run_at, s.name, s.kind, s.status, s.wake_at, s.result
 FROM {schema}.workflow_runs r
-JOIN {schema}.jobs j ON j.id = r.job_id
+-- Walked from workflow_runs, never from jobs (OFFSET 0 keeps the planner from flattening
+-- this into a join it may drive from jobs' primary key: through every newer job that is
+-- not a workflow, 150 ms a page with 50,000 of them).
+CROSS JOIN LATERAL (SELECT id, task, state, finished_at, run_at FROM {schema}.jobs
+                    WHERE id = r.job_id OFFSET 0) j
 LEFT JOIN LATERAL (SELECT name, kind, status, wake_at, result
                    FROM {schema}.workflow_steps m WHERE m.job_id = r.job_id
                    ORDER BY m.seq DESC LIMIT 1) s ON true

@@ -9,7 +9,9 @@
 SELECT j.id, j.task, j.state, r.status, r.version, r.created_at, r.updated_at,
        j.finished_at, j.run_at, s.name, s.kind, s.status, s.wake_at, s.result
 FROM workflow_runs r
-JOIN jobs j ON j.id = r.job_id
+-- CROSS JOIN: SQLite's join-order hint, walked from workflow_runs and never from jobs
+-- (whose newer ids may be any number of jobs that are not workflows).
+CROSS JOIN jobs j ON j.id = r.job_id
 LEFT JOIN workflow_steps s
        ON s.job_id = r.job_id
       AND s.seq = (SELECT max(seq) FROM workflow_steps m WHERE m.job_id = r.job_id)
