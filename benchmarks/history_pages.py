@@ -1,7 +1,7 @@
 """p95 of the dashboard's history pages (issue 29) over a large history, both engines:
-the workflows list (first page, filtered by status, by a part of the name, a deep
-``before=`` page) and a schedule's page (first and a deep page), each a real HTTP GET to
-a really served dashboard, and the one query behind each.
+the workflows list (first page, filtered by status, by a part of the name, by a filter
+nothing matches, a deep ``before=`` page) and a schedule's page (first and a deep page),
+each a real HTTP GET to a really served dashboard, and the one query behind each.
 
     python benchmarks/history_pages.py [--engine sqlite|postgres|all]
         [--workflows 100000] [--steps 4] [--occurrences 50000] [--runs 50]
@@ -155,6 +155,8 @@ def bench(engine: str, n: int, k: int, m: int, runs: int) -> None:
             "workflows, first page": ("/workflows", {}),
             "workflows, status=running": ("/workflows", {"status": "running"}),
             "workflows, name=ORDER_7": ("/workflows", {"name": "ORDER_7"}),
+            "workflows, status=compensating": ("/workflows", {"status": "compensating"}),
+            "workflows, name=nothing": ("/workflows", {"name": "nothing"}),
             "workflows, before=n/2": ("/workflows", {"before": str(deep_id)}),
             "workflows, live refresh": ("/workflows", {"live": "1"}),
             "schedule, first page": ("/schedules/nightly", {}),
@@ -170,7 +172,7 @@ def bench(engine: str, n: int, k: int, m: int, runs: int) -> None:
                     t = time.perf_counter()
                     c.get(path, params=params)
                     samples.append(time.perf_counter() - t)
-                print(f"  GET {label:<28} {percentiles(samples)}")
+                print(f"  GET {label:<32} {percentiles(samples)}")
         queries: dict[str, Any] = {
             "workflows_page()": lambda: app.store.workflows_page(limit=51),
             "workflows_page(status=running)": lambda: app.store.workflows_page(

@@ -74,6 +74,11 @@ def test_workflows_page_query_gives_the_current_step_and_filters(wapp: App) -> N
         ids["order"], ids["parent"], ids["quick"]}
     assert ids["reminder"] not in {w.id for w in wapp.store.workflows_page(task="SHOP.")}
     assert [w.id for w in wapp.store.workflows_page(status="succeeded")] == [ids["quick"]]
+    # A workflow status walks its own index (migration 0023); a job state filters the jobs.
+    assert wapp.store.workflows_page(status="compensating") == []
+    asleep = {w.id for w in wapp.store.workflows_page(status="scheduled")}
+    assert {ids["order"], ids["reminder"], ids["parent"]} <= asleep
+    assert ids["quick"] not in asleep
     older = wapp.store.workflows_page(before=ids["parent"], limit=1)
     assert [w.id for w in older] == [max(i for i in (w.id for w in lines) if i < ids["parent"])]
 

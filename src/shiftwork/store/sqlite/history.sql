@@ -2,8 +2,9 @@
 -- workflow's events, a schedule's occurrences with their jobs.
 
 -- name: workflows_page
--- Newest first, keyset-paged by id (workflow_runs' primary key: a page reads `limit`
--- rows of it, whatever the filters). The current step is the newest recorded one.
+-- Newest first, keyset-paged by id (walking workflow_runs' primary key: a page reads
+-- `limit` rows of it without a filter, more with one). The current step is the newest
+-- recorded one. `state`: the job's state.
 -- `before` is never NULL (the first page gives the largest id): with `:before IS NULL OR`
 -- the generic plan of the prepared statement joined every row (94 ms at 100,000).
 SELECT j.id, j.task, j.state, r.status, r.version, r.created_at, r.updated_at,
@@ -16,7 +17,24 @@ LEFT JOIN workflow_steps s
        ON s.job_id = r.job_id
       AND s.seq = (SELECT max(seq) FROM workflow_steps m WHERE m.job_id = r.job_id)
 WHERE r.job_id < :before
-  AND (:status IS NULL OR r.status = :status OR j.state = :status)
+  AND (:state IS NULL OR j.state = :state)
+  AND (:task IS NULL OR instr(lower(j.task), lower(:task)) > 0)
+ORDER BY r.job_id DESC
+LIMIT :limit
+
+-- name: workflows_page_by_status
+-- The same, of one workflow status: walks workflow_runs_status_idx (migration 0023),
+-- so a status few workflows have reads a page, not every workflow.
+SELECT j.id, j.task, j.state, r.status, r.version, r.created_at, r.updated_at,
+       j.finished_at, j.run_at, s.name, s.kind, s.status, s.wake_at, s.result
+FROM workflow_runs r
+-- CROSS JOIN: SQLite's join-order hint, walked from workflow_runs and never from jobs
+-- (whose newer ids may be any number of jobs that are not workflows).
+CROSS JOIN jobs j ON j.id = r.job_id
+LEFT JOIN workflow_steps s
+       ON s.job_id = r.job_id
+      AND s.seq = (SELECT max(seq) FROM workflow_steps m WHERE m.job_id = r.job_id)
+WHERE r.status = :status AND r.job_id < :before
   AND (:task IS NULL OR instr(lower(j.task), lower(:task)) > 0)
 ORDER BY r.job_id DESC
 LIMIT :limit

@@ -8,6 +8,7 @@ from typing import Any
 
 from ...errors import LeaseLost, ShiftworkError
 from ...records import StepRecord, WorkflowEvent, WorkflowLine, WorkflowRun, WorkflowSummary
+from ...states import WORKFLOW_STATUSES
 from ..joins import check_join, join_reported
 from ..rows import FIRST_PAGE, from_ts
 
@@ -149,8 +150,8 @@ class SQLiteWorkflows:
 
     def workflows_page(self, status: str | None = None, task: str | None = None,
                        before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
-        rows = self.conn.execute(self.q["workflows_page"], {
-            "status": status, "task": task,
+        rows = self.conn.execute(self.q[_page_query(status)], {
+            "status": status, "state": status, "task": task,
                 "before": FIRST_PAGE if before is None else before, "limit": limit}).fetchall()
         return [WorkflowLine(r[0], r[1], r[2], r[3], r[4], _at(r[5]), _at(r[6]), from_ts(r[7]),
                              _at(r[8]), r[9], r[10], r[11], from_ts(r[12]),
@@ -180,3 +181,8 @@ def _at(value: float) -> datetime:
     at = from_ts(value)
     assert at is not None
     return at
+
+
+def _page_query(status: str | None) -> str:
+    """A workflow status walks its own index; a job state (or none) the primary key."""
+    return "workflows_page_by_status" if status in WORKFLOW_STATUSES else "workflows_page"
