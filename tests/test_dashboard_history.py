@@ -114,6 +114,16 @@ def test_workflows_list_and_workflow_page_served(wapp: App, clock: FakeClock) ->
         events = flow.split('id="events"')[1]
         assert "paid" in events and "k-1" in events and "not taken yet" in events
         assert HOSTILE not in flow and "&lt;script&gt;" in flow
+        # Its live refresh: the timeline and what it waits for alone, read in one query.
+        live = c.get(f"/workflows/{ids['order']}", params={"live": "1"}).text
+        assert "<html" not in live and 'id="events"' not in live
+        assert re.findall(r'<li class="([^"]*)" data-step="([^"]*)"', live) == steps
+        assert "event &#39;paid&#39;" in live.split('id="waiting-for"')[1].split("</p>")[0]
+        assert f'data-live="/workflows/{ids["order"]}?live=1"' in flow
+        live_store = wapp.store.workflow_live(ids["order"])
+        assert live_store is not None and [s.name for s in live_store.steps] == [
+            "charge", "event:paid"] and live_store.steps[1].wake_at is not None
+        assert c.get("/workflows/99999999", params={"live": "1"}).status_code == 404
         parent = c.get(f"/workflows/{ids['parent']}").text
         child_id = wapp.store.workflows_page(task="shop.child")[0].id
         assert f'href="/workflows/{child_id}"' in parent  # the child workflow, linked
@@ -145,7 +155,7 @@ def test_workflow_timeline_bars_follow_the_clock(wapp: App, clock: FakeClock) ->
     from shiftwork.web.workflow_view import SPAN, timeline
 
     job = wapp.get_job(ids["reminder"])
-    line = timeline(wapp.workflow_history(job.id), wapp.get_workflow(job.id),
+    line = timeline(wapp.workflow_history(job.id), wapp.get_workflow(job.id).status,
                     job.attempted_at or job.created_at, job.finished_at, clock.now())
     by_name = {b.step.name: b for b in line.bars}
     assert by_name["wait-a-day"].wait and not by_name["wait-a-day"].open

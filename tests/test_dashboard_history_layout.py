@@ -74,8 +74,8 @@ def test_history_pages_fit_at_400_and_1280_px(app: App, browser: Any,  # noqa: F
 
 def test_history_pages_update_live_one_query_per_refresh(app: App, browser: Any,  # noqa: F811
                                                          ) -> None:
-    """The workflows list and a schedule's occurrences update in an open tab without a
-    reload; each refresh is one request that makes one store call."""
+    """The workflows list, a workflow's timeline and a schedule's occurrences update in an
+    open tab without a reload; each refresh is one request that makes one store call."""
     @app.workflow(name="live.flow")
     def flow(wf: Workflow) -> None:
         wf.sleep("nap", 3600)
@@ -89,7 +89,8 @@ def test_history_pages_update_live_one_query_per_refresh(app: App, browser: Any,
     calls: list[str] = []
     store = app.store
     for method in ("workflows_page", "schedule_runs_history", "schedules_get",
-                   "workflow_run_read", "jobs_get", "schedules_list"):
+                   "workflow_run_read", "jobs_get", "schedules_list", "workflow_live",
+                   "workflow_steps_get", "workflow_events_list"):
         real = getattr(store, method)
 
         def counted(*a: Any, _real: Any = real, _name: str = method, **k: Any) -> Any:
@@ -110,6 +111,23 @@ def test_history_pages_update_live_one_query_per_refresh(app: App, browser: Any,
         fragment = page.evaluate("fetch('/workflows?live=1').then(r => r.text())")
         assert calls == ["workflows_page"] and f'data-workflow="{second}"' in fragment
         assert "<html" not in fragment
+
+        # A workflow's page: its timeline follows it, one query a refresh.
+        @app.workflow(name="live.waiter")
+        def waiter(wf: Workflow) -> None:
+            wf.wait_for_event("go")
+            wf.step("after", lambda: 1)
+
+        waiting = waiter.enqueue().id
+        drain(app)
+        page.goto(f"{served.url}/workflows/{waiting}")
+        assert page.locator('li[data-step="after"]').count() == 0
+        app.send_event(waiting, "go", None)
+        drain(app)
+        page.wait_for_selector('li[data-step="after"]', timeout=20_000)
+        calls.clear()
+        page.evaluate(f"fetch('/workflows/{waiting}?live=1').then(r => r.text())")
+        assert calls == ["workflow_live"]
 
         page.goto(f"{served.url}/schedules/live-nightly")
         assert page.locator("tr[data-fire]").count() == 0

@@ -400,6 +400,19 @@ class WorkflowLine:
 
 
 @dataclass(frozen=True)
+class WorkflowLive:
+    """A workflow as its page's live refresh redraws it, read in one statement."""
+
+    state: JobState
+    created_at: datetime
+    attempted_at: datetime | None
+    finished_at: datetime | None
+    run_at: datetime
+    status: WorkflowStatus | None  # None before its first run
+    steps: list[StepRecord]
+
+
+@dataclass(frozen=True)
 class WorkflowEvent:
     """An event sent to a workflow, and the step that took it (None: not taken yet)."""
 

@@ -43,6 +43,7 @@ from ..records import (
     WorkerInfo,
     WorkflowEvent,
     WorkflowLine,
+    WorkflowLive,
     WorkflowRun,
     WorkflowSummary,
 )
@@ -393,6 +394,9 @@ class Store(Protocol):
 
     def workflow_events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
         """The newest events sent to a workflow, taken or not."""
+
+    def workflow_live(self, job_id: int) -> WorkflowLive | None:
+        """The job, its workflow status and steps, in one statement (None: no such job)."""
 
     # -- per-job logs (what a job logged while it ran; deleted with the job) ------------
     def job_logs_add(self, job_id: int, lines: list[JobLogLine]) -> None:

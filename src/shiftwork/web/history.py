@@ -20,8 +20,9 @@ from starlette.routing import Route
 
 from ..errors import ConfigurationError, JobNotFoundError, ShiftworkError
 from ..names import schedule_name, schedule_ref
+from ..records import WorkflowLive
 from ..states import FINAL, JobState, WorkflowStatus
-from .workflow_view import duration, line_waiting_for, timeline, waiting_for
+from .workflow_view import duration, line_waiting_for, live_view
 
 PAGE = 50
 #: The largest job id (a bigint); a larger number names no job.
@@ -121,6 +122,13 @@ class HistoryPages:
         job_id = request.path_params["job_id"]
         if job_id > MAX_ID:
             return self.board.page(request, "error.html", status=404, error="no such workflow")
+        now = self.app.clock.now()
+        if _live(request):  # its timeline and what it waits for: one query per refresh
+            live = await run_in_threadpool(self.app.store.workflow_live, job_id)
+            if live is None:
+                return PlainTextResponse("no such workflow", status_code=404)
+            return self.board.page(request, "_workflow_live.html", view=live_view(live, now),
+                                   job_id=job_id)
         try:
             job = await run_in_threadpool(self.app.get_job, job_id)
         except JobNotFoundError as exc:
@@ -132,17 +140,12 @@ class HistoryPages:
             return self.board.page(request, "error.html", status=404,
                                    error=f"job {job_id} is not a workflow")
         events = await run_in_threadpool(self.app.store.workflow_events_list, job_id, EVENTS)
-        now = self.app.clock.now()
-        current = steps[-1] if steps else None
-        line = timeline(steps, run, job.attempted_at or job.created_at, job.finished_at, now)
-        waits = waiting_for(current.kind if current else None,
-                            current.name if current else None,
-                            current.status if current else None,
-                            current.wake_at if current else None,
-                            current.result if current else None, job.state, job.run_at)
+        view = live_view(WorkflowLive(job.state, job.created_at, job.attempted_at,
+                                      job.finished_at, job.run_at,
+                                      run.status if run else None, steps), now)
         return self.board.page(
-            request, "workflow.html", job=job, run=run, timeline=line, events=events,
-            waiting=waits, more_events=len(events) >= EVENTS,
+            request, "workflow.html", job=job, run=run, view=view, events=events,
+            job_id=job_id, more_events=len(events) >= EVENTS,
             cancellable=job.state in (JobState.SCHEDULED, JobState.AVAILABLE,
                                       JobState.RETRYING, JobState.RUNNING),
             retryable=job.state in (JobState.DEAD, JobState.CANCELLED))

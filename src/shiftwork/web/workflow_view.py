@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from ..observe.text import format_age, format_time
-from ..records import StepRecord, WorkflowLine, WorkflowRun
+from ..records import StepRecord, WorkflowLine, WorkflowLive
 from ..states import FINAL, JobState, StepStatus, WorkflowStatus
 
 #: The width of the timeline's coordinate space (the SVG scales it to the page).
@@ -78,11 +78,11 @@ class Timeline:
         return format_age((self.end - self.start).total_seconds())
 
 
-def timeline(steps: list[StepRecord], run: WorkflowRun | None, started: datetime,
+def timeline(steps: list[StepRecord], status: WorkflowStatus | None, started: datetime,
              finished: datetime | None, now: datetime) -> Timeline:
     """A bar per step from its start to its record (to ``now`` while it still waits),
     on one time axis from the workflow's first run to its end (or ``now``)."""
-    ended = run is not None and run.status in FINISHED
+    ended = status in FINISHED
     end = finished or now
     times = [t for s in steps for t in (s.started_at, s.updated_at) if t is not None]
     start = min([started, *times])
@@ -108,3 +108,20 @@ def timeline(steps: list[StepRecord], run: WorkflowRun | None, started: datetime
         bars.append(Bar(s, round(x, 1), round(width, 1), wait, still, label, jobs[:50]))
         previous = s.updated_at or begin
     return Timeline(start, end, bars)
+
+
+@dataclass(frozen=True)
+class LiveView:
+    """The part of a workflow's page its live refresh redraws."""
+
+    timeline: Timeline
+    waiting: str
+
+
+def live_view(w: WorkflowLive, now: datetime) -> LiveView:
+    current = w.steps[-1] if w.steps else None
+    line = timeline(w.steps, w.status, w.attempted_at or w.created_at, w.finished_at, now)
+    if current is None:
+        return LiveView(line, waiting_for(None, None, None, None, None, w.state, w.run_at))
+    return LiveView(line, waiting_for(current.kind, current.name, current.status,
+                                      current.wake_at, current.result, w.state, w.run_at))

@@ -77,3 +77,17 @@ WHERE job_id = %(job)s AND (%(attempt)s = 0 OR attempt = %(attempt)s)
   AND (attempt, seq) > (%(after_attempt)s, %(after_seq)s)
 ORDER BY attempt, seq
 LIMIT %(limit)s
+
+-- name: workflow_live
+-- What a workflow page's live refresh redraws (its timeline, what it waits for), in one
+-- statement: the job, the instance's status and every step, in the order recorded.
+SELECT j.state, j.created_at, j.attempted_at, j.finished_at, j.run_at, r.status,
+       (SELECT json_agg(json_build_array(s.name, s.status, s.result,
+                                         extract(epoch FROM s.wake_at), s.attempt,
+                                         extract(epoch FROM s.updated_at), s.position, s.kind,
+                                         s.digest, s.outcome, s.tries,
+                                         extract(epoch FROM s.started_at), s.seq)
+                        ORDER BY s.seq)
+        FROM {schema}.workflow_steps s WHERE s.job_id = j.id)
+FROM {schema}.jobs j LEFT JOIN {schema}.workflow_runs r ON r.job_id = j.id
+WHERE j.id = %(job)s

@@ -72,3 +72,14 @@ WHERE job_id = :job AND (:attempt = 0 OR attempt = :attempt)
   AND (attempt, seq) > (:after_attempt, :after_seq)
 ORDER BY attempt, seq
 LIMIT :limit
+
+-- name: workflow_live
+-- What a workflow page's live refresh redraws (its timeline, what it waits for), in one
+-- statement: the job, the instance's status and every step, in the order recorded.
+SELECT j.state, j.created_at, j.attempted_at, j.finished_at, j.run_at, r.status,
+       (SELECT json_group_array(json_array(s.name, s.status, s.result, s.wake_at, s.attempt,
+                                           s.updated_at, s.position, s.kind, s.digest,
+                                           s.outcome, s.tries, s.started_at, s.seq))
+        FROM workflow_steps s WHERE s.job_id = j.id)
+FROM jobs j LEFT JOIN workflow_runs r ON r.job_id = j.id
+WHERE j.id = :job

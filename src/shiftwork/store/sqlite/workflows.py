@@ -7,8 +7,15 @@ from datetime import datetime
 from typing import Any
 
 from ...errors import LeaseLost, ShiftworkError
-from ...records import StepRecord, WorkflowEvent, WorkflowLine, WorkflowRun, WorkflowSummary
-from ...states import WORKFLOW_STATUSES
+from ...records import (
+    StepRecord,
+    WorkflowEvent,
+    WorkflowLine,
+    WorkflowLive,
+    WorkflowRun,
+    WorkflowSummary,
+)
+from ...states import WORKFLOW_STATUSES, JobState, WorkflowStatus
 from ..joins import check_join, join_reported
 from ..rows import FIRST_PAGE, from_ts
 
@@ -162,6 +169,15 @@ class SQLiteWorkflows:
                                  {"job": job_id, "limit": limit}).fetchall()
         return [WorkflowEvent(r[0], r[1], json.loads(r[2]) if r[2] is not None else None, r[3],
                               _at(r[4]), r[5]) for r in rows]
+
+    def workflow_live(self, job_id: int) -> WorkflowLive | None:
+        r = self.conn.execute(self.q["workflow_live"], {"job": job_id}).fetchone()
+        if r is None:
+            return None
+        steps = sorted(json.loads(r[6] or "[]"), key=lambda s: s[12])
+        return WorkflowLive(JobState(r[0]), _at(r[1]), from_ts(r[2]), from_ts(r[3]), _at(r[4]),
+                            WorkflowStatus(r[5]) if r[5] else None,
+                            [_step([*s[:2], s[2], *s[3:12]]) for s in steps])
 
 def _ts(value: datetime | None) -> float | None:
     return value.timestamp() if value is not None else None
