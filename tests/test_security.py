@@ -632,7 +632,9 @@ ROUTES = ["/", "/jobs", "/dead", "/jobs/1", "/metrics", "/health", "/login",
           "/jobs/1/retry", "/jobs/1/cancel", "/jobs/1/discard", "/dead",
           "/queues/emails/pause", "/queues/emails/resume", "/schedules/nightly/trigger",
           "/schedules", "/schedules/nightly/pause", "/schedules/nightly/resume",
-          "/schedules/nightly/remove", "/jobs/bulk"]
+          "/schedules/nightly/remove", "/jobs/bulk", "/workflows", "/workflows/1",
+          "/workflows/1/cancel", "/workflows/1/retry", "/schedules/nightly",
+          "/schedules/~bmlnaHRseQ", "/jobs/1/logs"]
 
 
 def test_property_dashboard_answers_arbitrary_forms_and_queries_with_4xx(app: App) -> None:

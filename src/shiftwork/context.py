@@ -29,6 +29,8 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 log = logging.getLogger("shiftwork.flow")
+#: The logger ``ctx.log`` writes to (the one ``shiftwork.*`` logger kept in per-job logs).
+JOB_LOGGER = "shiftwork.job"
 
 #: Progress is written at most this often (seconds) unless it reaches its total;
 #: checkpoints, heartbeats and the end of the attempt write whatever is pending.
@@ -191,6 +193,20 @@ class JobContext:
         """
         count = whole(n, "ctx.processed: n", 0, MAX_ITEMS)
         self.items = min((self.items or 0) + count, MAX_ITEMS)
+
+    # -- logs ---------------------------------------------------------------------------
+
+    def log(self, message: str, *args: Any, level: int = logging.INFO) -> None:
+        """Log a line kept with this attempt (``shiftwork jobs logs``, the job page), also
+        passed to your logging handlers. Records logged through :mod:`logging` while the
+        job runs are kept too, at the levels your logging lets through; this one is kept
+        whatever the levels (its logger is ``shiftwork.job``)."""
+        try:  # formatted here: a bad format is kept as given, never raised in a handler
+            text = str(message) % args if args else str(message)
+        except (TypeError, ValueError):
+            text = f"{message!r} % {args!r}"
+        logger = logging.getLogger(JOB_LOGGER)
+        logger.handle(logger.makeRecord(JOB_LOGGER, level, "(job)", 0, text, (), None))
 
     # -- liveness ---------------------------------------------------------------------
 

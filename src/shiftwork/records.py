@@ -267,6 +267,26 @@ class ScheduleRun:
 
 
 @dataclass(frozen=True)
+class ScheduleRunLine:
+    """An occurrence with its job as the schedule page shows it (the job's state, its
+    last attempt's start and its end; None once the job is pruned)."""
+
+    run: ScheduleRun
+    job_state: JobState | None
+    job_started_at: datetime | None
+    job_finished_at: datetime | None = None
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from its job's last start to its end (None while it runs or never ran);
+        read from the job, as the occurrence's own end is copied there by the leader later."""
+        end = self.job_finished_at or self.run.finished_at
+        if end is None or self.job_started_at is None:
+            return None
+        return max(0.0, (end - self.job_started_at).total_seconds())
+
+
+@dataclass(frozen=True)
 class Applied:
     """What one firing transaction wrote."""
 
@@ -401,6 +421,69 @@ class WorkflowSummary:
 
     def __post_init__(self) -> None:  # the engines hand back text
         object.__setattr__(self, "status", WorkflowStatus(self.status))
+
+
+class JobLogLine(NamedTuple):
+    """One record a job logged while it ran (``shiftwork jobs logs``, the job page)."""
+
+    attempt: int
+    seq: int  # its place in its attempt, from 1
+    at: datetime
+    level: str  # INFO, WARNING, ...
+    logger: str
+    message: str
+
+
+@dataclass(frozen=True)
+class WorkflowLine:
+    """One line of the dashboard's workflows list: the instance, its job and the step it
+    is at (its newest recorded one), which says what it waits for."""
+
+    id: int
+    task: str
+    state: JobState  # the job's state
+    status: WorkflowStatus
+    version: str
+    started_at: datetime  # its first run
+    updated_at: datetime
+    finished_at: datetime | None  # the job's
+    run_at: datetime  # the job's next (or last) run
+    step: str | None  # None: no step recorded yet
+    step_kind: str | None
+    step_status: StepStatus | None
+    step_wake_at: datetime | None
+    step_result: Any  # a child or parallel step's {"jobs": [...]}
+
+    def __post_init__(self) -> None:  # the engines hand back text
+        object.__setattr__(self, "state", JobState(self.state))
+        object.__setattr__(self, "status", WorkflowStatus(self.status))
+        if self.step_status is not None:
+            object.__setattr__(self, "step_status", StepStatus(self.step_status))
+
+
+@dataclass(frozen=True)
+class WorkflowLive:
+    """A workflow as its page's live refresh redraws it, read in one statement."""
+
+    state: JobState
+    created_at: datetime
+    attempted_at: datetime | None
+    finished_at: datetime | None
+    run_at: datetime
+    status: WorkflowStatus | None  # None before its first run
+    steps: list[StepRecord]
+
+
+@dataclass(frozen=True)
+class WorkflowEvent:
+    """An event sent to a workflow, and the step that took it (None: not taken yet)."""
+
+    id: int
+    name: str
+    payload: Any
+    key: str | None
+    created_at: datetime
+    consumed_step: str | None
 
 
 class FinishedJob(NamedTuple):

@@ -50,6 +50,10 @@ class Settings:
     max_event_payload_bytes: int = 256 * 1024
     max_unique_key_bytes: int = 1024  # PostgreSQL indexes keys only up to ~2.7 kB
     max_json_depth: int = 64  # nesting of lists and objects in any of the above
+    # What a job logs while it runs is kept per attempt up to this many records and bytes
+    # (the rest counted in one line); 0 records: nothing kept (worker/job_logs.py).
+    job_log_lines: int = 1000
+    job_log_bytes: int = 64 * 1024
 
     def __post_init__(self) -> None:
         if isinstance(self.pool_min_size, bool) or not isinstance(self.pool_min_size, int) \
@@ -63,6 +67,8 @@ class Settings:
             seconds(getattr(self, name), f"Settings.{name}",
                     allow_zero=name.startswith("retention"))
         whole(self.claim_batch, "Settings.claim_batch", 1, 100_000)
+        whole(self.job_log_lines, "Settings.job_log_lines", 0, 1_000_000)
+        whole(self.job_log_bytes, "Settings.job_log_bytes", 1024, 64 * 1024 * 1024)
         for name in _LIMITS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -78,3 +78,7 @@ class WorkflowStatus(StrEnum):
     FAILED = "failed"  # a compensation itself failed for good
     COMPENSATED = "compensated"
     CANCELLED = "cancelled"
+
+
+#: A workflow instance's statuses as stored (``workflow_runs.status``; never ``pending``).
+WORKFLOW_STATUSES = frozenset(s.value for s in WorkflowStatus if s is not WorkflowStatus.PENDING)

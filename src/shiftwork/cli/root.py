@@ -20,6 +20,7 @@ from .demo import demo
 from .enqueue import enqueue
 from .groups import groups
 from .health import health
+from .job_logs import jobs_logs
 from .jobs import jobs
 from .metrics import metrics
 from .migrate import migrate
@@ -52,3 +53,4 @@ def main() -> None:
 for _command in (worker, migrate, enqueue, queues, jobs, groups, schedules, cron,
                  workflows, health, top, metrics, dashboard, demo):
     main.add_command(_command)
+jobs.add_command(jobs_logs)  # `jobs logs` (cli/job_logs.py)

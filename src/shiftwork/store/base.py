@@ -32,6 +32,7 @@ from ..records import (
     GroupStats,
     HandBack,
     Job,
+    JobLogLine,
     LateRun,
     QueueGroups,
     QueueMinute,
@@ -40,11 +41,15 @@ from ..records import (
     RunFigures,
     ScheduleInfo,
     ScheduleRun,
+    ScheduleRunLine,
     StepRecord,
     TaskMinute,
     Touch,
     WaitingTask,
     WorkerInfo,
+    WorkflowEvent,
+    WorkflowLine,
+    WorkflowLive,
     WorkflowRun,
     WorkflowSummary,
 )
@@ -363,6 +368,10 @@ class Store(Protocol):
 
     def schedule_runs_list(self, name: str, limit: int = 50) -> list[ScheduleRun]: ...
 
+    def schedule_runs_history(self, name: str, before: datetime | None = None,
+                              limit: int = 50) -> list[ScheduleRunLine]:
+        """Occurrences fired before ``before``, newest first, each with its job's state."""
+
     def schedules_set_paused(self, name: str, paused: bool, reason: str | None = None
                              ) -> None: ...
 
@@ -421,6 +430,26 @@ class Store(Protocol):
 
     def workflows_list(self, status: str | None = None, task: str | None = None,
                        limit: int = 50) -> list[WorkflowSummary]: ...
+
+    def workflows_page(self, status: str | None = None, task: str | None = None,
+                       before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
+        """Workflows with an id below ``before``, newest first, each with its current step;
+        ``task``: a part of the name (any case); ``status``: a workflow status or job state."""
+
+    def workflow_events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
+        """The newest events sent to a workflow, taken or not."""
+
+    def workflow_live(self, job_id: int) -> WorkflowLive | None:
+        """The job, its workflow status and steps, in one statement (None: no such job)."""
+
+    # -- per-job logs (what a job logged while it ran; deleted with the job) ------------
+    def job_logs_add(self, job_id: int, lines: list[JobLogLine]) -> None:
+        """Keep these records of ``job_id`` (nothing if the job is gone; a line kept
+        already, by its attempt and seq, is kept once)."""
+
+    def job_logs_list(self, job_id: int, attempt: int = 0, after: tuple[int, int] = (0, 0),
+                      limit: int = 1000) -> list[JobLogLine]:
+        """The job's records after ``(attempt, seq)`` in order; ``attempt`` 0: all."""
 
     # -- composition: dependencies, groups, results (store/deps.py) ---------------------
     def jobs_insert_graph(self, jobs: list[NewJob], conn: Any = None, *,

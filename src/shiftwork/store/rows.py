@@ -57,6 +57,8 @@ def from_ts(value: float | None) -> datetime | None:
         return _LAST if value > 0 else _FIRST
 
 
+#: A keyset page's bound before the first page: above every id (a bigint).
+FIRST_PAGE = 2**63 - 1
 _LAST = datetime(9999, 1, 1, tzinfo=UTC)
 _FIRST = datetime(1970, 1, 1, tzinfo=UTC)
 

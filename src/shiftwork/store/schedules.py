@@ -30,6 +30,7 @@ from ..records import (
     RunFigures,
     ScheduleInfo,
     ScheduleRun,
+    ScheduleRunLine,
 )
 from ..schedule import (
     ActiveRun,
@@ -54,7 +55,8 @@ LEADER_NAME = "shiftwork.leader"
 TIME_COLUMNS = frozenset({
     "now", "fire_at", "run_at", "recorded_at", "finished_at", "dms_at", "next_fire_at",
     "created_at", "updated_at", "removed_at", "last_fire_at", "last_success_at",
-    "last_late_fire_at", "last_empty_fire_at", "last_full_fire_at",
+    "last_late_fire_at", "last_empty_fire_at", "last_full_fire_at", "job_started_at",
+    "job_finished_at",
 })
 
 Planner = Callable[[ScheduleDef, Snapshot, datetime], Plan]
@@ -618,6 +620,15 @@ class ScheduleStoreLogic:
         with self._s_read() as c:
             return [run_from_row(r) for r in self._s_rows(c, "schedule_runs_recent", name=name,
                                                           limit=limit)]
+
+    def schedule_runs_history(self, name: str, before: datetime | None = None,
+                              limit: int = 50) -> list[ScheduleRunLine]:
+        with self._s_read() as c:
+            rows = self._s_rows(c, "schedule_runs_history", name=name, limit=limit,
+                                before=before)
+        return [ScheduleRunLine(run_from_row(r),
+                                JobState(r["job_state"]) if r["job_state"] else None,
+                                r["job_started_at"], r["job_finished_at"]) for r in rows]
 
     def schedules_set_paused(self, name: str, paused: bool, reason: str | None = None) -> None:
         with self._s_tx() as c:

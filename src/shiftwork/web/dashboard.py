@@ -31,6 +31,7 @@ from ..safetext import escape_controls
 from ..states import JobState
 from .chart import minute_chart
 from .forms import bad_text, declared_too_large, read_form, too_large
+from .history import history_routes
 from .jobs_console import console_routes
 from .paging import page_of
 from .progress_view import progress_view
@@ -210,6 +211,7 @@ class Dashboard:
             Route("/schedules", self.schedule_add, methods=["POST"]),
             Route("/schedules/{name}/{action}", self.schedule_action, methods=["POST"]),
             Route("/metrics", self.metrics), Route("/health", self.health),
+            *history_routes(self),  # workflows, a workflow, a schedule's page (web/history.py)
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
         self.asgi = Starlette(routes=routes, middleware=[Middleware(BaseHTTPMiddleware,
@@ -443,10 +445,12 @@ class Dashboard:
         parents, children = await run_in_threadpool(self.app.store.jobs_dependencies, job.id)
         member_of, callback_of = await run_in_threadpool(self.app.store.groups_of_job, job.id)
         q = request.query_params  # a page of each long list: 50,000 dependants once made 4 MB
+        lines = await run_in_threadpool(self.app.store.job_logs_list, job.id, job.attempt,
+                                        (0, 0), 200) if job.attempt else []  # its latest logs
         return self.page(request, "job.html", job=job, workflow=workflow,
                          steps=page_of(steps, q, "steps"), parents=page_of(parents, q, "parents"),
                          children=page_of(children, q, "children"), member_of=member_of,
-                         callback_of=callback_of,
+                         callback_of=callback_of, lines=lines, attempt=job.attempt,
                          progress=progress_view(job, self.app.clock.now()),
                          retryable=job.state in (
             JobState.DEAD, JobState.CANCELLED, JobState.SCHEDULED, JobState.RETRYING),
@@ -539,14 +543,23 @@ class Dashboard:
         done = "paused" if action == "pause" else "resumed"
         return self.back(request, "/", f"queue {queue} {done}")
 
+    @staticmethod
+    def schedule_back(request: Request) -> str:
+        """Where a schedule action's notice is shown: the schedule's own page when the
+        form came from it (``from=schedule``), else the overview."""
+        if request.scope[_FORM].get("from") == "schedule":
+            return "/schedules/" + path_segment(request.path_params["name"])
+        return "/"
+
     async def schedule_trigger(self, request: Request) -> Response:
+        to = self.schedule_back(request)
         try:
             name = schedule_name(request.path_params["name"])  # a name, or an id (~...)
             result = await run_in_threadpool(self.app.observers.trigger, name)
         except ShiftworkError as exc:
-            return self.back(request, "/", str(exc))
+            return self.back(request, to, str(exc))
         job_id = getattr(result, "id", result)
-        return self.back(request, "/", f"schedule {name} triggered"
+        return self.back(request, to, f"schedule {name} triggered"
                          + (f": job {job_id}" if job_id else ""))
 
     async def schedule_add(self, request: Request) -> Response:
@@ -571,12 +584,13 @@ class Dashboard:
             "pause": book.pause, "resume": book.resume, "remove": book.remove}
         if action not in methods:
             return PlainTextResponse("action must be pause, resume or remove", status_code=404)
+        to = self.schedule_back(request)
         try:
             await run_in_threadpool(methods[action], name)
         except ShiftworkError as exc:
-            return self.back(request, "/", str(exc))
+            return self.back(request, to, str(exc))
         done = {"pause": "paused", "resume": "resumed", "remove": "removed"}[action]
-        return self.back(request, "/", f"schedule {name} {done}")
+        return self.back(request, to, f"schedule {name} {done}")
 
     # -- machine-readable ----------------------------------------------------------------
 

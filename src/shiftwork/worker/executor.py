@@ -13,13 +13,15 @@ import asyncio
 import ctypes
 import logging
 import threading
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, JobCancelled, RetryIn
 from ..observe.tracing import execution_span, recording
+from .job_logs import capturing, install
 from .outcomes import Decide
 from .process import run_in_process
-from .run import JobTimeout, Run, flush_progress
+from .run import JobTimeout, Run, flush_logs, flush_progress
 
 if TYPE_CHECKING:
     from ..host import RunnerHost
@@ -37,6 +39,7 @@ class Executor:
         # Async jobs run on one loop, not a pool of threads: a semaphore per queue keeps
         # them to the queue's concurrency when the producer claims ahead.
         self.slots = {q: asyncio.Semaphore(n) for q, n in (concurrency or {}).items()}
+        install()  # per-job logs: what a task logs while it runs is kept with its job
 
     # -- running ------------------------------------------------------------------
 
@@ -62,15 +65,17 @@ class Executor:
                     # cancelled while it waited for a thread (a workflow runs: it compensates)
                     if run.ctx.cancelled and not run.task.handles_cancel:
                         raise JobCancelled(f"job {run.job.id} was cancelled before it started")
-                    if recording():
-                        with execution_span(run.job):
+                    with capturing(run.logs) if run.logs is not None else nullcontext():
+                        if recording():
+                            with execution_span(run.job):
+                                result = run.task.fn(*args, **kwargs)
+                        else:  # no span: the context manager alone costs more than a no-op
                             result = run.task.fn(*args, **kwargs)
-                    else:  # no span: the context manager alone costs more than a no-op job
-                        result = run.task.fn(*args, **kwargs)
                 finally:
                     with run.lock:
                         run.in_user_code = False
                     flush_progress(run)
+                    flush_logs(run)
                 outcome = self.decide.success(run, result)
             except JobTimeout as exc:
                 outcome = self.decide.error(run, TimeoutError(
@@ -101,14 +106,18 @@ class Executor:
             try:
                 if run.ctx.cancelled and not run.task.handles_cancel:
                     raise JobCancelled(f"job {run.job.id} was cancelled before it started")
-                if recording():
-                    with execution_span(run.job):
+                with capturing(run.logs) if run.logs is not None else nullcontext():
+                    if recording():
+                        with execution_span(run.job):
+                            result = await asyncio.wait_for(run.task.fn(*args, **kwargs),
+                                                            timeout)
+                    else:
                         result = await asyncio.wait_for(run.task.fn(*args, **kwargs), timeout)
-                else:
-                    result = await asyncio.wait_for(run.task.fn(*args, **kwargs), timeout)
             finally:
                 if run.ctx._pending_progress is not None:
                     await asyncio.to_thread(flush_progress, run)
+                if run.logs is not None and run.logs.has_pending():
+                    await asyncio.to_thread(flush_logs, run)
             outcome = self.decide.success(run, result)
         except TimeoutError as exc:
             outcome = self.decide.error(run, TimeoutError(

@@ -19,6 +19,7 @@ from ..outcome import Outcome
 from ..payload import storable_text
 from ..records import ClaimedJob
 from ..workflow.children import PARENT_META, report_outcome
+from .job_logs import JobLog, new_log, write_logs
 
 if TYPE_CHECKING:
     from ..task import Task
@@ -49,6 +50,7 @@ class Run:
     in_process: bool = False  # runs in a child process (a :process queue, or a ceiling)
     memory_limit: int | None = None  # bytes: the job's ceiling (its call's, task's, queue's)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    logs: JobLog | None = None  # what the attempt logs (worker/job_logs.py); set by of()
 
     @classmethod
     def of(cls, app: JobHost, job: ClaimedJob, task: Task[Any, Any],
@@ -60,7 +62,8 @@ class Run:
                          uncounted=job.uncounted)
         return cls(job=job, task=task, ctx=ctx, started=time.monotonic(),
                    timeout=task.options.timeout if job.timeout is None else job.timeout,
-                   on_done=on_done, on_begin=on_begin)
+                   on_done=on_done, on_begin=on_begin,
+                   logs=new_log(app, job.id, job.attempt))
 
     def begin(self) -> bool:
         """The attempt starts running now; False if it was finalized while it waited."""
@@ -98,6 +101,12 @@ def error_record(exc: BaseException, attempt: int, kind: str = "exception") -> d
         "message": storable_text(str(exc), 2000),
         "traceback": storable_text("".join(traceback.format_exception(exc))[-8000:], 8000),
     }
+
+
+def flush_logs(run: Run) -> None:
+    """The attempt ended: write what it logged and was not written yet."""
+    if run.logs is not None and run.logs.has_pending():
+        write_logs(run.ctx.app, run.logs, final=True)
 
 
 def flush_progress(run: Run) -> None:

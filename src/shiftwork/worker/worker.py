@@ -26,6 +26,7 @@ from ..states import JobState
 from .completer import Completer
 from .executor import Executor
 from .heartbeat import Heartbeat
+from .job_logs import LogShipper
 from .leader import Leader
 from .notifier import Notifier
 from .outage import outage_log
@@ -176,6 +177,7 @@ class Worker:
                          Heartbeat(self.app, self.id, self.held_leases, self._on_heartbeat),
                          Rescuer(self.app, leader), Scheduler(self.app, self.id, leader),
                          *([leader] if self.leader_candidate else []), Watchdog(self),
+                         LogShipper(self.app, self.runs_snapshot),
                          *worker_services(self.app, self.id, lambda: len(self.runs_snapshot()),
                                           self.metrics_port, self.metrics_host)]
         for service in self.services:

@@ -53,6 +53,7 @@ from .arrays import int_array, or_null, word_array
 from .async_jobs import PostgresAsyncJobs
 from .connect_errors import libpq_text, lost_reply, read_only, refusal
 from .copy_rows import copy_jobs, copy_staged
+from .job_logs import PostgresJobLogs
 from .keyed import keys_taken, settle_keys
 from .long_jobs import PostgresLongJobs
 from .observe import PostgresObserve
@@ -83,8 +84,8 @@ def _due_counts(jobs: list[NewJob]) -> list[tuple[str, int]]:
 
 
 class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, PostgresObserve,
-                    PostgresSchedules, DepsActions, JobsActions, LongJobsWrites, FleetWrites,
-                    JobsConsole):
+                    PostgresSchedules, PostgresJobLogs, DepsActions, JobsActions,
+                    LongJobsWrites, FleetWrites, JobsConsole):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,

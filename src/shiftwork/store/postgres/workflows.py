@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ...errors import LeaseLost, ShiftworkError
-from ...records import StepRecord, WorkflowRun, WorkflowSummary
+from ...records import (
+    StepRecord,
+    WorkflowEvent,
+    WorkflowLine,
+    WorkflowLive,
+    WorkflowRun,
+    WorkflowSummary,
+)
+from ...states import WORKFLOW_STATUSES, JobState, WorkflowStatus
 from ..joins import check_join, join_reported
-from ..rows import aware
+from ..rows import FIRST_PAGE, aware
 
 
 class PostgresWorkflows:
@@ -148,6 +156,31 @@ class PostgresWorkflows:
                                 aware(r[7])) for r in rows]
 
 
+    def workflows_page(self, status: str | None = None, task: str | None = None,
+                       before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
+        with self._conn() as c:
+            rows = c.execute(self.q[_page_query(status)], {
+                "status": status, "state": status, "task": task,
+                "before": FIRST_PAGE if before is None else before, "limit": limit}).fetchall()
+        return [WorkflowLine(r[0], r[1], r[2], r[3], r[4], _at(r[5]), _at(r[6]), aware(r[7]),
+                             _at(r[8]), r[9], r[10], r[11], aware(r[12]), r[13]) for r in rows]
+
+    def workflow_events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
+        with self._conn() as c:
+            rows = c.execute(self.q["workflow_events_list"],
+                             {"job": job_id, "limit": limit}).fetchall()
+        return [WorkflowEvent(r[0], r[1], r[2], r[3], _at(r[4]), r[5]) for r in rows]
+
+    def workflow_live(self, job_id: int) -> WorkflowLive | None:
+        with self._conn() as c:
+            r = c.execute(self.q["workflow_live"], {"job": job_id}).fetchone()
+        if r is None:
+            return None
+        return WorkflowLive(JobState(r[0]), _at(r[1]), aware(r[2]), aware(r[3]), _at(r[4]),
+                            WorkflowStatus(r[5]) if r[5] else None,
+                            [_step([*s[:3], _epoch(s[3]), s[4], _epoch(s[5]), *s[6:11],
+                                    _epoch(s[11])]) for s in r[6] or []])
+
 def _step(r: Any) -> StepRecord:
     return StepRecord(r[0], r[1], r[2], aware(r[3]), r[4], aware(r[5]), r[6], r[7], r[8], r[9],
                       r[10], aware(r[11]))
@@ -155,3 +188,20 @@ def _step(r: Any) -> StepRecord:
 
 def _lost(job_id: int, attempt: int) -> BaseException:
     return LeaseLost(f"job {job_id} attempt {attempt} no longer holds its lease")
+
+
+def _at(value: datetime) -> datetime:
+    """A NOT NULL time column."""
+    at = aware(value)
+    assert at is not None
+    return at
+
+
+def _page_query(status: str | None) -> str:
+    """A workflow status walks its own index; a job state (or none) the primary key."""
+    return "workflows_page_by_status" if status in WORKFLOW_STATUSES else "workflows_page"
+
+
+def _epoch(value: float | None) -> datetime | None:
+    """A time the live query sent as Unix seconds (inside JSON)."""
+    return None if value is None else datetime.fromtimestamp(float(value), UTC)

@@ -45,6 +45,7 @@ from ..jobs import (
 from ..long_jobs import LongJobsWrites
 from ..rows import from_ts, job_from_row, legal_pairs, loads, queue_stats_from_rows
 from ..sqlfile import load_all_queries, load_migrations
+from .job_logs import SQLiteJobLogs
 from .long_jobs import SQLiteLongJobs
 from .observe import SQLiteObserve
 from .schedules import SQLiteSchedules
@@ -121,7 +122,8 @@ FILE_MODE = 0o600
 PAGE_CACHE_KIB = 16 * 1024
 
 class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedules,
-                  DepsActions, JobsActions, LongJobsWrites, FleetWrites, JobsConsole):
+                  SQLiteJobLogs, DepsActions, JobsActions, LongJobsWrites, FleetWrites,
+                  JobsConsole):
     engine = "sqlite"
 
     def __init__(self, path: str, clock: Clock | None = None, busy_timeout: float = 30.0) -> None:

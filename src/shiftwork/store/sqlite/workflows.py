@@ -7,9 +7,17 @@ from datetime import datetime
 from typing import Any
 
 from ...errors import LeaseLost, ShiftworkError
-from ...records import StepRecord, WorkflowRun, WorkflowSummary
+from ...records import (
+    StepRecord,
+    WorkflowEvent,
+    WorkflowLine,
+    WorkflowLive,
+    WorkflowRun,
+    WorkflowSummary,
+)
+from ...states import WORKFLOW_STATUSES, JobState, WorkflowStatus
 from ..joins import check_join, join_reported
-from ..rows import from_ts
+from ..rows import FIRST_PAGE, from_ts
 
 
 class SQLiteWorkflows:
@@ -147,6 +155,30 @@ class SQLiteWorkflows:
                                 from_ts(r[7])) for r in rows]
 
 
+    def workflows_page(self, status: str | None = None, task: str | None = None,
+                       before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
+        rows = self.conn.execute(self.q[_page_query(status)], {
+            "status": status, "state": status, "task": task,
+                "before": FIRST_PAGE if before is None else before, "limit": limit}).fetchall()
+        return [WorkflowLine(r[0], r[1], r[2], r[3], r[4], _at(r[5]), _at(r[6]), from_ts(r[7]),
+                             _at(r[8]), r[9], r[10], r[11], from_ts(r[12]),
+                             json.loads(r[13]) if r[13] is not None else None) for r in rows]
+
+    def workflow_events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
+        rows = self.conn.execute(self.q["workflow_events_list"],
+                                 {"job": job_id, "limit": limit}).fetchall()
+        return [WorkflowEvent(r[0], r[1], json.loads(r[2]) if r[2] is not None else None, r[3],
+                              _at(r[4]), r[5]) for r in rows]
+
+    def workflow_live(self, job_id: int) -> WorkflowLive | None:
+        r = self.conn.execute(self.q["workflow_live"], {"job": job_id}).fetchone()
+        if r is None:
+            return None
+        steps = sorted(json.loads(r[6] or "[]"), key=lambda s: s[12])
+        return WorkflowLive(JobState(r[0]), _at(r[1]), from_ts(r[2]), from_ts(r[3]), _at(r[4]),
+                            WorkflowStatus(r[5]) if r[5] else None,
+                            [_step([*s[:2], s[2], *s[3:12]]) for s in steps])
+
 def _ts(value: datetime | None) -> float | None:
     return value.timestamp() if value is not None else None
 
@@ -158,3 +190,15 @@ def _run(r: Any) -> WorkflowRun:
 def _step(r: Any) -> StepRecord:
     return StepRecord(r[0], r[1], json.loads(r[2]) if r[2] is not None else None, from_ts(r[3]),
                       r[4], from_ts(r[5]), r[6], r[7], r[8], r[9], r[10], from_ts(r[11]))
+
+
+def _at(value: float) -> datetime:
+    """A NOT NULL time column."""
+    at = from_ts(value)
+    assert at is not None
+    return at
+
+
+def _page_query(status: str | None) -> str:
+    """A workflow status walks its own index; a job state (or none) the primary key."""
+    return "workflows_page_by_status" if status in WORKFLOW_STATUSES else "workflows_page"

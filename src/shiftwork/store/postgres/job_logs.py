@@ -1,0 +1,32 @@
+"""Per-job logs for PostgreSQL: what a job logged while it ran, per attempt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...records import JobLogLine
+from ..rows import aware
+
+
+class PostgresJobLogs:
+    q: dict[str, str]
+    _conn: Any
+
+    def job_logs_add(self, job_id: int, lines: list[JobLogLine]) -> None:
+        if not lines:
+            return
+        with self._conn() as c:
+            c.execute(self.q["job_logs_add"], {
+                "job": job_id, "attempts": [ln.attempt for ln in lines],
+                "seqs": [ln.seq for ln in lines], "ats": [ln.at for ln in lines],
+                "levels": [ln.level for ln in lines], "loggers": [ln.logger for ln in lines],
+                "messages": [ln.message for ln in lines]})
+
+    def job_logs_list(self, job_id: int, attempt: int = 0, after: tuple[int, int] = (0, 0),
+                      limit: int = 1000) -> list[JobLogLine]:
+        with self._conn() as c:
+            rows = c.execute(self.q["job_logs_list"], {
+                "job": job_id, "attempt": attempt, "after_attempt": after[0],
+                "after_seq": after[1], "limit": limit}).fetchall()
+        return [JobLogLine(r[0], r[1], aware(r[2]), r[3], r[4], r[5])  # type: ignore[arg-type]
+                for r in rows]

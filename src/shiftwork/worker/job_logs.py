@@ -1,0 +1,187 @@
+"""Per-job logs: the records a job logs through :mod:`logging` (and ``ctx.log``) while it
+runs, kept per attempt, bounded, and written to the store beside the job.
+
+One handler on the root logger, installed once per process, reads which attempt (if any)
+the logging thread or task is running from a context variable the executor sets around
+the task function; elsewhere it does nothing. Each attempt keeps at most
+``Settings.job_log_lines`` records and ``job_log_bytes`` bytes of them; past either, the
+rest is counted and one line says how many were not kept. Records are written at the
+attempt's end (before its outcome) and, while it runs, by the worker's ``LogShipper``
+every second, so ``shiftwork jobs logs --follow`` sees them as they come.
+
+A job run with the process executor logs in its child process: not captured (yet).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from ..context import JOB_LOGGER  # ctx.log's: every other shiftwork.* logger is ours
+from ..payload import storable_text
+from ..records import JobLogLine
+from .service import Service
+
+if TYPE_CHECKING:
+    from ..host import JobHost
+    from .run import Run
+
+log = logging.getLogger("shiftwork.worker.job_logs")
+CUT = " …[cut: job_log_bytes]"
+
+
+class JobLog:
+    """One attempt's records: kept up to the limits, taken in batches to be written."""
+
+    def __init__(self, job_id: int, attempt: int, max_lines: int, max_bytes: int) -> None:
+        self.job_id = job_id
+        self.attempt = attempt
+        self.max_lines = max_lines
+        self.max_bytes = max_bytes
+        self.lines = 0
+        self.bytes = 0
+        self.dropped = 0
+        self._noted = False
+        self._pending: list[JobLogLine] = []
+        self._lock = threading.Lock()
+
+    def add(self, record: logging.LogRecord) -> None:
+        if self.max_lines == 0:
+            return
+        text = _text(record)
+        size = len(text.encode("utf-8", "replace"))
+        with self._lock:
+            room = self.max_bytes - self.bytes
+            if self.lines >= self.max_lines or room <= 0:
+                self.dropped += 1
+                return
+            if size > room:  # the last one that fits, cut to the bytes left
+                text = text.encode("utf-8", "replace")[:max(room - len(CUT.encode()), 0)
+                                                       ].decode("utf-8", "ignore") + CUT
+                size = room
+            self.lines += 1
+            self.bytes += size
+            self._pending.append(JobLogLine(
+                self.attempt, self.lines, datetime.fromtimestamp(record.created, UTC),
+                storable_text(record.levelname, 20), storable_text(record.name, 200), text))
+
+    def take(self, final: bool = False) -> list[JobLogLine]:
+        """The records not written yet; at the attempt's end, with a line saying how many
+        were not kept, if any."""
+        with self._lock:
+            out, self._pending = self._pending, []
+            if final and self.dropped and not self._noted:
+                self._noted = True
+                out.append(JobLogLine(
+                    self.attempt, self.lines + 1, datetime.now(UTC), "WARNING", "shiftwork",
+                    f"{self.dropped} more records not kept (the limits per attempt: "
+                    f"job_log_lines={self.max_lines}, job_log_bytes={self.max_bytes})"))
+            return out
+
+    def has_pending(self) -> bool:
+        """Anything to write at the attempt's end (records, or the count of dropped ones)."""
+        with self._lock:
+            return bool(self._pending) or (self.dropped > 0 and not self._noted)
+
+    def put_back(self, lines: list[JobLogLine]) -> None:
+        """A write failed: keep them for the next one."""
+        with self._lock:
+            self._pending[:0] = lines
+
+
+def _text(record: logging.LogRecord) -> str:
+    try:
+        text = record.getMessage()
+    except Exception:  # a bad format string in user code: keep what was given
+        text = f"{record.msg!r} % {record.args!r}"
+    if record.exc_info:
+        text += "\n" + logging.Formatter().formatException(record.exc_info)
+    elif record.exc_text:
+        text += "\n" + record.exc_text
+    # NUL (PostgreSQL text refuses it) and lone surrogates escaped: one odd record never
+    # costs its batch.
+    return storable_text(text, len(text))
+
+
+
+CURRENT: ContextVar[JobLog | None] = ContextVar("shiftwork_job_log", default=None)
+
+
+class JobLogHandler(logging.Handler):
+    """Hands each record to the attempt running in the logging thread or task."""
+
+    def handle(self, record: logging.LogRecord) -> bool:
+        # No handler lock: each JobLog has its own (this runs for every record logged).
+        job_log = CURRENT.get()
+        if job_log is not None and (record.name == JOB_LOGGER
+                                    or not record.name.startswith("shiftwork")):
+            job_log.add(record)
+        return True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.handle(record)
+
+
+_installed: JobLogHandler | None = None
+_install_lock = threading.Lock()
+
+
+def install() -> None:
+    """The handler on the root logger, once per process (the executor calls it)."""
+    global _installed
+    with _install_lock:
+        if _installed is None:
+            _installed = JobLogHandler()
+            logging.getLogger().addHandler(_installed)
+
+
+def new_log(app: JobHost, job_id: int, attempt: int) -> JobLog:
+    s = app.settings
+    return JobLog(job_id, attempt, s.job_log_lines, s.job_log_bytes)
+
+
+@contextmanager
+def capturing(job_log: JobLog) -> Iterator[None]:
+    """Records logged in this thread or task (and tasks it starts) go to ``job_log``."""
+    token = CURRENT.set(job_log)
+    try:
+        yield
+    finally:
+        CURRENT.reset(token)
+
+
+def write_logs(app: JobHost, job_log: JobLog, final: bool = False) -> None:
+    """Write the attempt's records not written yet (one statement; none if none)."""
+    lines = job_log.take(final)
+    if not lines:
+        return
+    try:
+        app.store.job_logs_add(job_log.job_id, lines)
+    except Exception:
+        if final:
+            log.warning("job %s: %d log records not written", job_log.job_id, len(lines),
+                        exc_info=True)
+        else:
+            job_log.put_back(lines)
+
+
+class LogShipper(Service):
+    """Writes what running jobs logged, every second, so a follower sees it live."""
+
+    name = "log-shipper"
+
+    def __init__(self, app: JobHost, runs: Callable[[], list[Run]],
+                 interval: float = 1.0) -> None:
+        super().__init__(interval)
+        self.app = app
+        self.runs = runs
+
+    def tick(self) -> None:
+        for run in self.runs():
+            if run.logs is not None and run.begun and not run.finished:
+                write_logs(self.app, run.logs)
