@@ -85,7 +85,9 @@ def configure_logging(level: str = "INFO", fmt: str = "text",
         handler.setFormatter(TextFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):
-        root.removeHandler(old)
+        # (not the per-job log capture a running worker installed: worker/job_logs.py)
+        if not getattr(old, "shiftwork_keep", False):
+            root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(getattr(logging, level.upper(), logging.INFO))
     if job_events is None:

@@ -137,7 +137,10 @@ def install() -> None:
     with _install_lock:
         if _installed is None:
             _installed = JobLogHandler()
-            logging.getLogger().addHandler(_installed)
+            _installed.shiftwork_keep = True  # type: ignore[attr-defined]  # (configure_logging)
+        root = logging.getLogger()
+        if _installed not in root.handlers:  # (again, if someone's logging set-up removed it)
+            root.addHandler(_installed)
 
 
 def new_log(app: JobHost, job_id: int, attempt: int) -> JobLog:
