@@ -109,8 +109,8 @@ def one(engine: str, jobs: int, dead: int, pages: int, retries: int) -> dict[str
     from datetime import UTC, datetime, timedelta
 
     from shiftwork import App
-    from shiftwork.bulk import bulk_apply
-    from shiftwork.job_filter import parse_filter
+    from shiftwork.jobs.bulk import bulk_apply
+    from shiftwork.jobs.filter import parse_filter
     from shiftwork.web.jobs_console import COUNT_CAP, PAGE
 
     out: dict[str, Any] = {"engine": engine, "jobs": jobs, "dead": dead}

@@ -31,7 +31,7 @@ import time
 from typing import Any
 
 from shiftwork import App
-from shiftwork.flow import ClaimFlow, RateLimit
+from shiftwork.flow.limits import ClaimFlow, RateLimit
 
 from .common import Place, load, percentiles, place, spawn, stop, wait_until
 

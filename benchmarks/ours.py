@@ -426,8 +426,8 @@ def _claim_cost(app: App, jobs: int, batch: int) -> dict[str, float]:
     store = app.store
     claims: list[float] = []
     completes: list[float] = []
-    from shiftwork.outcome import Outcome
-    from shiftwork.states import JobState
+    from shiftwork.core.states import JobState
+    from shiftwork.jobs.outcome import Outcome
 
     while True:
         t0 = time.perf_counter()

@@ -57,7 +57,7 @@ def _sql(app: Any, text: str, params: dict[str, Any]) -> list[Any]:
 
 
 def one(engine: str, count: int) -> dict[str, Any]:
-    from shiftwork.worker.scheduler import reconcile
+    from shiftwork.schedules.scheduler import reconcile
 
     from .schedules_app import make_app
 

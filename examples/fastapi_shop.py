@@ -14,7 +14,7 @@ from fastapi import Depends, FastAPI, Header, HTTPException
 from starlette.requests import Request
 
 from shiftwork import App
-from shiftwork.asgi import lifespan
+from shiftwork.contrib.asgi import lifespan
 from shiftwork.web.dashboard import create_dashboard
 
 # On PostgreSQL, enqueue_async inserts on an async connection pool of its own (opened by

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from shiftwork import App, FakeClock, JobState
-from shiftwork.outcome import Outcome
+from shiftwork.jobs.outcome import Outcome
 
 TRICKY = ["plain", "back\\slash", 'quote"d', "tab\there", "new\nline", "ünïcødé ✓", "\\N",
           "", "\\\\double"]
@@ -91,7 +91,7 @@ def test_a_bad_job_in_a_streamed_bulk_enqueue_inserts_nothing(app: App) -> None:
     """The bulk path validates each job as it streams it; one bad job aborts them all."""
     import pytest
 
-    from shiftwork.errors import PayloadError
+    from shiftwork.core.errors import PayloadError
 
     @app.task
     def measure(value: float) -> None: ...
@@ -128,7 +128,7 @@ def test_sqlite_writer_waits_for_the_write_lock_then_gives_up_naming_it(tmp_path
 
     import pytest
 
-    from shiftwork.errors import StorageError
+    from shiftwork.core.errors import StorageError
     from shiftwork.store.sqlite.store import SQLiteStore
 
     path = tmp_path / "jobs.db"

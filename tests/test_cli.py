@@ -80,5 +80,5 @@ def test_demo_runs_to_the_end(tmp_path) -> None:  # type: ignore[no-untyped-def]
         by_task = dict(db.execute("SELECT task, count(*) FROM jobs GROUP BY task"))
         waiting = db.execute("SELECT count(*) FROM jobs WHERE state IN "
                              "('available', 'running')").fetchone()[0]
-    assert by_task["shiftwork.demo.send_login_code"] >= 10, by_task
+    assert by_task["shiftwork.cli.demo_app.send_login_code"] >= 10, by_task
     assert waiting == 0

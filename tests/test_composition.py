@@ -12,8 +12,8 @@ import psycopg
 import pytest
 
 from shiftwork import App, JobContext
-from shiftwork.errors import DependencyError, JobCancelled, JobFailed, JobNotFoundError
-from shiftwork.states import JobState
+from shiftwork.core.errors import DependencyError, JobCancelled, JobFailed, JobNotFoundError
+from shiftwork.core.states import JobState
 
 from .conftest import PG_DSN, running_worker, wait_for
 

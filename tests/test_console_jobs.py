@@ -16,10 +16,10 @@ import pytest
 from markupsafe import escape
 
 from shiftwork import App, ConfigurationError, FakeClock, JobState
-from shiftwork.bulk import bulk_apply
-from shiftwork.job import NewJob
-from shiftwork.job_filter import FilterError, parse_filter
-from shiftwork.outcome import Outcome
+from shiftwork.jobs.bulk import bulk_apply
+from shiftwork.jobs.filter import FilterError, parse_filter
+from shiftwork.jobs.new_job import NewJob
+from shiftwork.jobs.outcome import Outcome
 from shiftwork.web import create_dashboard
 
 from .conftest import FAST

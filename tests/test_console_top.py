@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from shiftwork.observe.views import finished_in_last_60s, overview
-from shiftwork.records import QueueMinute
+from shiftwork.store.records import QueueMinute
 
 
 def test_last_60s_is_zero_long_after_the_last_job(make_app: Any) -> None:

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from shiftwork.cron import MACROS, CronError, CronExpression, CronSchedule
-from shiftwork.errors import ShiftworkError
+from shiftwork.core.errors import ShiftworkError
+from shiftwork.schedules.cron import MACROS, CronError, CronExpression, CronSchedule
 
 # --------------------------------------------------------------------------------------
 # helpers

@@ -1,6 +1,6 @@
 """Property tests: CronSchedule.next_after against a brute-force reference.
 
-The reference here shares no code with shiftwork.cron. It is slow on purpose:
+The reference here shares no code with shiftwork.schedules.cron. It is slow on purpose:
 
 * frequency schedules (all 24 hours): walk real instants one minute (or, for 6-field
   expressions, one second) at a time and keep those whose local reading matches;
@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from shiftwork.cron import CronError, CronSchedule
+from shiftwork.schedules.cron import CronError, CronSchedule
 
 MONTHS = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]
 DAYS = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from shiftwork import App, ConfigurationError, JobNotFoundError, JobState
-from shiftwork.job import NewJob
+from shiftwork.jobs.new_job import NewJob
 from shiftwork.testing import drain
 from shiftwork.web import create_dashboard
 
@@ -379,7 +379,7 @@ def test_an_operator_adds_pauses_and_removes_a_runtime_schedule(
     @app.periodic("0 2 * * *", name="nightly")
     def nightly() -> None: ...
 
-    from shiftwork.worker.scheduler import reconcile
+    from shiftwork.schedules.scheduler import reconcile
 
     reconcile(app)
     with Served(create_dashboard(app, token=TOKEN)) as served:

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 import shiftwork
-import shiftwork.errors
+import shiftwork.core.control
+import shiftwork.core.errors
 import shiftwork.testing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,8 +59,9 @@ def _public(module: Any) -> list[tuple[str, Any]]:
 def _undocumented() -> list[str]:
     missing: list[str] = []
     objects = [*_public(shiftwork), *_public(shiftwork.testing)]
-    objects += [(f"shiftwork.errors.{n}", o) for n, o in vars(shiftwork.errors).items()
-                if inspect.isclass(o) and o.__module__ == "shiftwork.errors"]
+    for mod in (shiftwork.core.errors, shiftwork.core.control):
+        objects += [(f"{mod.__name__}.{n}", o) for n, o in vars(mod).items()
+                    if inspect.isclass(o) and o.__module__ == mod.__name__]
     for name, obj in objects:
         if not (inspect.isclass(obj) or inspect.isfunction(obj)):
             continue

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from shiftwork import App, PayloadError
-from shiftwork.asgi import lifespan
+from shiftwork.contrib.asgi import lifespan
 from shiftwork.testing import enqueued
 
 from .conftest import PG_DSN, require_pg

@@ -597,7 +597,7 @@ def test_the_demo_prints_its_final_table_once_and_no_worker_lines(tmp_path: Path
     assert out.stdout.count("done in") == 1, out.stdout
     assert "live," not in out.stdout  # the live table does not stay behind
     assert "--token" not in out.stdout and "demo-token" not in out.stdout
-    assert f"SHIFTWORK_DEMO_DB={db} shiftwork dashboard shiftwork.demo:app" in out.stdout
+    assert f"SHIFTWORK_DEMO_DB={db} shiftwork dashboard shiftwork.cli.demo_app:app" in out.stdout
     for worker_line in ("worker.started", "shiftwork.worker", "INFO", "WARNING"):
         assert worker_line not in out.stdout + out.stderr, out.stdout + out.stderr
     assert Path(f"{db}.workers.log").exists()

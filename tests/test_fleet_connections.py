@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from shiftwork import App, Settings
-from shiftwork.errors import ConfigurationError
+from shiftwork.core.errors import ConfigurationError
 
 from .conftest import PG_DSN, imported_app, require_pg, spawn_worker, wait_for
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from shiftwork import App, Settings
 from shiftwork.store.wakeups import shared_wakeups
-from shiftwork.worker.rescuer import Rescuer
+from shiftwork.worker.maintenance.rescuer import Rescuer
 from shiftwork.worker.wake_share import WakeShare
 
 

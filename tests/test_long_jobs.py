@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from shiftwork import App, FakeClock, JobCancelled, JobContext, JobState
 from shiftwork.cli import format as cli_format
 from shiftwork.cli import main
-from shiftwork.errors import ConfigurationError, JobPaused, LeaseLost, PayloadError
-from shiftwork.outcome import Outcome
+from shiftwork.core.errors import ConfigurationError, JobPaused, LeaseLost, PayloadError
+from shiftwork.jobs.outcome import Outcome
 
 from .conftest import running_worker, wait_for
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from shiftwork import App, ConfigurationError, JobState
-from shiftwork.memory import MB, MIN_MEMORY_LIMIT, parse_memory_limit
+from shiftwork.core.memory import MB, MIN_MEMORY_LIMIT, parse_memory_limit
 
 from .conftest import ROOT, imported_app, spawn_worker, wait_for
 from .test_security import TOKEN, Served, login
@@ -104,7 +104,7 @@ def test_a_job_past_its_ceiling_fails_alone(db: dict[str, str], monkeypatch: pyt
           f"modest peak {(fine.peak_rss or 0) / MB:.1f} MB; {[e['message'] for e in dead.errors]}")
 
     assert dead.state is JobState.DEAD and dead.counted_attempt == 2
-    assert [e["type"] for e in dead.errors] == ["shiftwork.errors.MemoryLimitExceeded"] * 2
+    assert [e["type"] for e in dead.errors] == ["shiftwork.core.errors.MemoryLimitExceeded"] * 2
     assert [e["kind"] for e in dead.errors] == ["memory_limit"] * 2
     for err in dead.errors:
         match = EXCEEDED.match(err["message"])

@@ -242,7 +242,7 @@ def test_a_fired_occurrence_is_enqueued_through_the_same_path(app: App,
     def scheduled_traced() -> None: ...
 
     app.schedule("hourly", "0 * * * *", scheduled_traced)
-    from shiftwork.worker.scheduler import reconcile
+    from shiftwork.schedules.scheduler import reconcile
 
     reconcile(app)
     span_exporter.clear()

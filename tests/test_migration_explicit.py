@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from shiftwork import App
-from shiftwork.errors import DatabaseAuthError, DatabaseMissingError, NotMigratedError
+from shiftwork.core.errors import DatabaseAuthError, DatabaseMissingError, NotMigratedError
 
 from .conftest import PG_DSN, ROOT, require_pg
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from shiftwork import App, StorageError
-from shiftwork.redact import describe_dsn, redact
+from shiftwork.core.redact import describe_dsn, redact
 
 from .faults.pgcluster import _free_port
 

@@ -69,7 +69,7 @@ def test_wheel_holds_the_package_and_nothing_else(dist: Path) -> None:
                if any(d in line.lower() for d in ("psycopg", "django", "sqlalchemy")))
     entry_points = zipfile.ZipFile(wheel).read(
         next(n for n in names if n.endswith("/entry_points.txt"))).decode()
-    assert "shiftwork = shiftwork.pytest_plugin" in entry_points
+    assert "shiftwork = shiftwork.testing.pytest_plugin" in entry_points
 
 
 def test_sdist_holds_the_sources_license_and_changelog(dist: Path) -> None:

@@ -53,7 +53,7 @@ def test_a_group_is_pruned_once_all_its_jobs_are(make_app: Callable[..., App]) -
 
 
 def _gone(app: App, group_id: int) -> bool:
-    from shiftwork.errors import JobNotFoundError
+    from shiftwork.core.errors import JobNotFoundError
 
     try:
         app.store.groups_get(group_id)

@@ -9,12 +9,12 @@ from collections.abc import Callable
 import pytest
 
 from shiftwork import App
-from shiftwork.cron import CronError
-from shiftwork.errors import ConfigurationError, PayloadError, UnknownTaskError
-from shiftwork.schedule import Catchup, Overlap
+from shiftwork.core.errors import ConfigurationError, PayloadError, UnknownTaskError
+from shiftwork.schedules.cron import CronError
+from shiftwork.schedules.definition import Catchup, Overlap
+from shiftwork.schedules.scheduler import reconcile
 from shiftwork.store.runtime_schedules import ScheduleNameTaken
 from shiftwork.store.schedules import UnknownScheduleError
-from shiftwork.worker.scheduler import reconcile
 
 from .conftest import running_worker, wait_for
 

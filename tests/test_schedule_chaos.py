@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from shiftwork import App
-from shiftwork.schedule import RunStatus
+from shiftwork.schedules.definition import RunStatus
 from shiftwork.store.schedules import LEADER_NAME
 
 from .conftest import spawn_worker, wait_for

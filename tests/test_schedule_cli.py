@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from shiftwork import App
 from shiftwork.cli import main
-from shiftwork.worker.scheduler import reconcile
+from shiftwork.schedules.scheduler import reconcile
 
 # Worked cases from SCHEDULING.md's schedule_examples.json (the cron module's own tests
 # run all of them; these check the command's plumbing and JSON format).

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from shiftwork import App, ConfigurationError, FakeClock, JobState, PayloadError
-from shiftwork.cron import CronError
-from shiftwork.outcome import Outcome
-from shiftwork.schedule import RunStatus, iso_z, jitter_offset, plan_tick
+from shiftwork.jobs.outcome import Outcome
+from shiftwork.schedules.cron import CronError
+from shiftwork.schedules.definition import RunStatus, iso_z, jitter_offset, plan_tick
+from shiftwork.schedules.scheduler import reconcile, run_pass
 from shiftwork.store.schedules import LEADER_NAME, NotLeader
-from shiftwork.worker.scheduler import reconcile, run_pass
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -346,7 +346,7 @@ def test_a_job_made_for_an_occurrence_recorded_before_is_not_kept(sapp: App,
                                                                   clock: FakeClock) -> None:
     """The jobs of a batch are inserted before their occurrences; the occurrence's primary
     key still decides, and a job made for one recorded earlier is deleted before commit."""
-    from shiftwork.schedule import Decision, Plan, RunKind
+    from shiftwork.schedules.definition import Decision, Plan, RunKind
 
     declare(sapp, "d")
     reconcile(sapp)

@@ -17,10 +17,10 @@ import psycopg
 import pytest
 
 from shiftwork import App
-from shiftwork.schedule import ScheduleDef
+from shiftwork.schedules.definition import ScheduleDef
+from shiftwork.schedules.scheduler import reconcile
 from shiftwork.store import reconcile as reconcile_module
 from shiftwork.store.reconcile import fingerprint
-from shiftwork.worker.scheduler import reconcile
 
 from .conftest import wait_for
 

@@ -17,10 +17,10 @@ import psycopg
 import pytest
 
 from shiftwork import App, FakeClock
-from shiftwork.schedule import RunKind, RunStatus
+from shiftwork.schedules import scheduler
+from shiftwork.schedules.definition import RunKind, RunStatus
+from shiftwork.schedules.scheduler import reconcile, run_pass
 from shiftwork.store.schedules import LEADER_NAME
-from shiftwork.worker import scheduler
-from shiftwork.worker.scheduler import reconcile, run_pass
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 NOT_DUE = 100_000
@@ -230,7 +230,7 @@ def test_the_common_case_plan_is_the_general_one() -> None:
     general machinery; every snapshot here gets the plan the general path makes."""
     from itertools import product
 
-    from shiftwork.schedule import (
+    from shiftwork.schedules.definition import (
         ActiveRun,
         Catchup,
         Overlap,
@@ -265,7 +265,7 @@ def test_the_common_case_plan_is_the_general_one() -> None:
 def test_an_occurrence_job_meta_is_the_dict_encoded() -> None:
     import json
 
-    from shiftwork.schedule import Decision, ScheduleDef, job_meta, occurrence_job
+    from shiftwork.schedules.definition import Decision, ScheduleDef, job_meta, occurrence_job
 
     for name, tz in (("plain", "UTC"), ("n\u00e9\"\\x/y", "America/New_York")):
         defn = ScheduleDef(name=name, cron="0 9 * * *", tz=tz, task="t", args_json="[1]",
@@ -281,7 +281,7 @@ def test_an_occurrence_job_meta_is_the_dict_encoded() -> None:
 def test_the_leader_wakes_at_the_next_cursor(sapp: App, clock: FakeClock) -> None:
     """Between passes the leader sleeps until the earliest cursor ahead when that comes
     before its pass interval: a burst starts at its instant, not up to an interval late."""
-    from shiftwork.worker.scheduler import WAKE_MARGIN, Scheduler
+    from shiftwork.schedules.scheduler import WAKE_MARGIN, Scheduler
 
     assert sapp.store.schedules_next_fire_in() is None
     sapp.schedule("every-minute", "* * * * *", sapp.task(name="noop")(noop))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from shiftwork import App, JobContext, JobState
-from shiftwork.schedule import RunStatus
+from shiftwork.schedules.definition import RunStatus
 
 from .conftest import running_worker, wait_for
 

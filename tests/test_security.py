@@ -23,8 +23,8 @@ import httpx
 import pytest
 
 from shiftwork import App, PayloadError, PayloadTooLargeError, Settings
-from shiftwork.clock import FakeClock
-from shiftwork.errors import ShiftworkError
+from shiftwork.core.clock import FakeClock
+from shiftwork.core.errors import ShiftworkError
 from shiftwork.testing import drain
 from shiftwork.web import create_dashboard
 from shiftwork.web.serve import server_config
@@ -556,7 +556,7 @@ def test_11_the_unknown_task_error_lists_no_task_names(tmp_path: Path) -> None:
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from shiftwork.payload import encode_args, encode_json  # noqa: E402
+from shiftwork.core.payload import encode_args, encode_json  # noqa: E402
 
 ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=30)
 SCALARS = (st.none() | st.booleans() | st.floats(allow_nan=True, allow_infinity=True)

@@ -20,8 +20,9 @@ import httpx
 import pytest
 
 from shiftwork import App, ConfigurationError, FakeClock, JobContext, JobState, Settings
-from shiftwork.errors import PayloadError, RetryIn, Snooze
-from shiftwork.flow import RateLimit
+from shiftwork.core.control import RetryIn, Snooze
+from shiftwork.core.errors import PayloadError
+from shiftwork.flow.limits import RateLimit
 from shiftwork.observe.metrics import Metrics
 from shiftwork.testing import drain
 from shiftwork.web import create_dashboard
@@ -416,7 +417,7 @@ def test_the_internal_task_is_never_offered_or_accepted(
     """Finding 10: the dashboard's add-schedule list offered shiftwork.workflow_call and
     enqueue / schedules.add accepted it, so anyone could run any task by name through
     it; it is now listed nowhere and refused by every way in."""
-    from shiftwork.errors import UnknownTaskError
+    from shiftwork.core.errors import UnknownTaskError
 
     from .test_security import login
 
@@ -459,7 +460,7 @@ def test_a_forged_workflow_call_job_runs_nothing(app: App) -> None:
     """Finding 10: a shiftwork.workflow_call job not enqueued by a workflow (written
     straight into the table, or by an older release's enqueue) ran its target; it now
     dies without running it."""
-    from shiftwork.job import NewJob
+    from shiftwork.jobs.new_job import NewJob
 
     ran: list[str] = []
 
@@ -489,7 +490,7 @@ def test_a_call_enqueued_by_an_older_release_is_handed_to_its_own_task(
     ran its target inside itself, outside the target's limits; it now hands the call to a
     job of the target task (which the claim holds to its rate limit) and the parent gets
     the result from that job."""
-    from shiftwork.job import NewJob
+    from shiftwork.jobs.new_job import NewJob
     from shiftwork.workflow import children
 
     def old_release_enqueue(wf: Any, step: str, members: list[Any]) -> list[int]:

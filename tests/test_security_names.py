@@ -24,9 +24,9 @@ import httpx
 import pytest
 
 from shiftwork import App
-from shiftwork.errors import ConfigurationError
-from shiftwork.redact import redact
-from shiftwork.schedule import ScheduleDef
+from shiftwork.core.errors import ConfigurationError
+from shiftwork.core.redact import redact
+from shiftwork.schedules.definition import ScheduleDef
 from shiftwork.web import create_dashboard
 
 from .conftest import FAST, ROOT, wait_for

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from shiftwork import App, JobState
-from shiftwork.states import ACTIVE, FINAL, TRANSITIONS, WAITING, is_legal
+from shiftwork.core.states import ACTIVE, FINAL, TRANSITIONS, WAITING, is_legal
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "shiftwork"
 

@@ -1,10 +1,11 @@
 """shiftwork: background jobs, distributed cron and durable workflows on your database."""
 
-from .app import App
-from .clock import Clock, FakeClock, SystemClock
-from .compose import Chain, Group
-from .context import JobContext
-from .errors import (
+from shiftwork.app import App
+from shiftwork.composition.compose import Chain, Group
+from shiftwork.core.backoff import Backoff
+from shiftwork.core.clock import Clock, FakeClock, SystemClock
+from shiftwork.core.control import RetryIn, Snooze
+from shiftwork.core.errors import (
     CommitUnknownError,
     ConfigurationError,
     DependencyError,
@@ -17,19 +18,17 @@ from .errors import (
     MemoryLimitExceeded,
     PayloadError,
     PayloadTooLargeError,
-    RetryIn,
     ShiftworkError,
-    Snooze,
     StorageError,
     UnknownTaskError,
 )
-from .handle import JobHandle
-from .records import EnqueueResult, Job, QueueStats
-from .retry import Backoff
-from .settings import Settings
-from .states import JobState
-from .task import Task
-from .workflow import Workflow
+from shiftwork.core.settings import Settings
+from shiftwork.core.states import JobState
+from shiftwork.jobs.context import JobContext
+from shiftwork.jobs.handle import JobHandle
+from shiftwork.jobs.task import Task
+from shiftwork.store.records import EnqueueResult, Job, QueueStats
+from shiftwork.workflow import Workflow
 
 __all__ = [
     "App",

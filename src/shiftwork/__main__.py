@@ -1,5 +1,5 @@
 """`python -m shiftwork`: the command line."""
 
-from .cli import main
+from shiftwork.cli import main
 
 main()

@@ -9,35 +9,47 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
-from .bounds import MAX_LIST, whole
-from .bulk import BulkResult, bulk_apply
-from .callsite import declared_at
-from .clock import Clock, SystemClock
-from .compose import Chain, Group, make_chain, make_graph, make_group
-from .context import JobContext
-from .decorators import TaskDecorator, WorkflowDecorator
-from .errors import (
+from shiftwork.composition.compose import Chain, Group, make_chain, make_graph, make_group
+from shiftwork.core.backoff import DEFAULT_BACKOFF, Backoff
+from shiftwork.core.bounds import MAX_LIST, whole
+from shiftwork.core.callsite import declared_at
+from shiftwork.core.clock import Clock, SystemClock
+from shiftwork.core.errors import (
     ConfigurationError,
     DependencyError,
     JobCancelled,
     ShiftworkError,
     UnknownTaskError,
 )
-from .events import EventBus
-from .flow import ClaimFlow, GroupBy, LimitStatus, RateLimit, group_weights, tokens_now
-from .flow import rate_limit as flow_rate_limit
-from .handle import JobHandle
-from .host import AppBase
-from .items import ItemsExpectation, task_items_expectation
-from .job import NewJob
-from .job_filter import check_sort, filter_of
-from .memory import parse_memory_limit
-from .names import check_queue, check_task_name, did_you_mean
-from .observe.hooks import Observers
-from .observe.tracing import enqueue_span, recording
-from .records import EmptyRun, EnqueueResult, Job, LateRun, QueueStats
-from .retry import DEFAULT_BACKOFF, Backoff
-from .schedule import (
+from shiftwork.core.events import EventBus
+from shiftwork.core.memory import parse_memory_limit
+from shiftwork.core.names import check_queue, check_task_name, did_you_mean
+from shiftwork.core.settings import Settings
+from shiftwork.core.states import JobState
+from shiftwork.decorators import TaskDecorator, WorkflowDecorator
+from shiftwork.flow.limits import (
+    ClaimFlow,
+    GroupBy,
+    LimitStatus,
+    RateLimit,
+    group_weights,
+    tokens_now,
+)
+from shiftwork.flow.limits import rate_limit as flow_rate_limit
+from shiftwork.jobs.bulk import BulkResult, bulk_apply
+from shiftwork.jobs.context import JobContext
+from shiftwork.jobs.filter import check_sort, filter_of
+from shiftwork.jobs.handle import JobHandle
+from shiftwork.jobs.host import AppBase
+from shiftwork.jobs.items import ItemsExpectation, task_items_expectation
+from shiftwork.jobs.new_job import NewJob
+from shiftwork.jobs.tags import check_tags
+from shiftwork.jobs.task import EnqueueOptions, JobRequest, Task, TaskOptions
+from shiftwork.jobs.waiting import ResultWaiter, wait_result, wait_result_async
+from shiftwork.observe.hooks import Observers
+from shiftwork.observe.tracing import enqueue_span, recording
+from shiftwork.schedules.book import ScheduleBook
+from shiftwork.schedules.definition import (
     DEFAULT_CATCHUP_CAP,
     CatchupPolicy,
     Duration,
@@ -45,19 +57,14 @@ from .schedule import (
     ScheduleDef,
     declare_schedule,
 )
-from .schedule_book import ScheduleBook
-from .schema_check import describe_database, require_migrated
-from .settings import Settings
-from .states import JobState
-from .store import Store, open_store
-from .store.connections import Connections
-from .tags import check_tags
-from .task import EnqueueOptions, JobRequest, Task, TaskOptions
-from .waiting import ResultWaiter, wait_result, wait_result_async
-from .workflow import Workflow, WorkflowError
-from .workflow.children import install as install_children
-from .workflow.children import report_for as report_cancelled
-from .workflow.runner import workflow_task
+from shiftwork.store import Store, open_store
+from shiftwork.store.connections import Connections
+from shiftwork.store.records import EmptyRun, EnqueueResult, Job, LateRun, QueueStats
+from shiftwork.store.schema_check import describe_database, require_migrated
+from shiftwork.workflow import Workflow, WorkflowError
+from shiftwork.workflow.children import install as install_children
+from shiftwork.workflow.children import report_for as report_cancelled
+from shiftwork.workflow.runner import workflow_task
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -158,8 +165,8 @@ class App(AppBase):
         self.inline_results: Any = None
         if testing == "inline":
             # Imported here: the testing tools import the App.
-            from .testing.drain import DrainResult
-            from .testing.inline import install
+            from shiftwork.testing.drain import DrainResult
+            from shiftwork.testing.inline import install
             self.inline_results = DrainResult()
             install(self, self.inline_results)
 
@@ -260,7 +267,7 @@ class App(AppBase):
         job's context; the task's arguments are the others, checked at enqueue.
 
         Flow control (docs/flow-control.md): ``rate_limit`` ("100/s", "10/m", "5/h" or a
-        :class:`~shiftwork.flow.RateLimit`) caps starts fleet-wide; ``group_by`` names the
+        :class:`~shiftwork.flow.limits.RateLimit`) caps starts fleet-wide; ``group_by`` names the
         argument (or a callable of the arguments) whose value is a job's group, and
         ``group_concurrency`` caps each group's running jobs fleet-wide, and
         ``group_rate_limit`` gives each group its own rate limit.
@@ -269,7 +276,7 @@ class App(AppBase):
 
         ``memory_limit`` ("512MB", "2GB" or bytes): each attempt runs in a child process
         whose memory is limited and watched; one that passes it fails with
-        :class:`~shiftwork.errors.MemoryLimitExceeded` (docs/long-jobs.md).
+        :class:`~shiftwork.core.errors.MemoryLimitExceeded` (docs/long-jobs.md).
         ``expect_items``: while the task's jobs succeed, together they must report at least
         this many items (``ctx.processed``) per ``expect_items_within`` (seconds or a
         timedelta, 60 s to a day; an hour by default), or ``shiftwork health`` and
@@ -335,7 +342,7 @@ class App(AppBase):
         With ``key``, an event already sent under that key (for this workflow and name)
         is not stored again: a webhook delivered twice wakes one wait, not two.
         """
-        from .payload import MAX_EVENT_KEY, MAX_EVENT_NAME, check_label, encode_json
+        from shiftwork.core.payload import MAX_EVENT_KEY, MAX_EVENT_NAME, check_label, encode_json
 
         check_label(name, "event name", MAX_EVENT_NAME)
         if key is not None:
@@ -482,7 +489,7 @@ class App(AppBase):
 
         ``expect_items``: each succeeded run must report at least this many items
         (``ctx.processed``), or a callable given the run's figures
-        (``shiftwork.records.RunFigures``) returns whether it is fine; a run that falls
+        (``shiftwork.store.records.RunFigures``) returns whether it is fine; a run that falls
         short is marked empty once and alerted
         (``on_schedule_empty``, ``shiftwork health``; docs/alerting.md).
         """

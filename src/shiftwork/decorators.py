@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Concatenate, ParamSpec, Protocol, TypeVar, overload
 
-from .context import JobContext
-from .task import Task
-from .workflow import Workflow
+from shiftwork.jobs.context import JobContext
+from shiftwork.jobs.task import Task
+from shiftwork.workflow import Workflow
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 
 from shiftwork import App, Backoff, JobContext, Settings
-from shiftwork.errors import LeaseLost
+from shiftwork.core.errors import LeaseLost
 
 DSN = os.environ["SHIFTWORK_TEST_DSN"]
 SCHEMA = os.environ.get("SHIFTWORK_TEST_SCHEMA", "shiftwork")

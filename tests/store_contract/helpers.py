@@ -6,11 +6,11 @@ import json
 from datetime import datetime
 from typing import Any
 
-from shiftwork.job import NewJob
-from shiftwork.outcome import Outcome
-from shiftwork.records import ClaimedJob
-from shiftwork.states import JobState
+from shiftwork.core.states import JobState
+from shiftwork.jobs.new_job import NewJob
+from shiftwork.jobs.outcome import Outcome
 from shiftwork.store.base import Store
+from shiftwork.store.records import ClaimedJob
 
 LEASE = 30.0
 

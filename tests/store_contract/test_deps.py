@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from shiftwork import FakeClock
-from shiftwork.errors import DependencyError
-from shiftwork.states import JobState
+from shiftwork.core.errors import DependencyError
+from shiftwork.core.states import JobState
 from shiftwork.store.base import Store
 
 from .helpers import LEASE, claim, claim_one, done, insert, new_job, state

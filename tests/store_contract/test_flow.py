@@ -6,9 +6,9 @@ from __future__ import annotations
 import threading
 
 from shiftwork import FakeClock
-from shiftwork.flow import ClaimFlow, RateLimit
-from shiftwork.records import GroupStats, QueueGroups
+from shiftwork.flow.limits import ClaimFlow, RateLimit
 from shiftwork.store.base import Store
+from shiftwork.store.records import GroupStats, QueueGroups
 
 from .helpers import LEASE, claim, new_job
 

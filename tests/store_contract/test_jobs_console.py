@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from shiftwork import FakeClock
-from shiftwork.job_filter import JobFilter, parse_filter
-from shiftwork.states import JobState
+from shiftwork.core.states import JobState
+from shiftwork.jobs.filter import JobFilter, parse_filter
 from shiftwork.store.base import Store
 
 from .helpers import claim_one, done, insert, state

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 
 from shiftwork import FakeClock
-from shiftwork.job import NewJob
-from shiftwork.outcome import Outcome
-from shiftwork.states import JobState
+from shiftwork.core.states import JobState
+from shiftwork.jobs.new_job import NewJob
+from shiftwork.jobs.outcome import Outcome
 from shiftwork.store.base import Store
 
 from .helpers import claim, claim_one, done, insert, new_job, state

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from shiftwork import FakeClock, JobNotFoundError, ShiftworkError
-from shiftwork.states import JobState
+from shiftwork.core.states import JobState
 from shiftwork.store.base import Store
 
 from .helpers import claim, claim_one, done, insert, new_job, state

@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 
 from shiftwork import FakeClock
-from shiftwork.records import Touch
-from shiftwork.states import JobState
+from shiftwork.core.states import JobState
 from shiftwork.store.base import Store
+from shiftwork.store.records import Touch
 
 from .helpers import LEASE, claim_one, done, insert, new_job
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from shiftwork import FakeClock
-from shiftwork.records import QueueMinute, TaskMinute
-from shiftwork.states import JobState
+from shiftwork.core.states import JobState
 from shiftwork.store.base import Store
+from shiftwork.store.records import QueueMinute, TaskMinute
 
 from .helpers import claim, claim_one, done, insert, new_job
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shiftwork.states import JobState
+from shiftwork.core.states import JobState
 from shiftwork.store.base import Store
 
 from .helpers import LEASE, claim, claim_one, insert

@@ -13,8 +13,8 @@ from datetime import datetime, timedelta
 import pytest
 
 from shiftwork import FakeClock
-from shiftwork.records import Applied
-from shiftwork.schedule import (
+from shiftwork.core.states import JobState
+from shiftwork.schedules.definition import (
     Catchup,
     Decision,
     Plan,
@@ -24,8 +24,8 @@ from shiftwork.schedule import (
     Snapshot,
     iso_z,
 )
-from shiftwork.states import JobState
 from shiftwork.store.base import Store
+from shiftwork.store.records import Applied
 from shiftwork.store.schedules import LEADER_NAME, NotLeader, UnknownScheduleError
 
 from .helpers import claim_one, done
@@ -318,7 +318,7 @@ def test_fire_decides_a_batch_in_one_transaction(store: Store, clock: FakeClock)
 
 def test_runtime_schedules_are_added_removed_and_kept_by_reconcile(
         store: Store, clock: FakeClock) -> None:
-    from shiftwork.errors import ConfigurationError
+    from shiftwork.core.errors import ConfigurationError
     from shiftwork.store.runtime_schedules import ScheduleNameTaken
 
     reconciled(store, clock, defn("code"))

@@ -1,5 +1,5 @@
 """The ``shiftwork`` command line, one module per command of its tree (see ``root``)."""
 
-from .root import main
+from shiftwork.cli.root import main
 
 __all__ = ["main"]

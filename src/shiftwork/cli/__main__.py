@@ -1,5 +1,5 @@
 """``python -m shiftwork.cli``: the command line (the tests and the demo spawn workers so)."""
 
-from .root import main
+from shiftwork.cli.root import main
 
 main()

@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import click
 
-from ..cron import CronSchedule
-from ..schedule import iso_z
-from .format import console, echo_json
-from .options import after_option, count_option, json_flag, parse_instant
+from shiftwork.cli.format import console, echo_json
+from shiftwork.cli.options import after_option, count_option, json_flag, parse_instant
+from shiftwork.schedules.cron import CronSchedule
+from shiftwork.schedules.definition import iso_z
 
 
 @click.command("cron")

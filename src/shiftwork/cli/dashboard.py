@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from .options import app_argument, log_level_option, open_app, target_options
+from shiftwork.cli.options import app_argument, log_level_option, open_app, target_options
 
 
 @click.command()
@@ -52,11 +52,11 @@ def dashboard(ctx: click.Context, host: str, port: int, token_file: Path | None,
     try:
         import uvicorn
 
-        from ..web import create_dashboard
-        from ..web.serve import server_config
-        from ..web.sessions import DEFAULT_SESSION_MAX_AGE
+        from shiftwork.web import create_dashboard
+        from shiftwork.web.serve import server_config
+        from shiftwork.web.sessions import DEFAULT_SESSION_MAX_AGE
     except ImportError as exc:
-        from ..errors import ConfigurationError
+        from shiftwork.core.errors import ConfigurationError
 
         raise ConfigurationError("the dashboard needs its extra: pip install 'shiftwork[web]' "
                                  f"({exc})") from exc
@@ -97,7 +97,7 @@ def dashboard(ctx: click.Context, host: str, port: int, token_file: Path | None,
 
 def listen_socket(host: str, port: int) -> socket.socket:
     """The dashboard's listening socket, or a ConfigurationError naming the address."""
-    from ..errors import ConfigurationError
+    from shiftwork.core.errors import ConfigurationError
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

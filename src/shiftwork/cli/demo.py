@@ -1,4 +1,4 @@
-"""``shiftwork demo``: run the demo shop (``shiftwork.demo``) on a throwaway SQLite file.
+"""``shiftwork demo``: run the demo shop (``shiftwork.cli.demo_app``) on a throwaway SQLite file.
 
 Two worker processes drain a burst of jobs while a queue table updates live; at the end it
 names the commands to look further with.
@@ -15,7 +15,7 @@ import time
 
 import click
 
-from .format import queue_table
+from shiftwork.cli.format import queue_table
 
 # The same default as shiftwork/demo.py, named here so choosing the file does not import
 # (and so build) the demo's App.
@@ -39,10 +39,10 @@ def run_demo(db: str | None, n_jobs: int) -> None:
 
     console = Console()  # markup on: it prints the demo's own text (its jobs' errors too)
     path = os.path.abspath(db or os.environ.get("SHIFTWORK_DEMO_DB") or DEFAULT_DB)
-    # The demo's App and its tasks are made when shiftwork.demo is imported, from this
+    # The demo's App and its tasks are made when shiftwork.cli.demo_app is imported, from this
     # variable: set it first, so every task enqueues into this file (never the default one).
     os.environ["SHIFTWORK_DEMO_DB"] = path
-    from .. import demo as shop
+    from shiftwork.cli import demo_app as shop
     if os.path.abspath(shop.DB) != path:
         raise click.UsageError(f"the demo app is already bound to {shop.DB}, not {path}")
     for suffix in ("", "-wal", "-shm"):
@@ -56,7 +56,7 @@ def run_demo(db: str | None, n_jobs: int) -> None:
     log_path = path + ".workers.log"
     log = open(log_path, "w")  # noqa: SIM115  (closed once the workers are stopped)
     workers = [subprocess.Popen(
-        [sys.executable, "-m", "shiftwork.cli", "worker", "shiftwork.demo:app",
+        [sys.executable, "-m", "shiftwork.cli", "worker", "shiftwork.cli.demo_app:app",
          "-q", "urgent=4", "-q", "bulk=8", "-q", "slow=2", "--grace", "5",
          "--log-level", "WARNING"], stdout=log, stderr=log, stdin=subprocess.DEVNULL,
         env={**os.environ, "SHIFTWORK_DEMO_DB": path}) for _ in range(2)]
@@ -99,7 +99,7 @@ def run_demo(db: str | None, n_jobs: int) -> None:
                   f"shiftwork jobs retry {dead[0].id} --dsn {dsn}"]
     # No --token: the dashboard makes one and prints it (a token typed on the command
     # line is one it warns about, being visible in `ps`).
-    lines += [f"SHIFTWORK_DEMO_DB={path} shiftwork dashboard shiftwork.demo:app",
+    lines += [f"SHIFTWORK_DEMO_DB={path} shiftwork dashboard shiftwork.cli.demo_app:app",
               "README.md and docs/architecture.md for the API and the design"]
     for line in lines:
         console.print(f"  {line}", soft_wrap=True, highlight=False, markup=False)

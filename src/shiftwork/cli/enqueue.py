@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from ..errors import PayloadError
-from ..payload import parse_json
-from .format import console, warn_unknown_queues
-from .options import code_target_options, open_app, queue_option
+from shiftwork.cli.format import console, warn_unknown_queues
+from shiftwork.cli.options import code_target_options, open_app, queue_option
+from shiftwork.core.errors import PayloadError
+from shiftwork.core.payload import parse_json
 
 
 @click.command()

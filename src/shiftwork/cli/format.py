@@ -15,11 +15,11 @@ from typing import Any
 import click
 from rich.table import Table
 
-from ..cron import CronSchedule
-from ..observe.text import format_age, make_table  # shared with `top`, the web
-from ..safetext import escape_controls, plain_console
-from ..schedule import iso_z
-from ..states import JobState
+from shiftwork.core.safetext import escape_controls, plain_console
+from shiftwork.core.states import JobState
+from shiftwork.observe.text import format_age, make_table  # shared with `top`, the web
+from shiftwork.schedules.cron import CronSchedule
+from shiftwork.schedules.definition import iso_z
 
 console = plain_console()
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ..observe.text import format_time, make_table
-from .format import console, echo_json
-from .options import json_flag, limit_option, open_app, target_options
+from shiftwork.cli.format import console, echo_json
+from shiftwork.cli.options import json_flag, limit_option, open_app, target_options
+from shiftwork.observe.text import format_time, make_table
 
 
 @click.group()

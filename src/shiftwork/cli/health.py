@@ -6,9 +6,9 @@ import sys
 
 import click
 
-from ..safetext import escape_controls
-from .format import echo_json
-from .options import app_argument, json_flag, open_app, target_options
+from shiftwork.cli.format import echo_json
+from shiftwork.cli.options import app_argument, json_flag, open_app, target_options
+from shiftwork.core.safetext import escape_controls
 
 
 @click.command()
@@ -21,7 +21,7 @@ from .options import app_argument, json_flag, open_app, target_options
 def health(max_wait: float | None, no_worker_ok: bool, as_json: bool) -> None:
     """Exit 0 when work is flowing; 1, saying why, when a queue is over its max_wait,
     a schedule is late or no worker is alive (2 on a usage or connection error)."""
-    from ..observe.health import check_health
+    from shiftwork.observe.health import check_health
 
     app = open_app()
     if max_wait is not None and max_wait <= 0:

@@ -7,12 +7,18 @@ import time
 
 import click
 
-from ..observe.text import format_time
-from ..records import JobLogLine
-from ..safetext import escape_controls
-from ..states import FINAL
-from .format import echo_json, format_state
-from .options import interval_option, job_id_argument, json_flag, open_app, target_options
+from shiftwork.cli.format import echo_json, format_state
+from shiftwork.cli.options import (
+    interval_option,
+    job_id_argument,
+    json_flag,
+    open_app,
+    target_options,
+)
+from shiftwork.core.safetext import escape_controls
+from shiftwork.core.states import FINAL
+from shiftwork.observe.text import format_time
+from shiftwork.store.records import JobLogLine
 
 #: Records read per statement.
 BATCH = 1000

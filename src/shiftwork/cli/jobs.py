@@ -22,17 +22,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from ..bulk import bulk_apply, bulk_filter
-from ..checkpoint import Progress as JobProgress
-from ..checkpoint import describe_progress
-from ..job_filter import SORTS, JobFilter, parse_filter, task_hint
-from ..memory import format_size
-from ..observe.text import break_name, format_time, make_table, shorten
-from ..records import DepLink
-from ..safetext import escape_controls
-from ..states import FINAL, JobState
-from .format import console, echo_json, format_attempts, format_state, job_dict, warn
-from .options import (
+from shiftwork.cli.format import console, echo_json, format_attempts, format_state, job_dict, warn
+from shiftwork.cli.options import (
     interval_option,
     job_id_argument,
     json_flag,
@@ -41,6 +32,15 @@ from .options import (
     queue_option,
     target_options,
 )
+from shiftwork.core.memory import format_size
+from shiftwork.core.safetext import escape_controls
+from shiftwork.core.states import FINAL, JobState
+from shiftwork.jobs.bulk import bulk_apply, bulk_filter
+from shiftwork.jobs.checkpoint import Progress as JobProgress
+from shiftwork.jobs.checkpoint import describe_progress
+from shiftwork.jobs.filter import SORTS, JobFilter, parse_filter, task_hint
+from shiftwork.observe.text import break_name, format_time, make_table, shorten
+from shiftwork.store.records import DepLink
 
 # `queues`, `top` and the dashboard head the count of due jobs "waiting": the same word
 # is taken here (and in job_filter.py) for the state they count.

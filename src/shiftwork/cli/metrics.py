@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .options import app_argument, open_app, target_options
+from shiftwork.cli.options import app_argument, open_app, target_options
 
 
 @click.command()
@@ -14,8 +14,8 @@ def metrics() -> None:
     """Print one Prometheus scrape (queue, worker and schedule gauges) and exit."""
     import sys
 
-    from ..observe.metrics import Metrics
-    from ..safetext import escape_controls
+    from shiftwork.core.safetext import escape_controls
+    from shiftwork.observe.metrics import Metrics
 
     text = Metrics(open_app()).exposition().decode()
     # Label values hold schedule names as stored: escaped on a terminal; piped to a tool,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .format import console
-from .options import open_app, target_options
+from shiftwork.cli.format import console
+from shiftwork.cli.options import open_app, target_options
 
 
 @click.command()

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 from click.core import ParameterSource
 
-from ..bounds import MAX_LIST
-from ..redact import redact
+from shiftwork.core.bounds import MAX_LIST
+from shiftwork.core.redact import redact
 
 if TYPE_CHECKING:
-    from ..app import App
+    from shiftwork.app import App
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -125,8 +125,8 @@ def open_app(*, need_app: str | None = None) -> App:
     ``need_app``: why this command needs the application's code (its tasks), so that a
     bare ``--dsn`` is refused with that reason instead of failing later.
     """
-    from ..app import App
-    from ..loader import load_app
+    from shiftwork.app import App
+    from shiftwork.worker.loader import load_app
 
     spec, dsn, schema = current_target().resolve()
     if spec:
@@ -206,8 +206,8 @@ def name_argument(fn: F) -> F:
 def schedule_argument(fn: F) -> F:
     """``NAME``: a schedule, by its name or by its id (``~...``, as ``shiftwork schedules``
     shows it for a name that cannot be typed or put in a URL)."""
-    from ..errors import ConfigurationError
-    from ..names import schedule_name
+    from shiftwork.core.errors import ConfigurationError
+    from shiftwork.core.names import schedule_name
 
     def to_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
         try:

@@ -7,10 +7,10 @@ from typing import Any
 
 import click
 
-from ..observe.text import make_table
-from ..observe.views import BUSIEST_GROUPS
-from .format import console, echo_json, queue_table, warn
-from .options import json_flag, name_argument, open_app, target_options
+from shiftwork.cli.format import console, echo_json, queue_table, warn
+from shiftwork.cli.options import json_flag, name_argument, open_app, target_options
+from shiftwork.observe.text import make_table
+from shiftwork.observe.views import BUSIEST_GROUPS
 
 
 @click.group(invoke_without_command=True)

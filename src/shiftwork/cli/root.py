@@ -11,25 +11,25 @@ from typing import Any
 
 import click
 
-from ..errors import ShiftworkError
-from ..redact import redact
-from ..safetext import escape_controls
-from .cron import cron
-from .dashboard import dashboard
-from .demo import demo
-from .enqueue import enqueue
-from .groups import groups
-from .health import health
-from .job_logs import jobs_logs
-from .jobs import jobs
-from .metrics import metrics
-from .migrate import migrate
-from .options import target_options
-from .queues import queues
-from .schedules import schedules
-from .top import top
-from .worker import worker
-from .workflows import workflows
+from shiftwork.cli.cron import cron
+from shiftwork.cli.dashboard import dashboard
+from shiftwork.cli.demo import demo
+from shiftwork.cli.enqueue import enqueue
+from shiftwork.cli.groups import groups
+from shiftwork.cli.health import health
+from shiftwork.cli.job_logs import jobs_logs
+from shiftwork.cli.jobs import jobs
+from shiftwork.cli.metrics import metrics
+from shiftwork.cli.migrate import migrate
+from shiftwork.cli.options import target_options
+from shiftwork.cli.queues import queues
+from shiftwork.cli.schedules import schedules
+from shiftwork.cli.top import top
+from shiftwork.cli.worker import worker
+from shiftwork.cli.workflows import workflows
+from shiftwork.core.errors import ShiftworkError
+from shiftwork.core.redact import redact
+from shiftwork.core.safetext import escape_controls
 
 
 class ShiftworkGroup(click.Group):

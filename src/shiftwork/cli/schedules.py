@@ -8,15 +8,8 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.text import Text
 
-from ..errors import PayloadError
-from ..items import ItemsCheck
-from ..names import did_you_mean, schedule_id, schedule_ref
-from ..observe.text import format_time, make_table
-from ..payload import parse_json
-from ..records import ScheduleInfo
-from ..schedule import Catchup, DeadManCheck, Overlap, iso_z
-from .format import console, echo_json, format_local
-from .options import (
+from shiftwork.cli.format import console, echo_json, format_local
+from shiftwork.cli.options import (
     after_option,
     count_option,
     json_flag,
@@ -27,9 +20,16 @@ from .options import (
     schedule_argument,
     target_options,
 )
+from shiftwork.core.errors import PayloadError
+from shiftwork.core.names import did_you_mean, schedule_id, schedule_ref
+from shiftwork.core.payload import parse_json
+from shiftwork.jobs.items import ItemsCheck
+from shiftwork.observe.text import format_time, make_table
+from shiftwork.schedules.definition import Catchup, DeadManCheck, Overlap, iso_z
+from shiftwork.store.records import ScheduleInfo
 
 if TYPE_CHECKING:
-    from ..app import App
+    from shiftwork.app import App
 
 
 def info_dict(info: ScheduleInfo) -> dict[str, Any]:
@@ -107,7 +107,7 @@ def _app(name: str) -> App:
 
 def check_schedule_name(app: App, name: str) -> None:
     """Refuse a name that is neither declared in code nor stored, naming the known ones."""
-    from ..store.schedules import UnknownScheduleError
+    from shiftwork.store.schedules import UnknownScheduleError
 
     if name in app.schedules:
         return

@@ -6,7 +6,7 @@ import signal
 
 import click
 
-from .options import app_argument, interval_option, open_app, target_options
+from shiftwork.cli.options import app_argument, interval_option, open_app, target_options
 
 
 @click.command()
@@ -16,7 +16,7 @@ from .options import app_argument, interval_option, open_app, target_options
 @click.option("--once", is_flag=True, help="Print one frame and exit.")
 def top(interval: float, once: bool) -> None:
     """Queues, workers and throughput, refreshed in place (Ctrl-C to leave)."""
-    from ..observe.top import run_top
+    from shiftwork.observe.top import run_top
 
     # Ctrl-C (SIGINT) stops it even when it was started with SIGINT ignored, as a shell
     # without job control does to `cmd &` (and hands down to children): the worker and

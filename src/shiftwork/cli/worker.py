@@ -8,9 +8,9 @@ import sys
 
 import click
 
-from ..errors import ConfigurationError
-from ..memory import parse_memory_limit
-from .options import app_argument, code_target_options, log_level_option, open_app
+from shiftwork.cli.options import app_argument, code_target_options, log_level_option, open_app
+from shiftwork.core.errors import ConfigurationError
+from shiftwork.core.memory import parse_memory_limit
 
 
 @click.command()
@@ -53,8 +53,8 @@ def worker(queues: tuple[str, ...], grace: float, connect_timeout: float, migrat
            max_memory_per_child: int | None) -> None:
     """Run a worker process for APP's tasks."""
     # Imported here: the worker machinery is not needed by the other commands' start-up.
-    from ..observe.logging import configure_logging
-    from ..worker import Worker
+    from shiftwork.observe.logging import configure_logging
+    from shiftwork.worker import Worker
 
     configure_logging(log_level, log_format, job_events=True if log_jobs else None)
     pools, in_process, ceilings = parse_queues(queues)  # a bad -q is refused before the app
@@ -62,8 +62,8 @@ def worker(queues: tuple[str, ...], grace: float, connect_timeout: float, migrat
     if not pools:
         pools = {t.options.queue: 10 for t in app.tasks.values()} or {"default": 10}
     if processes > 1 or max_jobs_per_child or max_memory_per_child:
-        from ..worker.child import ChildSpec
-        from ..worker.supervisor import Supervisor
+        from shiftwork.worker.child import ChildSpec
+        from shiftwork.worker.supervisor import Supervisor
 
         if not app.import_path:
             raise click.UsageError("--processes needs the app as MODULE:ATTR, which each "

@@ -7,12 +7,12 @@ import json
 import click
 from rich.text import Text
 
-from ..errors import PayloadError
-from ..observe.text import format_time, make_table
-from ..safetext import escape_controls
-from ..states import FINAL, WorkflowStatus
-from .format import console, format_attempts, format_state
-from .options import open_app, target_options, workflow_id_argument
+from shiftwork.cli.format import console, format_attempts, format_state
+from shiftwork.cli.options import open_app, target_options, workflow_id_argument
+from shiftwork.core.errors import PayloadError
+from shiftwork.core.safetext import escape_controls
+from shiftwork.core.states import FINAL, WorkflowStatus
+from shiftwork.observe.text import format_time, make_table
 
 STATUSES = tuple(s.value for s in WorkflowStatus if s is not WorkflowStatus.PENDING)
 SUSPENDED = ("waiting", "sleeping")  # a step's status while the workflow waits on it

@@ -19,10 +19,10 @@ import sqlite3
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import ConfigurationError
+from shiftwork.core.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from ..records import EnqueueResult
+    from shiftwork.store.records import EnqueueResult
 
 _DRIVERS = ("shiftwork joins the transaction of a psycopg 3 connection "
             "(postgresql+psycopg://) or of a sqlite3 one (sqlite://, sqlite+aiosqlite://)")

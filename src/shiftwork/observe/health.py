@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ..errors import StorageError
-from ..records import QueueStats, WaitingTask, WorkerInfo
-from .hooks import Problem, ScheduleStatus
-from .text import format_age
+from shiftwork.core.errors import StorageError
+from shiftwork.observe.hooks import Problem, ScheduleStatus
+from shiftwork.observe.text import format_age
+from shiftwork.store.records import QueueStats, WaitingTask, WorkerInfo
 
 if TYPE_CHECKING:
-    from ..app import App
+    from shiftwork.app import App
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from ..host import JobHost
+from shiftwork.jobs.host import JobHost
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class Observers:
     def trigger(self, name: str) -> Any:
         trigger = getattr(self.schedules, "schedule_trigger", None)
         if trigger is None:
-            from ..errors import ConfigurationError
+            from shiftwork.core.errors import ConfigurationError
 
             raise ConfigurationError("this app's schedules cannot be triggered by hand")
         return trigger(name)

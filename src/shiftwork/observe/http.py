@@ -18,10 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from .lograte import LogLimiter
+from shiftwork.observe.lograte import LogLimiter
 
 if TYPE_CHECKING:
-    from .metrics import Metrics
+    from shiftwork.observe.metrics import Metrics
 
 #: Connections served at once (a scrape needs one).
 MAX_CONNECTIONS = 16
@@ -134,7 +134,7 @@ def serve_metrics(metrics: Metrics, host: str, port: int,
                   read_timeout: float = READ_TIMEOUT,
                   max_connections: int = MAX_CONNECTIONS) -> tuple[ThreadingHTTPServer,
                                                                    threading.Thread]:
-    from .metrics import CONTENT_TYPE
+    from shiftwork.observe.metrics import CONTENT_TYPE
 
     class Handler(BaseHTTPRequestHandler):
         def setup(self) -> None:

@@ -18,8 +18,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from ..redact import redact
-from ..safetext import escape_controls
+from shiftwork.core.redact import redact
+from shiftwork.core.safetext import escape_controls
 
 # Attributes every LogRecord has; anything else came in through ``extra=``.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime",

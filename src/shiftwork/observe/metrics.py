@@ -19,11 +19,11 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from ..errors import StorageError
-from .health import alive_workers, max_wait_for, task_items, unserved
+from shiftwork.core.errors import StorageError
+from shiftwork.observe.health import alive_workers, max_wait_for, task_items, unserved
 
 if TYPE_CHECKING:
-    from ..app import App
+    from shiftwork.app import App
 
 log = logging.getLogger("shiftwork.observe.metrics")
 

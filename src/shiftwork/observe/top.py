@@ -9,12 +9,12 @@ from rich.console import Group
 from rich.live import Live
 from rich.text import Text
 
-from ..safetext import escape_controls
-from .text import format_age, make_table
-from .views import Overview, overview
+from shiftwork.core.safetext import escape_controls
+from shiftwork.observe.text import format_age, make_table
+from shiftwork.observe.views import Overview, overview
 
 if TYPE_CHECKING:
-    from ..app import App
+    from shiftwork.app import App
 
 
 def render(view: Overview, title: str = "shiftwork top") -> Group:
@@ -54,7 +54,7 @@ def render(view: Overview, title: str = "shiftwork top") -> Group:
 
 
 def run_top(app: App, interval: float = 2.0, once: bool = False) -> None:
-    from ..safetext import plain_console
+    from shiftwork.core.safetext import plain_console
 
     console = plain_console()
     if once or not console.is_terminal:

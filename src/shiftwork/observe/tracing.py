@@ -15,8 +15,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..job import NewJob
-    from ..records import ClaimedJob
+    from shiftwork.jobs.new_job import NewJob
+    from shiftwork.store.records import ClaimedJob
 
 try:
     from opentelemetry import propagate, trace

@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ..records import GroupStats, QueueMinute, QueueStats, WaitingTask, WorkerInfo
-from .health import alive_workers, max_wait_for, unserved
-from .hooks import ScheduleStatus
+from shiftwork.observe.health import alive_workers, max_wait_for, unserved
+from shiftwork.observe.hooks import ScheduleStatus
+from shiftwork.store.records import GroupStats, QueueMinute, QueueStats, WaitingTask, WorkerInfo
 
 if TYPE_CHECKING:
-    from ..app import App
+    from shiftwork.app import App
 
 #: Groups shown (``shiftwork queues``, the dashboard): the busiest only, never all of them.
 BUSIEST_GROUPS = 10

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..records import QueueMinute, TaskMinute
-from ..worker.service import Lifecycle, Service
+from shiftwork.core.service import Lifecycle, Service
+from shiftwork.store.records import QueueMinute, TaskMinute
 
 if TYPE_CHECKING:
-    from ..app import App
+    from shiftwork.app import App
 
 log = logging.getLogger("shiftwork.observe")
 
@@ -117,7 +117,7 @@ class MetricsServer:
 
     def __init__(self, app: App, port: int, host: str = "127.0.0.1",
                  in_flight: Any = None) -> None:
-        from .metrics import Metrics
+        from shiftwork.observe.metrics import Metrics
 
         self.metrics = Metrics(app, in_flight=in_flight)
         self.port = port
@@ -126,7 +126,7 @@ class MetricsServer:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        from .http import serve_metrics
+        from shiftwork.observe.http import serve_metrics
 
         if self._server is None:
             self._server, self._thread = serve_metrics(self.metrics, self.host, self.port)

@@ -13,12 +13,14 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..flow import ClaimFlow
-from ..items import ItemsCheck
-from ..job import NewJob
-from ..job_filter import JobFilter
-from ..outcome import Outcome
-from ..records import (
+from shiftwork.core.states import JobState
+from shiftwork.flow.limits import ClaimFlow
+from shiftwork.jobs.filter import JobFilter
+from shiftwork.jobs.items import ItemsCheck
+from shiftwork.jobs.new_job import NewJob
+from shiftwork.jobs.outcome import Outcome
+from shiftwork.schedules.definition import Plan, RunStatus, ScheduleDef
+from shiftwork.store.records import (
     SHUTDOWN,
     Applied,
     BulkAction,
@@ -53,9 +55,7 @@ from ..records import (
     WorkflowRun,
     WorkflowSummary,
 )
-from ..schedule import Plan, RunStatus, ScheduleDef
-from ..states import JobState
-from .wakeups import WakeListener
+from shiftwork.store.wakeups import WakeListener
 
 
 class Store(Protocol):

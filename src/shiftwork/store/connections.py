@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..errors import ConfigurationError
+from shiftwork.core.errors import ConfigurationError
 
 #: How long a pool's attempt to replace a lost connection lasts, seconds. psycopg_pool
 #: doubles the delay between tries until its ``reconnect_timeout`` (300 s), so after a

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..job_filter import JobFilter, check_sort, like_pattern
-from ..records import BulkAction, Job
-from .engine_sql import EngineSql
-from .rows import from_ts
-from .wakeups import ANY_QUEUE
+from shiftwork.jobs.filter import JobFilter, check_sort, like_pattern
+from shiftwork.store.engine_sql import EngineSql
+from shiftwork.store.records import BulkAction, Job
+from shiftwork.store.rows import from_ts
+from shiftwork.store.wakeups import ANY_QUEUE
 
 #: Query texts kept per store, one per filter shape (the rest are made each time).
 _SHAPES = 256
@@ -150,7 +150,7 @@ class JobsConsole(EngineSql):
 
 def _when(value: Any) -> datetime:
     if isinstance(value, datetime):
-        from .rows import aware
+        from shiftwork.store.rows import aware
 
         return aware(value)  # type: ignore[return-value]
     when = from_ts(value)

@@ -27,11 +27,11 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import DependencyError, JobNotFoundError
-from ..job import DEPS_WAIT, NewJob
-from ..records import DepLink, EnqueueResult, FinishedJob, GroupInfo
-from ..states import FINAL, JobState
-from .engine_sql import EngineSql
+from shiftwork.core.errors import DependencyError, JobNotFoundError
+from shiftwork.core.states import FINAL, JobState
+from shiftwork.jobs.new_job import DEPS_WAIT, NewJob
+from shiftwork.store.engine_sql import EngineSql
+from shiftwork.store.records import DepLink, EnqueueResult, FinishedJob, GroupInfo
 
 Row = Sequence[Any]
 _FINAL = {s.value for s in FINAL}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .engine_sql import EngineSql
+from shiftwork.store.engine_sql import EngineSql
 
 
 class FleetWrites(EngineSql):

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..flow import ClaimFlow, RateLimit
-from .jobs import ClaimRows, Row
+from shiftwork.flow.limits import ClaimFlow, RateLimit
+from shiftwork.store.jobs import ClaimRows, Row
 
 #: Due jobs read per page when choosing jobs whose group has room, and pages at most.
 GROUP_PAGE = 200

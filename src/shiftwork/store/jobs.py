@@ -9,12 +9,12 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..outcome import Outcome
-from ..records import ClaimedJob, Job, RescuedJob
-from ..states import JobState
-from .engine_sql import EngineSql
-from .rows import not_retryable, retry_blocked_by_key, split_args
-from .wakeups import ANY_QUEUE
+from shiftwork.core.states import JobState
+from shiftwork.jobs.outcome import Outcome
+from shiftwork.store.engine_sql import EngineSql
+from shiftwork.store.records import ClaimedJob, Job, RescuedJob
+from shiftwork.store.rows import not_retryable, retry_blocked_by_key, split_args
+from shiftwork.store.wakeups import ANY_QUEUE
 
 Row = Sequence[Any]
 #: (how many, only this task or None, tasks to leave out) -> the rows claimed

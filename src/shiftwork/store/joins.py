@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ShiftworkError
+from shiftwork.core.errors import ShiftworkError
 
 
 def check_join(key: str | None, join: tuple[str, int] | None) -> None:

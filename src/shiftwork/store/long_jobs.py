@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..records import Touch
-from .engine_sql import EngineSql
-from .rows import log_rejected
+from shiftwork.store.engine_sql import EngineSql
+from shiftwork.store.records import Touch
+from shiftwork.store.rows import log_rejected
 
 
 class LongJobsWrites(EngineSql):

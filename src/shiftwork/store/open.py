@@ -6,10 +6,10 @@ import os
 import re
 from urllib.parse import urlparse
 
-from ..clock import Clock
-from ..errors import ConfigurationError
-from .base import Store
-from .connections import Connections
+from shiftwork.core.clock import Clock
+from shiftwork.core.errors import ConfigurationError
+from shiftwork.store.base import Store
+from shiftwork.store.connections import Connections
 
 
 def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
@@ -32,7 +32,7 @@ def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
     else:
         scheme = urlparse(dsn).scheme.lower()
     if scheme == "sqlite":
-        from .sqlite.store import SQLiteStore
+        from shiftwork.store.sqlite.store import SQLiteStore
 
         path = dsn.split("://", 1)[1]
         path = path[1:] if path.startswith("/") else path  # sqlite:///x.db -> x.db
@@ -41,7 +41,7 @@ def open_store(dsn: str, clock: Clock | None = None, schema: str = "shiftwork",
     if scheme in ("postgresql", "postgres"):
         _refuse_unencoded_at(dsn)
         _require_postgres_extra()
-        from .postgres.store import PostgresStore
+        from shiftwork.store.postgres.store import PostgresStore
 
         return PostgresStore(dsn, schema=schema, clock=clock,
                              connections=connections or Connections(pool_size=pool_size),
@@ -55,7 +55,7 @@ def _refuse_unencoded_at(dsn: str) -> None:
     """A URL whose user or password holds an unencoded "@": libpq splits it at the first
     "@" and would look the password's tail up as a host name (in DNS, and in its error
     messages). Refused before any connection, the password masked."""
-    from ..redact import redact
+    from shiftwork.core.redact import redact
 
     if "://" not in dsn:
         return  # libpq's key=value form: no authority

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, TypeVar
 
-from ..schedule import ScheduleDef
-from .runtime_schedules import RUNTIME
+from shiftwork.schedules.definition import ScheduleDef
+from shiftwork.store.runtime_schedules import RUNTIME
 
 #: Part of every fingerprint: a change to what a reconcile writes (or to the definition
 #: hash) changes it, so a database reconciled by older code is reconciled again.

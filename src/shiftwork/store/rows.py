@@ -7,9 +7,9 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import ShiftworkError
-from ..records import Job, QueueStats
-from ..states import TRANSITIONS, JobState
+from shiftwork.core.errors import ShiftworkError
+from shiftwork.core.states import TRANSITIONS, JobState
+from shiftwork.store.records import Job, QueueStats
 
 log = logging.getLogger("shiftwork.store")
 

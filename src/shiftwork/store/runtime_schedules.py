@@ -10,7 +10,7 @@ and ``schedules_remove`` (store/schedules.py), on the schedule store's primitive
 
 from __future__ import annotations
 
-from ..errors import ConfigurationError
+from shiftwork.core.errors import ConfigurationError
 
 RUNTIME = "runtime"
 CODE = "code"

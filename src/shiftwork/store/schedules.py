@@ -19,20 +19,11 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
-from ..errors import ConfigurationError, ShiftworkError
-from ..items import ItemsCheck
-from ..job import NewJob
-from ..records import (
-    Applied,
-    EmptyRun,
-    EnqueueResult,
-    LateRun,
-    RunFigures,
-    ScheduleInfo,
-    ScheduleRun,
-    ScheduleRunLine,
-)
-from ..schedule import (
+from shiftwork.core.errors import ConfigurationError, ShiftworkError
+from shiftwork.core.states import ACTIVE, JobState
+from shiftwork.jobs.items import ItemsCheck
+from shiftwork.jobs.new_job import NewJob
+from shiftwork.schedules.definition import (
     ActiveRun,
     Catchup,
     DeadManCheck,
@@ -45,9 +36,18 @@ from ..schedule import (
     Snapshot,
     occurrence_job,
 )
-from ..states import ACTIVE, JobState
-from .reconcile import chunks, fingerprint, plan_reconcile
-from .runtime_schedules import CODE, RUNTIME, ScheduleNameTaken
+from shiftwork.store.reconcile import chunks, fingerprint, plan_reconcile
+from shiftwork.store.records import (
+    Applied,
+    EmptyRun,
+    EnqueueResult,
+    LateRun,
+    RunFigures,
+    ScheduleInfo,
+    ScheduleRun,
+    ScheduleRunLine,
+)
+from shiftwork.store.runtime_schedules import CODE, RUNTIME, ScheduleNameTaken
 
 LEADER_NAME = "shiftwork.leader"
 

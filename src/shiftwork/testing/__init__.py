@@ -7,12 +7,12 @@
 >>> with inline(app):                       # or: run each job as it is enqueued
 ...     signup(user_id=8)
 
-The pytest plugin (``shiftwork.pytest_plugin``, loaded by pytest on its own) has fixtures
+The pytest plugin (``shiftwork.testing.pytest_plugin``, loaded by pytest on its own) has fixtures
 for these.
 """
 
-from .assertions import assert_enqueued
-from .drain import DrainResult, drain, enqueued, job_states
-from .inline import inline
+from shiftwork.testing.assertions import assert_enqueued
+from shiftwork.testing.drain import DrainResult, drain, enqueued, job_states
+from shiftwork.testing.inline import inline
 
 __all__ = ["DrainResult", "assert_enqueued", "drain", "enqueued", "inline", "job_states"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ..host import AppBase, RunnerHost
-from ..records import Job
-from ..task import Task
-from .drain import enqueued
+from shiftwork.jobs.host import AppBase, RunnerHost
+from shiftwork.jobs.task import Task
+from shiftwork.store.records import Job
+from shiftwork.testing.drain import enqueued
 
 
 def assert_enqueued(task: Task[Any, Any], args: list[Any] | tuple[Any, ...] | None = None,

@@ -6,14 +6,14 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..compose import with_input
-from ..host import RunnerHost
-from ..outcome import Outcome
-from ..records import ClaimedJob, Job
-from ..states import WAITING, JobState
-from ..task import Task
-from ..worker.executor import Executor
-from ..worker.run import Run
+from shiftwork.composition.compose import with_input
+from shiftwork.core.states import WAITING, JobState
+from shiftwork.jobs.host import RunnerHost
+from shiftwork.jobs.outcome import Outcome
+from shiftwork.jobs.task import Task
+from shiftwork.store.records import ClaimedJob, Job
+from shiftwork.worker.executor import Executor
+from shiftwork.worker.run import Run
 
 INLINE_WORKER = "inline"  # the worker id of jobs run by drain and the inline mode
 INLINE_LEASE = 3600.0

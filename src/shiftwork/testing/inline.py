@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
-from ..host import RunnerHost
-from ..records import EnqueueResult
-from ..states import JobState
-from ..worker.executor import Executor
-from .drain import DrainResult, app_queues, claim_due, run_attempt
+from shiftwork.core.states import JobState
+from shiftwork.jobs.host import RunnerHost
+from shiftwork.store.records import EnqueueResult
+from shiftwork.testing.drain import DrainResult, app_queues, claim_due, run_attempt
+from shiftwork.worker.executor import Executor
 
 
 @contextmanager

@@ -3,6 +3,6 @@
 Serve it with ``shiftwork dashboard myapp:app`` or mount it in your own ASGI server.
 """
 
-from .dashboard import create_dashboard
+from shiftwork.web.dashboard import create_dashboard
 
 __all__ = ["create_dashboard"]

@@ -22,26 +22,32 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..errors import ConfigurationError, JobNotFoundError, ShiftworkError
-from ..memory import format_size
-from ..names import check_queue, schedule_name, schedule_ref
-from ..observe.text import format_age, format_time
-from ..observe.views import overview
-from ..safetext import escape_controls
-from ..states import JobState
-from .chart import minute_chart
-from .forms import bad_text, declared_too_large, read_form, too_large
-from .history import history_routes
-from .jobs_console import console_routes
-from .paging import page_of
-from .progress_view import progress_view
-from .ratelimit import DEFAULT_MAX_FAILURES, DEFAULT_WINDOW, FailureLimiter, shared
-from .security import DEVICE_COOKIE, DEVICE_MAX_AGE, SESSION_COOKIE, Authenticate, Guard
-from .serve import PEER
-from .sessions import DEFAULT_SESSION_MAX_AGE, Sessions
+from shiftwork.core.errors import ConfigurationError, JobNotFoundError, ShiftworkError
+from shiftwork.core.memory import format_size
+from shiftwork.core.names import check_queue, schedule_name, schedule_ref
+from shiftwork.core.safetext import escape_controls
+from shiftwork.core.states import JobState
+from shiftwork.observe.text import format_age, format_time
+from shiftwork.observe.views import overview
+from shiftwork.web.chart import minute_chart
+from shiftwork.web.forms import bad_text, declared_too_large, read_form, too_large
+from shiftwork.web.history import history_routes
+from shiftwork.web.jobs_console import console_routes
+from shiftwork.web.login_limit import DEFAULT_MAX_FAILURES, DEFAULT_WINDOW, FailureLimiter, shared
+from shiftwork.web.paging import page_of
+from shiftwork.web.progress_view import progress_view
+from shiftwork.web.security import (
+    DEVICE_COOKIE,
+    DEVICE_MAX_AGE,
+    SESSION_COOKIE,
+    Authenticate,
+    Guard,
+)
+from shiftwork.web.serve import PEER
+from shiftwork.web.sessions import DEFAULT_SESSION_MAX_AGE, Sessions
 
 if TYPE_CHECKING:
-    from ..app import App
+    from shiftwork.app import App
 
 HERE = Path(__file__).parent
 SECURITY_HEADERS = {
@@ -564,7 +570,7 @@ class Dashboard:
 
     async def schedule_add(self, request: Request) -> Response:
         """The add form: a run-time schedule (app.schedules.add), arguments as JSON."""
-        from ..schedule_runtime import form_to_schedule
+        from shiftwork.schedules.runtime import form_to_schedule
 
         form = request.scope[_FORM]
         try:
@@ -595,7 +601,7 @@ class Dashboard:
     # -- machine-readable ----------------------------------------------------------------
 
     async def metrics(self, request: Request) -> Response:
-        from ..observe.metrics import CONTENT_TYPE, Metrics
+        from shiftwork.observe.metrics import CONTENT_TYPE, Metrics
 
         if self._metrics is None:
             self._metrics = Metrics(self.app)
@@ -604,14 +610,14 @@ class Dashboard:
 
     async def health_verdict(self) -> Response:
         """``ok`` or ``not ok``: no queue names, counts or messages."""
-        from ..observe.health import check_health
+        from shiftwork.observe.health import check_health
 
         report = await run_in_threadpool(check_health, self.app)
         return PlainTextResponse("ok\n" if report.ok else "not ok\n",
                                  status_code=200 if report.ok else 503)
 
     async def health(self, request: Request) -> Response:
-        from ..observe.health import check_health
+        from shiftwork.observe.health import check_health
 
         report = await run_in_threadpool(check_health, self.app)
         text = "ok\n" if report.ok else "".join(f"{p.kind}: {p.message}\n"

@@ -18,11 +18,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from ..errors import ConfigurationError, JobNotFoundError, ShiftworkError
-from ..names import schedule_name, schedule_ref
-from ..records import WorkflowLive
-from ..states import FINAL, JobState, WorkflowStatus
-from .workflow_view import duration, line_waiting_for, live_view
+from shiftwork.core.errors import ConfigurationError, JobNotFoundError, ShiftworkError
+from shiftwork.core.names import schedule_name, schedule_ref
+from shiftwork.core.states import FINAL, JobState, WorkflowStatus
+from shiftwork.store.records import WorkflowLive
+from shiftwork.web.workflow_view import duration, line_waiting_for, live_view
 
 PAGE = 50
 #: The largest job id (a bigint); a larger number names no job.
@@ -172,7 +172,7 @@ class HistoryPages:
     # -- schedules ---------------------------------------------------------------------
 
     async def schedule(self, request: Request) -> Response:
-        from ..store.schedules import UnknownScheduleError
+        from shiftwork.store.schedules import UnknownScheduleError
 
         try:
             name = schedule_name(request.path_params["name"])  # a name, or an id (~...)

@@ -9,7 +9,7 @@ Every route sits behind the dashboard's gate (login, CSRF on POST, escaping temp
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
@@ -17,14 +17,28 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..bulk import ACTIONS, bulk_apply, bulk_filter
-from ..job_filter import SORTS, FilterError, JobFilter, check_sort, parse_filter, task_hint
-from ..records import Job
-from ..states import JobState
-from .serve import PEER
+from shiftwork.core.states import JobState
+from shiftwork.jobs.bulk import ACTIONS, bulk_apply, bulk_filter
+from shiftwork.jobs.filter import SORTS, FilterError, JobFilter, check_sort, parse_filter, task_hint
+from shiftwork.store.records import Job
+from shiftwork.web.serve import PEER
 
 if TYPE_CHECKING:
-    from .dashboard import Dashboard
+    from starlette.responses import RedirectResponse
+
+    from shiftwork.app import App
+
+
+class Dashboard(Protocol):
+    """What the console needs of the dashboard: its App, its page renderer and its
+    redirect with a notice (the dashboard module imports this one, not the reverse)."""
+
+    app: App
+
+    def page(self, request: Request, template: str, status: int = 200,
+             **context: Any) -> Response: ...
+
+    def back(self, request: Request, to: str, message: str) -> RedirectResponse: ...
 
 #: Rows a page shows.
 PAGE = 50

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..checkpoint import Progress
-from ..observe.text import format_age
-from ..states import JobState
+from shiftwork.core.states import JobState
+from shiftwork.jobs.checkpoint import Progress
+from shiftwork.observe.text import format_age
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from .sessions import Sessions
+from shiftwork.web.sessions import Sessions
 
 SESSION_COOKIE = "shiftwork_session"
 DEVICE_COOKIE = "shiftwork_device"

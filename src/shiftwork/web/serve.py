@@ -16,7 +16,7 @@ import asyncio
 import logging
 from typing import Any
 
-from ..observe.lograte import LogLimiter
+from shiftwork.observe.lograte import LogLimiter
 
 #: Seconds a client has to send a whole request (headers and body) once it connected or
 #: its previous answer was sent. Every dashboard request is a few KB.
@@ -74,7 +74,7 @@ def server_config(asgi: Any, *, host: str = "127.0.0.1", port: int = 8181,
     import uvicorn
     from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-    from ..errors import ConfigurationError
+    from shiftwork.core.errors import ConfigurationError
 
     if not read_timeout > 0:
         raise ConfigurationError(f"dashboard read_timeout must be > 0 seconds, got "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 import threading
 
-from ..clock import Clock
+from shiftwork.core.clock import Clock
 
 #: The default session lifetime: a working day.
 DEFAULT_SESSION_MAX_AGE = 8 * 3600.0

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..observe.text import format_age, format_time
-from ..records import StepRecord, WorkflowLine, WorkflowLive
-from ..states import FINAL, JobState, StepStatus, WorkflowStatus
+from shiftwork.core.states import FINAL, JobState, StepStatus, WorkflowStatus
+from shiftwork.observe.text import format_age, format_time
+from shiftwork.store.records import StepRecord, WorkflowLine, WorkflowLive
 
 #: The width of the timeline's coordinate space (the SVG scales it to the page).
 SPAN = 1000

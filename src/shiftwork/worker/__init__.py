@@ -1,5 +1,5 @@
 """The worker: one process hosting a pool per queue, plus heartbeat and maintenance."""
 
-from .worker import Worker
+from shiftwork.worker.worker import Worker
 
 __all__ = ["Worker"]

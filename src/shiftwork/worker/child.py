@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, cast
 
-from .relay import Link
+from shiftwork.worker.relay import Link
 
 if TYPE_CHECKING:
-    from ..app import App
-    from .worker import Worker
+    from shiftwork.app import App
+    from shiftwork.worker.worker import Worker
 
 log = logging.getLogger("shiftwork.worker.supervisor")
 
@@ -139,9 +139,9 @@ def child_main(spec: ChildSpec, slot: int, conn: Connection) -> None:
     os.setpgrp()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
-    from ..loader import load_app
-    from ..observe.logging import configure_logging
-    from .worker import Worker
+    from shiftwork.observe.logging import configure_logging
+    from shiftwork.worker.loader import load_app
+    from shiftwork.worker.worker import Worker
 
     configure_logging(spec.log_level, spec.log_format,
                       job_events=True if spec.log_jobs else None)

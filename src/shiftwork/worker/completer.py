@@ -8,14 +8,14 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ..errors import StorageError
-from ..outcome import Outcome
-from ..states import JobState
-from ..store.rows import log_rejected
-from .outage import outage_log
+from shiftwork.core.errors import StorageError
+from shiftwork.core.states import JobState
+from shiftwork.jobs.outcome import Outcome
+from shiftwork.store.rows import log_rejected
+from shiftwork.worker.outage import outage_log
 
 if TYPE_CHECKING:
-    from ..app import App
+    from shiftwork.app import App
 
 log = logging.getLogger("shiftwork.worker.completer")
 

@@ -1,7 +1,7 @@
 """Run one job attempt and decide its outcome.
 
 Sync functions run on the queue's thread pool, async ones on the worker's event
-loop. The outcome is a value (see :mod:`shiftwork.outcome`); writing it is the
+loop. The outcome is a value (see :mod:`shiftwork.jobs.outcome`); writing it is the
 completer's job. A run is *finalized* exactly once: by its own return, or by
 the watchdog (timeout) or shutdown, whichever comes first; the loser's result
 is discarded.
@@ -16,16 +16,17 @@ import threading
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError, JobCancelled, RetryIn
-from ..observe.tracing import execution_span, recording
-from .job_logs import capturing, install
-from .outcomes import Decide
-from .process import run_in_process
-from .run import JobTimeout, Run, flush_logs, flush_progress
+from shiftwork.core.control import RetryIn
+from shiftwork.core.errors import ConfigurationError, JobCancelled
+from shiftwork.observe.tracing import execution_span, recording
+from shiftwork.worker.decide import Decide
+from shiftwork.worker.job_logs import capturing, install
+from shiftwork.worker.process import run_in_process
+from shiftwork.worker.run import JobTimeout, Run, flush_logs, flush_progress
 
 if TYPE_CHECKING:
-    from ..host import RunnerHost
-    from .pool import ThreadPool
+    from shiftwork.jobs.host import RunnerHost
+    from shiftwork.worker.pool import ThreadPool
 
 log = logging.getLogger("shiftwork.worker.executor")
 

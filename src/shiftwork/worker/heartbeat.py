@@ -6,10 +6,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .service import Service
+from shiftwork.core.service import Service
 
 if TYPE_CHECKING:
-    from ..app import App
+    from shiftwork.app import App
 
 
 class Heartbeat(Service):

@@ -16,20 +16,18 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from ..context import JOB_LOGGER  # ctx.log's: every other shiftwork.* logger is ours
-from ..payload import storable_text
-from ..records import JobLogLine
-from .service import Service
+from shiftwork.core.payload import storable_text
+from shiftwork.jobs.context import JOB_LOGGER  # ctx.log's: every other shiftwork.* logger is ours
+from shiftwork.store.records import JobLogLine
 
 if TYPE_CHECKING:
-    from ..host import JobHost
-    from .run import Run
+    from shiftwork.jobs.host import JobHost
 
 log = logging.getLogger("shiftwork.worker.job_logs")
 CUT = " …[cut: job_log_bytes]"
@@ -171,20 +169,3 @@ def write_logs(app: JobHost, job_log: JobLog, final: bool = False) -> None:
                         exc_info=True)
         else:
             job_log.put_back(lines)
-
-
-class LogShipper(Service):
-    """Writes what running jobs logged, every second, so a follower sees it live."""
-
-    name = "log-shipper"
-
-    def __init__(self, app: JobHost, runs: Callable[[], list[Run]],
-                 interval: float = 1.0) -> None:
-        super().__init__(interval)
-        self.app = app
-        self.runs = runs
-
-    def tick(self) -> None:
-        for run in self.runs():
-            if run.logs is not None and run.begun and not run.finished:
-                write_logs(self.app, run.logs)

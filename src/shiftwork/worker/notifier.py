@@ -11,12 +11,12 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..errors import StorageError
-from ..store.wakeups import ANY_QUEUE
+from shiftwork.core.errors import StorageError
+from shiftwork.store.wakeups import ANY_QUEUE
 
 if TYPE_CHECKING:
-    from ..store.base import Store
-    from .outage import OutageLog
+    from shiftwork.store.base import Store
+    from shiftwork.worker.outage import OutageLog
 
 log = logging.getLogger("shiftwork.worker.notifier")
 

@@ -24,22 +24,22 @@ from datetime import datetime
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..errors import (
+from shiftwork.core.control import RetryIn, Snooze
+from shiftwork.core.errors import (
     JobCancelled,
     JobPaused,
     MemoryLimitExceeded,
-    RetryIn,
-    Snooze,
     UnknownTaskError,
     unknown_task_message,
 )
-from ..memory import exceeded_message
-from ..outcome import Outcome
-from ..payload import encode_json, storable_text
-from ..states import JobState
-from . import outcomes, rss
-from .outcomes import Decide
-from .run import Run
+from shiftwork.core.memory import exceeded_message
+from shiftwork.core.payload import encode_json, storable_text
+from shiftwork.core.states import JobState
+from shiftwork.jobs.outcome import Outcome
+from shiftwork.worker import decide as outcomes
+from shiftwork.worker import rss
+from shiftwork.worker.decide import Decide
+from shiftwork.worker.run import Run
 
 _SPAWN = multiprocessing.get_context("spawn")
 
@@ -71,9 +71,9 @@ class _Reporter:
 
 def _run_child(import_path: str, task_name: str, job: dict[str, Any], conn: _Reporter,
                memory_limit: int | None) -> None:
-    from ..context import JobContext
-    from ..loader import load_app
-    from ..observe.tracing import execution_span
+    from shiftwork.jobs.context import JobContext
+    from shiftwork.observe.tracing import execution_span
+    from shiftwork.worker.loader import load_app
 
     app = None
     ctx = None

@@ -23,12 +23,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..errors import StorageError
-from ..records import ClaimedJob
-from .outage import outage_log
+from shiftwork.core.errors import StorageError
+from shiftwork.store.records import ClaimedJob
+from shiftwork.worker.outage import outage_log
 
 if TYPE_CHECKING:
-    from ..app import App
+    from shiftwork.app import App
 
 log = logging.getLogger("shiftwork.worker.producer")
 

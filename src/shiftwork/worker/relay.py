@@ -17,10 +17,10 @@ import threading
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from .notifier import Notifier
+from shiftwork.worker.notifier import Notifier
 
 if TYPE_CHECKING:
-    from ..store.base import Store
+    from shiftwork.store.base import Store
 
 log = logging.getLogger("shiftwork.worker.supervisor")
 

@@ -12,17 +12,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..context import JobContext
-from ..errors import JobCancelled, LeaseLost
-from ..host import JobHost
-from ..outcome import Outcome
-from ..payload import storable_text
-from ..records import ClaimedJob
-from ..workflow.children import PARENT_META, report_outcome
-from .job_logs import JobLog, new_log, write_logs
+from shiftwork.core.errors import JobCancelled, LeaseLost
+from shiftwork.core.payload import storable_text
+from shiftwork.jobs.context import JobContext
+from shiftwork.jobs.host import JobHost
+from shiftwork.jobs.outcome import Outcome
+from shiftwork.store.records import ClaimedJob
+from shiftwork.worker.job_logs import JobLog, new_log, write_logs
+from shiftwork.workflow.children import PARENT_META, report_outcome
 
 if TYPE_CHECKING:
-    from ..task import Task
+    from shiftwork.jobs.task import Task
 
 log = logging.getLogger("shiftwork.worker.executor")
 

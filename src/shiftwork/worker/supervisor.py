@@ -35,12 +35,12 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING, Any
 
-from ..retry import Backoff
-from .child import ChildSpec, child_main
-from .relay import Link, Relay
+from shiftwork.core.backoff import Backoff
+from shiftwork.worker.child import ChildSpec, child_main
+from shiftwork.worker.relay import Link, Relay
 
 if TYPE_CHECKING:
-    from ..app import App
+    from shiftwork.app import App
 
 log = logging.getLogger("shiftwork.worker.supervisor")
 

@@ -20,10 +20,10 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ..store.wakeups import ANY_QUEUE, parse_wakeup
+from shiftwork.store.wakeups import ANY_QUEUE, parse_wakeup
 
 if TYPE_CHECKING:
-    from ..app import App
+    from shiftwork.app import App
 
 log = logging.getLogger("shiftwork.worker")
 

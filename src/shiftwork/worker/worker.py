@@ -14,32 +14,37 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..compose import INPUT_META_KEY, with_input
-from ..errors import ConfigurationError, StorageError, UnknownTaskError, unknown_task_message
-from ..memory import ceiling_of, parse_memory_limit
-from ..names import check_queue
-from ..observe.worker import worker_services
-from ..outcome import Outcome
-from ..records import ClaimedJob, HandBack
-from ..retry import repeat_on_storage_error
-from ..states import JobState
-from .completer import Completer
-from .executor import Executor
-from .heartbeat import Heartbeat
-from .job_logs import LogShipper
-from .leader import Leader
-from .notifier import Notifier
-from .outage import outage_log
-from .pool import ThreadPool
-from .producer import Producer
-from .rescuer import Rescuer
-from .run import JobTimeout, Run, error_record
-from .scheduler import Scheduler
-from .service import Lifecycle, Service
-from .wake_share import WakeShare
+from shiftwork.composition.compose import INPUT_META_KEY, with_input
+from shiftwork.core.backoff import repeat_on_storage_error
+from shiftwork.core.errors import (
+    ConfigurationError,
+    StorageError,
+    UnknownTaskError,
+    unknown_task_message,
+)
+from shiftwork.core.memory import ceiling_of, parse_memory_limit
+from shiftwork.core.names import check_queue
+from shiftwork.core.service import Lifecycle, Service
+from shiftwork.core.states import JobState
+from shiftwork.jobs.outcome import Outcome
+from shiftwork.observe.worker import worker_services
+from shiftwork.schedules.scheduler import Scheduler
+from shiftwork.store.records import ClaimedJob, HandBack
+from shiftwork.worker.completer import Completer
+from shiftwork.worker.executor import Executor
+from shiftwork.worker.heartbeat import Heartbeat
+from shiftwork.worker.log_shipper import LogShipper
+from shiftwork.worker.maintenance.leader import Leader
+from shiftwork.worker.maintenance.rescuer import Rescuer
+from shiftwork.worker.notifier import Notifier
+from shiftwork.worker.outage import outage_log
+from shiftwork.worker.pool import ThreadPool
+from shiftwork.worker.producer import Producer
+from shiftwork.worker.run import JobTimeout, Run, error_record
+from shiftwork.worker.wake_share import WakeShare
 
 if TYPE_CHECKING:
-    from ..app import App
+    from shiftwork.app import App
 
 log = logging.getLogger("shiftwork.worker")
 

@@ -1,8 +1,8 @@
 """Durable workflows: recorded steps replayed after a crash, durable sleep, events, sagas."""
 
-from .aio import AsyncWorkflow
-from .context import Workflow
-from .errors import (
+from shiftwork.workflow.aio import AsyncWorkflow
+from shiftwork.workflow.context import Workflow
+from shiftwork.workflow.errors import (
                      ChildFailed,
                      CompensationFailed,
                      EventTimeout,
@@ -14,7 +14,7 @@ from .errors import (
                      WorkflowError,
                      WorkflowFailed,
 )
-from .hooks import set_boundary_hook
+from shiftwork.workflow.hooks import set_boundary_hook
 
 __all__ = ["AsyncWorkflow", "ChildFailed", "CompensationFailed", "EventTimeout", "LeaseLost",
            "NonDeterminismError", "StepFailed", "StepNameError", "Workflow", "WorkflowCompensated",

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..retry import Backoff
-from .context import Workflow
+from shiftwork.core.backoff import Backoff
+from shiftwork.workflow.context import Workflow
 
 
 class AsyncWorkflow:

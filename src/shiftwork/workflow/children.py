@@ -31,24 +31,24 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import JobCancelled, ShiftworkError
-from ..payload import encode_json
-from ..retry import DEFAULT_BACKOFF
-from ..states import JobState, StepStatus
-from ..task import EnqueueOptions, Task
-from .errors import ChildFailed, Suspend, WorkflowError
-from .hooks import boundary
-from .replay import digest
+from shiftwork.core.backoff import DEFAULT_BACKOFF
+from shiftwork.core.errors import JobCancelled, ShiftworkError
+from shiftwork.core.payload import encode_json
+from shiftwork.core.states import JobState, StepStatus
+from shiftwork.jobs.task import EnqueueOptions, Task
+from shiftwork.workflow.errors import ChildFailed, Suspend, WorkflowError
+from shiftwork.workflow.hooks import boundary
+from shiftwork.workflow.replay import digest
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from ..context import JobContext
-    from ..host import JobHost
-    from ..outcome import Outcome
-    from ..payload import Limit
-    from ..records import StepRecord
-    from ..store.base import Store
+    from shiftwork.core.payload import Limit
+    from shiftwork.jobs.context import JobContext
+    from shiftwork.jobs.host import JobHost
+    from shiftwork.jobs.outcome import Outcome
+    from shiftwork.store.base import Store
+    from shiftwork.store.records import StepRecord
 
 
 class Workflow(Protocol):
@@ -171,7 +171,7 @@ def _key_part(step: str) -> str:
 
 
 def _forever() -> Any:
-    from .errors import FOREVER
+    from shiftwork.workflow.errors import FOREVER
 
     return FOREVER
 

@@ -15,14 +15,14 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..bounds import seconds as check_seconds
-from ..context import JobContext
-from ..errors import JobCancelled, LeaseLost, PayloadError
-from ..payload import MAX_EVENT_NAME, MAX_STEP_NAME, Limit, check_label, encode_json
-from ..records import StepRecord, WorkflowRun
-from ..retry import Backoff, repeat_on_storage_error
-from ..states import StepStatus, WorkflowStatus
-from .errors import (
+from shiftwork.core.backoff import Backoff, repeat_on_storage_error
+from shiftwork.core.bounds import seconds as check_seconds
+from shiftwork.core.errors import JobCancelled, LeaseLost, PayloadError
+from shiftwork.core.payload import MAX_EVENT_NAME, MAX_STEP_NAME, Limit, check_label, encode_json
+from shiftwork.core.states import StepStatus, WorkflowStatus
+from shiftwork.jobs.context import JobContext
+from shiftwork.store.records import StepRecord, WorkflowRun
+from shiftwork.workflow.errors import (
     FOREVER,
     EventTimeout,
     StepFailed,
@@ -31,8 +31,8 @@ from .errors import (
     Suspend,
     WorkflowError,
 )
-from .hooks import boundary
-from .replay import Replay, digest
+from shiftwork.workflow.hooks import boundary
+from shiftwork.workflow.replay import Replay, digest
 
 #: How far ahead a wait without a timeout schedules its job (an event wakes it sooner).
 #: A step given ``retry=`` without ``max_attempts=`` gets this many tries.
@@ -283,8 +283,8 @@ class Workflow:
         Enqueued once (even across crashes and replays); ``name`` (default
         ``child:<task name>``) is its place in this workflow's history.
         """
-        from ..task import Task
-        from .children import join
+        from shiftwork.jobs.task import Task
+        from shiftwork.workflow.children import join
 
         if not isinstance(workflow, Task) or getattr(workflow, "workflow_version", None) is None:
             raise WorkflowError(f"wf.child needs a workflow registered with @app.workflow, "
@@ -294,7 +294,7 @@ class Workflow:
 
     def call(self, name: str, task: Any, *args: Any, **kwargs: Any) -> Any:
         """One branch of :meth:`parallel`: ``task(*args, **kwargs)`` run as a job."""
-        from .children import check_call
+        from shiftwork.workflow.children import check_call
 
         return check_call(name, task, args, kwargs)
 
@@ -304,7 +304,7 @@ class Workflow:
         Each branch is enqueued once and its result recorded once. If any fails, the others
         still finish first, then :class:`ChildFailed` is raised (carrying every failure).
         """
-        from .children import Call, join
+        from shiftwork.workflow.children import Call, join
 
         if not calls or not all(isinstance(c, Call) for c in calls):
             raise WorkflowError("wf.parallel takes one or more wf.call(name, task, ...) "

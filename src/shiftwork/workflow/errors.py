@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..errors import LeaseLost, ShiftworkError
+from shiftwork.core.errors import LeaseLost, ShiftworkError
 
 #: How long a wait with no timeout sleeps: until woken by its event, in practice.
 FOREVER = timedelta(days=3650)

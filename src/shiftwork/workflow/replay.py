@@ -12,8 +12,8 @@ import hashlib
 import json
 from typing import Any
 
-from ..records import StepRecord
-from .errors import NonDeterminismError
+from shiftwork.store.records import StepRecord
+from shiftwork.workflow.errors import NonDeterminismError
 
 #: Kinds that are part of the body's sequence (compensations are not: they run after it).
 SEQUENCED = frozenset({"step", "sleep", "wait", "patch", "child", "parallel"})

@@ -35,16 +35,17 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from ..context import JobContext
-from ..errors import JobCancelled, LeaseLost, Snooze
-from ..payload import encode_json
-from ..retry import DEFAULT_BACKOFF, Backoff, repeat_on_storage_error
-from ..states import StepStatus, WorkflowStatus
-from ..task import Task
-from .aio import AsyncWorkflow
-from .children import cancel_members, report
-from .context import Workflow
-from .errors import (
+from shiftwork.core.backoff import DEFAULT_BACKOFF, Backoff, repeat_on_storage_error
+from shiftwork.core.control import Snooze
+from shiftwork.core.errors import JobCancelled, LeaseLost
+from shiftwork.core.payload import encode_json
+from shiftwork.core.states import StepStatus, WorkflowStatus
+from shiftwork.jobs.context import JobContext
+from shiftwork.jobs.task import Task
+from shiftwork.workflow.aio import AsyncWorkflow
+from shiftwork.workflow.children import cancel_members, report
+from shiftwork.workflow.context import Workflow
+from shiftwork.workflow.errors import (
     CompensationFailed,
     NonDeterminismError,
     StepFailed,
@@ -54,7 +55,7 @@ from .errors import (
     WorkflowError,
     WorkflowFailed,
 )
-from .hooks import boundary
+from shiftwork.workflow.hooks import boundary
 
 log = logging.getLogger("shiftwork.workflow")
 

@@ -26,10 +26,10 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ConfigurationError
+from shiftwork.core.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from ...app import App
+    from shiftwork.app import App
 
 DEFAULTS: dict[str, Any] = {
     "DATABASE": "default",  # which DATABASES alias holds the jobs (and whose atomic() joins)
@@ -92,14 +92,14 @@ def get_app() -> App:
             if _app is None:
                 from django.db import connections
 
-                from ...app import App
+                from shiftwork.app import App
 
                 conf = settings()
                 dsn = dsn_of(connections[conf["DATABASE"]].settings_dict)
                 app = App(dsn, schema=conf["SCHEMA"], pool_size=conf["POOL_SIZE"],
                           async_pool_size=conf["ASYNC_POOL_SIZE"], testing=conf["TESTING"])
                 app.import_path = "shiftwork.contrib.django:app"
-                from .transactions import install
+                from shiftwork.contrib.django.transactions import install
 
                 install(app, conf["DATABASE"])
                 _built_for, _app = dsn, app
@@ -114,7 +114,7 @@ def follow_database() -> None:
         return
     from django.db import connections
 
-    from ...store import open_store
+    from shiftwork.store import open_store
 
     dsn = dsn_of(connections[settings()["DATABASE"]].settings_dict)
     if dsn != _built_for:

@@ -20,7 +20,7 @@ class ShiftworkConfig(AppConfig):  # type: ignore[misc]  # django has no stubs h
         from django.db.models.signals import post_migrate
         from django.utils.module_loading import autodiscover_modules
 
-        from . import follow_database, release_connections
+        from shiftwork.contrib.django import follow_database, release_connections
 
         def follow(sender: Any, connection: Any, **_: Any) -> None:
             if connection.alias == NO_DB_ALIAS:
@@ -40,7 +40,7 @@ def upgrade(sender: Any, using: str = "default", **_: Any) -> None:
     """After every ``manage.py migrate``: apply shiftwork's own migrations. Django runs the
     ``RunPython`` migration once, on the first migrate; an upgraded shiftwork brings new
     schema versions that only this applies (a no-op when the schema is up to date)."""
-    from . import follow_database, get_app, settings
+    from shiftwork.contrib.django import follow_database, get_app, settings
 
     if using != str(settings()["DATABASE"]):
         return  # another database of the project: shiftwork's tables live on one

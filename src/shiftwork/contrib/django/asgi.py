@@ -70,9 +70,8 @@ def with_dashboard(django_app: ASGI, prefix: str = "/admin/jobs", *,
     from django.conf import settings
     from django.shortcuts import resolve_url
 
+    from shiftwork.contrib.django import get_app
     from shiftwork.web.dashboard import create_dashboard
-
-    from . import get_app
 
     prefix = "/" + prefix.strip("/")
     login = str(login_url or settings.LOGIN_URL)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ConfigurationError
+from shiftwork.core.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from ...app import App
+    from shiftwork.app import App
 
 
 def install(app: App, alias: str) -> None:

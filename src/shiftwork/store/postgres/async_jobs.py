@@ -15,13 +15,13 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from ...errors import CommitUnknownError, StorageError
-from ...job import NewJob
-from ...records import EnqueueResult
-from ...redact import describe_dsn
-from .connect_errors import libpq_text, lost_reply, read_only
-from .keyed import keys_taken, settle_keys
-from .reconnect import async_reconnect_options
+from shiftwork.core.errors import CommitUnknownError, StorageError
+from shiftwork.core.redact import describe_dsn
+from shiftwork.jobs.new_job import NewJob
+from shiftwork.store.postgres.connect_errors import libpq_text, lost_reply, read_only
+from shiftwork.store.postgres.keyed import keys_taken, settle_keys
+from shiftwork.store.postgres.reconnect import async_reconnect_options
+from shiftwork.store.records import EnqueueResult
 
 
 class PostgresAsyncJobs:

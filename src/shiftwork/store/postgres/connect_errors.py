@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ...errors import (
+from shiftwork.core.errors import (
     CommitUnknownError,
     ConfigurationError,
     DatabaseAuthError,

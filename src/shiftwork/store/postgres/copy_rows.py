@@ -17,10 +17,10 @@ from psycopg import Cursor, postgres
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
-from ...job import NewJob
+from shiftwork.jobs.new_job import NewJob
 
 if TYPE_CHECKING:
-    from ..deps import Mark
+    from shiftwork.store.deps import Mark
 
 _JSONB_VERSION = b"\x01"
 COLUMNS = ["int8", "text", "text", "jsonb", "text", "int2", "int4", "timestamptz",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...records import JobLogLine
-from ..rows import aware
+from shiftwork.store.records import JobLogLine
+from shiftwork.store.rows import aware
 
 
 class PostgresJobLogs:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from ...records import EffectRecord
-from ..rows import aware
+from shiftwork.store.records import EffectRecord
+from shiftwork.store.rows import aware
 
 if TYPE_CHECKING:
     from psycopg import Connection

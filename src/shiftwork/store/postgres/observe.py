@@ -8,9 +8,16 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg.rows import dict_row
 
-from ...records import GroupStats, Job, QueueGroups, QueueMinute, TaskMinute, WaitingTask
-from ...states import JobState
-from ..rows import aware, decoded, job_from_row, search_params
+from shiftwork.core.states import JobState
+from shiftwork.store.records import (
+    GroupStats,
+    Job,
+    QueueGroups,
+    QueueMinute,
+    TaskMinute,
+    WaitingTask,
+)
+from shiftwork.store.rows import aware, decoded, job_from_row, search_params
 
 
 class PostgresObserve:

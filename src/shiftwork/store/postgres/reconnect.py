@@ -14,7 +14,7 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed
 
-from ..connections import RECONNECT_GIVE_UP
+from shiftwork.store.connections import RECONNECT_GIVE_UP
 
 
 def _again(pool: ConnectionPool[Any]) -> None:

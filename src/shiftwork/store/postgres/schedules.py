@@ -11,7 +11,7 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
-from ..schedules import TIME_COLUMNS, ScheduleStoreLogic
+from shiftwork.store.schedules import TIME_COLUMNS, ScheduleStoreLogic
 
 
 class PostgresSchedules(ScheduleStoreLogic):

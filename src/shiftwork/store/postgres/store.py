@@ -15,13 +15,45 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from ...clock import Clock, SystemClock
-from ...errors import CommitUnknownError, ConfigurationError, JobNotFoundError, StorageError
-from ...flow import ClaimFlow, RateLimit
-from ...job import NewJob
-from ...names import check_schema
-from ...outcome import Outcome
-from ...records import (
+from shiftwork.core.clock import Clock, SystemClock
+from shiftwork.core.errors import (
+    CommitUnknownError,
+    ConfigurationError,
+    JobNotFoundError,
+    StorageError,
+)
+from shiftwork.core.names import check_schema
+from shiftwork.core.redact import describe_dsn, redact
+from shiftwork.core.states import JobState
+from shiftwork.flow.limits import ClaimFlow, RateLimit
+from shiftwork.jobs.new_job import NewJob
+from shiftwork.jobs.outcome import Outcome
+from shiftwork.store.connections import Connections, application_name
+from shiftwork.store.console import JobsConsole
+from shiftwork.store.deps import DepsActions, Mark
+from shiftwork.store.fleet import FleetWrites
+from shiftwork.store.flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
+from shiftwork.store.jobs import (
+    JobsActions,
+    claimed_jobs,
+    error_json,
+    held_jobs,
+    rescued_jobs,
+)
+from shiftwork.store.long_jobs import LongJobsWrites
+from shiftwork.store.postgres.arrays import int_array, or_null, word_array
+from shiftwork.store.postgres.async_jobs import PostgresAsyncJobs
+from shiftwork.store.postgres.connect_errors import libpq_text, lost_reply, read_only, refusal
+from shiftwork.store.postgres.copy_rows import copy_jobs, copy_staged
+from shiftwork.store.postgres.job_logs import PostgresJobLogs
+from shiftwork.store.postgres.keyed import keys_taken, settle_keys
+from shiftwork.store.postgres.long_jobs import PostgresLongJobs
+from shiftwork.store.postgres.observe import PostgresObserve
+from shiftwork.store.postgres.reconnect import reconnect_options
+from shiftwork.store.postgres.schedules import PostgresSchedules
+from shiftwork.store.postgres.wakeups import PostgresWakeListener
+from shiftwork.store.postgres.workflows import PostgresWorkflows
+from shiftwork.store.records import (
     SHUTDOWN,
     ClaimedJob,
     EnqueueResult,
@@ -31,36 +63,9 @@ from ...records import (
     RescuedJob,
     WorkerInfo,
 )
-from ...redact import describe_dsn, redact
-from ...states import JobState
-from ..connections import Connections, application_name
-from ..console import JobsConsole
-from ..deps import DepsActions, Mark
-from ..fleet import FleetWrites
-from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
-from ..jobs import (
-    JobsActions,
-    claimed_jobs,
-    error_json,
-    held_jobs,
-    rescued_jobs,
-)
-from ..long_jobs import LongJobsWrites
-from ..rows import aware, decoded, job_from_row, legal_pairs, queue_stats_from_rows
-from ..sqlfile import load_all_queries, load_migrations
-from ..wakeups import shared_wakeups
-from .arrays import int_array, or_null, word_array
-from .async_jobs import PostgresAsyncJobs
-from .connect_errors import libpq_text, lost_reply, read_only, refusal
-from .copy_rows import copy_jobs, copy_staged
-from .job_logs import PostgresJobLogs
-from .keyed import keys_taken, settle_keys
-from .long_jobs import PostgresLongJobs
-from .observe import PostgresObserve
-from .reconnect import reconnect_options
-from .schedules import PostgresSchedules
-from .wakeups import PostgresWakeListener
-from .workflows import PostgresWorkflows
+from shiftwork.store.rows import aware, decoded, job_from_row, legal_pairs, queue_stats_from_rows
+from shiftwork.store.sqlfile import load_all_queries, load_migrations
+from shiftwork.store.wakeups import shared_wakeups
 
 log = logging.getLogger("shiftwork.store.postgres")
 

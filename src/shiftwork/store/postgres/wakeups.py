@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from ..wakeups import ClosingListener
+from shiftwork.store.wakeups import ClosingListener
 
 #: How long one wait for notifications lasts before ``stop`` is looked at again.
 WAIT_SECONDS = 0.5

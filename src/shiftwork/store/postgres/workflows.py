@@ -6,8 +6,10 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from ...errors import LeaseLost, ShiftworkError
-from ...records import (
+from shiftwork.core.errors import LeaseLost, ShiftworkError
+from shiftwork.core.states import WORKFLOW_STATUSES, JobState, WorkflowStatus
+from shiftwork.store.joins import check_join, join_reported
+from shiftwork.store.records import (
     StepRecord,
     WorkflowEvent,
     WorkflowLine,
@@ -15,9 +17,7 @@ from ...records import (
     WorkflowRun,
     WorkflowSummary,
 )
-from ...states import WORKFLOW_STATUSES, JobState, WorkflowStatus
-from ..joins import check_join, join_reported
-from ..rows import FIRST_PAGE, aware
+from shiftwork.store.rows import FIRST_PAGE, aware
 
 
 class PostgresWorkflows:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...records import JobLogLine
-from ..rows import from_ts
+from shiftwork.store.records import JobLogLine
+from shiftwork.store.rows import from_ts
 
 
 class SQLiteJobLogs:

@@ -8,9 +8,16 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ...records import GroupStats, Job, QueueGroups, QueueMinute, TaskMinute, WaitingTask
-from ...states import JobState
-from ..rows import from_ts, job_from_row, loads, search_params
+from shiftwork.core.states import JobState
+from shiftwork.store.records import (
+    GroupStats,
+    Job,
+    QueueGroups,
+    QueueMinute,
+    TaskMinute,
+    WaitingTask,
+)
+from shiftwork.store.rows import from_ts, job_from_row, loads, search_params
 
 
 def _from_ts(value: float) -> datetime:

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..schedules import TIME_COLUMNS, ScheduleStoreLogic
+from shiftwork.store.schedules import TIME_COLUMNS, ScheduleStoreLogic
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)

@@ -14,12 +14,26 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext, supp
 from datetime import datetime
 from typing import Any
 
-from ...clock import Clock, SystemClock
-from ...errors import ConfigurationError, JobNotFoundError, StorageError
-from ...flow import ClaimFlow, RateLimit
-from ...job import NewJob
-from ...outcome import Outcome
-from ...records import (
+from shiftwork.core.clock import Clock, SystemClock
+from shiftwork.core.errors import ConfigurationError, JobNotFoundError, StorageError
+from shiftwork.core.states import FINAL, JobState
+from shiftwork.flow.limits import ClaimFlow, RateLimit
+from shiftwork.jobs.new_job import NewJob
+from shiftwork.jobs.outcome import Outcome
+from shiftwork.store.console import JobsConsole
+from shiftwork.store.deps import NO_MARK, DepsActions, Mark
+from shiftwork.store.fleet import FleetWrites
+from shiftwork.store.flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
+from shiftwork.store.jobs import (
+    JobsActions,
+    claim_within_limits,
+    claimed_jobs,
+    error_json,
+    held_jobs,
+    rescued_jobs,
+)
+from shiftwork.store.long_jobs import LongJobsWrites
+from shiftwork.store.records import (
     SHUTDOWN,
     ClaimedJob,
     EnqueueResult,
@@ -29,28 +43,14 @@ from ...records import (
     RescuedJob,
     WorkerInfo,
 )
-from ...states import FINAL, JobState
-from ..console import JobsConsole
-from ..deps import NO_MARK, DepsActions, Mark
-from ..fleet import FleetWrites
-from ..flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
-from ..jobs import (
-    JobsActions,
-    claim_within_limits,
-    claimed_jobs,
-    error_json,
-    held_jobs,
-    rescued_jobs,
-)
-from ..long_jobs import LongJobsWrites
-from ..rows import from_ts, job_from_row, legal_pairs, loads, queue_stats_from_rows
-from ..sqlfile import load_all_queries, load_migrations
-from .job_logs import SQLiteJobLogs
-from .long_jobs import SQLiteLongJobs
-from .observe import SQLiteObserve
-from .schedules import SQLiteSchedules
-from .wakeups import DataVersionWatcher
-from .workflows import SQLiteWorkflows
+from shiftwork.store.rows import from_ts, job_from_row, legal_pairs, loads, queue_stats_from_rows
+from shiftwork.store.sqlfile import load_all_queries, load_migrations
+from shiftwork.store.sqlite.job_logs import SQLiteJobLogs
+from shiftwork.store.sqlite.long_jobs import SQLiteLongJobs
+from shiftwork.store.sqlite.observe import SQLiteObserve
+from shiftwork.store.sqlite.schedules import SQLiteSchedules
+from shiftwork.store.sqlite.wakeups import DataVersionWatcher
+from shiftwork.store.sqlite.workflows import SQLiteWorkflows
 
 log = logging.getLogger("shiftwork.store.sqlite")
 

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from ..wakeups import ANY_QUEUE, ClosingListener
+from shiftwork.store.wakeups import ANY_QUEUE, ClosingListener
 
 POLL_BUSY = 0.001  # seconds between data_version reads while work arrives
 POLL_IDLE = 0.005

@@ -26,8 +26,7 @@ class Command(BaseCommand):  # type: ignore[misc]
     @staticmethod
     def run_shiftwork(args: list[str], prog: str) -> None:
         from shiftwork.cli.root import main
-
-        from ... import get_app
+        from shiftwork.contrib.django import get_app
 
         get_app()  # built, and every tasks module imported, before the command runs
         os.environ.setdefault("SHIFTWORK_APP", "shiftwork.contrib.django:app")

@@ -1,0 +1,1 @@
+"""Composition: result handles, groups with a callback, chains and graphs."""

@@ -1,0 +1,87 @@
+"""Retry policy: exponential backoff with full jitter, decided apart from any write."""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from shiftwork.core.bounds import seconds
+from shiftwork.core.control import RetryIn
+from shiftwork.core.errors import ConfigurationError, StorageError
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential backoff with full jitter.
+
+    The delay before attempt ``n + 1`` (after ``n`` failures) is drawn uniformly
+    from ``[0, min(maximum, initial * coefficient ** (n - 1))]``; ``jitter=False``
+    uses the upper bound itself. Exception types in ``non_retryable`` go straight
+    to ``dead``. A task may raise :class:`~shiftwork.RetryIn` to pick its own delay.
+    """
+
+    initial: float = 1.0
+    coefficient: float = 2.0
+    maximum: float = 3600.0
+    jitter: bool = True
+    non_retryable: tuple[type[BaseException], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        # (frozen: the checked values, timedeltas as seconds, are set in place)
+        object.__setattr__(self, "initial", seconds(self.initial, "Backoff: initial"))
+        object.__setattr__(self, "maximum", seconds(self.maximum, "Backoff: maximum"))
+        if isinstance(self.coefficient, bool) or not isinstance(self.coefficient, (int, float)) \
+                or not 1 <= self.coefficient < math.inf:
+            raise ConfigurationError(f"Backoff: coefficient must be a finite number >= 1, "
+                                     f"not {self.coefficient!r}")
+
+    def cap(self, failures: int) -> float:
+        """The longest delay after ``failures`` failures (before jitter)."""
+        exponent = max(failures - 1, 0)
+        # Guard against float overflow for large attempt counts.
+        if exponent > 200:
+            return self.maximum
+        return float(min(self.maximum, self.initial * self.coefficient**exponent))
+
+    def delay(
+        self, failures: int, error: BaseException | None = None,
+        rand: Callable[[], float] = random.random,
+    ) -> float:
+        """Seconds to wait after ``failures`` failures (a ``RetryIn`` error says its own)."""
+        if isinstance(error, RetryIn):
+            return error.seconds
+        cap = self.cap(failures)
+        return cap * rand() if self.jitter else cap
+
+    def retryable(self, error: BaseException) -> bool:
+        """False for the ``non_retryable`` exception types: the job goes dead at once."""
+        return not (self.non_retryable and isinstance(error, self.non_retryable))
+
+
+DEFAULT_BACKOFF = Backoff()
+
+
+T = TypeVar("T")
+
+#: Pauses between tries of a write that is safe to repeat (about 2.6 s in all).
+REPEAT_DELAYS = (0.1, 0.5, 2.0)
+
+
+def repeat_on_storage_error(write: Callable[[], T],
+                               delays: tuple[float, ...] = REPEAT_DELAYS) -> T:
+    """Call ``write`` again after a :class:`StorageError`, a few times, then give up.
+
+    Only for writes that are safe to repeat (fenced by attempt, writing the same values):
+    a failure may be a lost reply after a commit, and a brief outage should not cost a
+    long job its attempt.
+    """
+    for delay in delays:
+        try:
+            return write()
+        except StorageError:
+            time.sleep(delay)
+    return write()

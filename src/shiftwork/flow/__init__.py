@@ -1,0 +1,1 @@
+"""Flow control declared on tasks and queues: rate limits, concurrency and groups."""

@@ -1,0 +1,69 @@
+"""What ``task.enqueue`` returns (a handle to wait on the job's result) and the checks of
+``after=`` / ``on_failure=`` that enqueue runs: below the task and composition modules,
+which both use them."""
+
+from __future__ import annotations
+
+from typing import Any, Generic, Protocol, TypeVar, cast
+
+from shiftwork.core.errors import DependencyError
+from shiftwork.store.records import EnqueueResult
+
+R = TypeVar("R")
+
+ON_FAILURE = ("cancel", "run")
+
+
+class ResultHost(Protocol):
+    """What a handle needs of its App: waiting for a job's result."""
+
+    def wait_result(self, job_id: int, timeout: float | None) -> Any: ...
+
+    async def wait_result_async(self, job_id: int, timeout: float | None) -> Any: ...
+
+
+class JobHandle(EnqueueResult, Generic[R]):
+    """What ``task.enqueue`` returns: the job's id, and a way to wait for its result.
+
+    Still an :class:`EnqueueResult` (``id``, ``created``; compares equal to one).
+    """
+
+    _host: ResultHost
+
+    def __new__(cls, id: int, created: bool, host: ResultHost) -> JobHandle[R]:
+        self = super().__new__(cls, id, created)
+        self._host = host
+        return self
+
+    def result(self, timeout: float | None = 30.0) -> R:
+        """Block until the job finished and return its task's return value.
+
+        Raises :class:`~shiftwork.core.errors.JobFailed` (dead; ``.error`` is its last error),
+        :class:`~shiftwork.core.errors.JobCancelled`, or ``TimeoutError``.
+        """
+        return cast(R, self._host.wait_result(self.id, timeout))
+
+    async def result_async(self, timeout: float | None = 30.0) -> R:
+        """:meth:`result` for asyncio code."""
+        return cast(R, await self._host.wait_result_async(self.id, timeout))
+
+
+def dependency_ids(after: Any) -> tuple[int, ...]:
+    """``after=`` as job ids: handles, EnqueueResults or ints."""
+    if isinstance(after, (EnqueueResult, int)):
+        after = [after]
+    ids = []
+    for a in after:
+        job_id = a.id if isinstance(a, EnqueueResult) else a
+        if isinstance(job_id, bool) or not isinstance(job_id, int) or job_id < 1:
+            raise DependencyError(f"after= takes jobs (what enqueue returned) or job ids, "
+                                  f"not {a!r}")
+        ids.append(job_id)
+    return tuple(dict.fromkeys(ids))
+
+
+def check_on_failure(on_failure: str) -> str:
+    if on_failure not in ON_FAILURE:
+        raise DependencyError(f"on_failure={on_failure!r}: must be 'cancel' (do not run "
+                              "after a parent died or was cancelled) or 'run'")
+    return on_failure

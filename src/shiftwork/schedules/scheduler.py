@@ -1,0 +1,253 @@
+"""The scheduler service: the leader's duty of firing due occurrences.
+
+People's actions on schedules (pause, resume, trigger, backfill, preview) and how
+schedules look to visibility tools live on the App: :mod:`shiftwork.schedules.book`.
+
+Every worker runs a :class:`Scheduler` service. At start it reconciles the schedules
+declared in code into the database. It registers a leader duty (``app.leader_duties``)
+through which the Leader service tells it, every leader tick, the term it holds; while
+that term is fresh the scheduler makes a pass every ``interval`` seconds (a schedule may
+fire every second, faster than leader ticks). Each pass:
+
+1. copies finished jobs' outcomes onto their occurrences (and pauses a schedule whose
+   run failed, if it asked for that);
+2. cancels, as missed, jobs not started within their starting deadline;
+3. reads the schedules with something due (only those: an index on the cursor), and for
+   up to ``FIRE_BATCH`` of them at a time reads their snapshots, asks
+   :func:`shiftwork.schedules.definition.plan_tick` as of the pass's start, and writes the plans
+   (occurrences, jobs, cursors) in one transaction that first checks the term in the
+   database (a paused or cut-off ex-leader writes nothing);
+4. judges succeeded runs against ``expect_items`` and calls the ``on_schedule_empty``
+   hooks once per empty occurrence; runs the dead-man switch and calls the
+   ``on_schedule_late`` hooks once per late occurrence.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from shiftwork.core.errors import StorageError
+from shiftwork.core.service import Service
+from shiftwork.jobs.items import ItemsCheck, RunFigures, judge_items
+from shiftwork.schedules.book import on_time_grace, report
+from shiftwork.schedules.definition import Plan, RunStatus, ScheduleDef, Snapshot, iso_z, plan_tick
+from shiftwork.store.records import Applied
+from shiftwork.store.schedules import NotLeader, Planner
+
+if TYPE_CHECKING:
+    from shiftwork.app import App
+    from shiftwork.worker.maintenance.leader import Leader
+
+log = logging.getLogger("shiftwork.scheduler")
+
+#: Seconds between passes while leader.
+PASS_INTERVAL = 0.25
+#: Schedules decided per firing transaction: their occurrences, jobs and cursors are
+#: written in a few statements, one commit.
+FIRE_BATCH = 1000
+#: Firing transactions at once on Postgres when a pass has several batches (at most the
+#: pool's size less one): while one waits for the server, another plans in Python.
+FIRE_THREADS = 3
+#: Seconds after a cursor's instant that the leader wakes for it (clock granularity).
+WAKE_MARGIN = 0.002
+#: Seconds between the bookkeeping steps (sync, deadlines, dead-man switch).
+HOUSEKEEPING_INTERVAL = 1.0
+
+
+def reconcile(app: App) -> dict[str, str]:
+    """Make the database's schedules match those declared on ``app``."""
+    report = app.store.schedules_reconcile(
+        list(app.schedules.values()), lambda d, now: d.cron_schedule().next_after(now))
+    changed = {k: v for k, v in report.items() if v != "unchanged"}
+    if changed:
+        log.info("schedules reconciled: %s",
+                 ", ".join(f"{k} {v}" for k, v in sorted(changed.items())))
+    return report
+
+
+def _one_by_one(app: App, names: list[str], planner: Planner, owner: str, term: int
+                ) -> list[tuple[str, Applied]]:
+    out = []
+    for name in names:
+        try:
+            out.append((name, app.store.schedules_apply(name, planner, owner, term,
+                                                        insert=app.insert_rows)))
+        except (NotLeader, StorageError):  # the database, not this schedule: the pass ends
+            raise
+        except Exception:
+            log.exception("schedule %s: firing failed; will try again next pass", name)
+    return out
+
+
+def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
+    """One scheduler pass as leader ``(owner, term)``; returns jobs enqueued.
+
+    Raises :class:`NotLeader` when the term is over. Tests call this directly with a
+    :class:`~shiftwork.FakeClock` to drive the policies without real time passing.
+    """
+    store = app.store
+    if housekeeping:
+        for schedule, fire_at, status, job_id in store.schedule_runs_sync(owner, term):
+            if status is RunStatus.FAILED:
+                app.events.emit("schedule.run_failed", schedule=schedule,
+                                fire_at=iso_z(fire_at), job_id=job_id)
+        for schedule, fire_at, job_id in store.schedule_runs_expire(owner, term):
+            app.events.emit("schedule.missed", schedule=schedule, fire_at=iso_z(fire_at),
+                            job_id=job_id, reason="starting deadline")
+    grace = on_time_grace(app.settings)
+    # Every occurrence this pass takes is judged as of the pass's start: when a live
+    # leader took it. A burst that takes seconds to write is not late by its own work
+    # (on-time vs caught-up, starting deadline: docs/scheduling.md).
+    as_of, names = store.schedules_due_as_of()
+
+    def planner(defn: ScheduleDef, snap: Snapshot, now: datetime) -> Plan:
+        return plan_tick(defn, defn.cron_schedule(), snap, min(now, as_of), grace)
+
+    def fire(batch: list[str]) -> list[tuple[str, Applied]]:
+        try:
+            return store.schedules_fire(batch, planner, owner, term, insert=app.insert_rows)
+        except (NotLeader, StorageError):  # the database, not a schedule: the pass ends
+            raise
+        except Exception:  # one broken schedule must not starve the others: one by one
+            log.exception("schedules: a batch of %d failed; firing them one by one", len(batch))
+            return _one_by_one(app, batch, planner, owner, term)
+
+    def announce(fired: list[tuple[str, Applied]]) -> int:
+        for name, applied in fired:
+            report(app, name, applied.plan, applied.enqueued)
+        return sum(len(applied.enqueued) for _, applied in fired)
+
+    batches = [names[i:i + FIRE_BATCH] for i in range(0, len(names), FIRE_BATCH)]
+    count = 0
+    threads = 1
+    if len(batches) > 1 and store.engine == "postgres":
+        # One of the pool's connections stays free for the worker's claims and heartbeats.
+        pool_size: int = store.connections.pool_size  # type: ignore[attr-defined]
+        threads = min(FIRE_THREADS, len(batches), pool_size - 1)
+    if threads > 1:
+        # Transactions at once: one batch's statements run in Postgres while the next
+        # batch is planned in Python (SQLite has one writer: no gain there). Each batch
+        # is announced as soon as it has committed.
+        with ThreadPoolExecutor(threads, thread_name_prefix="shiftwork-fire") as pool:
+            for fired in pool.map(fire, batches):
+                count += announce(fired)
+    else:
+        for batch in batches:
+            count += announce(fire(batch))
+    if housekeeping:
+        check_items(app, owner, term)
+        for late in store.schedule_runs_check_late(owner, term):
+            app.events.emit("schedule.late", schedule=late.schedule,
+                            fire_at=iso_z(late.fire_at), status=late.status.value,
+                            job_id=late.job_id, within=late.expect_success_within)
+            for hook in list(app.schedule_late_hooks):
+                try:
+                    hook(late)
+                except Exception:
+                    log.exception("on_schedule_late hook failed for %s at %s", late.schedule,
+                                  iso_z(late.fire_at))
+    return count
+
+
+def check_items(app: App, owner: str, term: int) -> None:
+    """The items check: judge succeeded runs against their schedule's ``expect_items``,
+    then announce each empty one once (marked in the database first, as a late one)."""
+    def judge(figures: RunFigures, expect_items: int | None, rule_name: str | None
+              ) -> tuple[ItemsCheck, str]:
+        declared = app.schedules.get(figures.schedule)
+        rule = declared.items_rule if declared is not None else None
+        return judge_items(figures, expect_items, rule_name, rule)
+
+    for empty in app.store.schedule_runs_check_items(owner, term, judge):
+        app.events.emit("schedule.empty", schedule=empty.schedule,
+                        fire_at=iso_z(empty.fire_at), job_id=empty.job_id, items=empty.items,
+                        expect_items=empty.expect_items, reason=empty.reason)
+        for hook in list(app.schedule_empty_hooks):
+            try:
+                hook(empty)
+            except Exception:
+                log.exception("on_schedule_empty hook failed for %s at %s", empty.schedule,
+                              iso_z(empty.fire_at))
+
+
+class Scheduler(Service):
+    """Fires due occurrences while this worker is the leader."""
+
+    name = "scheduler"
+
+    def __init__(self, app: App, worker_id: str, leader: Leader | None = None,
+                 interval: float = PASS_INTERVAL) -> None:
+        super().__init__(interval)
+        self.app = app
+        self.worker_id = worker_id
+        self.leader = leader  # this worker's Leader service: duties of others are ignored
+        self._term: int | None = None
+        self._term_seen = 0.0
+        self._last_housekeeping = 0.0
+        self._any = False  # whether the database holds schedules at all
+        self._reconciled = False
+
+    def start(self) -> None:
+        try:
+            reconcile(self.app)
+            self._any = self.app.store.schedules_exist()
+            self._reconciled = True
+        except StorageError as exc:  # the database is restarting: reconcile on a tick
+            log.warning("scheduler: could not reconcile schedules yet (%s); will retry", exc)
+        if self.on_leader_tick not in self.app.leader_duties:
+            self.app.leader_duties.append(self.on_leader_tick)
+        super().start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self.on_leader_tick in self.app.leader_duties:
+            self.app.leader_duties.remove(self.on_leader_tick)
+        super().stop(timeout)
+
+    def on_leader_tick(self, term: int) -> None:
+        """The leader duty: the Leader service confirms, every tick, the term it holds."""
+        if self.leader is not None and self.leader.term != term:
+            return  # another worker's Leader on the same App object (in-process tests)
+        self._term = term
+        self._term_seen = time.monotonic()
+
+    @property
+    def term(self) -> int | None:
+        """The term, while recently confirmed (a paused process finds it stale)."""
+        if self._term is None:
+            return None
+        if time.monotonic() - self._term_seen > self.app.settings.leader_ttl * 2 / 3:
+            return None
+        return self._term
+
+    def tick(self) -> None:
+        if not self._reconciled:
+            reconcile(self.app)
+            self._any = self.app.store.schedules_exist()
+            self._reconciled = True
+        term = self.term
+        if term is None:
+            return
+        now = time.monotonic()
+        housekeeping = now - self._last_housekeeping >= HOUSEKEEPING_INTERVAL
+        if housekeeping:
+            self._last_housekeeping = now
+            # An app without schedules writes nothing; another deploy may add some.
+            self._any = self._any or self.app.store.schedules_exist()
+        if not self._any:
+            return
+        try:
+            run_pass(self.app, self.worker_id, term, housekeeping)
+        except NotLeader:
+            log.info("scheduler: term %s is over; standing down", term)
+            self._term = None
+            return
+        # A cursor coming due before the next pass: wake at its instant (a burst of
+        # schedules due at a cron boundary starts then, not up to an interval later).
+        asked = time.monotonic()
+        soon = self.app.store.schedules_next_fire_in()
+        if soon is not None and 0 < soon < self.interval:
+            self.next_wait = soon + WAKE_MARGIN - (time.monotonic() - asked)

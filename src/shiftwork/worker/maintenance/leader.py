@@ -1,0 +1,57 @@
+"""Leadership: one lease row in the database; while this worker holds it, it runs the
+leader's duties (pruning, and whatever features register, such as the scheduler)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from shiftwork.core.service import Service
+from shiftwork.store.schedules import LEADER_NAME
+from shiftwork.worker.maintenance.pruner import Pruner
+
+if TYPE_CHECKING:
+    from shiftwork.app import App
+
+log = logging.getLogger("shiftwork.worker")
+
+
+class Leader(Service):
+    """Holds the leader lease and, while it does, runs the leader's duties.
+
+    Correctness never depends on being leader (uniqueness in the database does);
+    leadership only keeps the duties from running on every host at once.
+    """
+
+    name = "leader"
+
+    def __init__(self, app: App, worker_id: str) -> None:
+        super().__init__(app.settings.leader_ttl / 3)
+        self.app = app
+        self.worker_id = worker_id
+        self.term: int | None = None
+        self.pruner = Pruner(app)
+
+    def tick(self) -> None:
+        store = self.app.store
+        term = store.leader_acquire(LEADER_NAME, self.worker_id, self.app.settings.leader_ttl)
+        if term != self.term:
+            if term is None:
+                self.app.events.emit("leader.lost", worker_id=self.worker_id, term=self.term)
+            else:
+                self.app.events.emit("leader.elected", worker_id=self.worker_id, term=term)
+            self.term = term
+        if term is None:
+            return
+        self.pruner.maybe_prune()
+        for duty in list(self.app.leader_duties):
+            duty(term)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        super().stop(timeout)
+        if self.term is not None:
+            try:
+                self.app.store.leader_release(LEADER_NAME, self.worker_id)
+            except Exception:
+                log.debug("could not release leadership", exc_info=True)
+            self.term = None

@@ -1,0 +1,51 @@
+"""Retention: what the leader deletes every ``prune_interval``, in one place.
+
+Finished and dead jobs past their retention, rows of workers gone silent, expired
+effect keys, schedule occurrences past the dead-job retention, groups whose jobs are all
+gone, per-minute counts
+older than a day, and per-group rate buckets idle long enough to be full again.
+Only the leader prunes, so the fleet does this work once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from shiftwork.observe.worker import MINUTES_KEPT
+
+if TYPE_CHECKING:
+    from shiftwork.app import App
+
+log = logging.getLogger("shiftwork.worker")
+
+
+class Pruner:
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self._last = 0.0
+
+    def maybe_prune(self) -> None:
+        """Prune if ``prune_interval`` has passed since the last time (the leader's tick)."""
+        now = time.monotonic()
+        if now - self._last < self.app.settings.prune_interval:
+            return
+        self._last = now
+        self.prune()
+
+    def prune(self) -> None:
+        store, s = self.app.store, self.app.settings
+        pruned = store.jobs_prune(s.retention_finished, s.retention_dead)
+        store.workers_prune(max(3 * s.heartbeat_interval, s.lease_seconds))
+        store.effect_keys_prune()
+        store.schedule_runs_prune(s.retention_dead)
+        store.groups_prune(max(s.retention_finished, s.retention_dead))
+        store.queue_minutes_prune(MINUTES_KEPT)
+        store.task_minutes_prune(MINUTES_KEPT)
+        for task in self.app.tasks.values():
+            limit = task.options.group_rate_limit
+            if limit is not None:  # a bucket refills from empty in capacity / rate seconds
+                store.rate_buckets_prune(f"group:{task.name}:", limit.capacity / limit.rate)
+        if pruned:
+            log.info("pruned %d finished jobs", pruned)

@@ -1,0 +1,45 @@
+"""The rescuer: jobs whose lease expired go back to waiting (or dead)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from shiftwork.core.service import Service
+from shiftwork.core.states import JobState
+
+if TYPE_CHECKING:
+    from shiftwork.app import App
+    from shiftwork.worker.maintenance.leader import Leader
+
+
+class Rescuer(Service):
+    """The leader looks for expired leases every ``rescue_interval``; every other worker
+    only once per ``leader_ttl``, so recovery needs no single process (a fleet without a
+    leader still rescues) while the fleet's rescue statements stay about one leader's,
+    not one per worker per interval (docs/performance.md, "Fleet")."""
+
+    name = "rescuer"
+
+    def __init__(self, app: App, leader: Leader | None = None) -> None:
+        super().__init__(app.settings.rescue_interval)
+        self.app = app
+        self.leader = leader
+        self.backstop = max(1, math.ceil(app.settings.leader_ttl / app.settings.rescue_interval))
+        self._ticks = 0
+
+    def tick(self) -> None:
+        self._ticks += 1
+        leading = self.leader is None or self.leader.term is not None
+        if not leading and self._ticks % self.backstop:
+            return
+        rescued = self.app.store.jobs_rescue()
+        dead = [job.id for job in rescued if job.state is JobState.DEAD]
+        if dead:  # their dependents: cancelled, or run anyway (on_failure="run")
+            self.app.store.deps_resolve(dead)
+        for job in rescued:
+            fields = {"job_id": job.id, "task": job.task, "queue": job.queue,
+                      "attempt": job.attempt}
+            self.app.events.emit("job.rescued", **fields, state=job.state.value)
+            if job.state is JobState.DEAD:  # counted with the task's other deaths
+                self.app.events.emit("job.dead", **fields, reason="lease expired")
