@@ -110,7 +110,7 @@ def one(engine: str, jobs: int, dead: int, pages: int, retries: int) -> dict[str
 
     from shiftwork import App
     from shiftwork.jobs.bulk import bulk_apply
-    from shiftwork.jobs.filter import parse_filter
+    from shiftwork.model.filter import parse_filter
     from shiftwork.web.jobs_console import COUNT_CAP, PAGE
 
     out: dict[str, Any] = {"engine": engine, "jobs": jobs, "dead": dead}

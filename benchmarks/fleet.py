@@ -189,7 +189,7 @@ def _run(cluster_dsn: str, bouncer: Any | None, processes: int, jobs: int,
 
 
 def _job(app: Any) -> Any:
-    from shiftwork.jobs.new_job import NewJob
+    from shiftwork.model.new_job import NewJob
 
     return NewJob(task="fleet.noop", queue="bench", args_json="[]")
 

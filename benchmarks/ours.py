@@ -427,7 +427,7 @@ def _claim_cost(app: App, jobs: int, batch: int) -> dict[str, float]:
     claims: list[float] = []
     completes: list[float] = []
     from shiftwork.core.states import JobState
-    from shiftwork.jobs.outcome import Outcome
+    from shiftwork.model.outcome import Outcome
 
     while True:
         t0 = time.perf_counter()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from shiftwork import App, FakeClock, JobState
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.outcome import Outcome
 
 TRICKY = ["plain", "back\\slash", 'quote"d', "tab\there", "new\nline", "ünïcødé ✓", "\\N",
           "", "\\\\double"]

@@ -17,9 +17,9 @@ from markupsafe import escape
 
 from shiftwork import App, ConfigurationError, FakeClock, JobState
 from shiftwork.jobs.bulk import bulk_apply
-from shiftwork.jobs.filter import FilterError, parse_filter
-from shiftwork.jobs.new_job import NewJob
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.filter import FilterError, parse_filter
+from shiftwork.model.new_job import NewJob
+from shiftwork.model.outcome import Outcome
 from shiftwork.web import create_dashboard
 
 from .conftest import FAST

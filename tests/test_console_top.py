@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from shiftwork.model.records import QueueMinute
 from shiftwork.observe.views import finished_in_last_60s, overview
-from shiftwork.store.records import QueueMinute
 
 
 def test_last_60s_is_zero_long_after_the_last_job(make_app: Any) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from shiftwork import App, ConfigurationError, JobNotFoundError, JobState
-from shiftwork.jobs.new_job import NewJob
+from shiftwork.model.new_job import NewJob
 from shiftwork.testing import drain
 from shiftwork.web import create_dashboard
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from shiftwork import App, FakeClock, JobState, Workflow
-from shiftwork.store.records import WorkflowLine
+from shiftwork.model.records import WorkflowLine
 from shiftwork.testing import drain
 from shiftwork.web import create_dashboard
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from shiftwork import App, JobContext, JobState
-from shiftwork.store.records import QueueMinute
+from shiftwork.model.records import QueueMinute
 from shiftwork.web import create_dashboard
 
 from .conftest import running_worker, wait_for

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from shiftwork import App, ConfigurationError, FakeClock, JobState
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.outcome import Outcome
 
 from .conftest import imported_app, spawn_worker, wait_for
 from .test_chaos import stop

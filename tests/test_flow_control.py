@@ -12,7 +12,7 @@ import pytest
 
 from shiftwork import App, ConfigurationError, FakeClock, JobContext, JobState
 from shiftwork.flow.limits import ClaimFlow, RateLimit, rate_limit
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.outcome import Outcome
 
 from .conftest import imported_app, running_worker, spawn_worker, wait_for
 from .test_chaos import stop

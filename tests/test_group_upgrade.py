@@ -8,7 +8,7 @@ from typing import Any
 
 from shiftwork import App
 from shiftwork.core.states import JobState
-from shiftwork.jobs.new_job import DEPS_WAIT, NewJob
+from shiftwork.model.new_job import DEPS_WAIT, NewJob
 
 from .conftest import FAST, running_worker, wait_for
 

@@ -139,7 +139,7 @@ def test_the_command_exits_non_zero_and_says_why(db: dict[str, str]) -> None:
         conn_now = app.store.db_now()
         from datetime import timedelta
 
-        from shiftwork.jobs.new_job import NewJob
+        from shiftwork.model.new_job import NewJob
 
         app.store.jobs_insert([NewJob("send", "emails", '{"args": ["x"]}',
                                       run_at=conn_now - timedelta(seconds=120))])

@@ -14,7 +14,7 @@ from shiftwork import App, FakeClock, JobCancelled, JobContext, JobState
 from shiftwork.cli import format as cli_format
 from shiftwork.cli import main
 from shiftwork.core.errors import ConfigurationError, JobPaused, LeaseLost, PayloadError
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.outcome import Outcome
 
 from .conftest import running_worker, wait_for
 

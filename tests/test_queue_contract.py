@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shiftwork import App, Backoff, FakeClock, JobContext, JobState, RetryIn
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.outcome import Outcome
 
 from .conftest import running_worker, wait_for
 

@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 
 from shiftwork import App, ConfigurationError, JobContext, JobState
-from shiftwork.jobs.items import ItemsCheck
+from shiftwork.model.items import ItemsCheck
+from shiftwork.model.records import EmptyRun, RunFigures
 from shiftwork.observe.health import check_health
 from shiftwork.observe.metrics import Metrics
 from shiftwork.schedules.definition import ScheduleDef, iso_z
-from shiftwork.store.records import EmptyRun, RunFigures
 from shiftwork.web import create_dashboard
 
 from .conftest import ROOT, imported_app, running_worker, spawn_worker, wait_for

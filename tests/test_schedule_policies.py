@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from shiftwork import App, ConfigurationError, FakeClock, JobState, PayloadError
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.outcome import Outcome
 from shiftwork.schedules.cron import CronError
 from shiftwork.schedules.definition import RunStatus, iso_z, jitter_offset, plan_tick
 from shiftwork.schedules.scheduler import reconcile, run_pass

@@ -460,7 +460,7 @@ def test_a_forged_workflow_call_job_runs_nothing(app: App) -> None:
     """Finding 10: a shiftwork.workflow_call job not enqueued by a workflow (written
     straight into the table, or by an older release's enqueue) ran its target; it now
     dies without running it."""
-    from shiftwork.jobs.new_job import NewJob
+    from shiftwork.model.new_job import NewJob
 
     ran: list[str] = []
 
@@ -490,7 +490,7 @@ def test_a_call_enqueued_by_an_older_release_is_handed_to_its_own_task(
     ran its target inside itself, outside the target's limits; it now hands the call to a
     job of the target task (which the claim holds to its rate limit) and the parent gets
     the result from that job."""
-    from shiftwork.jobs.new_job import NewJob
+    from shiftwork.model.new_job import NewJob
     from shiftwork.workflow import children
 
     def old_release_enqueue(wf: Any, step: str, members: list[Any]) -> list[int]:

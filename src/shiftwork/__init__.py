@@ -27,7 +27,7 @@ from shiftwork.core.states import JobState
 from shiftwork.jobs.context import JobContext
 from shiftwork.jobs.handle import JobHandle
 from shiftwork.jobs.task import Task
-from shiftwork.store.records import EnqueueResult, Job, QueueStats
+from shiftwork.model.records import EnqueueResult, Job, QueueStats
 from shiftwork.workflow import Workflow
 
 __all__ = [

@@ -38,14 +38,15 @@ from shiftwork.flow.limits import (
 from shiftwork.flow.limits import rate_limit as flow_rate_limit
 from shiftwork.jobs.bulk import BulkResult, bulk_apply
 from shiftwork.jobs.context import JobContext
-from shiftwork.jobs.filter import check_sort, filter_of
 from shiftwork.jobs.handle import JobHandle
 from shiftwork.jobs.host import AppBase
-from shiftwork.jobs.items import ItemsExpectation, task_items_expectation
-from shiftwork.jobs.new_job import NewJob
-from shiftwork.jobs.tags import check_tags
 from shiftwork.jobs.task import EnqueueOptions, JobRequest, Task, TaskOptions
 from shiftwork.jobs.waiting import ResultWaiter, wait_result, wait_result_async
+from shiftwork.model.filter import check_sort, filter_of
+from shiftwork.model.items import ItemsExpectation, task_items_expectation
+from shiftwork.model.new_job import NewJob
+from shiftwork.model.records import EmptyRun, EnqueueResult, Job, LateRun, QueueStats
+from shiftwork.model.tags import check_tags
 from shiftwork.observe.hooks import Observers
 from shiftwork.observe.tracing import enqueue_span, recording
 from shiftwork.schedules.book import ScheduleBook
@@ -59,7 +60,6 @@ from shiftwork.schedules.definition import (
 )
 from shiftwork.store import Store, open_store
 from shiftwork.store.connections import Connections
-from shiftwork.store.records import EmptyRun, EnqueueResult, Job, LateRun, QueueStats
 from shiftwork.store.schema_check import describe_database, require_migrated
 from shiftwork.workflow import Workflow, WorkflowError
 from shiftwork.workflow.children import install as install_children
@@ -489,7 +489,7 @@ class App(AppBase):
 
         ``expect_items``: each succeeded run must report at least this many items
         (``ctx.processed``), or a callable given the run's figures
-        (``shiftwork.store.records.RunFigures``) returns whether it is fine; a run that falls
+        (``shiftwork.model.records.RunFigures``) returns whether it is fine; a run that falls
         short is marked empty once and alerted
         (``on_schedule_empty``, ``shiftwork health``; docs/alerting.md).
         """

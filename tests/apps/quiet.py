@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 from shiftwork import App, JobContext, Settings
+from shiftwork.model.records import EmptyRun
 from shiftwork.schedules.definition import iso_z
-from shiftwork.store.records import EmptyRun
 
 DSN = os.environ["SHIFTWORK_TEST_DSN"]
 SCHEMA = os.environ.get("SHIFTWORK_TEST_SCHEMA", "shiftwork")

@@ -7,10 +7,10 @@ from datetime import datetime
 from typing import Any
 
 from shiftwork.core.states import JobState
-from shiftwork.jobs.new_job import NewJob
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.new_job import NewJob
+from shiftwork.model.outcome import Outcome
+from shiftwork.model.records import ClaimedJob
 from shiftwork.store.base import Store
-from shiftwork.store.records import ClaimedJob
 
 LEASE = 30.0
 

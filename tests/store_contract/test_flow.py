@@ -7,8 +7,8 @@ import threading
 
 from shiftwork import FakeClock
 from shiftwork.flow.limits import ClaimFlow, RateLimit
+from shiftwork.model.records import GroupStats, QueueGroups
 from shiftwork.store.base import Store
-from shiftwork.store.records import GroupStats, QueueGroups
 
 from .helpers import LEASE, claim, new_job
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from shiftwork import FakeClock
 from shiftwork.core.states import JobState
-from shiftwork.jobs.filter import JobFilter, parse_filter
+from shiftwork.model.filter import JobFilter, parse_filter
 from shiftwork.store.base import Store
 
 from .helpers import claim_one, done, insert, state

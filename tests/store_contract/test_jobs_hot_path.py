@@ -10,8 +10,8 @@ import pytest
 
 from shiftwork import FakeClock
 from shiftwork.core.states import JobState
-from shiftwork.jobs.new_job import NewJob
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.new_job import NewJob
+from shiftwork.model.outcome import Outcome
 from shiftwork.store.base import Store
 
 from .helpers import claim, claim_one, done, insert, new_job, state

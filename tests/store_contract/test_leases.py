@@ -8,7 +8,7 @@ import pytest
 
 from shiftwork import FakeClock
 from shiftwork.core.states import JobState
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.outcome import Outcome
 from shiftwork.store.base import Store
 
 from .helpers import LEASE, claim, claim_one, done, insert, state

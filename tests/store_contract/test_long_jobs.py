@@ -8,8 +8,8 @@ import pytest
 
 from shiftwork import FakeClock
 from shiftwork.core.states import JobState
+from shiftwork.model.records import Touch
 from shiftwork.store.base import Store
-from shiftwork.store.records import Touch
 
 from .helpers import LEASE, claim_one, done, insert, new_job
 

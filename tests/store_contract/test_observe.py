@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from shiftwork import FakeClock
 from shiftwork.core.states import JobState
+from shiftwork.model.records import QueueMinute, TaskMinute
 from shiftwork.store.base import Store
-from shiftwork.store.records import QueueMinute, TaskMinute
 
 from .helpers import claim, claim_one, done, insert, new_job
 

@@ -14,6 +14,7 @@ import pytest
 
 from shiftwork import FakeClock
 from shiftwork.core.states import JobState
+from shiftwork.model.records import Applied
 from shiftwork.schedules.definition import (
     Catchup,
     Decision,
@@ -25,7 +26,6 @@ from shiftwork.schedules.definition import (
     iso_z,
 )
 from shiftwork.store.base import Store
-from shiftwork.store.records import Applied
 from shiftwork.store.schedules import LEADER_NAME, NotLeader, UnknownScheduleError
 
 from .helpers import claim_one, done

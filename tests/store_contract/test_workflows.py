@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 
 from shiftwork import FakeClock, JobState, LeaseLost, ShiftworkError
+from shiftwork.model.records import ClaimedJob
 from shiftwork.store.base import Store
-from shiftwork.store.records import ClaimedJob
 
 from .helpers import claim, claim_one, done, insert
 

@@ -17,8 +17,8 @@ from shiftwork.cli.options import (
 )
 from shiftwork.core.safetext import escape_controls
 from shiftwork.core.states import FINAL
+from shiftwork.model.records import JobLogLine
 from shiftwork.observe.text import format_time
-from shiftwork.store.records import JobLogLine
 
 #: Records read per statement.
 BATCH = 1000

@@ -38,9 +38,9 @@ from shiftwork.core.states import FINAL, JobState
 from shiftwork.jobs.bulk import bulk_apply, bulk_filter
 from shiftwork.jobs.checkpoint import Progress as JobProgress
 from shiftwork.jobs.checkpoint import describe_progress
-from shiftwork.jobs.filter import SORTS, JobFilter, parse_filter, task_hint
+from shiftwork.model.filter import SORTS, JobFilter, parse_filter, task_hint
+from shiftwork.model.records import DepLink
 from shiftwork.observe.text import break_name, format_time, make_table, shorten
-from shiftwork.store.records import DepLink
 
 # `queues`, `top` and the dashboard head the count of due jobs "waiting": the same word
 # is taken here (and in job_filter.py) for the state they count.

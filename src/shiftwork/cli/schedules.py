@@ -23,10 +23,10 @@ from shiftwork.cli.options import (
 from shiftwork.core.errors import PayloadError
 from shiftwork.core.names import did_you_mean, schedule_id, schedule_ref
 from shiftwork.core.payload import parse_json
-from shiftwork.jobs.items import ItemsCheck
+from shiftwork.model.items import ItemsCheck
+from shiftwork.model.records import ScheduleInfo
 from shiftwork.observe.text import format_time, make_table
 from shiftwork.schedules.definition import Catchup, DeadManCheck, Overlap, iso_z
-from shiftwork.store.records import ScheduleInfo
 
 if TYPE_CHECKING:
     from shiftwork.app import App

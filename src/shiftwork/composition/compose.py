@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from shiftwork.core.errors import DependencyError
 from shiftwork.core.states import JobState
 from shiftwork.jobs.handle import JobHandle, check_on_failure
-from shiftwork.jobs.new_job import NewJob
-from shiftwork.store.records import ClaimedJob, EnqueueResult, GroupInfo
+from shiftwork.model.new_job import NewJob
+from shiftwork.model.records import ClaimedJob, EnqueueResult, GroupInfo
 
 if TYPE_CHECKING:
     from shiftwork.jobs.task import JobRequest, TaskHost

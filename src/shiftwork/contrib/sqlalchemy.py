@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from shiftwork.core.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from shiftwork.store.records import EnqueueResult
+    from shiftwork.model.records import EnqueueResult
 
 _DRIVERS = ("shiftwork joins the transaction of a psycopg 3 connection "
             "(postgresql+psycopg://) or of a sqlite3 one (sqlite://, sqlite+aiosqlite://)")

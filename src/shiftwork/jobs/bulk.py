@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from shiftwork.core.errors import ShiftworkError
 from shiftwork.core.states import FINAL, JobState
-from shiftwork.jobs.filter import FINISHED_STATES, FilterError, JobFilter
+from shiftwork.model.filter import FINISHED_STATES, FilterError, JobFilter
 
 if TYPE_CHECKING:
     from shiftwork.core.events import EventBus
+    from shiftwork.model.records import Job
     from shiftwork.store.base import Store
-    from shiftwork.store.records import Job
 
 
 class BulkHost(Protocol):

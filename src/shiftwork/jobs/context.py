@@ -24,7 +24,7 @@ from shiftwork.core.payload import encode_json
 from shiftwork.jobs.checkpoint import Batch, batches, encode_progress
 from shiftwork.jobs.host import JobHost
 from shiftwork.jobs.idempotency import Transaction, once_outside
-from shiftwork.store.records import Touch
+from shiftwork.model.records import Touch
 
 T = TypeVar("T")
 R = TypeVar("R")

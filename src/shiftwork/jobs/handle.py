@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from shiftwork.core.errors import DependencyError
-from shiftwork.store.records import EnqueueResult
+from shiftwork.model.records import EnqueueResult
 
 R = TypeVar("R")
 

@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 from shiftwork.core.clock import Clock
 from shiftwork.core.events import EventBus
 from shiftwork.core.settings import Settings
-from shiftwork.jobs.new_job import NewJob
+from shiftwork.model.new_job import NewJob
+from shiftwork.model.records import EnqueueResult, Touch
 from shiftwork.store.base import Store
-from shiftwork.store.records import EnqueueResult, Touch
 
 if TYPE_CHECKING:
     from shiftwork.core.states import JobState
     from shiftwork.flow.limits import ClaimFlow
     from shiftwork.jobs.task import Task
-    from shiftwork.store.records import Job
+    from shiftwork.model.records import Job
 
 
 class JobHost(Protocol):

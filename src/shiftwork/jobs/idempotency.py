@@ -18,7 +18,7 @@ from shiftwork.core.errors import ConfigurationError
 from shiftwork.core.payload import Limit, encode_json
 from shiftwork.jobs.checkpoint import encode_progress
 from shiftwork.jobs.host import RunningJob
-from shiftwork.store.records import Touch
+from shiftwork.model.records import Touch
 
 R = TypeVar("R")
 

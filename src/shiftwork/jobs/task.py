@@ -25,9 +25,9 @@ from shiftwork.core.payload import check_text, encode_args, encode_json, unique_
 from shiftwork.core.settings import Settings
 from shiftwork.flow.limits import GROUP_META_KEY, GroupBy, RateLimit, check_group, positive_int
 from shiftwork.jobs.handle import JobHandle, check_on_failure, dependency_ids
-from shiftwork.jobs.new_job import NewJob
-from shiftwork.jobs.tags import TAGS_META_KEY, merged_tags
-from shiftwork.store.records import EnqueueResult
+from shiftwork.model.new_job import NewJob
+from shiftwork.model.records import EnqueueResult
+from shiftwork.model.tags import TAGS_META_KEY, merged_tags
 
 if TYPE_CHECKING:
     from shiftwork.store.base import Store

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from shiftwork.core.errors import JobCancelled, JobFailed, JobNotFoundError
 from shiftwork.core.states import JobState
-from shiftwork.store.records import FinishedJob
+from shiftwork.model.records import FinishedJob
 
 if TYPE_CHECKING:
     from shiftwork.store.base import Store

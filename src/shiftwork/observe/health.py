@@ -12,9 +12,9 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from shiftwork.core.errors import StorageError
+from shiftwork.model.records import QueueStats, WaitingTask, WorkerInfo
 from shiftwork.observe.hooks import Problem, ScheduleStatus
 from shiftwork.observe.text import format_age
-from shiftwork.store.records import QueueStats, WaitingTask, WorkerInfo
 
 if TYPE_CHECKING:
     from shiftwork.app import App

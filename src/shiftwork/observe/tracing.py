@@ -15,8 +15,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from shiftwork.jobs.new_job import NewJob
-    from shiftwork.store.records import ClaimedJob
+    from shiftwork.model.new_job import NewJob
+    from shiftwork.model.records import ClaimedJob
 
 try:
     from opentelemetry import propagate, trace

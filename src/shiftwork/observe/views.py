@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from shiftwork.model.records import GroupStats, QueueMinute, QueueStats, WaitingTask, WorkerInfo
 from shiftwork.observe.health import alive_workers, max_wait_for, unserved
 from shiftwork.observe.hooks import ScheduleStatus
-from shiftwork.store.records import GroupStats, QueueMinute, QueueStats, WaitingTask, WorkerInfo
 
 if TYPE_CHECKING:
     from shiftwork.app import App

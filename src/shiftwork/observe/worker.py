@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from shiftwork.core.service import Lifecycle, Service
-from shiftwork.store.records import QueueMinute, TaskMinute
+from shiftwork.model.records import QueueMinute, TaskMinute
 
 if TYPE_CHECKING:
     from shiftwork.app import App

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from shiftwork.core.errors import ConfigurationError
 from shiftwork.core.settings import Settings
 from shiftwork.jobs.host import JobHost
+from shiftwork.model.records import ScheduleInfo
 from shiftwork.observe.hooks import Problem, ScheduleStatus
 from shiftwork.schedules.definition import (
     Catchup,
@@ -30,7 +31,6 @@ from shiftwork.schedules.definition import (
     jitter_offset,
     skipped_while_paused,
 )
-from shiftwork.store.records import ScheduleInfo
 
 if TYPE_CHECKING:
     from shiftwork.jobs.task import JobRequest

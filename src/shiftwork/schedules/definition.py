@@ -32,8 +32,8 @@ from typing import Any, Literal
 from shiftwork.core.bounds import seconds as check_seconds
 from shiftwork.core.errors import ConfigurationError
 from shiftwork.core.names import check_queue, check_schedule_name
-from shiftwork.jobs.items import ItemsExpectation, RunFigures, items_expectation
-from shiftwork.jobs.new_job import NewJob
+from shiftwork.model.items import ItemsExpectation, RunFigures, items_expectation
+from shiftwork.model.new_job import NewJob
 from shiftwork.schedules.cron import CronError, CronSchedule
 
 

@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING
 
 from shiftwork.core.errors import StorageError
 from shiftwork.core.service import Service
-from shiftwork.jobs.items import ItemsCheck, RunFigures, judge_items
+from shiftwork.model.items import ItemsCheck, RunFigures, judge_items
+from shiftwork.model.records import Applied
 from shiftwork.schedules.book import on_time_grace, report
 from shiftwork.schedules.definition import Plan, RunStatus, ScheduleDef, Snapshot, iso_z, plan_tick
-from shiftwork.store.records import Applied
 from shiftwork.store.schedules import NotLeader, Planner
 
 if TYPE_CHECKING:

@@ -15,12 +15,11 @@ from typing import Any, Protocol
 
 from shiftwork.core.states import JobState
 from shiftwork.flow.limits import ClaimFlow
-from shiftwork.jobs.filter import JobFilter
-from shiftwork.jobs.items import ItemsCheck
-from shiftwork.jobs.new_job import NewJob
-from shiftwork.jobs.outcome import Outcome
-from shiftwork.schedules.definition import Plan, RunStatus, ScheduleDef
-from shiftwork.store.records import (
+from shiftwork.model.filter import JobFilter
+from shiftwork.model.items import ItemsCheck
+from shiftwork.model.new_job import NewJob
+from shiftwork.model.outcome import Outcome
+from shiftwork.model.records import (
     SHUTDOWN,
     Applied,
     BulkAction,
@@ -55,6 +54,7 @@ from shiftwork.store.records import (
     WorkflowRun,
     WorkflowSummary,
 )
+from shiftwork.schedules.definition import Plan, RunStatus, ScheduleDef
 from shiftwork.store.wakeups import WakeListener
 
 

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from shiftwork.jobs.filter import JobFilter, check_sort, like_pattern
+from shiftwork.model.filter import JobFilter, check_sort, like_pattern
+from shiftwork.model.records import BulkAction, Job
 from shiftwork.store.engine_sql import EngineSql
-from shiftwork.store.records import BulkAction, Job
 from shiftwork.store.rows import from_ts
 from shiftwork.store.wakeups import ANY_QUEUE
 

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from shiftwork.core.errors import DependencyError, JobNotFoundError
 from shiftwork.core.states import FINAL, JobState
-from shiftwork.jobs.new_job import DEPS_WAIT, NewJob
+from shiftwork.model.new_job import DEPS_WAIT, NewJob
+from shiftwork.model.records import DepLink, EnqueueResult, FinishedJob, GroupInfo
 from shiftwork.store.engine_sql import EngineSql
-from shiftwork.store.records import DepLink, EnqueueResult, FinishedJob, GroupInfo
 
 Row = Sequence[Any]
 _FINAL = {s.value for s in FINAL}

@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from shiftwork.core.states import JobState
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.outcome import Outcome
+from shiftwork.model.records import ClaimedJob, Job, RescuedJob
 from shiftwork.store.engine_sql import EngineSql
-from shiftwork.store.records import ClaimedJob, Job, RescuedJob
 from shiftwork.store.rows import not_retryable, retry_blocked_by_key, split_args
 from shiftwork.store.wakeups import ANY_QUEUE
 

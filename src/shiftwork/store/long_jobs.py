@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from shiftwork.model.records import Touch
 from shiftwork.store.engine_sql import EngineSql
-from shiftwork.store.records import Touch
 from shiftwork.store.rows import log_rejected
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from shiftwork.core.errors import ShiftworkError
 from shiftwork.core.states import TRANSITIONS, JobState
-from shiftwork.store.records import Job, QueueStats
+from shiftwork.model.records import Job, QueueStats
 
 log = logging.getLogger("shiftwork.store")
 

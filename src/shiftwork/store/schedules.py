@@ -21,8 +21,18 @@ from typing import Any
 
 from shiftwork.core.errors import ConfigurationError, ShiftworkError
 from shiftwork.core.states import ACTIVE, JobState
-from shiftwork.jobs.items import ItemsCheck
-from shiftwork.jobs.new_job import NewJob
+from shiftwork.model.items import ItemsCheck
+from shiftwork.model.new_job import NewJob
+from shiftwork.model.records import (
+    Applied,
+    EmptyRun,
+    EnqueueResult,
+    LateRun,
+    RunFigures,
+    ScheduleInfo,
+    ScheduleRun,
+    ScheduleRunLine,
+)
 from shiftwork.schedules.definition import (
     ActiveRun,
     Catchup,
@@ -37,16 +47,6 @@ from shiftwork.schedules.definition import (
     occurrence_job,
 )
 from shiftwork.store.reconcile import chunks, fingerprint, plan_reconcile
-from shiftwork.store.records import (
-    Applied,
-    EmptyRun,
-    EnqueueResult,
-    LateRun,
-    RunFigures,
-    ScheduleInfo,
-    ScheduleRun,
-    ScheduleRunLine,
-)
 from shiftwork.store.runtime_schedules import CODE, RUNTIME, ScheduleNameTaken
 
 LEADER_NAME = "shiftwork.leader"

@@ -6,7 +6,7 @@ from typing import Any, cast
 
 from shiftwork.jobs.host import AppBase, RunnerHost
 from shiftwork.jobs.task import Task
-from shiftwork.store.records import Job
+from shiftwork.model.records import Job
 from shiftwork.testing.drain import enqueued
 
 

@@ -9,9 +9,9 @@ from typing import Any
 from shiftwork.composition.compose import with_input
 from shiftwork.core.states import WAITING, JobState
 from shiftwork.jobs.host import RunnerHost
-from shiftwork.jobs.outcome import Outcome
 from shiftwork.jobs.task import Task
-from shiftwork.store.records import ClaimedJob, Job
+from shiftwork.model.outcome import Outcome
+from shiftwork.model.records import ClaimedJob, Job
 from shiftwork.worker.executor import Executor
 from shiftwork.worker.run import Run
 

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from shiftwork.core.states import JobState
 from shiftwork.jobs.host import RunnerHost
-from shiftwork.store.records import EnqueueResult
+from shiftwork.model.records import EnqueueResult
 from shiftwork.testing.drain import DrainResult, app_queues, claim_due, run_attempt
 from shiftwork.worker.executor import Executor
 

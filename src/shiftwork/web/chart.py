@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from shiftwork.store.records import QueueMinute
+from shiftwork.model.records import QueueMinute
 
 MINUTES = 60
 LEFT = 44  # room for the count labels (axes only)

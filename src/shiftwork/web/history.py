@@ -21,7 +21,7 @@ from starlette.routing import Route
 from shiftwork.core.errors import ConfigurationError, JobNotFoundError, ShiftworkError
 from shiftwork.core.names import schedule_name, schedule_ref
 from shiftwork.core.states import FINAL, JobState, WorkflowStatus
-from shiftwork.store.records import WorkflowLive
+from shiftwork.model.records import WorkflowLive
 from shiftwork.web.workflow_view import duration, line_waiting_for, live_view
 
 PAGE = 50

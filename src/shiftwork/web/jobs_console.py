@@ -19,8 +19,15 @@ from starlette.routing import Route
 
 from shiftwork.core.states import JobState
 from shiftwork.jobs.bulk import ACTIONS, bulk_apply, bulk_filter
-from shiftwork.jobs.filter import SORTS, FilterError, JobFilter, check_sort, parse_filter, task_hint
-from shiftwork.store.records import Job
+from shiftwork.model.filter import (
+    SORTS,
+    FilterError,
+    JobFilter,
+    check_sort,
+    parse_filter,
+    task_hint,
+)
+from shiftwork.model.records import Job
 from shiftwork.web.serve import PEER
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from shiftwork.core.states import FINAL, JobState, StepStatus, WorkflowStatus
+from shiftwork.model.records import StepRecord, WorkflowLine, WorkflowLive
 from shiftwork.observe.text import format_age, format_time
-from shiftwork.store.records import StepRecord, WorkflowLine, WorkflowLive
 
 #: The width of the timeline's coordinate space (the SVG scales it to the page).
 SPAN = 1000

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from shiftwork.core.errors import StorageError
 from shiftwork.core.states import JobState
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.outcome import Outcome
 from shiftwork.store.rows import log_rejected
 from shiftwork.worker.outage import outage_log
 

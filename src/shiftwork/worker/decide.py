@@ -18,7 +18,7 @@ from shiftwork.core.errors import JobCancelled, JobPaused, PayloadTooLargeError
 from shiftwork.core.payload import encode_json
 from shiftwork.core.settings import Settings
 from shiftwork.core.states import JobState
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.outcome import Outcome
 from shiftwork.worker.run import Run, error_record
 
 

@@ -1,7 +1,7 @@
 """Run one job attempt and decide its outcome.
 
 Sync functions run on the queue's thread pool, async ones on the worker's event
-loop. The outcome is a value (see :mod:`shiftwork.jobs.outcome`); writing it is the
+loop. The outcome is a value (see :mod:`shiftwork.model.outcome`); writing it is the
 completer's job. A run is *finalized* exactly once: by its own return, or by
 the watchdog (timeout) or shutdown, whichever comes first; the loser's result
 is discarded.

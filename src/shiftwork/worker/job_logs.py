@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from shiftwork.core.payload import storable_text
 from shiftwork.jobs.context import JOB_LOGGER  # ctx.log's: every other shiftwork.* logger is ours
-from shiftwork.store.records import JobLogLine
+from shiftwork.model.records import JobLogLine
 
 if TYPE_CHECKING:
     from shiftwork.jobs.host import JobHost

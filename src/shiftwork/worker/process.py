@@ -35,7 +35,7 @@ from shiftwork.core.errors import (
 from shiftwork.core.memory import exceeded_message
 from shiftwork.core.payload import encode_json, storable_text
 from shiftwork.core.states import JobState
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.outcome import Outcome
 from shiftwork.worker import decide as outcomes
 from shiftwork.worker import rss
 from shiftwork.worker.decide import Decide

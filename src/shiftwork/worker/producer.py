@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from shiftwork.core.errors import StorageError
-from shiftwork.store.records import ClaimedJob
+from shiftwork.model.records import ClaimedJob
 from shiftwork.worker.outage import outage_log
 
 if TYPE_CHECKING:

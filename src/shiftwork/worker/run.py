@@ -16,8 +16,8 @@ from shiftwork.core.errors import JobCancelled, LeaseLost
 from shiftwork.core.payload import storable_text
 from shiftwork.jobs.context import JobContext
 from shiftwork.jobs.host import JobHost
-from shiftwork.jobs.outcome import Outcome
-from shiftwork.store.records import ClaimedJob
+from shiftwork.model.outcome import Outcome
+from shiftwork.model.records import ClaimedJob
 from shiftwork.worker.job_logs import JobLog, new_log, write_logs
 from shiftwork.workflow.children import PARENT_META, report_outcome
 

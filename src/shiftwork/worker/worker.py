@@ -26,10 +26,10 @@ from shiftwork.core.memory import ceiling_of, parse_memory_limit
 from shiftwork.core.names import check_queue
 from shiftwork.core.service import Lifecycle, Service
 from shiftwork.core.states import JobState
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.outcome import Outcome
+from shiftwork.model.records import ClaimedJob, HandBack
 from shiftwork.observe.worker import worker_services
 from shiftwork.schedules.scheduler import Scheduler
-from shiftwork.store.records import ClaimedJob, HandBack
 from shiftwork.worker.completer import Completer
 from shiftwork.worker.executor import Executor
 from shiftwork.worker.heartbeat import Heartbeat

@@ -46,9 +46,9 @@ if TYPE_CHECKING:
     from shiftwork.core.payload import Limit
     from shiftwork.jobs.context import JobContext
     from shiftwork.jobs.host import JobHost
-    from shiftwork.jobs.outcome import Outcome
+    from shiftwork.model.outcome import Outcome
+    from shiftwork.model.records import StepRecord
     from shiftwork.store.base import Store
-    from shiftwork.store.records import StepRecord
 
 
 class Workflow(Protocol):

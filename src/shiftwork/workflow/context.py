@@ -21,7 +21,7 @@ from shiftwork.core.errors import JobCancelled, LeaseLost, PayloadError
 from shiftwork.core.payload import MAX_EVENT_NAME, MAX_STEP_NAME, Limit, check_label, encode_json
 from shiftwork.core.states import StepStatus, WorkflowStatus
 from shiftwork.jobs.context import JobContext
-from shiftwork.store.records import StepRecord, WorkflowRun
+from shiftwork.model.records import StepRecord, WorkflowRun
 from shiftwork.workflow.errors import (
     FOREVER,
     EventTimeout,

@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Any
 
-from shiftwork.store.records import StepRecord
+from shiftwork.model.records import StepRecord
 from shiftwork.workflow.errors import NonDeterminismError
 
 #: Kinds that are part of the body's sequence (compensations are not: they run after it).

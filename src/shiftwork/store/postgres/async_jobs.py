@@ -17,11 +17,11 @@ from psycopg_pool import AsyncConnectionPool
 
 from shiftwork.core.errors import CommitUnknownError, StorageError
 from shiftwork.core.redact import describe_dsn
-from shiftwork.jobs.new_job import NewJob
+from shiftwork.model.new_job import NewJob
+from shiftwork.model.records import EnqueueResult
 from shiftwork.store.postgres.connect_errors import libpq_text, lost_reply, read_only
 from shiftwork.store.postgres.keyed import keys_taken, settle_keys
 from shiftwork.store.postgres.reconnect import async_reconnect_options
-from shiftwork.store.records import EnqueueResult
 
 
 class PostgresAsyncJobs:

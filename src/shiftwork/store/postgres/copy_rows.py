@@ -17,7 +17,7 @@ from psycopg import Cursor, postgres
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
-from shiftwork.jobs.new_job import NewJob
+from shiftwork.model.new_job import NewJob
 
 if TYPE_CHECKING:
     from shiftwork.store.deps import Mark

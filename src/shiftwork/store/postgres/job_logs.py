@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shiftwork.store.records import JobLogLine
+from shiftwork.model.records import JobLogLine
 from shiftwork.store.rows import aware
 
 

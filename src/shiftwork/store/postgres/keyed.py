@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shiftwork.jobs.new_job import NewJob
-from shiftwork.store.records import EnqueueResult
+from shiftwork.model.new_job import NewJob
+from shiftwork.model.records import EnqueueResult
 
 
 def keys_taken(jobs: list[NewJob], rows: list[Any]) -> list[str]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from shiftwork.store.records import EffectRecord
+from shiftwork.model.records import EffectRecord
 from shiftwork.store.rows import aware
 
 if TYPE_CHECKING:

@@ -26,8 +26,18 @@ from shiftwork.core.names import check_schema
 from shiftwork.core.redact import describe_dsn, redact
 from shiftwork.core.states import JobState
 from shiftwork.flow.limits import ClaimFlow, RateLimit
-from shiftwork.jobs.new_job import NewJob
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.new_job import NewJob
+from shiftwork.model.outcome import Outcome
+from shiftwork.model.records import (
+    SHUTDOWN,
+    ClaimedJob,
+    EnqueueResult,
+    HandBack,
+    Job,
+    QueueStats,
+    RescuedJob,
+    WorkerInfo,
+)
 from shiftwork.store.connections import Connections, application_name
 from shiftwork.store.console import JobsConsole
 from shiftwork.store.deps import DepsActions, Mark
@@ -53,16 +63,6 @@ from shiftwork.store.postgres.reconnect import reconnect_options
 from shiftwork.store.postgres.schedules import PostgresSchedules
 from shiftwork.store.postgres.wakeups import PostgresWakeListener
 from shiftwork.store.postgres.workflows import PostgresWorkflows
-from shiftwork.store.records import (
-    SHUTDOWN,
-    ClaimedJob,
-    EnqueueResult,
-    HandBack,
-    Job,
-    QueueStats,
-    RescuedJob,
-    WorkerInfo,
-)
 from shiftwork.store.rows import aware, decoded, job_from_row, legal_pairs, queue_stats_from_rows
 from shiftwork.store.sqlfile import load_all_queries, load_migrations
 from shiftwork.store.wakeups import shared_wakeups

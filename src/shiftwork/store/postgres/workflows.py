@@ -8,8 +8,7 @@ from typing import Any
 
 from shiftwork.core.errors import LeaseLost, ShiftworkError
 from shiftwork.core.states import WORKFLOW_STATUSES, JobState, WorkflowStatus
-from shiftwork.store.joins import check_join, join_reported
-from shiftwork.store.records import (
+from shiftwork.model.records import (
     StepRecord,
     WorkflowEvent,
     WorkflowLine,
@@ -17,6 +16,7 @@ from shiftwork.store.records import (
     WorkflowRun,
     WorkflowSummary,
 )
+from shiftwork.store.joins import check_join, join_reported
 from shiftwork.store.rows import FIRST_PAGE, aware
 
 

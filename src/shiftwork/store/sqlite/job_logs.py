@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from shiftwork.store.records import JobLogLine
+from shiftwork.model.records import JobLogLine
 from shiftwork.store.rows import from_ts
 
 

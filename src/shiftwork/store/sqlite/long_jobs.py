@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from shiftwork.store.records import EffectRecord
+from shiftwork.model.records import EffectRecord
 
 
 class SQLiteLongJobs:

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from shiftwork.core.states import JobState
-from shiftwork.store.records import (
+from shiftwork.model.records import (
     GroupStats,
     Job,
     QueueGroups,

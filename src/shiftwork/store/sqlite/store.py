@@ -18,8 +18,18 @@ from shiftwork.core.clock import Clock, SystemClock
 from shiftwork.core.errors import ConfigurationError, JobNotFoundError, StorageError
 from shiftwork.core.states import FINAL, JobState
 from shiftwork.flow.limits import ClaimFlow, RateLimit
-from shiftwork.jobs.new_job import NewJob
-from shiftwork.jobs.outcome import Outcome
+from shiftwork.model.new_job import NewJob
+from shiftwork.model.outcome import Outcome
+from shiftwork.model.records import (
+    SHUTDOWN,
+    ClaimedJob,
+    EnqueueResult,
+    HandBack,
+    Job,
+    QueueStats,
+    RescuedJob,
+    WorkerInfo,
+)
 from shiftwork.store.console import JobsConsole
 from shiftwork.store.deps import NO_MARK, DepsActions, Mark
 from shiftwork.store.fleet import FleetWrites
@@ -33,16 +43,6 @@ from shiftwork.store.jobs import (
     rescued_jobs,
 )
 from shiftwork.store.long_jobs import LongJobsWrites
-from shiftwork.store.records import (
-    SHUTDOWN,
-    ClaimedJob,
-    EnqueueResult,
-    HandBack,
-    Job,
-    QueueStats,
-    RescuedJob,
-    WorkerInfo,
-)
 from shiftwork.store.rows import from_ts, job_from_row, legal_pairs, loads, queue_stats_from_rows
 from shiftwork.store.sqlfile import load_all_queries, load_migrations
 from shiftwork.store.sqlite.job_logs import SQLiteJobLogs

@@ -15,7 +15,7 @@ from typing import Any
 from shiftwork.core.errors import ConfigurationError
 from shiftwork.core.names import check_queue
 from shiftwork.core.states import JobState
-from shiftwork.jobs.tags import check_tag
+from shiftwork.model.tags import check_tag
 
 #: How jobs can be ordered, newest first: by creation (the id), due time, finish time.
 SORTS = ("created", "run_at", "finished")

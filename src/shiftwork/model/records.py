@@ -13,10 +13,10 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from shiftwork.core.states import JobState, StepStatus, WorkflowStatus
-from shiftwork.jobs.items import RunFigures as RunFigures  # re-exported: items.py owns it
+from shiftwork.model.items import RunFigures as RunFigures  # re-exported: items.py owns it
 
 if TYPE_CHECKING:  # definitions and planner output, carried by schedule records
-    from shiftwork.jobs.items import ItemsCheck
+    from shiftwork.model.items import ItemsCheck
     from shiftwork.schedules.definition import (
         DeadManCheck,
         Decision,
