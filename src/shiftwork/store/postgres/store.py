@@ -59,7 +59,13 @@ from shiftwork.store.jobs import (
     rescued_jobs,
 )
 from shiftwork.store.long_jobs import LongJobsWrites
-from shiftwork.store.postgres.arrays import int_array, or_null, word_array
+from shiftwork.store.postgres.arrays import (
+    float_array,
+    int_array,
+    or_null,
+    text_array,
+    word_array,
+)
 from shiftwork.store.postgres.async_jobs import PostgresAsyncJobs
 from shiftwork.store.postgres.connect_errors import libpq_text, lost_reply, read_only, refusal
 from shiftwork.store.postgres.copy_rows import copy_jobs, copy_staged
@@ -477,8 +483,9 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         tasks = sorted(rates)  # claimers lock the buckets in one order
         for task in tasks:
             self._ensure_bucket(c, f"task:{task}", rates[task].capacity)
-        return {"tasks": tasks, "capacities": [float(rates[t].capacity) for t in tasks],
-                "rates": [float(rates[t].rate) for t in tasks]}
+        return {"tasks": text_array(tasks),  # (literals: cheaper to send than lists)
+                "capacities": float_array(rates[t].capacity for t in tasks),
+                "rates": float_array(rates[t].rate for t in tasks)}
 
     def _fair_steps(self, c: psycopg.Connection[Any], queue: str) -> FairSteps:
         q = self.q
