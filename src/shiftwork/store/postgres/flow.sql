@@ -23,10 +23,15 @@ SET tokens = 0, updated_at = greatest({schema}.rate_buckets.updated_at, excluded
 -- name: rate_buckets_list
 -- A hold stored before holds were bounded may lie past what Python's datetime can read.
 SELECT key, tokens, least(updated_at, '9999-01-01 00:00:00+00'::timestamptz)
-FROM {schema}.rate_buckets ORDER BY key
+FROM {schema}.rate_buckets WHERE tokens <> 'Infinity' ORDER BY key
 
 -- name: rate_buckets_clear
-DELETE FROM {schema}.rate_buckets WHERE key = %(key)s
+-- Made full, not deleted: a store that made a bucket once does not make it again before its
+-- one-statement claims (store.py, _ensure_bucket), so a deleted bucket would hold that
+-- limit's jobs back in every such worker until it restarts. Infinite tokens read as full
+-- (every claim takes least(capacity, ...)); rate_buckets_list shows such a row as none.
+UPDATE {schema}.rate_buckets SET tokens = 'Infinity', updated_at = {now}
+WHERE key = %(key)s AND tokens <> 'Infinity'
 
 -- name: jobs_group_running
 SELECT meta->>'group', count(*) FROM {schema}.jobs

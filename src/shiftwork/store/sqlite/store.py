@@ -550,7 +550,8 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
 
     def rate_buckets_clear(self, key: str) -> bool:
         with self._tx() as c:
-            return c.execute(self.q["rate_buckets_clear"], {"key": key}).rowcount > 0
+            return c.execute(self.q["rate_buckets_clear"],
+                             {"key": key, "now": self._now()}).rowcount > 0
 
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
         if not outcomes:
