@@ -77,6 +77,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+def _utf8(text: str) -> str:
+    """``text`` with lone surrogates escaped (as ``\\ud800``)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Iterator[pytest.TestReport]:
+    """A report an xdist worker can send: execnet refuses a lone surrogate, and tests
+    log some on purpose (test_job_logs: a record kept escaped), which took the whole run
+    down with an INTERNALERROR."""
+    report: pytest.TestReport = yield
+    report.sections = [(title, _utf8(body)) for title, body in report.sections]
+    if report.longrepr is not None and not isinstance(report.longrepr, tuple):
+        text = str(report.longrepr)
+        if _utf8(text) != text:
+            report.longrepr = _utf8(text)
+    return report
+
+
 @pytest.fixture(scope="session")
 def pgbouncer() -> Iterator[Any]:
     """A real PgBouncer (transaction mode) in front of the test server, for the session."""
