@@ -17,6 +17,7 @@ from .test_dashboard_layout import _check, screens  # noqa: F401
 
 TOKENISH = "tok_" + "A9x" * 60  # one word, no place to break it
 URL = "https://billing.example.com/api/v2/customers/" + "c" * 120 + "/invoices?cursor=" + "z" * 80
+REFRESH_MS = 5000  # static/app.js: a live part's refresh when it sets no data-every
 
 
 def test_history_pages_fit_at_400_and_1280_px(app: App, browser: Any,  # noqa: F811
@@ -100,11 +101,15 @@ def test_history_pages_update_live_one_query_per_refresh(app: App, browser: Any,
         setattr(store, method, counted)
     with Served(create_dashboard(app, token=TOKEN)) as served:
         page = _login(browser, served)
+        # The page's own timers on a clock the test moves: a refresh is due every 5 s,
+        # and run_for fires it at once (the fetch and the redraw are real).
+        page.clock.install()
         page.goto(f"{served.url}/workflows")
         assert page.locator(f'tr[data-workflow="{first}"]').count() == 1
         url = page.url
         second = flow.enqueue().id
         drain(app)
+        page.clock.run_for(REFRESH_MS)
         page.wait_for_selector(f'tr[data-workflow="{second}"]', timeout=20_000)
         assert page.url == url  # no reload, no navigation
         calls.clear()
@@ -124,6 +129,7 @@ def test_history_pages_update_live_one_query_per_refresh(app: App, browser: Any,
         assert page.locator('li[data-step="after"]').count() == 0
         app.send_event(waiting, "go", None)
         drain(app)
+        page.clock.run_for(REFRESH_MS)
         page.wait_for_selector('li[data-step="after"]', timeout=20_000)
         calls.clear()
         page.evaluate(f"fetch('/workflows/{waiting}?live=1').then(r => r.text())")
@@ -132,6 +138,7 @@ def test_history_pages_update_live_one_query_per_refresh(app: App, browser: Any,
         page.goto(f"{served.url}/schedules/live-nightly")
         assert page.locator("tr[data-fire]").count() == 0
         app.schedules.trigger("live-nightly")
+        page.clock.run_for(REFRESH_MS)
         page.wait_for_selector("tr[data-fire]", timeout=20_000)
         calls.clear()
         page.evaluate("fetch('/schedules/live-nightly?live=1').then(r => r.text())")

@@ -43,7 +43,7 @@ def test_idle_worker_holds_two_connections_grows_under_load_and_shrinks_back(
         fleet_db: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     with imported_app(monkeypatch, "fleet", fleet_db["dsn"], fleet_db["schema"]) as fleet:
         proc = spawn_worker(fleet_db, "fleet", ["fleet=16"],
-                            env={"SHIFTWORK_TEST_POOL_MAX_IDLE": "1.0"},
+                            env={"SHIFTWORK_TEST_POOL_MAX_IDLE": "0.5"},
                             log_path=tmp_path / "worker.log")
         try:
             # Started: the listener and the pool's one connection.

@@ -205,7 +205,7 @@ def _starts(module: Any) -> list[tuple[int, str, float, float]]:
 
 
 def test_two_workers_hold_a_rate_limit_together(flow_app: Any, db: dict[str, str]) -> None:
-    total = 200  # about 10 s at 20 a second
+    total = 100  # about 5 s at 20 a second: five one-second windows to check
     flow_app.limited.enqueue_many([(i,) for i in range(total)])
     workers = [spawn_worker(db, "flow", ["limited=10"]) for _ in range(2)]
     try:

@@ -9,6 +9,7 @@ the leader, on both engines.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import signal
@@ -307,10 +308,16 @@ def test_an_items_expectation_changes_the_definition_hash() -> None:
 
 
 def test_a_task_that_succeeds_with_nothing_over_its_window_is_unhealthy(
-        make_app: Callable[..., App]) -> None:
+        make_app: Callable[..., App], monkeypatch: pytest.MonkeyPatch) -> None:
     """@app.task(expect_items=...): event-driven work whose output silently stops. Jobs
     succeed, none reports an item within the window: health and shiftwork_task_empty say
     so; an item clears it. No job at all is not this check's alarm."""
+    # The worker writes its per-task counts (what health reads) every 5 s: every 0.25 s
+    # here, so each of the two waits below is not a whole flush interval.
+    from shiftwork.observe import worker as observe_worker
+
+    monkeypatch.setattr(observe_worker, "ThroughputRecorder", functools.partial(
+        observe_worker.ThroughputRecorder, interval=0.25))
     app = make_app()
 
     @app.task(name="sync-orders", queue="events", expect_items=1,
