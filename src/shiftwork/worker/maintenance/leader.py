@@ -1,5 +1,6 @@
 """Leadership: one lease row in the database; while this worker holds it, it runs the
-leader's duties (pruning, and whatever features register, such as the scheduler)."""
+leader's duties (pruning, the history rollup, and whatever features register, such as
+the scheduler)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from shiftwork.core.service import Service
+from shiftwork.observe.rollup import HistoryRollup
 from shiftwork.store.schedules import LEADER_NAME
 from shiftwork.worker.maintenance.pruner import Pruner
 
@@ -31,6 +33,7 @@ class Leader(Service):
         self.worker_id = worker_id
         self.term: int | None = None
         self.pruner = Pruner(app)
+        self.history = HistoryRollup(app.store, app.clock, app.settings)
 
     def tick(self) -> None:
         store = self.app.store
@@ -44,6 +47,7 @@ class Leader(Service):
         if term is None:
             return
         self.pruner.maybe_prune()
+        self.history.tick(term)
         for duty in list(self.app.leader_duties):
             duty(term)
 
