@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from shiftwork.observe.rollup import BUCKET
-from shiftwork.observe.text import format_seconds
 from shiftwork.web.chart import Tick
 
 WIDTH, HEIGHT = 720, 170
@@ -108,8 +107,8 @@ def time_chart(title: str, series: list[tuple[str, str, list[float | None]]],
     """Lines: seconds per five minutes, one per (name, color, values); a gap where None."""
     slots = len(series[0][2]) if series else 1
     peak = max((v for _, _, vs in series for v in vs if v is not None), default=0.0)
-    top = _nice(peak) if peak > 0 else 1.0
-    step, times, ticks = _axes(start, slots, top, format_seconds)
+    top = _time_top(peak) if peak > 0 else 1.0
+    step, times, ticks = _axes(start, slots, top, _time_label)
     base = HEIGHT - BOTTOM
     scale = (base - TOP) / top
     lines = []
@@ -130,4 +129,30 @@ def time_chart(title: str, series: list[tuple[str, str, list[float | None]]],
 
 
 def _count(value: float) -> str:
+    """A tick of a count axis, short enough for its margin: ``500``, ``20k``, ``1.5M``."""
+    for unit, size in (("M", 1_000_000), ("k", 10_000)):
+        if value >= size:
+            return f"{round(value / (size if unit == 'M' else 1000), 1):g}" + unit
     return f"{value:g}"
+
+
+#: Tops of a time axis: round numbers of milliseconds, seconds, minutes, hours, days.
+_TIME_TOPS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30,
+              60, 120, 300, 600, 1200, 1800, 3600, 7200, 4 * 3600, 6 * 3600, 12 * 3600,
+              86400, 2 * 86400, 4 * 86400, 7 * 86400, 14 * 86400, 28 * 86400)
+
+
+def _time_top(peak: float) -> float:
+    return float(next((t for t in _TIME_TOPS if t >= peak), _nice(peak)))
+
+
+def _time_label(seconds: float) -> str:
+    """A tick of a time axis, short: ``0``, ``250ms``, ``2.5s``, ``30m``, ``1h``, ``2d``."""
+    if seconds <= 0:
+        return "0"
+    if seconds < 1:
+        return f"{seconds * 1000:g}ms"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{round(seconds / size, 1):g}{unit}"
+    return f"{round(seconds, 1):g}s"
