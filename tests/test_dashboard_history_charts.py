@@ -152,3 +152,5 @@ def test_queues_json_prints_the_history(make_app: Callable[..., App], clock: Fak
     assert (task["task"], task["finished"], task["failures"]) == ("mail.send", 1, 0)
     table = runner.invoke(main, ["queues", "--tasks", "--hours", hours, *args]).output
     assert "mail.send" in table and "worst p95" in table
+    table = runner.invoke(main, ["queues", "--hours", hours, *args]).output
+    assert "oldest waiting" in table and "5-minute buckets" in table  # both tables
