@@ -47,9 +47,9 @@ class Leader(Service):
         if term is None:
             return
         self.pruner.maybe_prune()
-        self.history.tick(term)
         for duty in list(self.app.leader_duties):
             duty(term)
+        self.history.tick(term)  # last: a slow catch-up never delays the scheduler
 
     def stop(self, timeout: float = 5.0) -> None:
         super().stop(timeout)
