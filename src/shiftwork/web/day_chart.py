@@ -9,10 +9,11 @@ a page scroll sideways, at 400 px or wide.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from shiftwork.observe.rollup import BUCKET
+from shiftwork.observe.text import format_seconds
 from shiftwork.web.chart import Tick
 
 WIDTH, HEIGHT = 720, 170
@@ -50,6 +51,7 @@ class DayChart:
     time_ticks: list[Tick]
     value_ticks: list[Tick]
     empty: bool  # nothing to draw: the chart says so
+    hover: list[Mark] = field(default_factory=list)  # a time chart's tooltips (invisible)
     width: int = WIDTH
     height: int = HEIGHT
     left: float = LEFT
@@ -124,8 +126,18 @@ def time_chart(title: str, series: list[tuple[str, str, list[float | None]]],
         path = " ".join("M" + " L".join(f"{x},{y}" for x, y in run) for run in runs if run)
         dots = [run[0] for run in runs if len(run) == 1]  # a path of one point draws nothing
         lines.append(Line(name, color, path, dots))
+    # Hover areas, one a slot with a value: its time and every series' value in words.
+    hover = []
+    for i in range(slots):
+        said = [f"{name} {format_seconds(vs[i])}" for name, _, vs in series
+                if vs[i] is not None]
+        if said:
+            at = start + timedelta(seconds=i * BUCKET)
+            hover.append(Mark(round(LEFT + i * step, 2), float(TOP), round(base - TOP, 2),
+                              f"{at:%H:%M} UTC: " + ", ".join(said)))
     has_points = any(line.path for line in lines)
-    return DayChart(title, unit, [], lines, "", 0.0, times, ticks, empty=not has_points)
+    return DayChart(title, unit, [], lines, "", round(step, 2), times, ticks,
+                    empty=not has_points, hover=hover)
 
 
 def _count(value: float) -> str:
