@@ -7,13 +7,14 @@ escaped templates). A page and each live refresh read the rollup once (``app.his
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from shiftwork.model.records import HistoryBucket
 from shiftwork.observe.history import series, summarize
 from shiftwork.web.day_chart import DayChart, count_chart, time_chart
 from shiftwork.web.history import Board
@@ -29,7 +30,7 @@ def history_chart_routes(board: Board) -> list[Route]:
     return [Route("/history/{kind}/{name:path}", pages.page)]
 
 
-def charts_for(rows: list[Any], now: Any) -> list[DayChart]:
+def charts_for(rows: list[HistoryBucket], now: datetime) -> list[DayChart]:
     s = series(rows, now, HOURS)
     return [
         count_chart("Throughput", s.finished, s.start, "#3b82f6", "jobs finished"),
@@ -52,8 +53,7 @@ class HistoryCharts:
             return self.board.page(request, "error.html", status=404,
                                    error="history is kept per queue or per task")
         app = self.board.app
-        args = {kind: name, "hours": HOURS}
-        rows = await run_in_threadpool(lambda: app.history(**args))  # the one query
+        rows = await run_in_threadpool(app.history, hours=HOURS, **{kind: name})  # one query
         now = app.clock.now()
         context = {"kind": kind, "name": name, "charts": charts_for(rows, now),
                    "summary": summarize(rows), "hours": HOURS, "path_kind":
