@@ -146,3 +146,53 @@ def test_history_pages_update_live_one_query_per_refresh(app: App, browser: Any,
         # An older page does not refresh (nothing new arrives there).
         page.goto(f"{served.url}/workflows?before={second}")
         assert page.locator("[data-live]").count() == 0
+
+
+def test_history_charts_fit_and_update_live(app: App, browser: Any,  # noqa: F811
+                                            screens: Path, monkeypatch: Any) -> None:  # noqa: F811
+    """A queue's and a task's charts with long names at 400 and 1280 px: no sideways
+    scroll; a bucket the leader writes shows in an open tab without a reload."""
+    from datetime import UTC, datetime
+
+    from shiftwork.model.records import HistoryBucket
+    from shiftwork.observe.rollup import BUCKET
+    from shiftwork.web import history_charts
+    from shiftwork.web.dashboard import path_segment
+
+    monkeypatch.setattr(history_charts, "REFRESH_MS", 300)
+    queue = "imports-from-the-partner-feed-" + "q" * 33  # a queue name's longest: 63
+    task = "billing.nightly_invoices_for_every_customer_account_" + "t" * 120
+
+    @app.task(name=task, queue=queue)
+    def nightly() -> None: ...
+
+    now = app.clock.now().timestamp() // BUCKET * BUCKET
+    rows = []
+    for i in range(2, 288):
+        at = datetime.fromtimestamp(now - i * BUCKET, UTC)
+        for q, t in ((queue, ""), ("", task)):
+            rows.append(HistoryBucket(q, t, at, 12345 + i, i % 40, i % 3, 0, 12345,
+                                      0.004 * i, 3600.0 + i, 86400.0 * 3 + i))
+    app.store.history_add(rows)
+    pages = {"queue": f"/history/queues/{path_segment(queue)}",
+             "task": f"/history/tasks/{path_segment(task)}"}
+    with Served(create_dashboard(app, token=TOKEN)) as served:
+        for width in (1280, 400):
+            page = _login(browser, served)
+            page.set_viewport_size({"width": width, "height": 900})
+            for label, path in pages.items():
+                page.goto(f"{served.url}{path}")
+                assert page.locator("figure.day-chart svg.chart").count() == 4
+                _check(page, f"history-charts-{label}", width, screens)
+        page.goto(f"{served.url}{pages['queue']}")
+        before = page.locator("p.history-summary").get_attribute("data-finished")
+        last = datetime.fromtimestamp(now - BUCKET, UTC)
+        app.store.history_add([HistoryBucket(queue, "", last, 1000, 0, 0, 0, 1, 0.1, 0.2,
+                                             1.0)])
+        url = page.url
+        page.wait_for_function(
+            "n => document.querySelector('p.history-summary').dataset.finished != n",
+            arg=before, timeout=20_000)
+        assert page.url == url
+        finished = page.locator("p.history-summary").get_attribute("data-finished")
+        assert int(finished or 0) == int(before or 0) + 1000

@@ -18,6 +18,7 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -634,7 +635,8 @@ ROUTES = ["/", "/jobs", "/dead", "/jobs/1", "/metrics", "/health", "/login",
           "/schedules", "/schedules/nightly/pause", "/schedules/nightly/resume",
           "/schedules/nightly/remove", "/jobs/bulk", "/workflows", "/workflows/1",
           "/workflows/1/cancel", "/workflows/1/retry", "/schedules/nightly",
-          "/schedules/~bmlnaHRseQ", "/jobs/1/logs"]
+          "/schedules/~bmlnaHRseQ", "/jobs/1/logs", "/history/queues/emails",
+          "/history/tasks/mail.send", "/history/tasks/a%2Fb"]
 
 
 def test_property_dashboard_answers_arbitrary_forms_and_queries_with_4xx(app: App) -> None:
@@ -675,3 +677,22 @@ def test_property_dashboard_answers_arbitrary_forms_and_queries_with_4xx(app: Ap
                                                            response.text)
 
         probe()
+
+
+def test_the_history_charts_are_behind_the_gate_and_escape_names(app: App) -> None:
+    """The history chart pages (issue 29): no page nor live refresh without a login, no
+    POST at all, and a stored name shown as text, its links one path segment each."""
+    from shiftwork.model.records import HistoryBucket
+
+    hostile = '"><script>alert(1)</script>/../x'
+    app.store.history_add([HistoryBucket("", hostile, app.clock.now(), 1, 1, 0, 0, 1,
+                                         0.1, 0.2, 3.0)])
+    path = "/history/tasks/" + quote(hostile, safe="")
+    with Served(create_dashboard(app, token=TOKEN)) as served, served.client() as c:
+        for url in (path, path + "?live=1", "/history/queues/emails"):
+            assert c.get(url).status_code == 401, url
+        login(c)
+        assert c.post(path, data={"csrf": csrf_of(c)}).status_code == 405
+        page = c.get(path).text
+        assert "<script>alert" not in page and "&lt;script&gt;" in page
+        assert f'data-live="{path}?live=1"' in page

@@ -7,6 +7,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from shiftwork.composition.compose import Chain, Group, make_chain, make_graph, make_group
@@ -45,7 +46,14 @@ from shiftwork.jobs.waiting import ResultWaiter, wait_result, wait_result_async
 from shiftwork.model.filter import check_sort, filter_of
 from shiftwork.model.items import ItemsExpectation, task_items_expectation
 from shiftwork.model.new_job import NewJob
-from shiftwork.model.records import EmptyRun, EnqueueResult, Job, LateRun, QueueStats
+from shiftwork.model.records import (
+    EmptyRun,
+    EnqueueResult,
+    HistoryBucket,
+    Job,
+    LateRun,
+    QueueStats,
+)
 from shiftwork.model.tags import check_tags
 from shiftwork.observe.hooks import Observers
 from shiftwork.observe.tracing import enqueue_span, recording
@@ -742,6 +750,22 @@ class App(AppBase):
         out = [replace(s, paused=s.queue in paused) for s in stats]
         out += [QueueStats(q, 0, 0, 0, 0, 0, 0, None, paused=True) for q in paused - seen]
         return sorted(out, key=lambda s: s.queue)
+
+    def history(self, queue: str | None = None, task: str | None = None,
+                hours: float = 24.0) -> list[HistoryBucket]:
+        """The history charts' five-minute buckets of the last ``hours`` (oldest first):
+        one queue's, one task's, or (neither given) every queue's and task's; written by
+        the leader (observe/rollup.py) and kept ``Settings.history_retention``."""
+        if queue is not None and task is not None:
+            raise ValueError("history is kept per queue or per task: give one of them")
+        if not 0 < hours <= 24 * 366:
+            raise ValueError(f"hours must be > 0 (at most a year), got {hours!r}")
+        since = self.clock.now() - timedelta(hours=hours)
+        if queue is not None:
+            return self.store.history_list(since, queue=queue, task="")
+        if task is not None:
+            return self.store.history_list(since, queue="", task=task)
+        return self.store.history_list(since)
 
     def known_queues(self) -> set[str]:
         """Queues declared in code (tasks, ``app.queue``, schedules) or seen in the table

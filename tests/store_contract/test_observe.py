@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from shiftwork import FakeClock
 from shiftwork.core.states import JobState
-from shiftwork.model.records import QueueMinute, TaskMinute
+from shiftwork.model.records import HistoryBucket, QueueMinute, TaskMinute
 from shiftwork.store.base import Store
 
 from .helpers import claim, claim_one, done, insert, new_job
@@ -23,6 +23,34 @@ def test_queue_minutes_add_sums_and_list_reads_since(store: Store, clock: FakeCl
     assert store.queue_minutes_list(minute) == [QueueMinute("q", minute, 5, 1, 0, 1),
                                                 QueueMinute("r", minute, 0, 0, 4, 0)]
     assert store.queue_minutes_list(before)[0] == QueueMinute("q", before, 0, 0, 1, 0)
+
+
+def test_history_counts_sum_the_minutes_of_a_bucket_per_queue_and_task(
+        store: Store, clock: FakeClock) -> None:
+    start = clock.now().replace(second=0, microsecond=0)
+    end = start + timedelta(minutes=5)
+    store.queue_minutes_add([QueueMinute("q", start, 2, 1, 1, 0),
+                             QueueMinute("q", start + timedelta(minutes=4), 1, 0, 0, 1),
+                             QueueMinute("q", end, 9, 9, 9, 9)])  # the next bucket's
+    store.task_minutes_add([TaskMinute("t", start, 2, 7, 1, 1, 0),
+                            TaskMinute("t", start + timedelta(minutes=1), 1, 0, 0, 0, 1)])
+    assert store.history_counts(start, end) == ({"q": (3, 1, 1, 1)}, {"t": (3, 1, 1, 1)})
+    assert store.history_counts(end, end + timedelta(minutes=5))[1] == {}
+
+
+def test_history_add_keeps_a_bucket_written_and_lists_by_kind(
+        store: Store, clock: FakeClock) -> None:
+    start = clock.now().replace(second=0, microsecond=0)
+    first = [HistoryBucket("q", "", start, 3, 1, 0, 0, 3, 0.5, 2.0, 4.0),
+             HistoryBucket("", "t", start, 3, 1, 0, 0, 3, 0.5, 2.0, None)]
+    store.history_add(first)
+    store.history_add([HistoryBucket("q", "", start, 99)])  # a second leader's: kept out
+    assert store.history_list(start) == sorted(first, key=lambda r: (r.queue, r.task))
+    assert store.history_list(start, queue="q", task="") == [first[0]]
+    assert store.history_list(start, queue="", task="t") == [first[1]]
+    assert store.history_last() == start
+    clock.advance(7200)
+    assert store.history_prune(keep_seconds=3600) == 2 and store.history_list(start) == []
 
 
 def test_queue_minutes_prune_keeps_the_recent_ones(store: Store, clock: FakeClock) -> None:

@@ -9,25 +9,43 @@ import click
 
 from shiftwork.cli.format import console, echo_json, queue_table, warn
 from shiftwork.cli.options import json_flag, name_argument, open_app, target_options
-from shiftwork.observe.text import make_table
+from shiftwork.observe.history import by_name, summarize
+from shiftwork.observe.text import format_age, format_seconds, make_table
 from shiftwork.observe.views import BUSIEST_GROUPS
 
 
 @click.group(invoke_without_command=True)
 @target_options
-@json_flag("Print JSON.")
+@json_flag("Print JSON: each queue with its five-minute history buckets (\"history\").")
+@click.option("--tasks", "per_task", is_flag=True,
+              help="The history per task instead (finished, failures, p95, oldest waiting).")
+@click.option("--hours", type=click.FloatRange(min=0, min_open=True, max=24 * 366),
+              default=24.0, show_default=True, help="How far back the history goes.")
 @click.pass_context
-def queues(ctx: click.Context, as_json: bool) -> None:
+def queues(ctx: click.Context, as_json: bool, per_task: bool, hours: float) -> None:
     """Per queue: waiting (state available: due, not yet claimed), running, scheduled,
-    dead, and the oldest waiting job's age."""
+    dead, and the oldest waiting job's age; then the last hours' history (the leader's
+    five-minute buckets): finished, failures, p95 run time, oldest waiting."""
     if ctx.invoked_subcommand is not None:
         return
     app = open_app()
+    queue_rows, task_rows = by_name(app.history(hours=hours))
+    if per_task:
+        if as_json:
+            echo_json([{"task": t, **summarize(rows).to_dict(),
+                        "history": [r.to_dict() for r in rows]}
+                       for t, rows in sorted(task_rows.items())])
+        else:
+            console.print(history_table("task", task_rows, hours))
+        return
     stats = app.queue_stats()
     if as_json:
-        echo_json([s.__dict__ for s in stats])
+        echo_json([{**s.__dict__, "history": [r.to_dict() for r in queue_rows.get(s.queue, [])]}
+                   for s in stats])
         return
     console.print(queue_table(stats))
+    if queue_rows:
+        console.print(history_table("queue", queue_rows, hours))
     limits = app.rate_limits()
     if limits:
         table = make_table(("rate limit", "allows", "tokens now"), whole=("tokens now",))
@@ -47,6 +65,18 @@ def queues(ctx: click.Context, as_json: bool) -> None:
             queue = g.queue + (" (fair)" if fair and fair.fair else "")
             table.add_row(queue, g.group, str(g.waiting), str(g.running))
         console.print(table)
+
+
+def history_table(kind: str, rows: dict[str, list[Any]], hours: float) -> Any:
+    """One line per queue or task: its window's history in a few figures."""
+    counts = ("finished", "failures", "worst p95", "oldest waiting")
+    table = make_table((kind, *counts), title=f"last {hours:g} h (5-minute buckets)",
+                       right=counts, whole=counts)
+    for name, its in sorted(rows.items()):
+        s = summarize(its)
+        table.add_row(name, str(s.finished), str(s.failures), format_seconds(s.worst_p95),
+                      format_age(s.oldest_wait))
+    return table
 
 
 FORCE = click.option("--force", is_flag=True,

@@ -26,6 +26,8 @@ class Settings:
     retention_finished: float = 24 * 3600.0  # succeeded / cancelled jobs kept this long
     retention_dead: float = 14 * 24 * 3600.0  # dead jobs kept this long
     prune_interval: float = 60.0
+    # The history charts' five-minute buckets (observe/rollup.py) are kept this long.
+    history_retention: float = 48 * 3600.0
     effect_retention: float = 30 * 24 * 3600.0  # ctx.once / tx.once keys kept this long
     claim_batch: int = 100  # most jobs one claim statement takes
     # While the database is out, a worker logs one line when it is lost, one per this many
@@ -82,7 +84,7 @@ class Settings:
 
 _TIMINGS = ("heartbeat_interval", "lease_seconds", "rescue_interval", "poll_interval",
             "leader_ttl", "retention_finished", "retention_dead", "prune_interval",
-            "effect_retention", "max_retry_after", "outage_log_every")
+            "history_retention", "effect_retention", "max_retry_after", "outage_log_every")
 _LIMITS = ("max_args_bytes", "max_checkpoint_bytes", "max_result_bytes",
            "max_progress_message_bytes", "max_step_result_bytes", "max_event_payload_bytes",
            "max_unique_key_bytes", "max_json_depth")

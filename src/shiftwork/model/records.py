@@ -368,12 +368,52 @@ class QueueMinute:
 
 @dataclass(frozen=True)
 class TaskMinute:
-    """How many jobs of one task succeeded in one minute (UTC), and the items they reported."""
+    """How many jobs of one task finished in one minute (UTC), how, and the items the
+    succeeded ones reported (``retried``: failed attempts that will run again)."""
 
     task: str
     minute: datetime
     succeeded: int = 0
     items: int = 0
+    retried: int = 0
+    dead: int = 0
+    cancelled: int = 0
+
+
+@dataclass(frozen=True)
+class HistoryBucket:
+    """Five minutes of one queue (``task == ""``) or one task (``queue == ""``), from the
+    history rollup: finished counts by outcome, the run time of the jobs that finished
+    in it (nearest-rank p50/p95 over ``runs`` jobs, seconds; None: none ran) and the
+    age of the oldest due job when it closed (seconds; None: not sampled)."""
+
+    queue: str
+    task: str
+    bucket: datetime  # its start (UTC); it covers five minutes
+    succeeded: int = 0
+    retried: int = 0
+    dead: int = 0
+    cancelled: int = 0
+    runs: int = 0
+    p50: float | None = None
+    p95: float | None = None
+    oldest_wait: float | None = None
+
+    @property
+    def finished(self) -> int:
+        return self.succeeded + self.dead + self.cancelled
+
+    @property
+    def failures(self) -> int:
+        """Failed attempts: retried ones and the ones that left the job dead."""
+        return self.retried + self.dead
+
+    def to_dict(self) -> dict[str, object]:
+        return {"queue": self.queue, "task": self.task, "bucket": self.bucket.isoformat(),
+                "succeeded": self.succeeded, "retried": self.retried, "dead": self.dead,
+                "cancelled": self.cancelled, "failures": self.failures, "runs": self.runs,
+                "p50_seconds": self.p50, "p95_seconds": self.p95,
+                "oldest_wait_seconds": self.oldest_wait}
 
 
 @dataclass(frozen=True)

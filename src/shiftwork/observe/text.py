@@ -31,6 +31,15 @@ def format_age(seconds: float | None) -> str:
     return f"{seconds:.1f}s"
 
 
+def format_seconds(seconds: float | None) -> str:
+    """A run time: ``850ms``, ``12.5s``, ``3.0m``, ``1.2h``; ``-`` when there is none."""
+    if seconds is None:
+        return "-"
+    if seconds < 1:
+        return f"{max(seconds, 0.0) * 1000:.0f}ms"
+    return format_age(seconds)
+
+
 def make_table(columns: Iterable[str], title: str | None = None,
                right: Iterable[str] = (), whole: Iterable[str] = ()) -> Table:
     """A table with these column headings; the ``right`` ones (counts) right-aligned.

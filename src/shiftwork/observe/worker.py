@@ -19,6 +19,7 @@ log = logging.getLogger("shiftwork.observe")
 #: How long per-minute counts are kept.
 MINUTES_KEPT = 24 * 3600.0
 _FIELD = {"job.succeeded": 0, "job.retried": 1, "job.dead": 2, "job.cancelled": 3}
+_TASK_FIELD = (0, 2, 3, 4)  # where each outcome counts in a task's list (1 is items)
 
 
 def worker_services(app: App, worker_id: str, in_flight: Callable[[], int],
@@ -38,8 +39,9 @@ class ThroughputRecorder(Service):
 
     One upsert per flush, whatever the throughput; ``queue_minutes`` then answers
     "how many per minute, lately" without counting the jobs table. Succeeded jobs and the
-    items they reported are counted per task too (``task_minutes``: the per-task history
-    that ``@app.task(expect_items=...)`` is checked against).
+    items they reported are counted per task too, with its failures (``task_minutes``: the
+    per-task history that ``@app.task(expect_items=...)`` is checked against and the
+    history rollup reads).
     """
 
     name = "throughput"
@@ -48,7 +50,8 @@ class ThroughputRecorder(Service):
         super().__init__(interval)
         self.app = app
         self._counts: dict[tuple[str, int], list[int]] = {}  # (queue, epoch minute)
-        self._tasks: dict[tuple[str, int], list[int]] = {}  # (task, minute): succeeded, items
+        # (task, minute): succeeded, items, retried, dead, cancelled
+        self._tasks: dict[tuple[str, int], list[int]] = {}
         self._lock = threading.Lock()
         self._unsubscribe = app.events.subscribe(self._on_event)
 
@@ -59,13 +62,14 @@ class ThroughputRecorder(Service):
             return
         # The minute as an epoch number (a datetime per event cost ~1.5 us a job).
         key = (str(queue), int(self.app.clock.now().timestamp() // 60))
-        task = fields.get("task") if index == 0 else None
+        task = fields.get("task")
         with self._lock:
             self._counts.setdefault(key, [0, 0, 0, 0])[index] += 1
             if task:
-                per_task = self._tasks.setdefault((str(task), key[1]), [0, 0])
-                per_task[0] += 1
-                per_task[1] += int(fields.get("items") or 0)
+                per_task = self._tasks.setdefault((str(task), key[1]), [0, 0, 0, 0, 0])
+                per_task[_TASK_FIELD[index]] += 1
+                if index == 0:
+                    per_task[1] += int(fields.get("items") or 0)
 
     def flush(self) -> None:
         with self._lock:
@@ -78,7 +82,7 @@ class ThroughputRecorder(Service):
                 self.app.store.queue_minutes_add(rows)
             except Exception:
                 self._keep(self._counts, counts, 4)
-                self._keep(self._tasks, tasks, 2)
+                self._keep(self._tasks, tasks, 5)
                 raise
         if tasks:
             task_rows = [TaskMinute(t, datetime.fromtimestamp(m * 60, UTC), *c)
@@ -86,7 +90,7 @@ class ThroughputRecorder(Service):
             try:
                 self.app.store.task_minutes_add(task_rows)
             except Exception:
-                self._keep(self._tasks, tasks, 2)
+                self._keep(self._tasks, tasks, 5)
                 raise
 
     def _keep(self, into: dict[tuple[str, int], list[int]],

@@ -32,6 +32,7 @@ from shiftwork.model.records import (
     GroupInfo,
     GroupStats,
     HandBack,
+    HistoryBucket,
     Job,
     JobLogLine,
     LateRun,
@@ -55,6 +56,7 @@ from shiftwork.model.records import (
     WorkflowSummary,
 )
 from shiftwork.schedules.definition import Plan, RunStatus, ScheduleDef
+from shiftwork.store.history import Counts, Durations
 from shiftwork.store.wakeups import WakeListener
 
 
@@ -202,6 +204,31 @@ class Store(Protocol):
         """Per task: jobs succeeded and items they reported since ``since``."""
 
     def task_minutes_prune(self, keep_seconds: float) -> int: ...
+
+    # The history rollup (observe/rollup.py): what the leader reads and writes per bucket.
+    def history_last(self) -> datetime | None:
+        """The newest bucket written (None: none yet)."""
+
+    def history_counts(self, since: datetime, until: datetime
+                       ) -> tuple[dict[str, Counts], dict[str, Counts]]:
+        """Finished counts per queue and per task of the minutes in [since, until)."""
+
+    def history_durations(self, since: datetime, until: datetime
+                          ) -> dict[tuple[str, str], Durations]:
+        """p50/p95 run time of the jobs finished in [since, until), per queue
+        (``(queue, "")``) and per task (``("", task)``)."""
+
+    def history_waiting(self) -> list[tuple[str, str, datetime]]:
+        """(queue, task, run_at of the oldest due job) for every queue and task waiting."""
+
+    def history_add(self, rows: list[HistoryBucket]) -> None:
+        """Write one bucket's rows in one transaction; rows already there are kept."""
+
+    def history_list(self, since: datetime, queue: str | None = None,
+                     task: str | None = None) -> list[HistoryBucket]:
+        """Rows from ``since`` (None: any queue or task; ``""`` picks the other kind)."""
+
+    def history_prune(self, keep_seconds: float) -> int: ...
 
     def workers_running(self) -> dict[str, int]:
         """Running jobs per worker id (a partial index)."""

@@ -27,11 +27,12 @@ from shiftwork.core.memory import format_size
 from shiftwork.core.names import check_queue, schedule_name, schedule_ref
 from shiftwork.core.safetext import escape_controls
 from shiftwork.core.states import JobState
-from shiftwork.observe.text import format_age, format_time
+from shiftwork.observe.text import format_age, format_seconds, format_time
 from shiftwork.observe.views import overview
 from shiftwork.web.chart import minute_chart
 from shiftwork.web.forms import bad_text, declared_too_large, read_form, too_large
 from shiftwork.web.history import history_routes
+from shiftwork.web.history_charts import history_chart_routes
 from shiftwork.web.jobs_console import console_routes
 from shiftwork.web.login_limit import DEFAULT_MAX_FAILURES, DEFAULT_WINDOW, FailureLimiter, shared
 from shiftwork.web.paging import page_of
@@ -198,6 +199,7 @@ class Dashboard:
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
                                       autoescape=True, undefined=jinja2.StrictUndefined)
         self.env.filters["age"] = format_age
+        self.env.filters["runtime"] = format_seconds
         self.env.filters["json"] = _json
         self.env.filters["compact"] = lambda v: json.dumps(v, default=str, ensure_ascii=False)
         self.env.filters["when"] = format_time
@@ -218,6 +220,7 @@ class Dashboard:
             Route("/schedules/{name}/{action}", self.schedule_action, methods=["POST"]),
             Route("/metrics", self.metrics), Route("/health", self.health),
             *history_routes(self),  # workflows, a workflow, a schedule's page (web/history.py)
+            *history_chart_routes(self),  # a queue's or task's 24 h (web/history_charts.py)
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
         self.asgi = Starlette(routes=routes, middleware=[Middleware(BaseHTTPMiddleware,

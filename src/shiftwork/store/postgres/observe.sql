@@ -17,11 +17,14 @@ WHERE minute >= %(since)s ORDER BY minute, queue
 DELETE FROM {schema}.queue_minutes WHERE minute < {now} - make_interval(secs => %(keep)s)
 
 -- name: task_minutes_add
-INSERT INTO {schema}.task_minutes AS m (task, minute, succeeded, items)
+INSERT INTO {schema}.task_minutes AS m (task, minute, succeeded, items, retried, dead, cancelled)
 SELECT * FROM unnest(%(tasks)s::text[], %(minutes)s::timestamptz[], %(succeeded)s::bigint[],
-                     %(items)s::bigint[])
+                     %(items)s::bigint[], %(retried)s::bigint[], %(dead)s::bigint[],
+                     %(cancelled)s::bigint[])
 ON CONFLICT (minute, task) DO UPDATE
-SET succeeded = m.succeeded + excluded.succeeded, items = m.items + excluded.items
+SET succeeded = m.succeeded + excluded.succeeded, items = m.items + excluded.items,
+    retried = m.retried + excluded.retried, dead = m.dead + excluded.dead,
+    cancelled = m.cancelled + excluded.cancelled
 
 -- name: task_minutes_since
 SELECT task, sum(succeeded)::bigint, sum(items)::bigint FROM {schema}.task_minutes
@@ -69,3 +72,63 @@ SELECT queue, count(DISTINCT meta->>'group') FILTER (WHERE state <> 'running'),
 FROM {schema}.jobs
 WHERE state IN ('available', 'scheduled', 'retrying', 'running') AND meta ? 'group'
 GROUP BY 1 ORDER BY 1
+
+-- name: history_last
+-- The history rollup (observe/rollup.py): the newest bucket written.
+SELECT max(bucket) FROM {schema}.history_rollup
+
+-- name: history_queue_counts
+SELECT queue, sum(succeeded)::bigint, sum(retried)::bigint, sum(dead)::bigint,
+       sum(cancelled)::bigint
+FROM {schema}.queue_minutes WHERE minute >= %(since)s AND minute < %(until)s GROUP BY queue
+
+-- name: history_task_counts
+SELECT task, sum(succeeded)::bigint, sum(retried)::bigint, sum(dead)::bigint,
+       sum(cancelled)::bigint
+FROM {schema}.task_minutes WHERE minute >= %(since)s AND minute < %(until)s GROUP BY task
+
+-- name: history_durations
+-- The nearest-rank p50 and p95 run time of the jobs that finished in a bucket, per queue
+-- and per task: a range of jobs_finished_idx (its exact predicate, so it applies), sorted
+-- in the database; two rows a queue or task come back, whatever the throughput.
+WITH done AS (
+    SELECT queue, task, extract(epoch FROM finished_at - attempted_at)::float8 AS d
+    FROM {schema}.jobs
+    WHERE state IN ('succeeded', 'cancelled', 'dead') AND state <> 'cancelled'
+      AND finished_at >= %(since)s AND finished_at < %(until)s AND attempted_at IS NOT NULL
+), ranked AS (
+    SELECT queue, '' AS task, d, row_number() OVER (PARTITION BY queue ORDER BY d) AS n,
+           count(*) OVER (PARTITION BY queue) AS total FROM done
+    UNION ALL
+    SELECT '', task, d, row_number() OVER (PARTITION BY task ORDER BY d),
+           count(*) OVER (PARTITION BY task) FROM done
+)
+SELECT queue, task, total, n, d FROM ranked
+WHERE n = (total * 50 + 99) / 100 OR n = (total * 95 + 99) / 100
+
+-- name: history_waiting
+-- The oldest due job per queue and task (the claim index: waiting jobs only).
+SELECT queue, task, min(run_at) FROM {schema}.jobs
+WHERE state IN ('available', 'scheduled', 'retrying') AND run_at <= {now}
+GROUP BY queue, task
+
+-- name: history_add
+-- A bucket is written once: a second leader's write of the same bucket changes nothing.
+INSERT INTO {schema}.history_rollup
+    (queue, task, bucket, succeeded, retried, dead, cancelled, runs, p50, p95, oldest_wait)
+SELECT * FROM unnest(%(queues)s::text[], %(tasks)s::text[], %(buckets)s::timestamptz[],
+                     %(succeeded)s::bigint[], %(retried)s::bigint[], %(dead)s::bigint[],
+                     %(cancelled)s::bigint[], %(runs)s::bigint[], %(p50)s::float8[],
+                     %(p95)s::float8[], %(oldest_wait)s::float8[])
+ON CONFLICT (queue, task, bucket) DO NOTHING
+
+-- name: history_list
+SELECT queue, task, bucket, succeeded, retried, dead, cancelled, runs, p50, p95, oldest_wait
+FROM {schema}.history_rollup
+WHERE bucket >= %(since)s
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(task)s::text IS NULL OR task = %(task)s::text)
+ORDER BY queue, task, bucket
+
+-- name: history_prune
+DELETE FROM {schema}.history_rollup WHERE bucket < {now} - make_interval(secs => %(keep)s)

@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 from shiftwork.core.states import JobState
 from shiftwork.model.records import (
     GroupStats,
+    HistoryBucket,
     Job,
     QueueGroups,
     QueueMinute,
     TaskMinute,
     WaitingTask,
 )
+from shiftwork.store.history import Counts, Durations, percentiles
 from shiftwork.store.rows import from_ts, job_from_row, loads, search_params
 
 
@@ -58,7 +60,8 @@ class SQLiteObserve:
         with self._tx() as c:
             c.executemany(self.q["task_minutes_add"], [{
                 "task": r.task, "minute": r.minute.timestamp(), "succeeded": r.succeeded,
-                "items": r.items} for r in rows])
+                "items": r.items, "retried": r.retried, "dead": r.dead,
+                "cancelled": r.cancelled} for r in rows])
 
     def task_minutes_since(self, since: datetime) -> dict[str, tuple[int, int]]:
         rows = self.conn.execute(self.q["task_minutes_since"], {"since": since.timestamp()})
@@ -67,6 +70,48 @@ class SQLiteObserve:
     def task_minutes_prune(self, keep_seconds: float) -> int:
         with self._tx() as c:
             return int(c.execute(self.q["task_minutes_prune"],
+                                 {"now": self._now(), "keep": keep_seconds}).rowcount)
+
+    def history_last(self) -> datetime | None:
+        row = self.conn.execute(self.q["history_last"]).fetchone()
+        return _from_ts(row[0]) if row and row[0] is not None else None
+
+    def history_counts(self, since: datetime, until: datetime
+                       ) -> tuple[dict[str, Counts], dict[str, Counts]]:
+        params = {"since": since.timestamp(), "until": until.timestamp()}
+        queues = self.conn.execute(self.q["history_queue_counts"], params).fetchall()
+        tasks = self.conn.execute(self.q["history_task_counts"], params).fetchall()
+        return ({r[0]: (int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in queues},
+                {r[0]: (int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in tasks})
+
+    def history_durations(self, since: datetime, until: datetime
+                          ) -> dict[tuple[str, str], Durations]:
+        return percentiles(self.conn.execute(self.q["history_durations"], {
+            "since": since.timestamp(), "until": until.timestamp()}).fetchall())
+
+    def history_waiting(self) -> list[tuple[str, str, datetime]]:
+        rows = self.conn.execute(self.q["history_waiting"], {"now": self._now()}).fetchall()
+        return [(r[0], r[1], _from_ts(r[2])) for r in rows]
+
+    def history_add(self, rows: list[HistoryBucket]) -> None:
+        if not rows:
+            return
+        with self._tx() as c:
+            c.executemany(self.q["history_add"], [{
+                "queue": r.queue, "task": r.task, "bucket": r.bucket.timestamp(),
+                "succeeded": r.succeeded, "retried": r.retried, "dead": r.dead,
+                "cancelled": r.cancelled, "runs": r.runs, "p50": r.p50, "p95": r.p95,
+                "oldest_wait": r.oldest_wait} for r in rows])
+
+    def history_list(self, since: datetime, queue: str | None = None,
+                     task: str | None = None) -> list[HistoryBucket]:
+        rows = self.conn.execute(self.q["history_list"], {
+            "since": since.timestamp(), "queue": queue, "task": task}).fetchall()
+        return [HistoryBucket(r[0], r[1], _from_ts(r[2]), *r[3:]) for r in rows]
+
+    def history_prune(self, keep_seconds: float) -> int:
+        with self._tx() as c:
+            return int(c.execute(self.q["history_prune"],
                                  {"now": self._now(), "keep": keep_seconds}).rowcount)
 
     def workers_running(self) -> dict[str, int]:

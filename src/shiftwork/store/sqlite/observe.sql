@@ -15,10 +15,12 @@ WHERE minute >= :since ORDER BY minute, queue
 DELETE FROM queue_minutes WHERE minute < :now - :keep
 
 -- name: task_minutes_add
-INSERT INTO task_minutes AS m (task, minute, succeeded, items)
-VALUES (:task, :minute, :succeeded, :items)
+INSERT INTO task_minutes AS m (task, minute, succeeded, items, retried, dead, cancelled)
+VALUES (:task, :minute, :succeeded, :items, :retried, :dead, :cancelled)
 ON CONFLICT (minute, task) DO UPDATE
-SET succeeded = m.succeeded + excluded.succeeded, items = m.items + excluded.items
+SET succeeded = m.succeeded + excluded.succeeded, items = m.items + excluded.items,
+    retried = m.retried + excluded.retried, dead = m.dead + excluded.dead,
+    cancelled = m.cancelled + excluded.cancelled
 
 -- name: task_minutes_since
 SELECT task, sum(succeeded), sum(items) FROM task_minutes
@@ -68,3 +70,52 @@ FROM jobs
 WHERE state IN ('available', 'scheduled', 'retrying', 'running')
   AND json_extract(meta, '$.group') IS NOT NULL
 GROUP BY 1 ORDER BY 1
+
+-- name: history_last
+SELECT max(bucket) FROM history_rollup
+
+-- name: history_queue_counts
+SELECT queue, sum(succeeded), sum(retried), sum(dead), sum(cancelled)
+FROM queue_minutes WHERE minute >= :since AND minute < :until GROUP BY queue
+
+-- name: history_task_counts
+SELECT task, sum(succeeded), sum(retried), sum(dead), sum(cancelled)
+FROM task_minutes WHERE minute >= :since AND minute < :until GROUP BY task
+
+-- name: history_durations
+-- See the PostgreSQL file: jobs_finished_idx's exact predicate, so the index applies.
+WITH done AS (
+    SELECT queue, task, finished_at - attempted_at AS d FROM jobs
+    WHERE state IN ('succeeded', 'cancelled', 'dead') AND state <> 'cancelled'
+      AND finished_at >= :since AND finished_at < :until AND attempted_at IS NOT NULL
+), ranked AS (
+    SELECT queue, '' AS task, d, row_number() OVER (PARTITION BY queue ORDER BY d) AS n,
+           count(*) OVER (PARTITION BY queue) AS total FROM done
+    UNION ALL
+    SELECT '', task, d, row_number() OVER (PARTITION BY task ORDER BY d),
+           count(*) OVER (PARTITION BY task) FROM done
+)
+SELECT queue, task, total, n, d FROM ranked
+WHERE n = (total * 50 + 99) / 100 OR n = (total * 95 + 99) / 100
+
+-- name: history_waiting
+SELECT queue, task, min(run_at) FROM jobs
+WHERE state IN ('available', 'scheduled', 'retrying') AND run_at <= :now
+GROUP BY queue, task
+
+-- name: history_add
+INSERT INTO history_rollup
+    (queue, task, bucket, succeeded, retried, dead, cancelled, runs, p50, p95, oldest_wait)
+VALUES (:queue, :task, :bucket, :succeeded, :retried, :dead, :cancelled, :runs, :p50, :p95,
+        :oldest_wait)
+ON CONFLICT (queue, task, bucket) DO NOTHING
+
+-- name: history_list
+SELECT queue, task, bucket, succeeded, retried, dead, cancelled, runs, p50, p95, oldest_wait
+FROM history_rollup
+WHERE bucket >= :since AND (:queue IS NULL OR queue = :queue)
+  AND (:task IS NULL OR task = :task)
+ORDER BY queue, task, bucket
+
+-- name: history_prune
+DELETE FROM history_rollup WHERE bucket < :now - :keep

@@ -1,5 +1,6 @@
 """Leadership: one lease row in the database; while this worker holds it, it runs the
-leader's duties (pruning, and whatever features register, such as the scheduler)."""
+leader's duties (pruning, the history rollup, and whatever features register, such as
+the scheduler)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from shiftwork.core.service import Service
+from shiftwork.observe.rollup import HistoryRollup
 from shiftwork.store.schedules import LEADER_NAME
 from shiftwork.worker.maintenance.pruner import Pruner
 
@@ -31,6 +33,7 @@ class Leader(Service):
         self.worker_id = worker_id
         self.term: int | None = None
         self.pruner = Pruner(app)
+        self.history = HistoryRollup(app.store, app.clock, app.settings)
 
     def tick(self) -> None:
         store = self.app.store
@@ -46,6 +49,7 @@ class Leader(Service):
         self.pruner.maybe_prune()
         for duty in list(self.app.leader_duties):
             duty(term)
+        self.history.tick(term)  # last: a slow catch-up never delays the scheduler
 
     def stop(self, timeout: float = 5.0) -> None:
         super().stop(timeout)

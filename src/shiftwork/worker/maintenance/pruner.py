@@ -2,8 +2,8 @@
 
 Finished and dead jobs past their retention, rows of workers gone silent, expired
 effect keys, schedule occurrences past the dead-job retention, groups whose jobs are all
-gone, per-minute counts
-older than a day, and per-group rate buckets idle long enough to be full again.
+gone, per-minute counts older than a day, history buckets past ``history_retention``,
+and per-group rate buckets idle long enough to be full again.
 Only the leader prunes, so the fleet does this work once.
 """
 
@@ -43,6 +43,7 @@ class Pruner:
         store.groups_prune(max(s.retention_finished, s.retention_dead))
         store.queue_minutes_prune(MINUTES_KEPT)
         store.task_minutes_prune(MINUTES_KEPT)
+        store.history_prune(s.history_retention)
         for task in self.app.tasks.values():
             limit = task.options.group_rate_limit
             if limit is not None:  # a bucket refills from empty in capacity / rate seconds
