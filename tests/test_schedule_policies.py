@@ -9,11 +9,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
 
 from shiftwork import App, ConfigurationError, FakeClock, JobState, PayloadError
+from shiftwork.jobs.enqueue import insert_rows
 from shiftwork.model.outcome import Outcome
 from shiftwork.schedules.cron import CronError
 from shiftwork.schedules.definition import RunStatus, iso_z, jitter_offset, plan_tick
@@ -147,7 +149,8 @@ def test_a_leader_paused_mid_transaction_rolls_back(sapp: App, clock: FakeClock)
         return plan
 
     with pytest.raises(NotLeader):
-        sapp.store.schedules_apply("s", paused_planner, "slow", term, insert=sapp.insert_rows)
+        sapp.store.schedules_apply("s", paused_planner, "slow", term,
+                                   insert=partial(insert_rows, sapp.runtime))
     assert sapp.list_jobs() == [] and runs(sapp, "s") == {}
     assert sapp.store.schedules_get("s").next_fire_at == at(1)
 
@@ -359,7 +362,7 @@ def test_a_job_made_for_an_occurrence_recorded_before_is_not_kept(sapp: App,
     def stale(defn: Any, snap: Any, now: datetime) -> Plan:  # decides 00:01 once more
         return Plan(new=[Decision(at(1), RunKind.CRON, RunStatus.ENQUEUED, None, at(1))])
 
-    applied = sapp.store.schedules_apply("d", stale, insert=sapp.insert_rows)
+    applied = sapp.store.schedules_apply("d", stale, insert=partial(insert_rows, sapp.runtime))
     assert applied.enqueued == [] and applied.written == []
     assert [j.id for j in sapp.list_jobs()] == [job.id]
     assert statuses(sapp, "d") == {"succeeded": [at(1)]}
@@ -370,7 +373,7 @@ def test_a_job_made_for_an_occurrence_recorded_before_is_not_kept(sapp: App,
     term = sapp.store.leader_acquire(LEADER_NAME, "test-leader", 3600)
     assert term is not None
     fired = dict(sapp.store.schedules_fire(["d", "e"], stale, "test-leader", term,
-                                           insert=sapp.insert_rows))
+                                           insert=partial(insert_rows, sapp.runtime)))
     assert fired["d"].enqueued == []
     [(fire_at, e_job)] = fired["e"].enqueued
     assert fire_at == at(1) and runs(sapp, "e")[at(1)].job_id == e_job

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from shiftwork.store.wakeups import ANY_QUEUE, parse_wakeup
 
 if TYPE_CHECKING:
-    from shiftwork.app import App
+    from shiftwork.runtime import Runtime
 
 log = logging.getLogger("shiftwork.worker")
 
@@ -32,8 +32,8 @@ ROSTER_SECONDS = 10.0
 
 
 class WakeShare:
-    def __init__(self, app: App, worker_id: str, queues: list[str]) -> None:
-        self.app = app
+    def __init__(self, rt: Runtime, worker_id: str, queues: list[str]) -> None:
+        self.rt = rt
         self.worker_id = worker_id
         self.queues = set(queues)
         self._ranks: dict[str, tuple[int, int]] = {}  # queue -> (my rank, workers serving it)
@@ -60,7 +60,7 @@ class WakeShare:
         with self._lock:
             self._read_at = time.monotonic()
             try:
-                workers = self.app.store.workers_list()
+                workers = self.rt.store.workers_list()
             except Exception:  # no roster: every wake-up wakes (the old behaviour)
                 log.debug("cannot read the worker roster", exc_info=True)
                 self._ranks = {}
@@ -70,7 +70,7 @@ class WakeShare:
                 return
             # Live: beaten within three heartbeats of the freshest (no clock comparison).
             newest = max(w.heartbeat_at for w in workers)
-            stale = 3 * self.app.settings.heartbeat_interval
+            stale = 3 * self.rt.settings.heartbeat_interval
             ranks: dict[str, tuple[int, int]] = {}
             for queue in self.queues:
                 serving = sorted(w.id for w in workers if queue in w.queues

@@ -16,26 +16,26 @@ from typing import TYPE_CHECKING
 from shiftwork.observe.worker import MINUTES_KEPT
 
 if TYPE_CHECKING:
-    from shiftwork.app import App
+    from shiftwork.runtime import Runtime
 
 log = logging.getLogger("shiftwork.worker")
 
 
 class Pruner:
-    def __init__(self, app: App) -> None:
-        self.app = app
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
         self._last = 0.0
 
     def maybe_prune(self) -> None:
         """Prune if ``prune_interval`` has passed since the last time (the leader's tick)."""
         now = time.monotonic()
-        if now - self._last < self.app.settings.prune_interval:
+        if now - self._last < self.rt.settings.prune_interval:
             return
         self._last = now
         self.prune()
 
     def prune(self) -> None:
-        store, s = self.app.store, self.app.settings
+        store, s = self.rt.store, self.rt.settings
         pruned = store.jobs_prune(s.retention_finished, s.retention_dead)
         store.workers_prune(max(3 * s.heartbeat_interval, s.lease_seconds))
         store.effect_keys_prune()
@@ -43,7 +43,7 @@ class Pruner:
         store.groups_prune(max(s.retention_finished, s.retention_dead))
         store.queue_minutes_prune(MINUTES_KEPT)
         store.task_minutes_prune(MINUTES_KEPT)
-        for task in self.app.tasks.values():
+        for task in self.rt.registry.tasks.values():
             limit = task.options.group_rate_limit
             if limit is not None:  # a bucket refills from empty in capacity / rate seconds
                 store.rate_buckets_prune(f"group:{task.name}:", limit.capacity / limit.rate)
