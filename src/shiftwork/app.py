@@ -14,7 +14,6 @@ from shiftwork.core.callsite import declared_at
 from shiftwork.core.clock import Clock, SystemClock
 from shiftwork.core.errors import (
     ConfigurationError,
-    JobCancelled,
     ShiftworkError,
 )
 from shiftwork.core.events import EventBus
@@ -55,9 +54,10 @@ from shiftwork.schedules.definition import (
 )
 from shiftwork.store import Store
 from shiftwork.store.connections import Connections
-from shiftwork.workflow import Workflow, WorkflowError
+from shiftwork.workflow import Workflow
+from shiftwork.workflow.children import cancel_job
 from shiftwork.workflow.children import install as install_children
-from shiftwork.workflow.children import report_for as report_cancelled
+from shiftwork.workflow.events import send_event
 from shiftwork.workflow.runner import workflow_task
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -311,7 +311,7 @@ class App:
         """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks,
         plus ``version`` (recorded per instance; default: a digest of the body's source)."""
         def register(run: Callable[..., Any], **fixed: Any) -> Task[Any, Any]:
-            install_children(self.runtime)  # the task that runs wf.call branches
+            install_children(self)  # the task that runs wf.call branches
             return self.task(run, **{**options, **fixed})
 
         retry = options.get("retry")
@@ -326,27 +326,7 @@ class App:
         With ``key``, an event already sent under that key (for this workflow and name)
         is not stored again: a webhook delivered twice wakes one wait, not two.
         """
-        from shiftwork.core.payload import MAX_EVENT_KEY, MAX_EVENT_NAME, check_label, encode_json
-
-        check_label(name, "event name", MAX_EVENT_NAME)
-        if key is not None:
-            check_label(key, f"event {name!r}: key", MAX_EVENT_KEY)
-        body = encode_json(payload, f"event {name!r}: payload",
-                           self.settings.limit("max_event_payload_bytes"))
-        self._require_workflow(workflow_id, name)
-        return self.store.workflow_event_send(workflow_id, name, body, key)
-
-    def _require_workflow(self, job_id: int, event: str) -> None:
-        """Refuse an event for a job that is not a workflow: nothing would ever take it."""
-        job = self.store.jobs_get(job_id)  # JobNotFoundError names the id
-        task = self.tasks.get(job.task)
-        if task is not None:
-            known = getattr(task, "workflow_version", None) is not None
-        else:  # a task this app does not register: a workflow has begun a run
-            known = self.store.workflow_run_read(job_id) is not None
-        if not known:
-            raise WorkflowError(f"event {event!r}: job {job_id} runs task {job.task!r}, which "
-                                "is not a workflow; events are delivered to workflows only")
+        return send_event(self.runtime, workflow_id, name, payload, key=key)
 
     def workflow_history(self, workflow_id: int) -> list[Any]:
         """The recorded steps of a workflow, in the order they were first recorded."""
@@ -607,14 +587,7 @@ class App:
 
     def cancel_job(self, job_id: int) -> Job:
         """Cancel a waiting job, or ask a running one to stop (seen at its next check)."""
-        # A started workflow is woken to cancel itself, so its compensations run.
-        if self.store.workflow_cancel(job_id):
-            return self.store.jobs_get(job_id)
-        job = self.store.jobs_cancel(job_id)
-        if job.state is JobState.CANCELLED:  # a member of wf.child / wf.parallel: tell its parent
-            report_cancelled(self.runtime, job.id, job.meta, error=JobCancelled(
-                f"job {job.id} was cancelled before it ran"))
-        return job
+        return cancel_job(self.runtime, job_id)
 
     def queue_stats(self, include_finished: bool = True) -> list[QueueStats]:
         """Per queue counts (paused flag included); ``include_finished=False`` skips

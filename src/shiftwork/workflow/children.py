@@ -35,19 +35,21 @@ from shiftwork.core.backoff import DEFAULT_BACKOFF
 from shiftwork.core.errors import JobCancelled, ShiftworkError
 from shiftwork.core.payload import encode_json
 from shiftwork.core.states import JobState, StepStatus
-from shiftwork.jobs.enqueue import enqueue_requests
+from shiftwork.jobs.enqueue import enqueue_requests, insert_rows
 from shiftwork.jobs.task import EnqueueOptions, Task
 from shiftwork.workflow.errors import ChildFailed, Suspend, WorkflowError
+from shiftwork.workflow.events import send_event
 from shiftwork.workflow.hooks import boundary
 from shiftwork.workflow.replay import digest
 
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from shiftwork.app import App  # install() declares a task on it
     from shiftwork.core.payload import Limit
     from shiftwork.jobs.context import JobContext
     from shiftwork.model.outcome import Outcome
-    from shiftwork.model.records import StepRecord
+    from shiftwork.model.records import Job, StepRecord
     from shiftwork.runtime import Runtime
     from shiftwork.store.base import Store
 
@@ -221,7 +223,7 @@ def report(ctx: JobContext, *, result: Any = None, error: BaseException | None =
     report_for(ctx.runtime, ctx.job_id, ctx.meta, result=result, error=error)
 
 
-def report_for(rt: Any, job_id: int, meta: dict[str, Any] | None, *, result: Any = None,
+def report_for(rt: Runtime, job_id: int, meta: dict[str, Any] | None, *, result: Any = None,
                error: BaseException | None = None) -> None:
     """:func:`report` for a job by id and meta (also used when a member is cancelled
     before it ran, so its parent is not left waiting)."""
@@ -233,7 +235,7 @@ def report_for(rt: Any, job_id: int, meta: dict[str, Any] | None, *, result: Any
     _report(rt, job_id, meta, payload)
 
 
-def report_outcome(rt: Any, task: Task[Any, Any], meta: dict[str, Any],
+def report_outcome(rt: Runtime, task: Task[Any, Any], meta: dict[str, Any],
                    outcome: Outcome) -> None:
     """A member call's attempt ended (its own task's job, run by the worker): tell its
     parent when that was for good (succeeded, dead or cancelled). A child workflow's
@@ -254,7 +256,7 @@ def report_outcome(rt: Any, task: Task[Any, Any], meta: dict[str, Any],
     _report(rt, outcome.job_id, meta, payload)
 
 
-def _report(rt: Any, job_id: int, meta: dict[str, Any] | None,
+def _report(rt: Runtime, job_id: int, meta: dict[str, Any] | None,
             payload: dict[str, Any]) -> None:
     parent = (meta or {}).get(PARENT_META)
     if not parent:
@@ -268,12 +270,12 @@ def _report(rt: Any, job_id: int, meta: dict[str, Any] | None,
     boundary(job_id, "after:report")
 
 
-def _send(rt: Any, workflow: int, event: str, payload: dict[str, Any], of: Any) -> None:
+def _send(rt: Runtime, workflow: int, event: str, payload: dict[str, Any], of: Any) -> None:
     """Report under the key ``done`` (stored once if sent again after a crash). A member of
     a join of ``of`` reports wakes the parent only with the join's last report (see
     store/joins.py); a member enqueued before joins were counted wakes it every time."""
     if not isinstance(of, int) or isinstance(of, bool) or of < 1:
-        rt.send_event(workflow, event, payload, key="done")
+        send_event(rt, workflow, event, payload, key="done")
         return
     body = encode_json(payload, f"event {event!r}: payload",
                        rt.settings.limit("max_event_payload_bytes"))
@@ -281,7 +283,7 @@ def _send(rt: Any, workflow: int, event: str, payload: dict[str, Any], of: Any) 
                                   join=(event.rsplit("/", 1)[0] + "/", of))
 
 
-def install(rt: Any) -> None:
+def install(app: App) -> None:
     """Register the internal task that finishes ``wf.call`` jobs enqueued by a release
     before 0.x ran calls as jobs of their own task (once per App).
 
@@ -290,6 +292,7 @@ def install(rt: Any) -> None:
     carrying the same parent, which reports when it ends. The task is internal: never
     listed for people, and no enqueue or schedule of it is accepted (Task.build).
     """
+    rt = app.runtime
     if CALL_TASK in rt.registry.tasks:
         return
 
@@ -306,12 +309,13 @@ def install(rt: Any) -> None:
         if target.internal:
             raise CallFailed(f"job {ctx.job_id}: {task} is internal")
         with ctx.transaction() as tx:
-            tx.once(f"handoff:{ctx.job_id}", lambda: int(rt.insert_rows([target.build(
+            tx.once(f"handoff:{ctx.job_id}", lambda: int(insert_rows(rt, [target.build(
                 tuple(args), dict(kwargs), EnqueueOptions(meta=dict(ctx.meta)),
                 rt.clock.now())], tx.conn)[0].id))
 
-    call = rt.task(workflow_call, name=CALL_TASK,
-                    retry=replace(DEFAULT_BACKOFF, non_retryable=(CallFailed,)))
+    # Declared on the App: a task like any other, registered once.
+    call = app.task(name=CALL_TASK,
+                    retry=replace(DEFAULT_BACKOFF, non_retryable=(CallFailed,)))(workflow_call)
     call.internal = True
 
 
@@ -327,6 +331,19 @@ def cancel_members(wf: Workflow) -> None:
             continue
         for job_id in (rec.result or {}).get("jobs", []):
             try:
-                wf.runtime.cancel_job(int(job_id))  # type: ignore[attr-defined]
+                cancel_job(wf.runtime, int(job_id))
             except ShiftworkError as exc:
                 log.info("workflow %s: child job %s not cancelled: %s", wf.id, job_id, exc)
+
+
+def cancel_job(rt: Runtime, job_id: int) -> Job:
+    """The one cancel path (``App.cancel_job``, a parent's members): a waiting job is
+    cancelled, a running one asked to stop; a started workflow is woken to cancel itself,
+    so its compensations run; a member cancelled before it ran tells its parent."""
+    if rt.store.workflow_cancel(job_id):
+        return rt.store.jobs_get(job_id)
+    job = rt.store.jobs_cancel(job_id)
+    if job.state is JobState.CANCELLED:
+        report_for(rt, job.id, job.meta, error=JobCancelled(
+            f"job {job.id} was cancelled before it ran"))
+    return job
