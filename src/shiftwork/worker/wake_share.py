@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import TYPE_CHECKING
 
 from shiftwork.store.wakeups import ANY_QUEUE, parse_wakeup
@@ -37,7 +36,7 @@ class WakeShare:
         self.worker_id = worker_id
         self.queues = set(queues)
         self._ranks: dict[str, tuple[int, int]] = {}  # queue -> (my rank, workers serving it)
-        self._read_at = -ROSTER_SECONDS
+        self._read_at: float | None = None  # the clock's monotonic reading at the last read
         self._lock = threading.Lock()
 
     def queue_to_wake(self, payload: str) -> str | None:
@@ -46,7 +45,8 @@ class WakeShare:
         queue, count, token = parse_wakeup(payload)
         if count is None or queue == ANY_QUEUE:
             return queue
-        if time.monotonic() - self._read_at > ROSTER_SECONDS:
+        read_at = self._read_at
+        if read_at is None or self.rt.clock.monotonic() - read_at > ROSTER_SECONDS:
             self._read_roster()
         rank = self._ranks.get(queue)
         if rank is None:
@@ -58,7 +58,7 @@ class WakeShare:
 
     def _read_roster(self) -> None:
         with self._lock:
-            self._read_at = time.monotonic()
+            self._read_at = self.rt.clock.monotonic()
             try:
                 workers = self.rt.store.workers_list()
             except Exception:  # no roster: every wake-up wakes (the old behaviour)

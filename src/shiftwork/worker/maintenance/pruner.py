@@ -10,7 +10,6 @@ Only the leader prunes, so the fleet does this work once.
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING
 
 from shiftwork.observe.worker import MINUTES_KEPT
@@ -24,12 +23,12 @@ log = logging.getLogger("shiftwork.worker")
 class Pruner:
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
-        self._last = 0.0
+        self._last: float | None = None  # the clock's monotonic reading at the last prune
 
     def maybe_prune(self) -> None:
         """Prune if ``prune_interval`` has passed since the last time (the leader's tick)."""
-        now = time.monotonic()
-        if now - self._last < self.rt.settings.prune_interval:
+        now = self.rt.clock.monotonic()
+        if self._last is not None and now - self._last < self.rt.settings.prune_interval:
             return
         self._last = now
         self.prune()
