@@ -222,7 +222,7 @@ def test_cli_prints_and_follows_a_running_jobs_records(db: dict[str, str],
         follower = _cli(db, "jobs", "logs", str(job_id), "--follow", "--interval", "0.2")
         assert follower.stdout is not None
         first = follower.stdout.readline()  # printed while the job still runs
-        assert "#1 INFO    shiftwork.model.new_job: imported batch 1" in first
+        assert "#1 INFO    shiftwork.job: imported batch 1" in first
         assert app.get_job(job_id).state is JobState.RUNNING
         release.set()
         out, err = follower.communicate(timeout=60)

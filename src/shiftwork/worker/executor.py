@@ -142,7 +142,7 @@ class Executor:
                 run.finalize(self.decide.error(run, ConfigurationError(
                     "this job runs in a child process (a memory ceiling or a :process "
                     "queue), which needs the app's import path: start the worker with "
-                    "`shiftwork worker module:attr` or set rt.import_path")))
+                    "`shiftwork worker module:attr` or set app.import_path")))
                 return
             pool.submit(lambda: run_in_process(self.decide, import_path, run))
         elif run.task.is_async:

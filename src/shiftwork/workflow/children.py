@@ -105,7 +105,7 @@ def check_call(name: str, task: Any, args: tuple[Any, ...], kwargs: dict[str, An
     if not isinstance(name, str) or not name or "/" in name:
         raise WorkflowError(f"wf.call needs a non-empty name without '/', not {name!r}")
     if not isinstance(task, Task):
-        raise WorkflowError(f"wf.call({name!r}): give a task registered with @rt.task, "
+        raise WorkflowError(f"wf.call({name!r}): give a task registered with @app.task, "
                             f"not {task!r} (a parallel call runs as a job of that task)")
     if task.internal:
         raise WorkflowError(f"wf.call({name!r}): {task.name} is internal to shiftwork")

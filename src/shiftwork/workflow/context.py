@@ -287,7 +287,7 @@ class Workflow:
         from shiftwork.workflow.children import join
 
         if not isinstance(workflow, Task) or getattr(workflow, "workflow_version", None) is None:
-            raise WorkflowError(f"wf.child needs a workflow registered with @rt.workflow, "
+            raise WorkflowError(f"wf.child needs a workflow registered with @app.workflow, "
                                 f"not {workflow!r} (run a plain task with wf.parallel)")
         step = name or f"child:{workflow.name}"
         return join(self, step, "child", [(step, workflow, args, kwargs)])[0]

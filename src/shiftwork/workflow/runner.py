@@ -80,7 +80,7 @@ def workflow_task(register: Callable[..., Task[Any, Any]], fn: Callable[..., Any
     ``register(run, retry=...)`` registers the job-side function on the App with the
     workflow's options (``retry`` extended with the errors that end a workflow)."""
     if not callable(fn):
-        raise WorkflowError(f"@rt.workflow needs a function, not {fn!r}")
+        raise WorkflowError(f"@app.workflow needs a function, not {fn!r}")
     params = list(inspect.signature(fn).parameters.values())
     if not params:
         raise WorkflowError(f"workflow {fn.__qualname__}: the first parameter receives the "
