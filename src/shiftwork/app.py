@@ -63,7 +63,6 @@ from shiftwork.workflow.runner import workflow_task
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
 R = TypeVar("R")
-log = logging.getLogger("shiftwork.migrate")
 log_flow = logging.getLogger("shiftwork.flow")
 
 
@@ -96,13 +95,13 @@ class App:
             settings = replace(settings, max_args_bytes=max_payload_bytes)
         self.pool_size = pool_size  # the sync pool (workers, enqueue, the dashboard)
         self.async_pool_size = async_pool_size  # Postgres: enqueue_async's own pool
-        # Opened now, so a DSN typo fails at start-up, not at the first enqueue.
         #: What the workers, the scheduler and the other services run on: the store,
-        #: settings, clock, events and the registry of what this App declares.
+        #: settings, clock, events and the registry of what this App declares. The store
+        #: opens now, so a DSN typo fails at start-up, not at the first enqueue.
+        #: ``auto_migrate=False`` (the default): its first use checks that the schema is
+        #: migrated and raises NotMigratedError if not; True: it applies pending migrations.
         #: PostgreSQL: the pool's bounds (pool_size, Settings.pool_*), and PgBouncer
         #: (transaction mode) in front of ``dsn``, with wake-ups LISTENed on ``listen_dsn``.
-        #: ``auto_migrate=False`` (the default): the first use checks that the schema is
-        #: migrated and raises NotMigratedError if not; True: it applies pending migrations.
         self.runtime = Runtime(
             dsn, schema=schema, clock=clock or SystemClock(), settings=settings,
             auto_migrate=auto_migrate, async_pool_size=async_pool_size,
@@ -118,7 +117,7 @@ class App:
         #: With ``testing="inline"``: every attempt the inline mode ran (a DrainResult).
         self.inline_results: Any = None
         if testing == "inline":
-            # Imported here: the testing tools import the App's runtime types.
+            # Imported here: the testing tools sit above the App.
             from shiftwork.testing.drain import DrainResult
             from shiftwork.testing.inline import install
             self.inline_results = DrainResult()
