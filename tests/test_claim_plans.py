@@ -37,24 +37,28 @@ _CLAIMS: dict[str, dict[str, Any]] = {
     "jobs_claim": {},
     "jobs_claim_task_rates": {"tasks": ["noop", "other"], "capacities": [1e9, 1e9],
                               "rates": [1e9, 1e9]},
-    "jobs_claim_task_rate": {"task": "noop", "capacity": 1e9, "rate": 1e9},
+    "jobs_claim_task_rates/one": {"tasks": ["noop"], "capacities": [1e9], "rates": [1e9]},
     "jobs_claim_queue_rate": {"key": "queue:bench", "capacity": 1e9, "rate": 1e9},
 }
-_FAIR: dict[str, dict[str, Any]] = {"fair_claim": {}}
+_FAIR: dict[str, dict[str, Any]] = {"jobs_claim_fair": {}}
 
 
-# The claims that are functions (migration 0016): their plans are those of the statement
-# inside, which runs under its generic plan.
+# Every claim is a function (store/postgres/migrations/functions.sql): its plans are those
+# of the statement inside, which runs under its generic plan.
 _FUNCTIONS = {"jobs_claim": "claim_jobs", "jobs_claim_queue_rate": "claim_jobs_queue_rate",
-              "jobs_claim_task_rate": "claim_jobs_task_rate", "fair_claim": "claim_jobs_fair"}
+              "jobs_claim_task_rates": "claim_jobs_task_rates",
+              "jobs_claim_fair": "claim_jobs_fair"}
+
+
+def _sorts(case: str) -> bool:
+    """Whether the claim sorts the few jobs it picked (its tasks' and the rest) once."""
+    return case.startswith("jobs_claim_task_rates")
 
 
 def _statement(app: App, conn: psycopg.Connection[Any], name: str) -> str:
     """The store's statement ``name``; for a claim that is a function, the statement it
     runs, as stored in the database, its p_x arguments written %(x)s."""
-    function = _FUNCTIONS.get(name)
-    if function is None:
-        return str(app.store.q[name])  # type: ignore[attr-defined]
+    function = _FUNCTIONS[name.split("/")[0]]
     row = conn.execute("SELECT p.prosrc, p.proconfig FROM pg_proc p JOIN pg_namespace n "
                        "ON n.oid = p.pronamespace WHERE n.nspname = %s "
                        "AND p.proname = %s", (app.schema, function)).fetchone()
@@ -116,23 +120,19 @@ def test_generic_claim_plan_walks_the_index_with_stale_statistics(
         # Planned generically, and planned for its values: both must walk the index.
         nodes = _explain_prepared(app, conn, name, mode)
     kinds = [kind for kind, _ in nodes]
-    # The claim for several task rates sorts the few jobs it picked (its tasks' and the
-    # rest) once.
-    assert kinds.count("Sort") == (name == "jobs_claim_task_rates"), nodes
+    assert kinds.count("Sort") == _sorts(name), nodes
     assert not {"Seq Scan", "Bitmap Heap Scan"} & set(kinds), nodes
     assert ("Index Scan", "jobs_claim_idx") in nodes, nodes
 
 
 @pytest.mark.parametrize("engine", ["postgres"], indirect=True)
-@pytest.mark.parametrize("name", ["jobs_claim", "jobs_claim_task_rate",
-                                  "jobs_claim_queue_rate"])
+@pytest.mark.parametrize("name", sorted(_CLAIMS))
 def test_claims_generic_plan_finds_jobs_by_id_after_analyze(
         app: App, db: dict[str, str], name: str) -> None:
-    """The plain claim and the rate-limited ones (functions, migration 0016) always run
-    under their generic plan, which guesses a tenth of the backlog for their LIMITs: with
-    fresh statistics it must still walk the claim index and update the jobs found by id,
-    not hash them against a scan of the whole table (the generic plan of the claim for
-    several task rates does that, which is why it is planned for its values)."""
+    """The plain claim and the rate-limited ones (functions) always run under their generic
+    plan, which guesses a tenth of the backlog for their LIMITs: with fresh statistics it
+    must still walk the claim index and update the jobs found by id, not hash them against
+    a scan of the whole table."""
     schema = db["schema"]
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         conn.execute(f'''
@@ -153,7 +153,7 @@ def test_claims_generic_plan_finds_jobs_by_id_after_analyze(
 @pytest.mark.parametrize("engine", ["postgres"], indirect=True)
 # (the fair claim has its own empty-table case below: it walks the group index, and sorts
 # its few candidates by design)
-@pytest.mark.parametrize("name", sorted(set(_FUNCTIONS) - {"fair_claim"}))
+@pytest.mark.parametrize("name", sorted(_CLAIMS))
 def test_a_claims_generic_plan_made_on_an_empty_table_still_walks_the_index(
         app: App, db: dict[str, str], name: str) -> None:
     """A generic plan is kept until the statistics change: one made before the first
@@ -163,8 +163,8 @@ def test_a_claims_generic_plan_made_on_an_empty_table_still_walks_the_index(
         _buckets(conn, db["schema"])
         nodes = _explain_prepared(app, conn, name, "generic")
     kinds = [kind for kind, _ in nodes]
-    assert not {"Seq Scan", "Bitmap Heap Scan", "Sort"} & set(kinds) or \
-        name == "jobs_claim_task_rates", nodes
+    assert not {"Seq Scan", "Bitmap Heap Scan"} & set(kinds), nodes
+    assert kinds.count("Sort") == _sorts(name), nodes
     assert ("Index Scan", "jobs_claim_idx") in nodes, nodes
 
 
@@ -241,7 +241,7 @@ def test_fair_claim_plan_walks_the_group_index(
                 FROM generate_series(1, 100000) i''')
         if table == "analyzed":
             conn.execute(f'ANALYZE "{schema}".jobs')
-        nodes = _explain_prepared(app, conn, "fair_claim", mode)
+        nodes = _explain_prepared(app, conn, "jobs_claim_fair", mode)
     kinds = [kind for kind, _ in nodes]
     assert not {"Hash Join", "Seq Scan", "Bitmap Heap Scan"} & set(kinds), nodes
     assert ("Index Scan", "jobs_group_claim_idx") in nodes, nodes

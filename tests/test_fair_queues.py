@@ -24,7 +24,7 @@ T0 = datetime(2030, 1, 1, tzinfo=UTC)
 def fair_app(make_app: Callable[..., App], request: pytest.FixtureRequest) -> App:
     app = make_app(clock=FakeClock(T0))
     # Weights make the claim take the general steps (flow_claim.py); without them, on
-    # PostgreSQL, a fair queue is claimed in one statement (fair_claim): both are tested.
+    # PostgreSQL, a fair queue is claimed in one statement (jobs_claim_fair): both are tested.
     if request.param == "weighted":
         app.queue("emails", fair=True, weights={"vip": 2})
     else:

@@ -14,6 +14,7 @@ from shiftwork import App, ConfigurationError, FakeClock, JobContext, JobState
 from shiftwork.flow.claim import claim_flow
 from shiftwork.flow.limits import ClaimFlow, RateLimit, rate_limit
 from shiftwork.model.outcome import Outcome
+from shiftwork.store.flow_claim import ClaimKind, claim_kind
 
 from .conftest import imported_app, running_worker, spawn_worker, wait_for
 from .test_chaos import stop
@@ -303,3 +304,29 @@ def test_limits_and_their_tokens_are_visible(clocked: tuple[App, FakeClock]) -> 
     assert seen[("shiftwork_rate_limit_tokens", (("limit", "queue:default"),))] == 9
     assert not any(name == "shiftwork_rate_limit_tokens" and "group:" in str(labels)
                    for name, labels in seen)
+
+
+_R = RateLimit(5)
+
+
+@pytest.mark.parametrize(("limits", "flow", "kind"), [
+    ({}, ClaimFlow(), ClaimKind.PLAIN),
+    ({}, ClaimFlow(weights={"a": 2}), ClaimKind.PLAIN),  # weights mean nothing unless fair
+    ({}, ClaimFlow(queue_rate=_R), ClaimKind.QUEUE_RATE),
+    ({}, ClaimFlow(task_rates={"t": _R}), ClaimKind.TASK_RATES),
+    ({}, ClaimFlow(task_rates={"t": _R, "u": _R}), ClaimKind.TASK_RATES),
+    ({}, ClaimFlow(fair=True), ClaimKind.FAIR),
+    ({"t": 2}, ClaimFlow(), ClaimKind.LIMITED),
+    ({"t": 2}, ClaimFlow(queue_rate=_R), ClaimKind.LIMITED),
+    ({}, ClaimFlow(queue_rate=_R, task_rates={"t": _R}), ClaimKind.LIMITED),
+    ({}, ClaimFlow(group_caps={"t": 1}), ClaimKind.LIMITED),
+    ({}, ClaimFlow(group_rates={"t": _R}), ClaimKind.LIMITED),
+    ({}, ClaimFlow(fair=True, weights={"a": 2}), ClaimKind.FAIR_LIMITED),
+    ({"t": 2}, ClaimFlow(fair=True), ClaimKind.FAIR_LIMITED),
+    ({}, ClaimFlow(fair=True, queue_rate=_R), ClaimKind.FAIR_LIMITED),
+])
+def test_a_claim_is_chosen_by_its_kind(limits: dict[str, int], flow: ClaimFlow,
+                                       kind: ClaimKind) -> None:
+    """Each kind is one statement on Postgres (a function) or one of the Python loops: the
+    queue's limits pick it, and only the plain shapes get the one-statement claims."""
+    assert claim_kind(limits, flow) is kind

@@ -156,6 +156,27 @@ def test_clear_backoff_ends_a_hold_by_api_and_by_command(
     assert "Traceback" not in bad.stderr
 
 
+def test_a_cleared_hold_frees_the_one_statement_claims_of_the_same_store(
+        clocked: tuple[App, FakeClock]) -> None:
+    """A queue whose only limit is one task's rate claims in one statement, after making
+    the bucket once per store; clearing the hold must not leave that store without a
+    bucket (it took nothing for the limit until a restart when clearing deleted it)."""
+    app, _ = clocked
+
+    @app.task(name="partner", rate_limit="100/s")
+    def partner(ctx: JobContext) -> None: ...
+
+    flow = app.claim_flow("default")
+    partner.enqueue()
+    assert len(app.store.jobs_claim("default", 10, "w", 30, None, flow)) == 1
+    app.store.rate_limit_push_back("task:partner", 3000)
+    partner.enqueue()
+    assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []
+    assert app.clear_backoff("task:partner") is True
+    assert len(app.store.jobs_claim("default", 10, "w", 30, None, flow)) == 1
+    assert all(key != "task:partner" or tokens < 100 for key, tokens, _ in app.store.rate_buckets())
+
+
 def test_queues_and_metrics_survive_a_stored_hold_out_of_range(
         app: App, db: dict[str, str], tmp_path: Path) -> None:
     """Finding 2: an infinite hold (SQLite) or one past year 9999 (PostgreSQL), stored by

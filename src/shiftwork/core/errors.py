@@ -70,10 +70,6 @@ class JobNotFoundError(ShiftworkError, LookupError):
     """No job with that id."""
 
 
-class IllegalTransitionError(ShiftworkError):
-    """A job state change that the state machine does not allow."""
-
-
 class StorageError(ShiftworkError):
     """The database could not be reached or refused an operation."""
 

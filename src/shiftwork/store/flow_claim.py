@@ -11,10 +11,45 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from shiftwork.flow.limits import ClaimFlow, RateLimit
 from shiftwork.store.jobs import ClaimRows, Row
+
+
+class ClaimKind(Enum):
+    """The claims that really differ. On Postgres each of the first four is one statement
+    (a function, store/postgres/migrations/functions.sql) and the last two are the Python
+    loops below over the engine's steps; on SQLite, whose write lock already makes claimers
+    take turns, every kind runs those loops."""
+
+    PLAIN = "plain"  # no limit but the worker's slots
+    QUEUE_RATE = "queue_rate"  # only the queue's own rate
+    TASK_RATES = "task_rates"  # only task rate limits
+    FAIR = "fair"  # a fair queue with no other limit (no weights either)
+    LIMITED = "limited"  # anything else: claim_with_flow
+    FAIR_LIMITED = "fair_limited"  # a fair queue with more: claim_fair
+
+
+def claim_kind(limits: dict[str, int], flow: ClaimFlow) -> ClaimKind:
+    """Which claim ``limits`` (task concurrency) and ``flow`` call for."""
+    has = {name for name, on in (
+        ("limits", bool(limits)), ("queue_rate", flow.queue_rate is not None),
+        ("task_rates", bool(flow.task_rates)), ("group_caps", bool(flow.group_caps)),
+        ("group_rates", bool(flow.group_rates)),
+        # weights only count on a fair queue, the one claim that reads them
+        ("weights", flow.fair and bool(flow.weights))) if on}
+    if flow.fair:
+        return ClaimKind.FAIR if not has else ClaimKind.FAIR_LIMITED
+    if not has:
+        return ClaimKind.PLAIN
+    if has == {"queue_rate"}:
+        return ClaimKind.QUEUE_RATE
+    if has == {"task_rates"}:
+        return ClaimKind.TASK_RATES
+    return ClaimKind.LIMITED
+
 
 #: Due jobs read per page when choosing jobs whose group has room, and pages at most.
 GROUP_PAGE = 200

@@ -1,6 +1,6 @@
-"""Jobs' engine-neutral Python, written once: the task-limit claim loop, claimed rows to
-ClaimedJob, outcomes to parameters, retry and cancel. Each engine supplies its SQL and
-driver calls (store/engine_sql.py); nothing here knows which engine runs it.
+"""Jobs' engine-neutral Python, written once: claimed rows to ClaimedJob, outcomes to
+parameters, retry and cancel (the claim loops are in flow_claim.py). Each engine supplies
+its SQL and driver calls (store/engine_sql.py); nothing here knows which engine runs it.
 """
 
 from __future__ import annotations
@@ -19,25 +19,6 @@ from shiftwork.store.wakeups import ANY_QUEUE
 Row = Sequence[Any]
 #: (how many, only this task or None, tasks to leave out) -> the rows claimed
 ClaimRows = Callable[[int, "str | None", list[str]], list[Row]]
-
-
-def claim_within_limits(limit: int, limits: dict[str, int], running: Callable[[str], int],
-                        claim: ClaimRows) -> list[Row]:
-    """Claim up to ``limit`` jobs: each limited task only into its fleet-wide room, then
-    any other task. The caller runs this in one transaction that serializes the claimers
-    of limited tasks (a lock per task on Postgres, the write lock on SQLite), so counting
-    what runs and then claiming is safe. A limit of 0 (a task the worker does not register)
-    excludes the task without counting or locking anything."""
-    rows: list[Row] = []
-    for task in sorted(limits):
-        if len(rows) >= limit:
-            break
-        room = limits[task] and limits[task] - running(task)
-        if room > 0:
-            rows += claim(min(room, limit - len(rows)), task, [])
-    if len(rows) < limit:
-        rows += claim(limit - len(rows), None, sorted(limits))
-    return rows
 
 
 def claimed_jobs(rows: list[Row]) -> list[ClaimedJob]:

@@ -6,6 +6,9 @@ import re
 from importlib import resources
 
 _NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.M)
+#: A migration's line that stands for a whole schema file beside it (``functions.sql``):
+#: the file is kept in one place, and each migration naming it applies its current text.
+_APPLY = re.compile(r"^--\s*apply:\s*([a-z_][a-z0-9_]*\.sql)\s*$", re.M)
 
 
 def load_queries(package: str, filename: str, **substitutions: str) -> dict[str, str]:
@@ -37,12 +40,15 @@ def load_all_queries(package: str, **substitutions: str) -> dict[str, str]:
 
 
 def load_migrations(package: str, **substitutions: str) -> list[tuple[int, str, str]]:
-    """Numbered migration files ``0001_name.sql`` in ``package``, in order."""
+    """Numbered migration files ``0001_name.sql`` in ``package``, in order; a line
+    ``-- apply: functions.sql`` in one is replaced by that file of ``package``."""
     found = []
-    for entry in resources.files(package).iterdir():
+    files = resources.files(package)
+    for entry in files.iterdir():
         match = re.match(r"^(\d{4})_([a-z0-9_]+)\.sql$", entry.name)
         if match:
-            text = entry.read_text()
+            text = _APPLY.sub(lambda m: files.joinpath(m.group(1)).read_text(),
+                              entry.read_text())
             for key, value in substitutions.items():
                 text = text.replace("{" + key + "}", value)
             found.append((int(match.group(1)), match.group(2), text))

@@ -27,6 +27,17 @@ def word_array(values: Iterable[str]) -> str:
     return "{" + ",".join(words) + "}"
 
 
+def text_array(values: Iterable[str]) -> str:
+    """Any strings (task names: dots, spaces...) as an array literal, each one quoted."""
+    return "{" + ",".join(['"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+                           for v in values]) + "}"
+
+
+def float_array(values: Iterable[float]) -> str:
+    """Finite floats as an array literal (repr: exact, read back as the same float8)."""
+    return "{" + ",".join([repr(float(v)) for v in values]) + "}"
+
+
 def or_null(values: list[Any]) -> list[Any] | None:
     """``values``, or None when every one is None (sent as one NULL, padded by unnest)."""
     for v in values:

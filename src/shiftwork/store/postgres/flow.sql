@@ -23,10 +23,15 @@ SET tokens = 0, updated_at = greatest({schema}.rate_buckets.updated_at, excluded
 -- name: rate_buckets_list
 -- A hold stored before holds were bounded may lie past what Python's datetime can read.
 SELECT key, tokens, least(updated_at, '9999-01-01 00:00:00+00'::timestamptz)
-FROM {schema}.rate_buckets ORDER BY key
+FROM {schema}.rate_buckets WHERE tokens <> 'Infinity' ORDER BY key
 
 -- name: rate_buckets_clear
-DELETE FROM {schema}.rate_buckets WHERE key = %(key)s
+-- Made full, not deleted: a store that made a bucket once does not make it again before its
+-- one-statement claims (store.py, _ensure_bucket), so a deleted bucket would hold that
+-- limit's jobs back in every such worker until it restarts. Infinite tokens read as full
+-- (every claim takes least(capacity, ...)); rate_buckets_list shows such a row as none.
+UPDATE {schema}.rate_buckets SET tokens = 'Infinity', updated_at = {now}
+WHERE key = %(key)s AND tokens <> 'Infinity'
 
 -- name: jobs_group_running
 SELECT meta->>'group', count(*) FROM {schema}.jobs
@@ -122,103 +127,26 @@ LIMIT %(take)s OFFSET %(skip)s
 DELETE FROM {schema}.rate_buckets
 WHERE starts_with(key, %(prefix)s) AND updated_at < {now} - make_interval(secs => %(idle)s)
 
--- name: fair_claim
--- A fair queue with no other limit, in one statement (the Python loop in flow_claim.py
--- does the same, one step at a time, when caps, rates or weights apply): the groups with
--- waiting jobs after the cursor, then (past the end of the keys) jobs without a group
--- among the first 50 waiting, then the groups up to the cursor; each group's first due
--- jobs, dealt a turn at a time; the cursor moved to the last group served.
--- The step to a group lands on its first entry in the index, which is its head in claim
--- order: when each group gives one job (more groups than the claim) and that job is due,
--- it is taken from there, without a second probe of the group.
--- The statement is the function claim_jobs_fair (migration 0025), run under its generic
--- plan with sequential, bitmap and hash plans off, as the other claims' functions.
-SELECT * FROM {schema}.claim_jobs_fair(%(queue)s, %(limit)s, %(worker)s, %(lease)s, %(now)s)
-
 -- name: rate_bucket_ensure
 INSERT INTO {schema}.rate_buckets (key, tokens, updated_at)
 VALUES (%(key)s, %(capacity)s, {now})
 ON CONFLICT (key) DO NOTHING
 
+-- The claims of the kinds that run in one statement (store/flow_claim.py, ClaimKind), each
+-- a call of its function in migrations/functions.sql, where the statement is explained.
+-- The function runs it under its generic plan, planned once per connection.
+
 -- name: jobs_claim_queue_rate
--- A queue whose only limit is its own rate, in one statement: lock the bucket (made
--- beforehand: a missing bucket claims nothing), claim at most its whole tokens, and
--- spend one token per job claimed. The statement is the function claim_jobs_queue_rate
--- (migration 0016), run under its generic plan, planned once per connection.
+-- A queue whose only limit is its own rate; its bucket made beforehand.
 SELECT * FROM {schema}.claim_jobs_queue_rate(%(queue)s, %(limit)s, %(worker)s,
     %(lease)s, %(key)s, %(capacity)s::float8, %(rate)s::float8, %(now)s)
 
 -- name: jobs_claim_task_rates
--- A queue whose only limits are task rate limits, in one statement: lock the tasks'
--- buckets (made beforehand; tasks sorted, so claimers queue up the same way), claim at
--- most each task's whole tokens, then jobs of the other tasks for what is left of the
--- claim (the order of the Python loop in flow_claim.py), and spend one token per job
--- claimed of each limited task. A task out of tokens reads no
--- job (LIMIT 0); its jobs stay waiting, their attempt untouched. Jobs locked but not
--- taken are only locked until this statement commits.
-WITH b AS (  -- one primary-key probe per task, locked in the order given (sorted)
-    SELECT l.task, least(l.capacity, r.tokens + greatest(0, extract(epoch FROM
-                         {now} - r.updated_at)) * l.rate) AS tokens
-    FROM unnest(%(tasks)s::text[], %(capacities)s::float8[], %(rates)s::float8[])
-         AS l(task, capacity, rate)
-    CROSS JOIN LATERAL (SELECT tokens, updated_at FROM {schema}.rate_buckets
-                        WHERE key = 'task:' || l.task FOR UPDATE) r
-),
-limited AS (
-    SELECT j.id, j.priority, j.run_at FROM b
-    CROSS JOIN LATERAL (
-        SELECT id, priority, run_at FROM {schema}.jobs
-        WHERE queue = %(queue)s AND task = b.task
-          AND state IN ('available', 'scheduled', 'retrying')
-          AND run_at <= {now}
-          AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
-                          WHERE s.queue = %(queue)s AND s.paused)
-        ORDER BY priority DESC, run_at, id
-        LIMIT least(%(limit)s, greatest(0, floor(b.tokens)))::int
-        FOR UPDATE SKIP LOCKED
-    ) j
-),
-rest AS (
-    SELECT id, priority, run_at FROM {schema}.jobs
-    WHERE queue = %(queue)s
-      AND state IN ('available', 'scheduled', 'retrying')
-      AND run_at <= {now}
-      AND NOT (task = ANY(%(tasks)s::text[]))
-      AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
-                      WHERE s.queue = %(queue)s AND s.paused)
-    ORDER BY priority DESC, run_at, id
-    -- what the limited tasks left of the claim: none, and the rest is not read at all
-    -- (else it would read through their backlog); evaluated first, so the buckets are
-    -- locked before any job
-    LIMIT greatest(0, %(limit)s - (SELECT count(*) FROM limited))
-    FOR UPDATE SKIP LOCKED
-),
-picked AS (  -- in claim order (the worker starts them so), the limited tasks' first
-    SELECT id FROM (SELECT * FROM limited UNION ALL SELECT * FROM rest) c
-    ORDER BY priority DESC, run_at, id
-    LIMIT %(limit)s
-),
-claimed AS (
-    UPDATE {schema}.jobs j
-    SET state = 'running', attempt = j.attempt + 1, worker_id = %(worker)s,
-        attempted_at = {now}, lease_expires_at = {now} + make_interval(secs => %(lease)s)
-    FROM picked
-    WHERE j.id = picked.id
-    RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
-              j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted
-),
-spent AS (
-    UPDATE {schema}.rate_buckets r
-    SET tokens = b.tokens - s.n, updated_at = greatest(r.updated_at, {now})
-    FROM b JOIN (SELECT task, count(*) AS n FROM claimed GROUP BY task) s ON s.task = b.task
-    WHERE r.key = 'task:' || b.task
-)
-SELECT * FROM claimed
+-- A queue whose only limits are task rate limits (tasks sorted); their buckets made
+-- beforehand.
+SELECT * FROM {schema}.claim_jobs_task_rates(%(queue)s, %(limit)s, %(worker)s, %(lease)s,
+    %(tasks)s::text[], %(capacities)s::float8[], %(rates)s::float8[], %(now)s)
 
--- name: jobs_claim_task_rate
--- jobs_claim_task_rates for one limited task (the common case), in fewer steps: the
--- function claim_jobs_task_rate (migration 0016), run under its generic plan, planned
--- once per connection.
-SELECT * FROM {schema}.claim_jobs_task_rate(%(queue)s, %(limit)s, %(worker)s,
-    %(lease)s, %(task)s, %(capacity)s::float8, %(rate)s::float8, %(now)s)
-
+-- name: jobs_claim_fair
+-- A fair queue with no other limit (no weights either).
+SELECT * FROM {schema}.claim_jobs_fair(%(queue)s, %(limit)s, %(worker)s, %(lease)s, %(now)s)

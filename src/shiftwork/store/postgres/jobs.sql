@@ -116,14 +116,15 @@ WHERE unique_key = ANY(%(keys)s::text[])
 SELECT pg_notify(%(channel)s, q) FROM unnest(%(queues)s::text[]) AS q
 
 -- name: jobs_claim
--- The common claim: no fleet-wide task limits on the queue. Its statement is the function
--- claim_jobs (migration 0016), which runs it under its generic plan, planned once per
--- connection (the claim is the hottest statement there is).
+-- The plain claim (ClaimKind.PLAIN): no limit but the worker's slots. Its statement is the
+-- function claim_jobs (migrations/functions.sql), which runs it under its generic plan,
+-- planned once per connection (the claim is the hottest statement there is).
 SELECT * FROM {schema}.claim_jobs(%(queue)s, %(limit)s, %(worker)s, %(lease)s, %(now)s)
 
 -- name: jobs_claim_filtered
--- A queue with task limits: one task with room, or every task but the limited ones.
--- Never prepared (see jobs_claim): planned for the values each time.
+-- A step of the claims made in Python (store/flow_claim.py): one task with room, or every
+-- task but the limited ones. Never prepared (see jobs_claim): planned for the values each
+-- time.
 WITH next AS (
     SELECT id FROM {schema}.jobs
     WHERE queue = %(queue)s

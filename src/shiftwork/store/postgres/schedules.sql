@@ -206,25 +206,6 @@ WITH moved AS (
 )
 SELECT count(*) AS moved FROM moved
 
--- name: schedule_runs_open
-SELECT r.fire_at, r.kind, r.status, r.job_id, j.state AS job_state,
-       coalesce(j.cancel_requested, false) AS cancel_requested
-FROM {schema}.schedule_runs r LEFT JOIN {schema}.jobs j ON j.id = r.job_id
-WHERE r.schedule = %(name)s AND r.status IN ('pending', 'enqueued')
-ORDER BY r.fire_at
-
--- name: schedule_runs_insert
-INSERT INTO {schema}.schedule_runs (schedule, fire_at, kind, status, reason, run_at,
-                                    recorded_at, term, dms)
-VALUES (%(name)s, %(fire_at)s, %(kind)s, %(status)s, %(reason)s, %(run_at)s, {now},
-        %(term)s, %(dms)s)
-ON CONFLICT (schedule, fire_at) DO NOTHING
-RETURNING fire_at
-
--- name: schedule_runs_set_job
-UPDATE {schema}.schedule_runs SET job_id = %(job_id)s
-WHERE schedule = %(name)s AND fire_at = %(fire_at)s
-
 -- name: schedule_runs_release
 UPDATE {schema}.schedule_runs
 SET status = %(status)s, reason = %(reason)s, run_at = %(run_at)s, term = %(term)s,
@@ -238,14 +219,6 @@ SET status = %(status)s, kind = 'backfill', reason = %(reason)s, run_at = %(run_
     finished_at = NULL, dms = %(dms)s, dms_at = NULL
 WHERE schedule = %(name)s AND fire_at = %(fire_at)s AND status IN ('missed', 'skipped')
 RETURNING fire_at
-
--- name: schedules_advance
-UPDATE {schema}.schedules
-SET next_fire_at = %(cursor)s,
-    catchup_override = CASE WHEN %(clear_override)s THEN NULL ELSE catchup_override END,
-    missed_unrecorded = missed_unrecorded + %(missed_unrecorded)s
-WHERE name = %(name)s AND next_fire_at IS NOT DISTINCT FROM %(old_cursor)s::timestamptz
-RETURNING name
 
 -- name: schedule_runs_sync
 -- A success's items come along; its items check is 'none' at once when the schedule
@@ -406,4 +379,3 @@ DELETE FROM {schema}.schedule_runs
 WHERE status NOT IN ('pending', 'enqueued')
   AND recorded_at < {now} - make_interval(secs => %(older_than)s)
 RETURNING schedule  -- counted by the caller
-

@@ -42,7 +42,15 @@ from shiftwork.store.connections import Connections, application_name
 from shiftwork.store.console import JobsConsole
 from shiftwork.store.deps import DepsActions, Mark
 from shiftwork.store.fleet import FleetWrites
-from shiftwork.store.flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
+from shiftwork.store.flow_claim import (
+    FAIR_PEEK,
+    ClaimKind,
+    ClaimSteps,
+    FairSteps,
+    claim_fair,
+    claim_kind,
+    claim_with_flow,
+)
 from shiftwork.store.jobs import (
     JobsActions,
     claimed_jobs,
@@ -51,7 +59,13 @@ from shiftwork.store.jobs import (
     rescued_jobs,
 )
 from shiftwork.store.long_jobs import LongJobsWrites
-from shiftwork.store.postgres.arrays import int_array, or_null, word_array
+from shiftwork.store.postgres.arrays import (
+    float_array,
+    int_array,
+    or_null,
+    text_array,
+    word_array,
+)
 from shiftwork.store.postgres.async_jobs import PostgresAsyncJobs
 from shiftwork.store.postgres.connect_errors import libpq_text, lost_reply, read_only, refusal
 from shiftwork.store.postgres.copy_rows import copy_jobs, copy_staged
@@ -76,6 +90,10 @@ DONE_CHANNEL_PREFIX = "shiftwork_done_"
 _UNIQUE = "jobs_unique_key_idx"
 #: Jobs with unique keys go in statements of at most this many rows.
 KEYED_BATCH = 5000
+#: The named query of each claim kind that runs in one statement.
+_ONE_STATEMENT = {ClaimKind.PLAIN: "jobs_claim", ClaimKind.QUEUE_RATE: "jobs_claim_queue_rate",
+                  ClaimKind.TASK_RATES: "jobs_claim_task_rates", ClaimKind.FAIR: "jobs_claim_fair"}
+_NO_FLOW = ClaimFlow()
 COPY_MIN_ROWS = 200  # from this many jobs, COPY beats one INSERT (keyed ones: into a stage)
 
 
@@ -413,72 +431,52 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
     def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
                    limits: dict[str, int] | None = None,
                    flow: ClaimFlow | None = None) -> list[ClaimedJob]:
+        limits, flow = limits or {}, flow or _NO_FLOW
+        kind = claim_kind(limits, flow)
         # Rows are turned into jobs after the connection (and any lock) is given back.
-        if not limits and not flow:
-            with self._conn() as c:
-                rows = c.execute(self.q["jobs_claim"], self._p(
-                    queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
-                    prepare=self._prepare).fetchall()
+        if kind is ClaimKind.LIMITED or kind is ClaimKind.FAIR_LIMITED:
+            with self._conn() as c, c.transaction():
+                steps = self._claim_steps(c, queue, worker_id, lease_seconds)
+                if kind is ClaimKind.FAIR_LIMITED:
+                    rows = claim_fair(queue, limit, limits, flow, steps,
+                                      self._fair_steps(c, queue))
+                else:
+                    rows = claim_with_flow(queue, limit, limits, flow, steps)
             return claimed_jobs(rows)
-        rate = flow.queue_rate if flow is not None else None
-        if rate is not None and not limits and flow == ClaimFlow(queue_rate=rate):
-            # A queue-wide rate limit and nothing else: one statement, as a plain claim.
-            key = f"queue:{queue}"
-            with self._conn() as c:
-                if key not in self._buckets_made:
-                    c.execute(self.q["rate_bucket_ensure"], self._p(
-                        key=key, capacity=rate.capacity))
-                    self._buckets_made.add(key)
-                rows = c.execute(self.q["jobs_claim_queue_rate"], self._p(
-                    queue=queue, limit=limit, worker=worker_id, lease=lease_seconds, key=key,
-                    capacity=rate.capacity, rate=rate.rate), prepare=self._prepare).fetchall()
-            return claimed_jobs(rows)
-        if flow is not None and flow.task_rates and not limits \
-                and flow == ClaimFlow(task_rates=flow.task_rates):
-            # Task rate limits and nothing else (the common case): one statement too.
-            return claimed_jobs(self._claim_task_rates(queue, limit, worker_id,
-                                                       lease_seconds, flow.task_rates))
-        if flow is not None and flow.fair and not limits and flow == ClaimFlow(fair=True):
-            # A fair queue and nothing else: one statement, one round trip. Prepared: its
-            # planning costs more than running it, and its generic plan (which Postgres
-            # picks by itself) walks the index by key.
-            with self._conn() as c:
-                rows = c.execute(self.q["fair_claim"], self._p(
-                    queue=queue, limit=limit, worker=worker_id, lease=lease_seconds),
-                    prepare=self._prepare).fetchall()
-            return claimed_jobs(rows)
-        with self._conn() as c, c.transaction():
-            steps = self._claim_steps(c, queue, worker_id, lease_seconds)
-            if flow is not None and flow.fair:
-                rows = claim_fair(queue, limit, limits or {}, flow, steps,
-                                  self._fair_steps(c, queue))
-            else:
-                rows = claim_with_flow(queue, limit, limits or {}, flow or ClaimFlow(), steps)
+        # The other kinds are one statement each (a function, migrations/functions.sql),
+        # prepared: planning it would cost more than running it.
+        params = self._p(queue=queue, limit=limit, worker=worker_id, lease=lease_seconds)
+        with self._conn() as c:
+            if kind is ClaimKind.QUEUE_RATE:
+                assert flow.queue_rate is not None
+                params |= self._queue_rate_params(c, queue, flow.queue_rate)
+            elif kind is ClaimKind.TASK_RATES:
+                params |= self._task_rates_params(c, flow.task_rates)
+            rows = c.execute(self.q[_ONE_STATEMENT[kind]], params,
+                             prepare=self._prepare).fetchall()
         return claimed_jobs(rows)
 
-    def _claim_task_rates(self, queue: str, limit: int, worker: str, lease: float,
-                          rates: dict[str, RateLimit]) -> list[Any]:
-        tasks = sorted(rates)
-        with self._conn() as c:
-            for task in tasks:  # the statement locks buckets, so they must exist first
-                key = f"task:{task}"
-                if key not in self._buckets_made:
-                    c.execute(self.q["rate_bucket_ensure"], self._p(
-                        key=key, capacity=rates[task].capacity))
-                    self._buckets_made.add(key)
-            if len(tasks) == 1:  # the common case: a statement with fewer steps
-                (task,) = tasks
-                return c.execute(self.q["jobs_claim_task_rate"], self._p(
-                    queue=queue, limit=limit, worker=worker, lease=lease, task=task,
-                    capacity=rates[task].capacity, rate=rates[task].rate),
-                    prepare=self._prepare).fetchall()
-            # Planned for its values each time: its generic plan hashes the picked jobs
-            # against a scan of the whole table (tests/test_claim_plans.py).
-            return c.execute(self.q["jobs_claim_task_rates"], self._p(
-                queue=queue, limit=limit, worker=worker, lease=lease, tasks=tasks,
-                capacities=[float(rates[t].capacity) for t in tasks],
-                rates=[float(rates[t].rate) for t in tasks]),
-                prepare=self._prepare).fetchall()
+    def _ensure_bucket(self, c: psycopg.Connection[Any], key: str, capacity: float) -> None:
+        """Make a queue's or task's bucket (full) if missing: the one-statement claims lock
+        it, so it must exist first."""
+        if key not in self._buckets_made:
+            c.execute(self.q["rate_bucket_ensure"], self._p(key=key, capacity=capacity))
+            self._buckets_made.add(key)
+
+    def _queue_rate_params(self, c: psycopg.Connection[Any], queue: str,
+                           rate: RateLimit) -> dict[str, Any]:
+        key = f"queue:{queue}"
+        self._ensure_bucket(c, key, rate.capacity)
+        return {"key": key, "capacity": rate.capacity, "rate": rate.rate}
+
+    def _task_rates_params(self, c: psycopg.Connection[Any],
+                           rates: dict[str, RateLimit]) -> dict[str, Any]:
+        tasks = sorted(rates)  # claimers lock the buckets in one order
+        for task in tasks:
+            self._ensure_bucket(c, f"task:{task}", rates[task].capacity)
+        return {"tasks": text_array(tasks),  # (literals: cheaper to send than lists)
+                "capacities": float_array(rates[t].capacity for t in tasks),
+                "rates": float_array(rates[t].rate for t in tasks)}
 
     def _fair_steps(self, c: psycopg.Connection[Any], queue: str) -> FairSteps:
         q = self.q

@@ -18,10 +18,11 @@ ON CONFLICT (key) DO UPDATE
 SET tokens = 0, updated_at = max(rate_buckets.updated_at, excluded.updated_at)
 
 -- name: rate_buckets_list
-SELECT key, tokens, updated_at FROM rate_buckets ORDER BY key
+SELECT key, tokens, updated_at FROM rate_buckets WHERE tokens < 9e999 ORDER BY key
 
 -- name: rate_buckets_clear
-DELETE FROM rate_buckets WHERE key = :key
+-- Made full, not deleted, as on PostgreSQL (postgres/flow.sql says why): 9e999 is infinity.
+UPDATE rate_buckets SET tokens = 9e999, updated_at = :now WHERE key = :key AND tokens < 9e999
 
 -- name: jobs_group_running
 SELECT json_extract(meta, '$.group'), count(*) FROM jobs

@@ -182,25 +182,6 @@ WHERE s.name = x.value ->> 'name'
   AND s.next_fire_at IS (x.value ->> 'old_cursor') / 1000000.0
 RETURNING name
 
--- name: schedule_runs_open
-SELECT r.fire_at, r.kind, r.status, r.job_id, j.state AS job_state,
-       coalesce(j.cancel_requested, 0) AS cancel_requested
-FROM schedule_runs r LEFT JOIN jobs j ON j.id = r.job_id
-WHERE r.schedule = :name AND r.status IN ('pending', 'enqueued')
-ORDER BY r.fire_at
-
--- name: schedule_runs_insert
-INSERT INTO schedule_runs (schedule, fire_at, kind, status, reason, run_at,
-                                    recorded_at, term, dms)
-VALUES (:name, :fire_at, :kind, :status, :reason, :run_at, :now,
-        :term, :dms)
-ON CONFLICT (schedule, fire_at) DO NOTHING
-RETURNING fire_at
-
--- name: schedule_runs_set_job
-UPDATE schedule_runs SET job_id = :job_id
-WHERE schedule = :name AND fire_at = :fire_at
-
 -- name: schedule_runs_release
 UPDATE schedule_runs
 SET status = :status, reason = :reason, run_at = :run_at, term = :term,
@@ -214,14 +195,6 @@ SET status = :status, kind = 'backfill', reason = :reason, run_at = :run_at,
     finished_at = NULL, dms = :dms, dms_at = NULL
 WHERE schedule = :name AND fire_at = :fire_at AND status IN ('missed', 'skipped')
 RETURNING fire_at
-
--- name: schedules_advance
-UPDATE schedules
-SET next_fire_at = :cursor,
-    catchup_override = CASE WHEN :clear_override THEN NULL ELSE catchup_override END,
-    missed_unrecorded = missed_unrecorded + :missed_unrecorded
-WHERE name = :name AND next_fire_at IS :old_cursor
-RETURNING name
 
 -- name: schedule_runs_sync
 -- See the Postgres query: items come along, and 'none' when nothing is expected.
@@ -369,4 +342,3 @@ DELETE FROM schedule_runs
 WHERE status NOT IN ('pending', 'enqueued')
   AND recorded_at < :now - :older_than
 RETURNING schedule  -- counted by the caller
-

@@ -36,7 +36,6 @@ from shiftwork.store.fleet import FleetWrites
 from shiftwork.store.flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
 from shiftwork.store.jobs import (
     JobsActions,
-    claim_within_limits,
     claimed_jobs,
     error_json,
     held_jobs,
@@ -452,6 +451,7 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
     def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
                    limits: dict[str, int] | None = None,
                    flow: ClaimFlow | None = None) -> list[ClaimedJob]:
+        limits, flow = limits or {}, flow or ClaimFlow()
         now = self._now()
         base = {"queue": queue, "worker": worker_id, "lease": lease_seconds, "now": now}
         with self._tx() as c:
@@ -466,9 +466,6 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                     **base, "limit": n, "only_task": only_task,
                     "exclude": json.dumps(exclude)}).fetchall()
 
-            if not flow:
-                rows = claim_within_limits(limit, limits or {}, running, claim)
-                return claimed_jobs(rows)
 
             def bucket(key: str, rate: RateLimit) -> float:
                 c.execute(q["rate_bucket_ensure"], {"key": key, "capacity": rate.capacity,
@@ -497,11 +494,13 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
 
             steps = ClaimSteps(running, claim, lambda task: None, bucket, set_bucket,
                                group_running, candidates, claim_ids)
+            # Every kind of claim is the Python loop here (ClaimKind): no other claimer runs
+            # meanwhile, so its steps cost no more than one statement would.
             if flow.fair:
-                rows = claim_fair(queue, limit, limits or {}, flow, steps,
+                rows = claim_fair(queue, limit, limits, flow, steps,
                                   self._fair_steps(c, queue, now))
             else:
-                rows = claim_with_flow(queue, limit, limits or {}, flow, steps)
+                rows = claim_with_flow(queue, limit, limits, flow, steps)
         return claimed_jobs(rows)
 
     def _fair_steps(self, c: sqlite3.Connection, queue: str, now: float) -> FairSteps:
@@ -551,7 +550,8 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
 
     def rate_buckets_clear(self, key: str) -> bool:
         with self._tx() as c:
-            return c.execute(self.q["rate_buckets_clear"], {"key": key}).rowcount > 0
+            return c.execute(self.q["rate_buckets_clear"],
+                             {"key": key, "now": self._now()}).rowcount > 0
 
     def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
         if not outcomes:

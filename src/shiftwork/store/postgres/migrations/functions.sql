@@ -1,0 +1,363 @@
+-- The PostgreSQL claim functions, one per claim kind that runs in one statement
+-- (store/flow_claim.py, ClaimKind). Each named query that claims (jobs.sql: jobs_claim;
+-- flow.sql: jobs_claim_queue_rate, jobs_claim_task_rates, jobs_claim_fair) is a one-line
+-- call of its function here.
+--
+-- Why functions: a function can carry settings for the statement inside. As a prepared
+-- statement a claim's LIMIT is a parameter, for which the generic plan guesses a tenth of
+-- the backlog; that plan costs more than one made for the values, so Postgres planned the
+-- claim afresh on every call (~0.15 ms of a ~0.6 ms claim of 10). Under plan_cache_mode =
+-- force_generic_plan the statement is planned once per connection, and it walks the claim
+-- index like a plan made for the values (tests/test_claim_plans.py). A generic plan is
+-- kept until the table's statistics change: made while the jobs table was empty (a worker
+-- started before the first enqueue) it scanned and sorted the whole table on every claim
+-- once a flood came (a drain 3x slower), so the functions also turn sequential and bitmap
+-- scans off (and hash joins, where a join could pick one): their only plan is then the
+-- index walk, whatever the table held when it was made.
+--
+-- This file is the functions' one source. Migrations apply it whole (a line
+-- "-- apply: functions.sql", store/sqlfile.py), so every statement here is CREATE OR
+-- REPLACE. To change a function: edit it here and add a migration that applies this file
+-- again. A function whose arguments or result columns change is a new function for
+-- Postgres: that migration drops the old one first (as 0026 drops claim_jobs_task_rate).
+-- Functions are late-bound (plpgsql reads tables when first called), so an early
+-- migration applying this file on a new database is fine.
+-- {schema} is the store's schema, quoted.
+
+-- The plain claim: no limit but the worker's slots (jobs.sql, jobs_claim). Also the
+-- step "any task" of the claims made in Python (store/flow_claim.py). The statement has no
+-- filters on other columns: a filter lowers the row estimate until sorting every waiting
+-- job looks cheaper than the index.
+CREATE OR REPLACE FUNCTION {schema}.claim_jobs(p_queue text, p_limit integer, p_worker text,
+                                    p_lease double precision, p_now timestamptz)
+RETURNS TABLE (id bigint, task text, queue text, args text, attempt integer,
+               max_attempts integer, timeout double precision, checkpoint text, meta text,
+               priority smallint, run_at timestamptz, uncounted integer)
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+AS $$
+BEGIN
+    RETURN QUERY
+    WITH next AS (
+        SELECT w.id FROM {schema}.jobs w
+        WHERE w.queue = p_queue
+          AND w.state IN ('available', 'scheduled', 'retrying')
+          AND w.run_at <= coalesce(p_now, now())
+          -- a paused queue is skipped (evaluated once: it names no jobs column)
+          AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                          WHERE s.queue = p_queue AND s.paused)
+        ORDER BY w.priority DESC, w.run_at, w.id
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    )
+    UPDATE {schema}.jobs j
+    SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker,
+        attempted_at = coalesce(p_now, now()),
+        lease_expires_at = coalesce(p_now, now()) + make_interval(secs => p_lease)
+    -- by id through an array: joining the generic LIMIT's guess of rows chose a hash join
+    -- over a scan of the whole table
+    WHERE j.id = ANY(ARRAY(SELECT n.id FROM next n))
+    -- JSON as text: parsed once in Python, and an empty meta not at all
+    RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
+              j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted;
+END
+$$;
+
+-- A queue whose only limit is its own rate (flow.sql, jobs_claim_queue_rate): lock the
+-- bucket (made beforehand: a missing bucket claims nothing), claim at most its whole
+-- tokens, and spend one token per job claimed. use_column: the statement names columns
+-- (id, task, queue...) that are also the function's result columns.
+CREATE OR REPLACE FUNCTION {schema}.claim_jobs_queue_rate(
+    p_queue text, p_limit integer, p_worker text, p_lease double precision, p_key text,
+    p_capacity double precision, p_rate double precision, p_now timestamptz)
+RETURNS TABLE (id bigint, task text, queue text, args text, attempt integer,
+               max_attempts integer, timeout double precision, checkpoint text, meta text,
+               priority smallint, run_at timestamptz, uncounted integer)
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH b AS (
+        SELECT least(p_capacity, tokens + greatest(0, extract(epoch FROM coalesce(p_now, now()) - updated_at))
+                                            * p_rate) AS tokens
+        FROM {schema}.rate_buckets WHERE key = p_key
+        FOR UPDATE
+    ),
+    next AS (
+        SELECT id FROM {schema}.jobs
+        WHERE queue = p_queue
+          AND state IN ('available', 'scheduled', 'retrying')
+          AND run_at <= coalesce(p_now, now())
+          AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                          WHERE s.queue = p_queue AND s.paused)
+          AND EXISTS (SELECT 1 FROM b)  -- evaluated first: the bucket is locked before any job
+        ORDER BY priority DESC, run_at, id
+        -- a constant limit, so the plan walks the claim index; the tokens cut it below
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    ),
+    take AS (
+        SELECT id FROM next LIMIT greatest(0, (SELECT floor(tokens) FROM b))::int
+    ),
+    claimed AS (
+        UPDATE {schema}.jobs j
+        SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker,
+            attempted_at = coalesce(p_now, now()), lease_expires_at = coalesce(p_now, now()) + make_interval(secs => p_lease)
+        FROM take
+        WHERE j.id = take.id
+        RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
+                  j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted
+    ),
+    spent AS (
+        UPDATE {schema}.rate_buckets
+        SET tokens = (SELECT tokens FROM b) - (SELECT count(*) FROM claimed),
+            updated_at = greatest(updated_at, coalesce(p_now, now()))
+        WHERE key = p_key AND EXISTS (SELECT 1 FROM b)
+    )
+    SELECT * FROM claimed;
+END
+$$;
+
+-- A queue whose only limits are task rate limits (flow.sql, jobs_claim_task_rates): lock
+-- the tasks' buckets (made beforehand; tasks sorted, so claimers queue up the same way),
+-- claim at most each task's whole tokens, then jobs of the other tasks for what is left of
+-- the claim (the order of the Python loop in flow_claim.py), and spend one token per job
+-- claimed of each limited task. A task out of tokens reads no job (LIMIT 0); its jobs stay
+-- waiting, their attempt untouched. Jobs locked but not taken are only locked until the
+-- claim commits.
+CREATE OR REPLACE FUNCTION {schema}.claim_jobs_task_rates(
+    p_queue text, p_limit integer, p_worker text, p_lease double precision,
+    p_tasks text[], p_capacities double precision[], p_rates double precision[],
+    p_now timestamptz)
+RETURNS TABLE (id bigint, task text, queue text, args text, attempt integer,
+               max_attempts integer, timeout double precision, checkpoint text, meta text,
+               priority smallint, run_at timestamptz, uncounted integer)
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH b AS (  -- one primary-key probe per task, locked in the order given (sorted)
+        SELECT l.task, least(l.capacity, r.tokens + greatest(0, extract(epoch FROM
+                             coalesce(p_now, now()) - r.updated_at)) * l.rate) AS tokens
+        FROM unnest(p_tasks::text[], p_capacities::float8[], p_rates::float8[])
+             AS l(task, capacity, rate)
+        CROSS JOIN LATERAL (SELECT tokens, updated_at FROM {schema}.rate_buckets
+                            WHERE key = 'task:' || l.task FOR UPDATE) r
+    ),
+    limited AS (  -- each task by a join, not a value: the plan walks the claim index
+        SELECT j.id, j.priority, j.run_at FROM b
+        CROSS JOIN LATERAL (
+            SELECT id, priority, run_at FROM {schema}.jobs
+            WHERE queue = p_queue AND task = b.task
+              AND state IN ('available', 'scheduled', 'retrying')
+              AND run_at <= coalesce(p_now, now())
+              AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                              WHERE s.queue = p_queue AND s.paused)
+            ORDER BY priority DESC, run_at, id
+            LIMIT least(p_limit, greatest(0, floor(b.tokens)))::int
+            FOR UPDATE SKIP LOCKED
+        ) j
+    ),
+    rest AS (
+        SELECT id, priority, run_at FROM {schema}.jobs
+        WHERE queue = p_queue
+          AND state IN ('available', 'scheduled', 'retrying')
+          AND run_at <= coalesce(p_now, now())
+          AND NOT (task = ANY(p_tasks::text[]))
+          AND NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                          WHERE s.queue = p_queue AND s.paused)
+        ORDER BY priority DESC, run_at, id
+        -- what the limited tasks left of the claim: none, and the rest is not read at all
+        -- (else it would read through their backlog); evaluated first, so the buckets are
+        -- locked before any job
+        LIMIT greatest(0, p_limit - (SELECT count(*) FROM limited))
+        FOR UPDATE SKIP LOCKED
+    ),
+    picked AS (  -- several tasks may together find more than the claim: its first ones
+        SELECT id FROM (SELECT * FROM limited UNION ALL SELECT * FROM rest) c
+        ORDER BY priority DESC, run_at, id
+        LIMIT p_limit
+    ),
+    claimed AS (
+        UPDATE {schema}.jobs j
+        SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker,
+            attempted_at = coalesce(p_now, now()),
+            lease_expires_at = coalesce(p_now, now()) + make_interval(secs => p_lease)
+        -- by id through an array, as claim_jobs: a join on the generic LIMIT's guess of
+        -- rows would be planned against a scan of the whole table
+        WHERE j.id = ANY(ARRAY(SELECT p.id FROM picked p))
+        RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
+                  j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted
+    ),
+    spent AS (  -- (each task's jobs counted among the few claimed: no sort, no join)
+        UPDATE {schema}.rate_buckets r
+        SET tokens = s.tokens - s.n, updated_at = greatest(r.updated_at, coalesce(p_now, now()))
+        FROM (SELECT b.task, b.tokens,
+                     (SELECT count(*) FROM claimed c WHERE c.task = b.task) AS n FROM b) s
+        WHERE r.key = 'task:' || s.task AND s.n > 0
+    )
+    SELECT * FROM claimed;
+END
+$$;
+
+-- A fair queue with no other limit (flow.sql, jobs_claim_fair; the Python loop in
+-- flow_claim.py does the same, one step at a time, when caps, rates or weights apply): the
+-- groups with waiting jobs after the cursor, then (past the end of the keys) jobs without
+-- a group among the first 50 waiting, then the groups up to the cursor; each group's first
+-- due jobs, dealt a turn at a time; the cursor moved to the last group served. The step to
+-- a group lands on its first entry in the index, which is its head in claim order: when
+-- each group gives one job (more groups than the claim) and that job is due, it is taken
+-- from there, without a second probe of the group. Hash joins are off too: a generic plan
+-- made on an empty table began to hash-join a scan of the whole jobs table once its rows
+-- grew wider (an empty table's row estimate is a number of pages over the row width).
+CREATE OR REPLACE FUNCTION {schema}.claim_jobs_fair(p_queue text, p_limit integer, p_worker text,
+                                         p_lease double precision, p_now timestamptz)
+RETURNS TABLE (id bigint, task text, queue text, args text, attempt integer,
+               max_attempts integer, timeout double precision, checkpoint text, meta text,
+               priority smallint, run_at timestamptz, uncounted integer)
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH RECURSIVE
+    cur AS (
+        SELECT coalesce((SELECT last_group FROM {schema}.fair_cursors
+                         WHERE queue = p_queue FOR UPDATE), '') AS last_group
+    ),
+    win AS (  -- the next waiting jobs after the cursor in group order: one walk of the index
+        SELECT meta->>'group' AS grp, id, run_at <= coalesce(p_now, now()) AS due, priority, run_at
+        FROM {schema}.jobs
+        WHERE queue = p_queue AND state IN ('available', 'scheduled', 'retrying')
+          AND meta ? 'group' AND meta->>'group' > (SELECT last_group FROM cur)
+        ORDER BY meta->>'group', priority DESC, run_at, id
+        -- (a subquery: planned for its values or not, the plan guesses the same, and the
+        -- statement keeps its generic plan, made once per connection)
+        LIMIT (SELECT p_limit::int)
+    ),
+    win_g AS (  -- its groups, each at its first job there, which is its head in claim order
+        SELECT DISTINCT ON (grp) grp, id, due FROM win ORDER BY grp, priority DESC, run_at, id
+    ),
+    after_g(grp, id, due, n, nd) AS (
+        -- the groups in the window, then (when it did not reach the end of the keys) a step
+        -- of the index per group, past the groups with a long backlog: until as many groups
+        -- as the claim wants have a due first job (nd counts them), or 256 groups (a group
+        -- whose jobs are all due later must not hold up the others)
+        (SELECT grp, id, due, n, nd FROM (
+             SELECT grp, id, due, row_number() OVER w AS n,
+                    count(*) FILTER (WHERE due) OVER w AS nd
+             FROM win_g WINDOW w AS (ORDER BY grp)) g
+         WHERE nd - due::int < p_limit AND n <= 256
+         ORDER BY grp)
+        UNION ALL
+        SELECT x.grp, x.id, x.due, a.n + 1, a.nd + x.due::int FROM after_g a
+        CROSS JOIN LATERAL (
+            SELECT j.meta->>'group' AS grp, j.id, j.run_at <= coalesce(p_now, now()) AS due FROM {schema}.jobs j
+            WHERE j.queue = p_queue AND j.state IN ('available', 'scheduled', 'retrying')
+              AND j.meta ? 'group' AND j.meta->>'group' > a.grp
+            ORDER BY j.meta->>'group', j.priority DESC, j.run_at, j.id LIMIT 1) x
+        WHERE a.nd < p_limit AND a.n < 256 AND a.n >= (SELECT count(*) FROM win_g)
+          AND (SELECT count(*) FROM win) = (SELECT p_limit::int)
+    ),
+    before_g(grp, id, due, n, nd) AS (  -- only when the keys after the cursor ran out
+        (SELECT meta->>'group', id, run_at <= coalesce(p_now, now()), 1, (run_at <= coalesce(p_now, now()))::int
+         FROM {schema}.jobs
+         WHERE queue = p_queue AND state IN ('available', 'scheduled', 'retrying')
+           AND meta ? 'group' AND meta->>'group' > ''
+           AND (SELECT max(nd) FROM after_g) IS DISTINCT FROM p_limit
+           AND (SELECT count(*) FROM after_g) < 256
+         ORDER BY meta->>'group', priority DESC, run_at, id LIMIT 1)
+        UNION ALL
+        SELECT x.grp, x.id, x.due, b.n + 1, b.nd + x.due::int FROM before_g b
+        CROSS JOIN LATERAL (
+            SELECT j.meta->>'group' AS grp, j.id, j.run_at <= coalesce(p_now, now()) AS due FROM {schema}.jobs j
+            WHERE j.queue = p_queue AND j.state IN ('available', 'scheduled', 'retrying')
+              AND j.meta ? 'group' AND j.meta->>'group' > b.grp
+            ORDER BY j.meta->>'group', j.priority DESC, j.run_at, j.id LIMIT 1) x
+        WHERE b.grp < (SELECT last_group FROM cur)
+          AND b.nd + coalesce((SELECT max(nd) FROM after_g), 0) < p_limit
+          AND b.n + (SELECT count(*) FROM after_g) < 256
+    ),
+    turns AS (
+        SELECT grp, id, due, ord FROM (
+            SELECT grp, id, due, n AS ord FROM after_g
+            UNION ALL SELECT NULL, NULL, false, 500000
+            UNION ALL SELECT grp, id, due, 1000000 + n FROM before_g
+            WHERE grp <= (SELECT last_group FROM cur)
+        ) t
+    ),
+    share AS (  -- few groups: each takes an even share of the claim
+        SELECT greatest(1, ceil(p_limit::numeric / greatest(1, count(grp))))::int AS n
+        FROM turns
+    ),
+    heads AS (
+        SELECT t.id, t.grp, t.ord, 1::bigint AS k FROM turns t  -- found by the step
+        WHERE t.due AND (SELECT n FROM share) = 1
+        UNION ALL
+        SELECT h.id, t.grp, t.ord, h.k
+        FROM (SELECT * FROM turns
+              WHERE grp IS NOT NULL AND NOT (due AND (SELECT n FROM share) = 1)) t
+        CROSS JOIN LATERAL (
+            SELECT j.id, row_number() OVER (ORDER BY j.priority DESC, j.run_at, j.id) AS k
+            FROM {schema}.jobs j
+            WHERE j.queue = p_queue
+              AND j.state IN ('available', 'scheduled', 'retrying')
+              AND j.meta ? 'group' AND j.meta->>'group' = t.grp AND j.run_at <= coalesce(p_now, now())
+            ORDER BY j.priority DESC, j.run_at, j.id
+            LIMIT (SELECT n FROM share)
+        ) h
+        UNION ALL
+        (SELECT w.id, NULL, 500000, row_number() OVER (ORDER BY w.priority DESC, w.run_at, w.id)
+         FROM (SELECT id, meta, priority, run_at FROM {schema}.jobs
+               WHERE queue = p_queue AND state IN ('available', 'scheduled', 'retrying')
+                 AND run_at <= coalesce(p_now, now())
+               ORDER BY priority DESC, run_at, id
+               LIMIT 50) w
+         WHERE NOT w.meta ? 'group'
+           -- not looked at when the groups' heads found by the steps fill the claim
+           AND ((SELECT n FROM share) > 1 OR (SELECT count(*) FROM after_g WHERE due) < p_limit)
+         ORDER BY w.priority DESC, w.run_at, w.id
+         LIMIT (SELECT n FROM share))
+    ),
+    picked AS (
+        SELECT id, grp, ord, k FROM heads
+        WHERE NOT EXISTS (SELECT 1 FROM {schema}.queue_settings s
+                          WHERE s.queue = p_queue AND s.paused)
+        ORDER BY k, ord LIMIT p_limit
+    ),
+    claimed AS (
+        UPDATE {schema}.jobs j
+        SET state = 'running', attempt = j.attempt + 1, worker_id = p_worker,
+            attempted_at = coalesce(p_now, now()), lease_expires_at = coalesce(p_now, now()) + make_interval(secs => p_lease)
+        FROM picked p
+        -- The state as an IS TRUE test: written plainly it is the claim index's partial
+        -- condition, and a plan made while the table was empty looked each picked job up by
+        -- walking that whole index instead of by its id (once per job, through a flood).
+        WHERE j.id = p.id AND (j.state IN ('available', 'scheduled', 'retrying')) IS TRUE
+        RETURNING j.id, j.task, j.queue, j.args::text, j.attempt, j.max_attempts, j.timeout,
+                  j.checkpoint::text, j.meta::text, j.priority, j.run_at, j.uncounted, p.grp, p.ord, p.k
+    ),
+    moved AS (
+        INSERT INTO {schema}.fair_cursors AS f (queue, last_group, served)
+        SELECT p_queue, coalesce(grp, ''), 1 FROM claimed ORDER BY k DESC, ord DESC LIMIT 1
+        ON CONFLICT (queue) DO UPDATE SET last_group = excluded.last_group, served = 1
+    )
+    SELECT id, task, queue, args, attempt, max_attempts, timeout, checkpoint, meta, priority,
+           run_at, uncounted FROM claimed;
+END
+$$;
