@@ -166,7 +166,7 @@ def test_a_cleared_hold_frees_the_one_statement_claims_of_the_same_store(
     @app.task(name="partner", rate_limit="100/s")
     def partner(ctx: JobContext) -> None: ...
 
-    flow = app.claim_flow("default")
+    flow = claim_flow(app.runtime.registry, "default")
     partner.enqueue()
     assert len(app.store.jobs_claim("default", 10, "w", 30, None, flow)) == 1
     app.store.rate_limit_push_back("task:partner", 3000)

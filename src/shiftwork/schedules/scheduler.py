@@ -4,7 +4,7 @@ People's actions on schedules (pause, resume, trigger, backfill, preview) and ho
 schedules look to visibility tools live on the App: :mod:`shiftwork.schedules.book`.
 
 Every worker runs a :class:`Scheduler` service. At start it reconciles the schedules
-declared in code into the database. It registers a leader duty (``app.leader_duties``)
+declared in code into the database. It registers a leader duty (``Registry.leader_duties``)
 through which the Leader service tells it, every leader tick, the term it holds; while
 that term is fresh the scheduler makes a pass every ``interval`` seconds (a schedule may
 fire every second, faster than leader ticks). Each pass:
