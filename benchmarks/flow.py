@@ -31,6 +31,7 @@ import time
 from typing import Any
 
 from shiftwork import App
+from shiftwork.flow.claim import claim_flow
 from shiftwork.flow.limits import ClaimFlow, RateLimit
 
 from .common import Place, load, percentiles, place, spawn, stop, wait_until
@@ -165,7 +166,7 @@ def claim_cost(engine: str, rounds: int = 300) -> dict[str, float]:
         store = app.store
         limited = ClaimFlow(queue_rate=RateLimit(1e9, burst=1e9))
         task_limited = ClaimFlow(task_rates={plain.name: RateLimit(1e9, burst=1e9)})
-        fair_flow = app.claim_flow("fair")
+        fair_flow = claim_flow(app.runtime.registry, "fair")
         cases: dict[str, list[float]] = {"unlimited": [], "rate limit": [], "task rate": [],
                                          "fair": []}
         for _ in range(rounds):

@@ -67,10 +67,10 @@ def one(engine: str, count: int) -> dict[str, Any]:
         declare_s = time.perf_counter() - t
         app.migrate()
         t = time.perf_counter()
-        reconcile(app)
+        reconcile(app.runtime)
         created_s = time.perf_counter() - t
         t = time.perf_counter()
-        reconcile(app)
+        reconcile(app.runtime)
         unchanged_s = time.perf_counter() - t
         log = os.path.join(pl.tmp, "worker.log")
         proc = _spawn(pl, count, log)

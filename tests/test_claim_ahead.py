@@ -84,7 +84,7 @@ def test_async_jobs_never_exceed_concurrency_while_claiming_ahead(app: App) -> N
 
 
 def test_nothing_is_claimed_ahead_for_jobs_longer_than_a_claim(app: App) -> None:
-    producer = Producer(app, "default", 10, "w", lambda job: None, list)
+    producer = Producer(app.runtime, "default", 10, "w", lambda job: None, list)
     producer._plan_capacity()
     assert producer.capacity == 10, "no figures yet: claim only for free slots"
     producer._claim_seconds = 0.003

@@ -113,7 +113,7 @@ def test_thousand_waiters_share_one_listener(engine: str, db: dict[str, str],
                 n = int(row[0]) if row else 0
                 peak[0] = max(peak[0], n)
                 return n
-            wait_for(lambda: len(waiter_app.results._waiting) > 900, 60, what="waiters")
+            wait_for(lambda: len(waiter_app.runtime.results._waiting) > 900, 60, what="waiters")
             with running_worker(app, {"default": 8}):
                 while any(th.is_alive() for th in threads):
                     count()

@@ -381,7 +381,7 @@ def test_an_operator_adds_pauses_and_removes_a_runtime_schedule(
 
     from shiftwork.schedules.scheduler import reconcile
 
-    reconcile(app)
+    reconcile(app.runtime)
     with Served(create_dashboard(app, token=TOKEN)) as served:
         page = _login(browser, served)
         page.click("summary:has-text('Add a schedule')")

@@ -38,6 +38,12 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert "shiftwork worker" in cli and "--grace" in cli  # generated from click
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     assert "enqueue_async" in api and "Register a function as a task" in api
+    # The App is the public face: the services' plumbing is the Runtime's, not shown.
+    plumbing = [name for name in ("claim_flow", "insert_rows", "insert_stream",
+                                  "insert_graph", "enqueue_hooks", "leader_duties",
+                                  "concurrency_limits", "ambient_transaction")
+                if name in api]
+    assert not plumbing, f"the API reference shows plumbing: {plumbing}"
     print(f"mkdocs build: {time.monotonic() - started:.1f}s")
 
 

@@ -4,6 +4,7 @@ sync pool), opened by the first enqueue and closed by the lifespan; on SQLite a 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -11,6 +12,8 @@ import pytest
 
 from shiftwork import App, PayloadError
 from shiftwork.contrib.asgi import lifespan
+from shiftwork.store.postgres.store import NOTIFY_CHANNEL_PREFIX
+from shiftwork.store.wakeups import parse_wakeup
 from shiftwork.testing import enqueued
 
 from .conftest import PG_DSN, require_pg
@@ -113,3 +116,46 @@ def test_the_lifespan_closes_the_async_pool(db: dict[str, str]) -> None:
 
     asyncio.run(main())
     app.close()
+
+
+def test_sync_and_async_enqueue_send_the_same_wakeups(make_app: Callable[..., App],
+                                                     db: dict[str, str]) -> None:
+    """What a listening process hears of jobs enqueued each way: one share of the queue
+    per due job (``queue|count|token``), never the bare queue name that wakes them all."""
+    if not db["dsn"].startswith("postgres") or db.get("pgbouncer"):
+        pytest.skip("the LISTEN/NOTIFY payloads of PostgreSQL")
+    app = make_app()
+
+    @app.task(queue="q")
+    def ping(n: int) -> None: ...
+
+    @app.task(queue="q", unique=True)
+    def keyed(n: int) -> None: ...
+
+    def heard(enqueue: Callable[[], object]) -> list[tuple[str, int | None]]:
+        with psycopg.connect(PG_DSN, autocommit=True) as listener:
+            listener.execute(f'LISTEN "{NOTIFY_CHANNEL_PREFIX}{db["schema"]}"')
+            enqueue()
+            got = [parse_wakeup(n.payload)[:2] for n in listener.notifies(timeout=1.0)]
+        return sorted(got, key=repr)
+
+    async def one_async() -> None:
+        try:
+            await ping.enqueue_async(1)
+        finally:
+            await app.aclose()
+
+    async def many_async() -> None:
+        try:
+            await app.enqueue_many_async([ping.call(i) for i in range(3)]
+                                         + [keyed.call(i) for i in range(2)])
+        finally:
+            await app.aclose()
+
+    one = [("q", 1)]
+    assert heard(lambda: ping.enqueue(1)) == one
+    assert heard(lambda: asyncio.run(one_async())) == one
+    many = [("q", 5)]  # one payload for the batch: five shares
+    assert heard(lambda: app.enqueue_many([ping.call(i) for i in range(3)]
+                                          + [keyed.call(i + 10) for i in range(2)])) == many
+    assert heard(lambda: asyncio.run(many_async())) == many

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from shiftwork import App, ConfigurationError, FakeClock, JobState
+from shiftwork.flow.claim import claim_flow
 from shiftwork.model.outcome import Outcome
 
 from .conftest import imported_app, spawn_worker, wait_for
@@ -32,7 +33,8 @@ def fair_app(make_app: Callable[..., App], request: pytest.FixtureRequest) -> Ap
 
 
 def _claim(app: App, n: int) -> list[str]:
-    jobs = app.store.jobs_claim("emails", n, "w", 30, None, app.claim_flow("emails"))
+    jobs = app.store.jobs_claim("emails", n, "w", 30, None,
+                                  claim_flow(app.runtime.registry, "emails"))
     return sorted(str(j.meta.get("group")) for j in jobs)  # one claim's jobs: as a set
 
 
@@ -64,12 +66,13 @@ def test_priority_wins_within_a_group_and_weights_give_more_turns(fair_app: App)
 
     send.enqueue_many([("vip", i) for i in range(10)] + [("z", i) for i in range(5)])
     urgent = send.using(priority=10).enqueue("z", 99)
-    jobs = fair_app.store.jobs_claim("emails", 3, "w", 30, None, fair_app.claim_flow("emails"))
+    jobs = fair_app.store.jobs_claim("emails", 3, "w", 30, None,
+                                  claim_flow(fair_app.runtime.registry, "emails"))
     assert sorted(j.meta["group"] for j in jobs) == ["vip", "vip", "z"]
     assert urgent.id in {j.id for j in jobs}
     # A weight is kept across claims of one job each.
     turns = [g for _ in range(6) for g in _claim(fair_app, 1)]
-    if fair_app.claim_flow("emails").weights:
+    if claim_flow(fair_app.runtime.registry, "emails").weights:
         assert turns == ["vip", "vip", "z", "vip", "vip", "z"]
     else:
         assert turns in (["vip", "z"] * 3, ["z", "vip"] * 3), turns
@@ -108,7 +111,8 @@ def test_a_rescued_job_returns_to_its_groups_turn(fair_app: App) -> None:
 
     send.enqueue_many([("a",)] * 20)
     [b] = [send.enqueue("b")]
-    jobs = fair_app.store.jobs_claim("emails", 2, "w", 30, None, fair_app.claim_flow("emails"))
+    jobs = fair_app.store.jobs_claim("emails", 2, "w", 30, None,
+                                  claim_flow(fair_app.runtime.registry, "emails"))
     assert sorted(j.meta["group"] for j in jobs) == ["a", "b"]
     held = next(j for j in jobs if j.id == b.id)
     # It fails (as a rescue would send it back): it waits again, and b gets its turn.
@@ -247,7 +251,7 @@ def test_the_busiest_groups_are_visible(flow_app: Any, db: dict[str, str]) -> No
 
     app = flow_app.app
     flow_app.fair_job.enqueue_many([("big",)] * 30 + [(f"g{i}",) for i in range(12)])
-    app.store.jobs_claim("fair", 2, "w", 30, None, app.claim_flow("fair"))
+    app.store.jobs_claim("fair", 2, "w", 30, None, claim_flow(app.runtime.registry, "fair"))
     env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}", "COLUMNS": "200",
            "SHIFTWORK_TEST_DSN": db["dsn"], "SHIFTWORK_TEST_SCHEMA": db["schema"],
            "SHIFTWORK_APP": "tests.apps.flow:app"}

@@ -20,7 +20,7 @@ def test_a_wakeup_is_taken_by_as_many_workers_as_it_has_jobs(
     for pid, worker_id in enumerate(ids):
         app.store.workers_upsert(worker_id, "host", pid, {"emails": 4})
     app.store.workers_upsert("other", "host", 99, {"reports": 4})  # not serving emails
-    shares = [WakeShare(app, worker_id, ["emails"]) for worker_id in ids]
+    shares = [WakeShare(app.runtime, worker_id, ["emails"]) for worker_id in ids]
     for count in (1, 3, 7):
         for payload in shared_wakeups([("emails", count)] * 20):
             woken = [s for s in shares if s.queue_to_wake(payload) == "emails"]
@@ -31,7 +31,7 @@ def test_a_wakeup_is_taken_by_as_many_workers_as_it_has_jobs(
     assert all(s.queue_to_wake("emails") == "emails" for s in shares)
     assert all(s.queue_to_wake("*") == "*" for s in shares)
     # A worker not on the roster yet claims on every wake-up, as before.
-    newcomer = WakeShare(app, "host:100:new", ["emails"])
+    newcomer = WakeShare(app.runtime, "host:100:new", ["emails"])
     assert newcomer.queue_to_wake(shared_wakeups([("emails", 1)])[0]) == "emails"
 
 
@@ -40,7 +40,7 @@ def test_the_token_spreads_wakeups_over_the_fleet(make_app: Callable[..., App]) 
     ids = [f"host:{pid}:w" for pid in range(4)]
     for pid, worker_id in enumerate(ids):
         app.store.workers_upsert(worker_id, "host", pid, {"emails": 4})
-    shares = [WakeShare(app, worker_id, ["emails"]) for worker_id in ids]
+    shares = [WakeShare(app.runtime, worker_id, ["emails"]) for worker_id in ids]
     taken = [0] * 4
     for payload in shared_wakeups([("emails", 1)] * 400):
         for i, s in enumerate(shares):
@@ -60,7 +60,7 @@ def test_only_the_leader_rescues_every_interval(make_app: Callable[..., App]) ->
 
     app.store.jobs_rescue = counted  # type: ignore[method-assign]
     leader = SimpleNamespace(term=None)
-    rescuer = Rescuer(app, leader)  # type: ignore[arg-type]
+    rescuer = Rescuer(app.runtime, leader)  # type: ignore[arg-type]
     for _ in range(12):
         rescuer.tick()
     assert calls == 2  # a follower: once per leader_ttl (a backstop)

@@ -6,8 +6,9 @@ test's own, since the extension must be preloaded."""
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,51 @@ def test_one_enqueue_wakes_about_one_of_eight_processes(
                 p.wait(30)
     # Without sharing, every process claims on every wake-up: 8 per job.
     assert per_job <= 2.0, f"{per_job:.2f} claims per job with {PROCESSES} processes"
+
+
+def claims_per_job(dsn: str, enqueue: Callable[[], int], done: Callable[[int], bool]) -> float:
+    """Claims on the server per job, over JOBS jobs enqueued one at a time by
+    ``enqueue`` (returns the job's id), each run (``done``) before the next."""
+    before = claims(dsn)
+    for _ in range(JOBS):
+        job_id = enqueue()
+        # Picked up by a wake-up (polling would take 30 s).
+        wait_for(lambda job_id=job_id: done(job_id), timeout=10, what="the job to run")
+    return (claims(dsn) - before) / JOBS
+
+
+def test_an_async_enqueue_wakes_no_more_processes_than_a_sync_one(
+        counted_cluster: ThrowawayCluster, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    """enqueue_async and enqueue share one insert pipeline (jobs/enqueue.py): its
+    wake-ups are the sync path's, one share per job, not one per listening process."""
+    db = {"dsn": counted_cluster.dsn, "schema": "fleet"}
+    with imported_app(monkeypatch, "fleet", db["dsn"], db["schema"]) as fleet:
+        procs = [spawn_worker(db, "fleet", ["fleet=4"], env={"SHIFTWORK_TEST_POLL": "30"},
+                              log_path=tmp_path / f"worker{i}.log") for i in range(PROCESSES)]
+        loop = asyncio.new_event_loop()  # the async pool belongs to one loop: keep it
+        try:
+            wait_for(lambda: len(fleet.app.store.workers_list()) == PROCESSES, timeout=60,
+                     what="8 workers registered")
+            time.sleep(1.5)  # each has run its first claim and heartbeat
+
+            def succeeded(job_id: int) -> bool:
+                return bool(fleet.app.store.jobs_get(job_id).state.value == "succeeded")
+
+            sync = claims_per_job(db["dsn"], lambda: int(fleet.noop.enqueue().id), succeeded)
+            async_ = claims_per_job(
+                db["dsn"], lambda: int(loop.run_until_complete(fleet.noop.enqueue_async()).id),
+                succeeded)
+        finally:
+            loop.run_until_complete(fleet.app.aclose())
+            loop.close()
+            for p in procs:
+                p.terminate()
+            for p in procs:
+                p.wait(30)
+    # Before the one pipeline, each async enqueue woke every process: 8 claims per job.
+    assert async_ <= 2.0, f"{async_:.2f} claims per async job (sync: {sync:.2f})"
+    assert async_ <= sync + 1.0, f"{async_:.2f} claims per async job, {sync:.2f} per sync one"
 
 
 def test_a_batch_wakes_as_many_processes_as_it_has_jobs() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from shiftwork import App, ConfigurationError, FakeClock, JobContext, JobState
+from shiftwork.flow.claim import claim_flow
 from shiftwork.flow.limits import ClaimFlow, RateLimit, rate_limit
 from shiftwork.model.outcome import Outcome
 from shiftwork.store.flow_claim import ClaimKind, claim_kind
@@ -86,7 +87,7 @@ def test_a_rate_limit_spends_tokens_only_for_jobs_claimed(clocked: tuple[App, Fa
     def free() -> None: ...
 
     limited.enqueue_many([() for _ in range(20)])
-    flow = app.claim_flow("default")
+    flow = claim_flow(app.runtime.registry, "default")
     claim = app.store.jobs_claim
     assert len(claim("default", 10, "w", 30, None, flow)) == 5  # a full bucket
     assert claim("default", 10, "w", 30, None, flow) == []  # empty until it refills
@@ -112,7 +113,7 @@ def test_a_queue_rate_limit_counts_every_task(clocked: tuple[App, FakeClock]) ->
 
     a.enqueue_many([() for _ in range(5)])
     b.enqueue_many([() for _ in range(5)])
-    flow = app.claim_flow("default")
+    flow = claim_flow(app.runtime.registry, "default")
     assert len(app.store.jobs_claim("default", 10, "w", 30, None, flow)) == 3
     assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []
     clock.advance(1)
@@ -127,7 +128,7 @@ def test_a_group_cap_skips_busy_groups_not_the_others(clocked: tuple[App, FakeCl
 
     for account in ["a"] * 300 + ["b", "b", "c"]:  # a's backlog is longer than a page
         sync.enqueue(account)
-    flow = app.claim_flow("default")
+    flow = claim_flow(app.runtime.registry, "default")
     first = app.store.jobs_claim("default", 10, "w", 30, None, flow)
     assert sorted(j.meta["group"] for j in first) == ["a", "b", "c"]
     assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []
@@ -148,7 +149,7 @@ def test_each_group_has_its_own_rate_limit(clocked: tuple[App, FakeClock]) -> No
 
     for account in ["a"] * 5 + ["b"] * 5:
         sync.enqueue(account)
-    flow = app.claim_flow("default")
+    flow = claim_flow(app.runtime.registry, "default")
     first = app.store.jobs_claim("default", 10, "w", 30, None, flow)
     assert Counter(j.meta["group"] for j in first) == Counter(a=2, b=2)
     assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []
@@ -174,7 +175,7 @@ def test_rate_limited_holds_the_task_back_and_spends_no_attempt(
     assert job.state is JobState.SCHEDULED and job.attempt == 1
     assert job.max_attempts == call_partner.options.max_attempts  # not spent
     assert job.counted_attempt == 0
-    flow = app.claim_flow("default")
+    flow = claim_flow(app.runtime.registry, "default")
     clock.advance(10)
     assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []  # held back
     clock.advance(21)
@@ -185,8 +186,8 @@ def test_claim_flow_is_empty_without_limits(app: App) -> None:
     @app.task
     def plain() -> None: ...
 
-    assert not app.claim_flow("default")
-    assert isinstance(app.claim_flow("default"), ClaimFlow)
+    assert not claim_flow(app.runtime.registry, "default")
+    assert isinstance(claim_flow(app.runtime.registry, "default"), ClaimFlow)
 
 
 # -- real worker processes ---------------------------------------------------------------

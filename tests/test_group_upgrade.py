@@ -18,7 +18,7 @@ OLD_FORMAT = 13  # the last migration before groups were counted
 def _old_group(app: App, members: list[int], finished: list[int], callback: int,
                on_failure: str) -> int:
     """A group as migrations 0009-0013 stored it, its finished members' edges resolved."""
-    store: Any = app._store
+    store: Any = app.runtime._store
     pg = store.engine == "postgres"
     s = f'"{app.schema}".' if pg else ""
     p = "%s" if pg else "?"
@@ -54,7 +54,7 @@ def test_groups_in_flight_finish_after_the_upgrade(db: dict[str, str]) -> None:
         def fan_in(results: list[Any]) -> int:
             return sum(r or 0 for r in results)
 
-        store: Any = app._store
+        store: Any = app.runtime._store
         everything = store._migrations
         store._migrations = [m for m in everything if m[0] <= OLD_FORMAT]
         store.migrate()
@@ -71,7 +71,7 @@ def test_groups_in_flight_finish_after_the_upgrade(db: dict[str, str]) -> None:
                            callback))
         store._migrations = everything
         assert store.migrate() == [v for v, _, _ in everything if v > OLD_FORMAT]
-        app._ready = False
+        app.runtime._ready = False
         for group_id, callback in groups:
             info = app.store.groups_get(group_id)
             assert info.callback_id == callback

@@ -144,8 +144,8 @@ def test_an_ambient_transaction_is_joined_and_inline_jobs_run_on_its_commit(
 
     conn = sqlite3.connect(tmp_path / "jobs.db", isolation_level=None)
     after_commit: list[Any] = []
-    app.ambient_transaction = lambda: conn
-    app.on_commit = after_commit.append
+    app.runtime.ambient_transaction = lambda: conn
+    app.runtime.on_commit = after_commit.append
     conn.execute("BEGIN")
     work.enqueue(1)
     assert ran == [] and enqueued(app, work) == []  # in the open transaction: unseen
@@ -154,7 +154,7 @@ def test_an_ambient_transaction_is_joined_and_inline_jobs_run_on_its_commit(
     conn.execute("BEGIN")
     work.enqueue(2)
     conn.execute("COMMIT")
-    app.ambient_transaction = None
+    app.runtime.ambient_transaction = None
     for fn in after_commit:
         fn()
     assert ran == [2] and app.inline_results.succeeded == 1
@@ -196,11 +196,11 @@ def test_a_group_joins_an_ambient_transaction(tmp_path: Any) -> None:
     def work(n: int) -> None: ...
 
     conn = sqlite3.connect(tmp_path / "jobs.db", isolation_level=None)
-    app.ambient_transaction = lambda: conn
+    app.runtime.ambient_transaction = lambda: conn
     conn.execute("BEGIN")
     app.group(work.call(i) for i in range(3))
     conn.execute("ROLLBACK")
-    app.ambient_transaction = None
+    app.runtime.ambient_transaction = None
     assert app.list_jobs() == []
     conn.close()
     app.close()

@@ -21,7 +21,7 @@ from .conftest import running_worker, wait_for
 
 def claim_ctx(app: App, queue: str = "default") -> JobContext:
     [c] = app.store.jobs_claim(queue, 1, "test-worker", app.settings.lease_seconds)
-    return JobContext(app, c.id, c.task, c.queue, c.attempt, c.max_attempts,
+    return JobContext(app.runtime, c.id, c.task, c.queue, c.attempt, c.max_attempts,
                       last_checkpoint=c.checkpoint)
 
 

@@ -244,7 +244,7 @@ def test_a_fired_occurrence_is_enqueued_through_the_same_path(app: App,
     app.schedule("hourly", "0 * * * *", scheduled_traced)
     from shiftwork.schedules.scheduler import reconcile
 
-    reconcile(app)
+    reconcile(app.runtime)
     span_exporter.clear()
     job_id = app.schedules.trigger("hourly")
     assert "traceparent" in app.get_job(job_id).meta["otel"]

@@ -250,7 +250,7 @@ def test_claim_respects_limit_across_claimers(app: App) -> None:
     def limited() -> None: ...
 
     limited.enqueue_many([()] * 10)
-    limits = app.concurrency_limits("default")
+    limits = app.runtime.registry.concurrency_limits("default")
     got = [app.store.jobs_claim("default", 10, f"w{i}", 30, limits) for i in range(3)]
     assert [len(g) for g in got] == [3, 0, 0]
 

@@ -53,11 +53,11 @@ def test_worker_start_reconcile_keeps_runtime_and_removes_stale_code(
         make_app: Callable[..., App]) -> None:
     app = _app(make_app)
     app.schedules.add("report-acme", "0 6 * * MON", app.get_task("report").call("acme"))
-    reconcile(app)
+    reconcile(app.runtime)
     # A second deployment whose code no longer declares "nightly".
     other = make_app()
     other.task(name="report")(lambda customer: customer)
-    report = reconcile(other)
+    report = reconcile(other.runtime)
     assert report == {"nightly": "removed"}
     live = {i.name: i.origin for i in other.store.schedules_list()}
     assert live == {"report-acme": "runtime"}
@@ -69,7 +69,7 @@ def test_code_declaring_a_runtime_name_takes_it_over(make_app: Callable[..., App
     later = make_app()
     later.task(name="report")(lambda customer: customer)
     later.schedule("weekly", "0 7 * * MON", "report", ["acme"])
-    assert reconcile(later)["weekly"] == "changed"
+    assert reconcile(later.runtime)["weekly"] == "changed"
     info = later.store.schedules_get("weekly")
     assert info.origin == "code" and info.defn.cron == "0 7 * * MON"
     with pytest.raises(ConfigurationError, match="declared in code"):
@@ -115,7 +115,7 @@ def test_bad_input_is_refused_with_the_reason(make_app: Callable[..., App]) -> N
         app.schedules.add("r", "0 6 * * MON", "report", [1, 2, 3])
     with pytest.raises(UnknownScheduleError, match="no run-time schedule named 'r'"):
         app.schedules.remove("r")
-    reconcile(app)  # stores "nightly" (code)
+    reconcile(app.runtime)  # stores "nightly" (code)
     with pytest.raises(ScheduleNameTaken, match="declared in code"):
         app.store.schedules_add(app.store.schedules_get("nightly").defn,
                                 lambda d, now: now)

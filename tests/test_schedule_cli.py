@@ -61,7 +61,7 @@ def test_schedules_commands(tmp_path: Path) -> None:
     @app.periodic("0 2 * * *", tz="Europe/Berlin", name="nightly", expect_success_within=3600)
     def nightly() -> None: ...
 
-    reconcile(app)
+    reconcile(app.runtime)
     run = CliRunner().invoke
     out = run(main, ["schedules", "--dsn", dsn, "--json"])
     assert out.exit_code == 0, out.output

@@ -9,11 +9,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
 
 from shiftwork import App, ConfigurationError, FakeClock, JobState, PayloadError
+from shiftwork.jobs.enqueue import insert_rows
 from shiftwork.model.outcome import Outcome
 from shiftwork.schedules.cron import CronError
 from shiftwork.schedules.definition import RunStatus, iso_z, jitter_offset, plan_tick
@@ -44,7 +46,7 @@ def noop() -> None:
 def leader_pass(app: App, owner: str = "test-leader") -> int:
     term = app.store.leader_acquire(LEADER_NAME, owner, 3600)
     assert term is not None
-    return run_pass(app, owner, term)
+    return run_pass(app.runtime, owner, term)
 
 
 def runs(app: App, name: str) -> dict[datetime, Any]:
@@ -107,7 +109,7 @@ def test_declaration_is_checked(sapp: App) -> None:
 
 def test_fires_each_occurrence_once_with_meta(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "berlin", "30 * * * *", tz="Europe/Berlin")
-    assert reconcile(sapp) == {"berlin": "created"}
+    assert reconcile(sapp.runtime) == {"berlin": "created"}
     assert sapp.store.schedules_get("berlin").next_fire_at == at(30)
     assert leader_pass(sapp) == 0
     clock.set(at(30, 1))
@@ -122,21 +124,21 @@ def test_fires_each_occurrence_once_with_meta(sapp: App, clock: FakeClock) -> No
 
 def test_an_old_term_writes_nothing(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "s", overlap="allow_all")
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     old = sapp.store.leader_acquire(LEADER_NAME, "old", 10)
     assert old is not None
     clock.set(at(1, 11))  # the old lease has lapsed
     new = sapp.store.leader_acquire(LEADER_NAME, "new", 10)
     assert new is not None and new > old
     with pytest.raises(NotLeader):
-        run_pass(sapp, "old", old)
+        run_pass(sapp.runtime, "old", old)
     assert sapp.list_jobs() == []
-    assert run_pass(sapp, "new", new) == 1
+    assert run_pass(sapp.runtime, "new", new) == 1
 
 
 def test_a_leader_paused_mid_transaction_rolls_back(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "s", overlap="allow_all")
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     term = sapp.store.leader_acquire(LEADER_NAME, "slow", 10)
     clock.set(at(1, 1))
     sapp.store.leader_acquire(LEADER_NAME, "slow", 10)
@@ -147,7 +149,8 @@ def test_a_leader_paused_mid_transaction_rolls_back(sapp: App, clock: FakeClock)
         return plan
 
     with pytest.raises(NotLeader):
-        sapp.store.schedules_apply("s", paused_planner, "slow", term, insert=sapp.insert_rows)
+        sapp.store.schedules_apply("s", paused_planner, "slow", term,
+                                   insert=partial(insert_rows, sapp.runtime))
     assert sapp.list_jobs() == [] and runs(sapp, "s") == {}
     assert sapp.store.schedules_get("s").next_fire_at == at(1)
 
@@ -162,7 +165,7 @@ def test_catchup_policies_after_downtime(sapp: App, clock: FakeClock,
     declare(sapp, "all", catchup="all", overlap="allow_all")
     declare(sapp, "all_window", catchup="all", overlap="allow_all", catchup_window=300)
     declare(sapp, "all_capped", catchup="all", overlap="allow_all", catchup_cap=3)
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     clock.set(at(10, 30))  # down across occurrences 00:01 .. 00:10, all > grace late
     with caplog.at_level(logging.WARNING, logger="shiftwork.scheduler"):
         leader_pass(sapp)
@@ -183,7 +186,7 @@ def test_catchup_policies_after_downtime(sapp: App, clock: FakeClock,
 
 def test_latest_prefers_an_on_time_occurrence(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "latest", catchup="latest")
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     clock.set(at(5, 1))  # 00:01..00:04 late, 00:05 on time
     leader_pass(sapp)
     assert statuses(sapp, "latest") == {"missed": [at(m) for m in range(1, 5)],
@@ -198,7 +201,7 @@ def test_latest_prefers_an_on_time_occurrence(sapp: App, clock: FakeClock) -> No
 def test_overlap_when_a_run_outlasts_its_interval(sapp: App, clock: FakeClock,
                                                   policy: str) -> None:
     declare(sapp, "s", overlap=policy)
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     clock.set(at(1, 1))
     leader_pass(sapp)
     (first,) = claim(sapp)  # the 00:01 run starts and keeps running
@@ -245,7 +248,7 @@ def test_overlap_when_a_run_outlasts_its_interval(sapp: App, clock: FakeClock,
 def test_starting_deadline_cancels_an_unstarted_job_as_missed(sapp: App,
                                                               clock: FakeClock) -> None:
     declare(sapp, "s", starting_deadline=30, overlap="allow_all", catchup="all")
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     clock.set(at(1, 1))
     leader_pass(sapp)
     (job,) = sapp.list_jobs()
@@ -274,7 +277,7 @@ def test_starting_deadline_cancels_an_unstarted_job_as_missed(sapp: App,
 
 def test_jitter_is_stable_and_keeps_the_key(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "j", jitter=40)
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     offsets = {jitter_offset("j", at(m), 40) for m in range(60)}
     assert all(timedelta(0) <= o < timedelta(seconds=40) for o in offsets)
     assert len(offsets) > 50  # spread, not constant
@@ -292,7 +295,7 @@ def test_jitter_is_stable_and_keeps_the_key(sapp: App, clock: FakeClock) -> None
 def test_pause_and_resume(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "p", overlap="allow_all", catchup="all")
     declare(sapp, "q", overlap="allow_all", catchup="skip")
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     sapp.schedules.pause("p")
     sapp.schedules.pause("q")
     clock.set(at(5, 30))
@@ -310,7 +313,7 @@ def test_pause_and_resume(sapp: App, clock: FakeClock) -> None:
 
 def test_trigger_runs_now(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "t", "0 0 1 1 *")
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     clock.set(at(3, 7))
     job_id = sapp.schedules.trigger("t")
     job = sapp.get_job(job_id)
@@ -320,7 +323,7 @@ def test_trigger_runs_now(sapp: App, clock: FakeClock) -> None:
 
 def test_backfill_never_duplicates(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "b", catchup="skip")
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     clock.set(at(2, 1))
     leader_pass(sapp)  # 00:01 missed (late), 00:02 on time
     (j2,) = claim(sapp)
@@ -349,7 +352,7 @@ def test_a_job_made_for_an_occurrence_recorded_before_is_not_kept(sapp: App,
     from shiftwork.schedules.definition import Decision, Plan, RunKind
 
     declare(sapp, "d")
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     clock.set(at(1, 1))
     assert leader_pass(sapp) == 1
     (job,) = claim(sapp)
@@ -359,18 +362,18 @@ def test_a_job_made_for_an_occurrence_recorded_before_is_not_kept(sapp: App,
     def stale(defn: Any, snap: Any, now: datetime) -> Plan:  # decides 00:01 once more
         return Plan(new=[Decision(at(1), RunKind.CRON, RunStatus.ENQUEUED, None, at(1))])
 
-    applied = sapp.store.schedules_apply("d", stale, insert=sapp.insert_rows)
+    applied = sapp.store.schedules_apply("d", stale, insert=partial(insert_rows, sapp.runtime))
     assert applied.enqueued == [] and applied.written == []
     assert [j.id for j in sapp.list_jobs()] == [job.id]
     assert statuses(sapp, "d") == {"succeeded": [at(1)]}
     assert runs(sapp, "d")[at(1)].job_id == job.id
     # In a batch where only some occurrences are new: those get their jobs.
     declare(sapp, "e")
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     term = sapp.store.leader_acquire(LEADER_NAME, "test-leader", 3600)
     assert term is not None
     fired = dict(sapp.store.schedules_fire(["d", "e"], stale, "test-leader", term,
-                                           insert=sapp.insert_rows))
+                                           insert=partial(insert_rows, sapp.runtime)))
     assert fired["d"].enqueued == []
     [(fire_at, e_job)] = fired["e"].enqueued
     assert fire_at == at(1) and runs(sapp, "e")[at(1)].job_id == e_job
@@ -387,14 +390,14 @@ def test_reconcile_keeps_cursors_of_unchanged_schedules(make_app: Callable[..., 
     declare(a1, "retimed", "*/5 * * * *")
     declare(a1, "requeued", "*/5 * * * *")
     declare(a1, "gone", "*/5 * * * *")
-    reconcile(a1)
+    reconcile(a1.runtime)
     clock.set(at(12))
     a2 = make_app(clock=clock)  # a new deploy: one changed, one gone, one new
     declare(a2, "same", "*/5 * * * *")
     declare(a2, "retimed", "*/7 * * * *")
     declare(a2, "requeued", "*/5 * * * *", priority=5)
     declare(a2, "new", "*/5 * * * *")
-    report = reconcile(a2)
+    report = reconcile(a2.runtime)
     assert report == {"same": "unchanged", "retimed": "changed", "requeued": "changed",
                       "new": "created", "gone": "removed"}
     cursor = {i.name: i.next_fire_at for i in a2.store.schedules_list()}
@@ -409,7 +412,7 @@ def test_dead_man_switch_reports_late_and_alerts_once(sapp: App, clock: FakeCloc
     alerts: list[Any] = []
     sapp.on_schedule_late(alerts.append)
     declare(sapp, "dms", "*/10 * * * *", expect_success_within=120, overlap="allow_all")
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     clock.set(at(10, 1))
     leader_pass(sapp)
     (job,) = claim(sapp)
@@ -441,7 +444,7 @@ def test_dead_man_switch_reports_late_and_alerts_once(sapp: App, clock: FakeCloc
 
 def test_pause_on_failure(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "pf", pause_on_failure=True)
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     clock.set(at(1, 1))
     leader_pass(sapp)
     (job,) = claim(sapp)

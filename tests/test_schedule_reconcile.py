@@ -74,12 +74,12 @@ def test_an_unchanged_start_reads_the_fingerprint_and_writes_nothing(
         make_app: Callable[..., App], queries: list[str]) -> None:
     app = make_app()
     declare(app, ["a", "b", "c"])
-    assert reconcile(app) == {"a": "created", "b": "created", "c": "created"}
+    assert reconcile(app.runtime) == {"a": "created", "b": "created", "c": "created"}
     before = {i.name: i.updated_at for i in app.store.schedules_list()}
     again = make_app()  # the next worker start: the same code
     declare(again, ["c", "a", "b"])  # declared in another order: the same set
     queries.clear()
-    assert reconcile(again) == {"c": "unchanged", "a": "unchanged", "b": "unchanged"}
+    assert reconcile(again.runtime) == {"c": "unchanged", "a": "unchanged", "b": "unchanged"}
     assert not full_path(queries)
     assert queries == ["schedules_lock_all", "schedules_reconciled_get"]
     assert {i.name: i.updated_at for i in app.store.schedules_list()} == before
@@ -89,19 +89,19 @@ def test_runtime_add_and_remove_send_the_next_start_through_the_full_comparison(
         make_app: Callable[..., App], queries: list[str]) -> None:
     app = make_app()
     declare(app, ["nightly"])
-    reconcile(app)
+    reconcile(app.runtime)
     app.schedules.add("report-acme", "0 6 * * MON", "noop")
     queries.clear()
-    assert reconcile(app) == {"nightly": "unchanged"}
+    assert reconcile(app.runtime) == {"nightly": "unchanged"}
     assert full_path(queries)
     assert {i.name: i.origin for i in app.store.schedules_list()} == {
         "nightly": "code", "report-acme": "runtime"}
     queries.clear()
-    reconcile(app)
+    reconcile(app.runtime)
     assert not full_path(queries)  # fingerprint written again by the full pass
     app.schedules.remove("report-acme")
     queries.clear()
-    assert reconcile(app) == {"nightly": "unchanged"}
+    assert reconcile(app.runtime) == {"nightly": "unchanged"}
     assert full_path(queries)
     # A run-time schedule that code then declares: taken over.
     app.schedules.add("weekly", "0 6 * * MON", "noop")
@@ -109,7 +109,7 @@ def test_runtime_add_and_remove_send_the_next_start_through_the_full_comparison(
     declare(later, ["nightly"])
     declare(later, ["weekly"], cron="0 6 * * MON")
     # The same definition: unchanged, and code owns it from here on.
-    assert reconcile(later) == {"nightly": "unchanged", "weekly": "unchanged"}
+    assert reconcile(later.runtime) == {"nightly": "unchanged", "weekly": "unchanged"}
     assert later.store.schedules_get("weekly").origin == "code"
 
 
@@ -117,11 +117,11 @@ def test_a_pause_or_a_fire_keeps_the_fast_path(make_app: Callable[..., App],
                                                queries: list[str]) -> None:
     app = make_app()
     declare(app, ["a", "b"])
-    reconcile(app)
+    reconcile(app.runtime)
     app.schedules.pause("a")  # the reconcile does not look at pauses
     app.schedules.trigger("b")  # nor at occurrences and cursors
     queries.clear()
-    assert reconcile(app) == {"a": "unchanged", "b": "unchanged"}
+    assert reconcile(app.runtime) == {"a": "unchanged", "b": "unchanged"}
     assert not full_path(queries)
     assert app.store.schedules_get("a").paused
 
@@ -137,11 +137,11 @@ def test_a_write_behind_shiftworks_back_is_seen_by_the_next_start(
         edit: str, expect: str) -> None:
     app = make_app()
     declare(app, ["a", "b"])
-    reconcile(app)
+    reconcile(app.runtime)
     cursor = app.store.schedules_get("b").next_fire_at
     sql(db, edit)
     queries.clear()
-    assert reconcile(app) == {"a": expect, "b": "unchanged"}
+    assert reconcile(app.runtime) == {"a": expect, "b": "unchanged"}
     assert full_path(queries)
     assert app.store.schedules_get("a").defn == app.schedules["a"]
     assert app.store.schedules_get("b").next_fire_at == cursor
@@ -150,13 +150,13 @@ def test_a_write_behind_shiftworks_back_is_seen_by_the_next_start(
 def test_changed_and_removed_are_found_and_written(make_app: Callable[..., App]) -> None:
     first = make_app()
     declare(first, ["same", "requeued", "retimed", "gone", "gone-too"])
-    reconcile(first)
+    reconcile(first.runtime)
     cursors = {i.name: i.next_fire_at for i in first.store.schedules_list()}
     second = make_app()
     declare(second, ["same"])
     declare(second, ["requeued"], priority=3)
     declare(second, ["retimed"], cron="0 * * * *")
-    assert reconcile(second) == {"same": "unchanged", "requeued": "changed",
+    assert reconcile(second.runtime) == {"same": "unchanged", "requeued": "changed",
                                  "retimed": "changed", "gone": "removed",
                                  "gone-too": "removed"}
     infos = {i.name: i for i in second.store.schedules_list(include_removed=True)}
@@ -166,7 +166,7 @@ def test_changed_and_removed_are_found_and_written(make_app: Callable[..., App])
     assert infos["gone"].removed_at is not None and infos["gone-too"].removed_at is not None
     assert infos["same"].removed_at is None
     # The first code again: the removed ones come back with a fresh cursor.
-    assert reconcile(first) == {"same": "unchanged", "requeued": "changed",
+    assert reconcile(first.runtime) == {"same": "unchanged", "requeued": "changed",
                                 "retimed": "changed", "gone": "revived",
                                 "gone-too": "revived"}
 
@@ -185,7 +185,7 @@ def test_a_batch_of_created_schedules_stores_every_field(
                      priority=4)
     declare(app, ["plain"])
     queries.clear()
-    report = reconcile(app)
+    report = reconcile(app.runtime)
     assert set(report.values()) == {"created"} and len(report) == 9
     assert queries.count("schedules_insert_batch") == 3
     stored = {i.name: i for i in app.store.schedules_list()}
@@ -197,7 +197,7 @@ def test_a_batch_of_created_schedules_stores_every_field(
     # What was stored hashes as declared: a full comparison finds nothing changed.
     app.schedules.add("runtime-one", "0 6 * * MON", "noop")  # deletes the fingerprint
     queries.clear()
-    assert set(reconcile(app).values()) == {"unchanged"}
+    assert set(reconcile(app.runtime).values()) == {"unchanged"}
     assert full_path(queries)
 
 
@@ -232,7 +232,7 @@ def test_a_hand_edit_during_a_reconcile_waits_and_deletes_its_fingerprint(
         pytest.skip("SQLite writers cannot interleave (one write lock per transaction)")
     app = make_app()
     declare(app, ["a"])
-    reconcile(app)
+    reconcile(app.runtime)
     schema = f'"{db["schema"]}"'
     # A reconcile in progress: the schedules' lock held, its fingerprint written, not
     # yet committed.
@@ -254,4 +254,4 @@ def test_a_hand_edit_during_a_reconcile_waits_and_deletes_its_fingerprint(
             done.join()
         left = pending.execute(f"SELECT count(*) FROM {schema}.schedules_reconciled")
         assert left.fetchone() == (0,)  # the edit came after the reconcile: not matched
-    assert reconcile(app) == {"a": "changed"}
+    assert reconcile(app.runtime) == {"a": "changed"}

@@ -43,7 +43,7 @@ def noop() -> None:
 def leader_pass(app: App) -> int:
     term = app.store.leader_acquire(LEADER_NAME, "test-leader", 3600)
     assert term is not None
-    return run_pass(app, "test-leader", term)
+    return run_pass(app.runtime, "test-leader", term)
 
 
 def _insert_not_due(app: App, db: dict[str, str], count: int) -> None:
@@ -118,7 +118,7 @@ def test_a_tick_with_100000_not_due_schedules_reads_none_of_them(
     task = sapp.task(name="noop")(noop)
     for i in range(3):
         sapp.schedule(f"due-{i}", "* * * * *", task)
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     _insert_not_due(sapp, db, NOT_DUE)
     clock.set(T0 + timedelta(minutes=1, seconds=1))
     planned: list[str] = []
@@ -152,7 +152,7 @@ def test_one_pass_fires_thousands_in_batched_transactions(
         sapp.schedule(f"s-{i:05d}", "* * * * *", task, overlap="allow_all")
     # One buffered, one waiting for its active run: released/pending paths in a batch.
     sapp.schedule("buffered", "* * * * *", task, overlap="buffer_one")
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     batches: list[int] = []
     real_fire = type(sapp.store).schedules_fire
 
@@ -186,7 +186,7 @@ def test_a_late_batch_is_judged_as_of_its_pass_start(
     task = sapp.task(name="noop")(noop)
     for i in range(3):
         sapp.schedule(f"s-{i}", "* * * * *", task, starting_deadline=1, catchup="skip")
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     monkeypatch.setattr(scheduler, "FIRE_BATCH", 1)
     real_fire = type(sapp.store).schedules_fire
 
@@ -207,7 +207,7 @@ def test_a_broken_schedule_in_a_batch_does_not_starve_the_others(
     task = sapp.task(name="noop")(noop)
     for i in range(5):
         sapp.schedule(f"s-{i}", "* * * * *", task)
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     # A row no definition can be made from (edited by hand, say): its batch fails whole,
     # and the pass fires the batch one schedule per transaction instead.
     store: Any = sapp.store
@@ -285,10 +285,10 @@ def test_the_leader_wakes_at_the_next_cursor(sapp: App, clock: FakeClock) -> Non
 
     assert sapp.store.schedules_next_fire_in() is None
     sapp.schedule("every-minute", "* * * * *", sapp.task(name="noop")(noop))
-    reconcile(sapp)
+    reconcile(sapp.runtime)
     assert sapp.store.schedules_next_fire_in() == 60.0
     clock.set(T0 + timedelta(seconds=59.9))
-    service = Scheduler(sapp, "test-leader")
+    service = Scheduler(sapp.runtime, "test-leader")
     term = sapp.store.leader_acquire(LEADER_NAME, "test-leader", 3600)
     assert term is not None
     service.on_leader_tick(term)

@@ -22,7 +22,9 @@ import pytest
 from shiftwork import App, ConfigurationError, FakeClock, JobContext, JobState, Settings
 from shiftwork.core.control import RetryIn, Snooze
 from shiftwork.core.errors import PayloadError
+from shiftwork.flow.claim import claim_flow
 from shiftwork.flow.limits import RateLimit
+from shiftwork.jobs.enqueue import insert_rows
 from shiftwork.observe.metrics import Metrics
 from shiftwork.testing import drain
 from shiftwork.web import create_dashboard
@@ -111,7 +113,7 @@ def test_a_long_retry_after_is_cut_to_the_setting_and_logged(
     job = app.get_job(first.id)
     assert job.state is JobState.SCHEDULED
     assert job.run_at is not None and job.run_at <= T0 + timedelta(seconds=601)
-    flow = app.claim_flow("default")
+    flow = claim_flow(app.runtime.registry, "default")
     clock.advance(599)
     assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []  # still held
     clock.advance(2)
@@ -133,7 +135,7 @@ def test_clear_backoff_ends_a_hold_by_api_and_by_command(
 
     app.queue("default", rate_limit="100/s")
     partner.enqueue()
-    flow = app.claim_flow("default")
+    flow = claim_flow(app.runtime.registry, "default")
     app.store.rate_limit_push_back("task:partner", 3000)
     assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []
     assert app.clear_backoff("task:partner") is True
@@ -164,7 +166,7 @@ def test_a_cleared_hold_frees_the_one_statement_claims_of_the_same_store(
     @app.task(name="partner", rate_limit="100/s")
     def partner(ctx: JobContext) -> None: ...
 
-    flow = app.claim_flow("default")
+    flow = claim_flow(app.runtime.registry, "default")
     partner.enqueue()
     assert len(app.store.jobs_claim("default", 10, "w", 30, None, flow)) == 1
     app.store.rate_limit_push_back("task:partner", 3000)
@@ -521,7 +523,7 @@ def test_a_call_enqueued_by_an_older_release_is_handed_to_its_own_task(
                            meta_json=json.dumps({children.PARENT_META: {
                                "workflow": wf.id, "event": f"{step}/{i}", "of": len(members)}}))
                     for i, (_label, task, args, kwargs) in enumerate(members)]
-            return [int(r.id) for r in wf.app.insert_rows(rows, conn)]
+            return [int(r.id) for r in insert_rows(wf.runtime, rows, conn)]
 
         with wf.ctx.transaction() as tx:
             return [int(i) for i in tx.once(f"wf:{wf.id}:{step}", lambda: enqueue(tx.conn))]

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
@@ -17,19 +15,15 @@ from shiftwork.core.callsite import declared_at
 from shiftwork.core.clock import Clock, SystemClock
 from shiftwork.core.errors import (
     ConfigurationError,
-    DependencyError,
-    JobCancelled,
     ShiftworkError,
-    UnknownTaskError,
 )
 from shiftwork.core.events import EventBus
 from shiftwork.core.memory import parse_memory_limit
-from shiftwork.core.names import check_queue, check_task_name, did_you_mean
+from shiftwork.core.names import check_queue, check_task_name
 from shiftwork.core.settings import Settings
 from shiftwork.core.states import JobState
 from shiftwork.decorators import TaskDecorator, WorkflowDecorator
 from shiftwork.flow.limits import (
-    ClaimFlow,
     GroupBy,
     LimitStatus,
     RateLimit,
@@ -39,13 +33,12 @@ from shiftwork.flow.limits import (
 from shiftwork.flow.limits import rate_limit as flow_rate_limit
 from shiftwork.jobs.bulk import BulkResult, bulk_apply
 from shiftwork.jobs.context import JobContext
+from shiftwork.jobs.enqueue import enqueue_requests, enqueue_requests_async
 from shiftwork.jobs.handle import JobHandle
-from shiftwork.jobs.host import AppBase
 from shiftwork.jobs.task import EnqueueOptions, JobRequest, Task, TaskOptions
-from shiftwork.jobs.waiting import ResultWaiter, wait_result, wait_result_async
+from shiftwork.jobs.waiting import wait_result, wait_result_async
 from shiftwork.model.filter import check_sort, filter_of
 from shiftwork.model.items import ItemsExpectation, task_items_expectation
-from shiftwork.model.new_job import NewJob
 from shiftwork.model.records import (
     EmptyRun,
     EnqueueResult,
@@ -56,7 +49,8 @@ from shiftwork.model.records import (
 )
 from shiftwork.model.tags import check_tags
 from shiftwork.observe.hooks import Observers
-from shiftwork.observe.tracing import enqueue_span, recording
+from shiftwork.registry import QueueOptions
+from shiftwork.runtime import Runtime
 from shiftwork.schedules.book import ScheduleBook
 from shiftwork.schedules.definition import (
     DEFAULT_CATCHUP_CAP,
@@ -66,33 +60,21 @@ from shiftwork.schedules.definition import (
     ScheduleDef,
     declare_schedule,
 )
-from shiftwork.store import Store, open_store
+from shiftwork.store import Store
 from shiftwork.store.connections import Connections
-from shiftwork.store.schema_check import describe_database, require_migrated
-from shiftwork.workflow import Workflow, WorkflowError
+from shiftwork.workflow import Workflow
+from shiftwork.workflow.children import cancel_job
 from shiftwork.workflow.children import install as install_children
-from shiftwork.workflow.children import report_for as report_cancelled
+from shiftwork.workflow.events import send_event
 from shiftwork.workflow.runner import workflow_task
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
 R = TypeVar("R")
-log = logging.getLogger("shiftwork.migrate")
 log_flow = logging.getLogger("shiftwork.flow")
 
 
-@dataclass(frozen=True)
-class QueueOptions:
-    """What a queue declares about itself (see :meth:`App.queue`)."""
-
-    name: str
-    max_wait: float | None = None  # seconds the oldest waiting job may wait before alerting
-    rate_limit: RateLimit | None = None  # at most N starts per period, fleet-wide
-    fair: bool = False  # claims go round-robin across the queue's groups
-    weights: dict[str, int] = field(default_factory=dict)  # group -> jobs per turn
-
-
-class App(AppBase):
+class App:
     """Background work on one database.
 
     >>> app = App("sqlite:///jobs.db")
@@ -116,125 +98,126 @@ class App(AppBase):
                 "at enqueue, in the caller's thread); leave it out for normal use")
         self.dsn = dsn
         self.schema = schema
-        self.clock: Clock = clock or SystemClock()
-        self.settings = settings or Settings()
+        settings = settings or Settings()
         if max_payload_bytes is not None:  # the older spelling of Settings.max_args_bytes
-            self.settings = replace(self.settings, max_args_bytes=max_payload_bytes)
-        #: False (the default): the first use checks that the schema is migrated and
-        #: raises NotMigratedError if not; nothing is created behind your back.
-        #: True: the first use applies pending migrations, logging each.
-        self.auto_migrate = auto_migrate
+            settings = replace(settings, max_args_bytes=max_payload_bytes)
         self.pool_size = pool_size  # the sync pool (workers, enqueue, the dashboard)
         self.async_pool_size = async_pool_size  # Postgres: enqueue_async's own pool
-        self.tasks: dict[str, Task[Any, Any]] = {}
-        self.events = EventBus()
-        #: Called by the leader on every leadership tick with its term (scheduler, etc.).
-        self.leader_duties: list[Callable[[int], None]] = []
-        self.import_path: str | None = None  # "module:attr", set by the command line
-        #: Schedules declared in code (reconciled into the database when a worker starts),
-        #: and the actions people take on schedules: ``app.schedules.pause(name)``...
-        self.schedules = ScheduleBook(self)
-        #: Called once per occurrence the dead-man switch finds late (see on_schedule_late).
-        self.schedule_late_hooks: list[Callable[[LateRun], None]] = []
-        #: Called once per occurrence the items check finds empty (see on_schedule_empty).
-        self.schedule_empty_hooks: list[Callable[[EmptyRun], None]] = []
-        self.queue_options: dict[str, QueueOptions] = {}
-        #: Called after jobs are committed by an enqueue outside a caller's transaction,
-        #: with their results and queues (None: not known); the inline test mode's hook.
-        self.enqueue_hooks: list[Callable[[list[EnqueueResult], set[str] | None], None]] = []
-        #: Set by a framework integration (shiftwork.contrib.django): the connection of
-        #: the transaction the caller is inside now (None: none), which an enqueue without
-        #: ``conn=`` joins; and how to run code once that transaction commits.
-        self.ambient_transaction: Callable[[], Any] | None = None
-        self.on_commit: Callable[[Callable[[], None]], None] | None = None
-        #: Visibility hooks (health checks, metric collectors, the schedules view): see
-        #: shiftwork.observe and docs/observability.md.
-        self.observers = Observers()
-        self.observers.schedules = self.schedules  # metrics, health, dashboard
-        self.observers.health_checks.append(ScheduleBook.paused_on_failure)
-        self._store: Store | None = None
-        self._store_lock = threading.Lock()
-        # Validate the DSN now, so a typo fails at start-up, not at the first enqueue.
+        #: What the workers, the scheduler and the other services run on: the store,
+        #: settings, clock, events and the registry of what this App declares. The store
+        #: opens now, so a DSN typo fails at start-up, not at the first enqueue.
+        #: ``auto_migrate=False`` (the default): its first use checks that the schema is
+        #: migrated and raises NotMigratedError if not; True: it applies pending migrations.
         #: PostgreSQL: the pool's bounds (pool_size, Settings.pool_*), and PgBouncer
         #: (transaction mode) in front of ``dsn``, with wake-ups LISTENed on ``listen_dsn``.
-        self.connections = Connections(
-            pool_size=pool_size, pool_min_size=self.settings.pool_min_size,
-            pool_max_idle=self.settings.pool_max_idle, pgbouncer=pgbouncer,
-            listen_dsn=listen_dsn)
-        self._store = open_store(dsn, clock=self.clock, schema=schema,
-                                 connections=self.connections,
-                                 async_pool_size=async_pool_size)
-        self._ready = False  # the schema was checked (or migrated) once
-        #: Every job.result() waiter of this process shares its one listener (waiting.py).
-        self.results = ResultWaiter(lambda: self.store)
+        self.runtime = Runtime(
+            dsn, schema=schema, clock=clock or SystemClock(), settings=settings,
+            auto_migrate=auto_migrate, async_pool_size=async_pool_size,
+            connections=Connections(
+                pool_size=pool_size, pool_min_size=settings.pool_min_size,
+                pool_max_idle=settings.pool_max_idle, pgbouncer=pgbouncer,
+                listen_dsn=listen_dsn))
+        registry = self.runtime.registry
+        registry.observers.schedules = registry.schedules  # metrics, health, dashboard
+        registry.observers.health_checks.append(registry.schedules.paused_on_failure)
         # The leader closes dependency edges a crash left open (store/deps.py).
-        self.leader_duties.append(self._sweep_dependencies)
+        registry.leader_duties.append(self._sweep_dependencies)
         #: With ``testing="inline"``: every attempt the inline mode ran (a DrainResult).
         self.inline_results: Any = None
         if testing == "inline":
-            # Imported here: the testing tools import the App.
+            # Imported here: the testing tools sit above the App.
             from shiftwork.testing.drain import DrainResult
             from shiftwork.testing.inline import install
             self.inline_results = DrainResult()
-            install(self, self.inline_results)
+            install(self.runtime, self.inline_results)
 
     def _sweep_dependencies(self, term: int) -> None:
-        self.store.deps_sweep()
+        self.runtime.store.deps_sweep()
 
-    # -- storage -----------------------------------------------------------------
+    # -- what the App is made of ---------------------------------------------------------
 
     @property
     def store(self) -> Store:
         """The storage engine. Its first use migrates when ``auto_migrate``, else checks
         that the schema is migrated (``NotMigratedError`` if not)."""
-        assert self._store is not None
-        if not self._ready:
-            with self._store_lock:
-                if not self._ready:
-                    if self.auto_migrate:
-                        self.migrate()
-                    else:
-                        require_migrated(self._store, self.schema)
-                    self._ready = True
-        return self._store
+        return self.runtime.store
+
+    @property
+    def settings(self) -> Settings:
+        """The tunables (``Settings``) every service of this App reads."""
+        return self.runtime.settings
+
+    @settings.setter
+    def settings(self, settings: Settings) -> None:
+        self.runtime.settings = settings
+
+    @property
+    def clock(self) -> Clock:
+        """The clock every service of this App reads time from."""
+        return self.runtime.clock
+
+    @property
+    def events(self) -> EventBus:
+        """Events this App's services publish (``schedule.paused``...)."""
+        return self.runtime.events
+
+    @property
+    def tasks(self) -> dict[str, Task[Any, Any]]:
+        """The registered tasks, by name."""
+        return self.runtime.registry.tasks
+
+    @property
+    def queue_options(self) -> dict[str, QueueOptions]:
+        """The queues declared with :meth:`queue`, by name."""
+        return self.runtime.registry.queue_options
+
+    @property
+    def schedules(self) -> ScheduleBook:
+        """Schedules declared in code (reconciled into the database when a worker starts),
+        and the actions people take on schedules: ``app.schedules.pause(name)``..."""
+        return self.runtime.registry.schedules
+
+    @property
+    def observers(self) -> Observers:
+        """Visibility hooks (health checks, metric collectors, the schedules view): see
+        shiftwork.observe and docs/observability.md."""
+        return self.runtime.registry.observers
+
+    @property
+    def import_path(self) -> str | None:
+        """``"module:attr"`` of this App, set by the command line (worker processes
+        import it)."""
+        return self.runtime.import_path
+
+    @import_path.setter
+    def import_path(self, path: str | None) -> None:
+        self.runtime.import_path = path
+
+    # -- storage -----------------------------------------------------------------
 
     def migrate(self) -> list[int]:
         """Create or upgrade the tables; returns the migration numbers applied (logged
         at INFO). Safe to call from many processes at once."""
-        assert self._store is not None
-        applied = self._store.migrate()
-        self._ready = True
-        where = self.describe_database()
-        if applied:
-            log.info("%s: applied migrations %s", where, ", ".join(map(str, applied)))
-        else:
-            log.info("%s: schema is up to date", where)
-        return applied
+        return self.runtime.migrate()
 
     def describe_database(self) -> str:
         """``sqlite /abs/jobs.db`` or ``postgresql host:5432/db schema jobs``."""
-        assert self._store is not None
-        return describe_database(self._store, self.schema)
+        return self.runtime.describe_database()
 
     def close(self) -> None:
         """Close the database connections (the async pool: :meth:`aclose`)."""
-        self.results.close()
-        if self._store is not None:
-            self._store.close()
+        self.runtime.close()
 
     async def aclose(self) -> None:
         """Close the async pool ``enqueue_async`` opened, then the sync connections
         (the ASGI lifespan helper calls this at shutdown)."""
-        if self._store is not None:
-            await self._store.aclose()
-            await asyncio.to_thread(self._store.close)
+        await self.runtime.aclose()
 
     def connection_budget(self) -> int | None:
         """The most Postgres connections this App holds at once: its pool (``pool_size``)
         plus the async pool of ``enqueue_async`` (``async_pool_size``). A worker adds one
         LISTEN connection. None on SQLite (one connection per thread, no pool)."""
-        assert self._store is not None
-        return self._store.connection_budget()
+        return self.runtime.connection_budget()
 
     # -- tasks ------------------------------------------------------------------------
 
@@ -317,7 +300,7 @@ class App(AppBase):
             if task_name in self.tasks:
                 raise ConfigurationError(f"task {task_name!r} is registered twice")
             limit = parse_memory_limit(memory_limit, f"task {task_name}")
-            t: Task[Any, Any] = Task(self, f, task_name,
+            t: Task[Any, Any] = Task(self.runtime, f, task_name,
                                      replace(options, memory_limit=limit) if limit else options)
             self.tasks[task_name] = t
             return t
@@ -350,27 +333,7 @@ class App(AppBase):
         With ``key``, an event already sent under that key (for this workflow and name)
         is not stored again: a webhook delivered twice wakes one wait, not two.
         """
-        from shiftwork.core.payload import MAX_EVENT_KEY, MAX_EVENT_NAME, check_label, encode_json
-
-        check_label(name, "event name", MAX_EVENT_NAME)
-        if key is not None:
-            check_label(key, f"event {name!r}: key", MAX_EVENT_KEY)
-        body = encode_json(payload, f"event {name!r}: payload",
-                           self.settings.limit("max_event_payload_bytes"))
-        self._require_workflow(workflow_id, name)
-        return self.store.workflow_event_send(workflow_id, name, body, key)
-
-    def _require_workflow(self, job_id: int, event: str) -> None:
-        """Refuse an event for a job that is not a workflow: nothing would ever take it."""
-        job = self.store.jobs_get(job_id)  # JobNotFoundError names the id
-        task = self.tasks.get(job.task)
-        if task is not None:
-            known = getattr(task, "workflow_version", None) is not None
-        else:  # a task this app does not register: a workflow has begun a run
-            known = self.store.workflow_run_read(job_id) is not None
-        if not known:
-            raise WorkflowError(f"event {event!r}: job {job_id} runs task {job.task!r}, which "
-                                "is not a workflow; events are delivered to workflows only")
+        return send_event(self.runtime, workflow_id, name, payload, key=key)
 
     def workflow_history(self, workflow_id: int) -> list[Any]:
         """The recorded steps of a workflow, in the order they were first recorded."""
@@ -384,17 +347,12 @@ class App(AppBase):
 
     def get_task(self, name: str) -> Task[Any, Any]:
         """The task registered as ``name``; the error names the closest ones."""
-        try:
-            return self.tasks[name]
-        except KeyError:
-            known = ", ".join(self.task_names()) or "none"
-            hint = did_you_mean(name, self.task_names())
-            raise UnknownTaskError(f"unknown task {name!r}{hint} (registered: {known})") from None
+        return self.runtime.registry.get_task(name)
 
     def task_names(self) -> list[str]:
         """The registered tasks people may enqueue and schedule, sorted (shiftwork's
         internal ones left out)."""
-        return sorted(name for name, task in self.tasks.items() if not task.internal)
+        return self.runtime.registry.task_names()
 
     def queue(self, name: str, *, max_wait: float | None = None,
               rate_limit: RateLimit | str | None = None, fair: bool = False,
@@ -419,32 +377,14 @@ class App(AppBase):
         options = QueueOptions(name, float(max_wait) if max_wait is not None else None,
                                flow_rate_limit(rate_limit, f"queue {name}"), fair,
                                group_weights(weights, f"queue {name}"))
-        self.queue_options[name] = options
+        self.runtime.registry.queue_options[name] = options
         return options
-
-    def concurrency_limits(self, queue: str) -> dict[str, int]:
-        """Fleet-wide running limits of ``queue``'s tasks that have one, by task name."""
-        return {t.name: t.options.concurrency for t in self.tasks.values()
-                if t.options.queue == queue and t.options.concurrency is not None}
-
-    def claim_flow(self, queue: str) -> ClaimFlow:
-        """The rate limits and group caps a claim for ``queue`` must respect."""
-        tasks = [t for t in self.tasks.values() if t.options.queue == queue]
-        declared = self.queue_options.get(queue)
-        return ClaimFlow(
-            queue_rate=declared.rate_limit if declared else None,
-            task_rates={t.name: t.options.rate_limit for t in tasks if t.options.rate_limit},
-            group_caps={t.name: t.options.group_concurrency for t in tasks
-                        if t.options.group_concurrency},
-            group_rates={t.name: t.options.group_rate_limit for t in tasks
-                         if t.options.group_rate_limit},
-            fair=bool(declared and declared.fair),
-            weights=dict(declared.weights) if declared else {})
 
     def rate_limits(self) -> list[LimitStatus]:
         """Every declared rate limit with its bucket's tokens now (for people and metrics)."""
         declared: dict[str, RateLimit] = {
-            f"queue:{q.name}": q.rate_limit for q in self.queue_options.values() if q.rate_limit}
+            f"queue:{q.name}": q.rate_limit
+            for q in self.runtime.registry.queue_options.values() if q.rate_limit}
         for t in self.tasks.values():
             if t.options.rate_limit:
                 declared[f"task:{t.name}"] = t.options.rate_limit
@@ -549,13 +489,13 @@ class App(AppBase):
 
     def on_schedule_late(self, fn: Callable[[LateRun], None]) -> Callable[[LateRun], None]:
         """Register an alert hook, called by the leader once per late occurrence."""
-        self.schedule_late_hooks.append(fn)
+        self.runtime.registry.schedule_late_hooks.append(fn)
         return fn
 
     def on_schedule_empty(self, fn: Callable[[EmptyRun], None]) -> Callable[[EmptyRun], None]:
         """Register an alert hook, called by the leader once per occurrence whose run
         succeeded with fewer items than the schedule expects (``expect_items=``)."""
-        self.schedule_empty_hooks.append(fn)
+        self.runtime.registry.schedule_empty_hooks.append(fn)
         return fn
 
     # -- enqueue ----------------------------------------------------------------------
@@ -571,92 +511,14 @@ class App(AppBase):
         With ``conn`` (a psycopg or sqlite3 connection) the jobs join that
         connection's transaction: they exist if and only if it commits.
         """
-        now = self.clock.now()
-        return self.insert_rows([r.task.build(r.args, r.kwargs, r.options, now)
-                                 for r in requests], conn)
+        return enqueue_requests(self.runtime, requests, conn)
 
     async def enqueue_many_async(self, requests: Iterable[JobRequest], conn: Any = None
                                  ) -> list[EnqueueResult]:
         """:meth:`enqueue_many` for asyncio code: validated the same way, inserted on the
         async connection pool (Postgres; SQLite: in a thread). With ``conn`` (a
         ``psycopg.AsyncConnection``) the jobs join that connection's transaction."""
-        now = self.clock.now()
-        return await self.insert_rows_async(
-            [r.task.build(r.args, r.kwargs, r.options, now) for r in requests], conn)
-
-    async def insert_rows_async(self, rows: list[NewJob], conn: Any = None
-                                ) -> list[EnqueueResult]:
-        """:meth:`insert_rows` for asyncio code."""
-        if not self._ready:  # the first use checks the schema: a blocking query
-            await asyncio.to_thread(lambda: self.store)
-        if any(r.after or r.after_new for r in rows):
-            if conn is not None:
-                raise DependencyError("after= in an async connection's transaction is not "
-                                      "supported; enqueue it with a sync conn= or none")
-            # Dependencies are written in one transaction of the sync store: in a thread.
-            return await asyncio.to_thread(self.insert_rows, rows)
-        with enqueue_span(rows) as rows:
-            results = await self.store.jobs_insert_async(rows, conn=conn)
-        if self.enqueue_hooks and conn is None:
-            queues = {r.queue for r in rows}
-            for hook in list(self.enqueue_hooks):
-                # In a thread: the inline mode runs async tasks on an event loop of its own.
-                await asyncio.to_thread(hook, results, queues)
-        return results
-
-    def insert_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
-                      ) -> list[EnqueueResult]:
-        """Insert ``count`` jobs without unique keys, built as the store reads them."""
-        if recording() or self.enqueue_hooks or self.ambient_transaction is not None:
-            return self.insert_rows(list(rows), conn)  # the span and the hooks need the rows
-        return self.store.jobs_insert_stream(count, rows, conn=conn)
-
-    def insert_rows(self, rows: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
-        """Insert validated jobs (built by a task): the end of every enqueue path.
-
-        The store batches as suits its engine (Postgres streams one COPY; SQLite
-        commits every 500 rows so workers can claim in between).
-        """
-        if any(r.after or r.after_new for r in rows):  # dependencies: one transaction
-            return self.insert_graph(rows, conn)[0]
-        return self._insert(rows, conn, lambda rows, c: self.store.jobs_insert(rows, conn=c))
-
-    def insert_graph(self, rows: list[NewJob], conn: Any = None, *, group: bool = False,
-                     callback_of: int | None = None, with_callback: bool = False
-                     ) -> tuple[list[EnqueueResult], int | None]:
-        """Insert jobs with dependencies, a group, or a group's callback (compose.py):
-        ``Store.jobs_insert_graph`` in one transaction, on the same path as every other
-        enqueue (tracing context, an ambient transaction, the inline mode's hooks)."""
-        made: list[int | None] = [None]
-
-        def write(rows: list[NewJob], c: Any) -> list[EnqueueResult]:
-            results, made[0] = self.store.jobs_insert_graph(
-                rows, c, group=group, callback_of=callback_of, with_callback=with_callback)
-            return results
-
-        return self._insert(rows, conn, write), made[0]
-
-    def _insert(self, rows: list[NewJob], conn: Any,
-                write: Callable[[list[NewJob], Any], list[EnqueueResult]]
-                ) -> list[EnqueueResult]:
-        ambient = None
-        if conn is None and self.ambient_transaction is not None:
-            conn = ambient = self.ambient_transaction()
-        with enqueue_span(rows) as rows:  # OpenTelemetry, when installed: context into meta
-            results = write(rows, conn)
-        if self.enqueue_hooks:
-            queues = {r.queue for r in rows}
-
-            def run_hooks() -> None:
-                for hook in list(self.enqueue_hooks):
-                    hook(results, queues)
-
-            if conn is None:
-                run_hooks()
-            elif ambient is not None and self.on_commit is not None:
-                self.on_commit(run_hooks)  # the jobs become real when it commits
-            # else: in a caller's transaction: not yet real, and no way to hear its commit
-        return results
+        return await enqueue_requests_async(self.runtime, requests, conn)
 
     # -- composition (docs/composition.md) ------------------------------------------------
 
@@ -666,38 +528,38 @@ class App(AppBase):
         in ids)``. Then ``g.then(publish.call(album))`` runs a callback once all finished,
         ``g.progress()`` counts them. ``then=`` enqueues the callback in the same
         transaction (``g.callback`` is its handle)."""
-        return make_group(self, requests, conn, then, on_failure)
+        return make_group(self.runtime, requests, conn, then, on_failure)
 
     def chain(self, *requests: JobRequest, conn: Any = None) -> Chain[Any]:
         """Enqueue jobs that run one after another, each given the previous one's result
         as its last argument; a link that dies or is cancelled cancels the rest."""
-        return make_chain(self, requests, conn)
+        return make_chain(self.runtime, requests, conn)
 
     def enqueue_graph(self, nodes: Mapping[str, JobRequest],
                       after: Mapping[str, Iterable[str]], *, conn: Any = None
                       ) -> dict[str, JobHandle[Any]]:
         """Enqueue named jobs and their dependencies (``after={"b": ["a"]}``: b runs
         after a) in one transaction. A cycle or an unknown name raises, nothing written."""
-        return make_graph(self, nodes, after, conn)
+        return make_graph(self.runtime, nodes, after, conn)
 
     def job(self, job_id: int) -> JobHandle[Any]:
         """A handle on an existing job, to wait for its result."""
-        return JobHandle(job_id, False, self)
+        return JobHandle(job_id, False, self.runtime.results)
 
     def get_group(self, group_id: int) -> Group:
         """A group enqueued earlier (``g.id``), to add its callback or read its progress."""
         members = self.store.groups_members(group_id)
         if not members:
             self.store.groups_get(group_id)  # raises JobNotFoundError naming the group
-        return Group(self, group_id, [EnqueueResult(m, False) for m in members])
+        return Group(self.runtime, group_id, [EnqueueResult(m, False) for m in members])
 
     def wait_result(self, job_id: int, timeout: float | None = 30.0) -> Any:
         """Block until job ``job_id`` finished; its result (see JobHandle.result)."""
-        return wait_result(self.results, job_id, timeout)
+        return wait_result(self.runtime.results, job_id, timeout)
 
     async def wait_result_async(self, job_id: int, timeout: float | None = 30.0) -> Any:
         """:meth:`wait_result` for asyncio code."""
-        return await wait_result_async(self.results, job_id, timeout)
+        return await wait_result_async(self.runtime.results, job_id, timeout)
 
     # -- people and tools --------------------------------------------------------------
 
@@ -732,14 +594,7 @@ class App(AppBase):
 
     def cancel_job(self, job_id: int) -> Job:
         """Cancel a waiting job, or ask a running one to stop (seen at its next check)."""
-        # A started workflow is woken to cancel itself, so its compensations run.
-        if self.store.workflow_cancel(job_id):
-            return self.store.jobs_get(job_id)
-        job = self.store.jobs_cancel(job_id)
-        if job.state is JobState.CANCELLED:  # a member of wf.child / wf.parallel: tell its parent
-            report_cancelled(self, job.id, job.meta, error=JobCancelled(
-                f"job {job.id} was cancelled before it ran"))
-        return job
+        return cancel_job(self.runtime, job_id)
 
     def queue_stats(self, include_finished: bool = True) -> list[QueueStats]:
         """Per queue counts (paused flag included); ``include_finished=False`` skips
@@ -770,18 +625,11 @@ class App(AppBase):
     def known_queues(self) -> set[str]:
         """Queues declared in code (tasks, ``app.queue``, schedules) or seen in the table
         (jobs waiting, running or dead; paused queues). Reads no finished history."""
-        known = {t.options.queue for t in self.tasks.values()} | set(self.queue_options)
-        known |= {d.queue for d in self.schedules.values()}
-        known |= {s.queue for s in self.store.queues_stats(include_finished=False)}
-        return known | self.store.queues_paused()
+        return self.runtime.registry.known_queues(self.store)
 
     def unknown_queue_warning(self, queue: str) -> str | None:
         """A warning naming the known queues when ``queue`` is none of them (a typo?)."""
-        known = sorted(self.known_queues())
-        if queue in known:
-            return None
-        return (f"queue {queue!r} is not known: no task declares it and no job is in it"
-                f"{did_you_mean(queue, known)} (known queues: {', '.join(known) or 'none'})")
+        return self.runtime.registry.unknown_queue_warning(self.store, queue)
 
     def pause_queue(self, queue: str) -> None:
         """Stop claims on ``queue``; running jobs stop at their next checkpoint."""

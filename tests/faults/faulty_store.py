@@ -72,6 +72,6 @@ class FaultyStore:
 def inject_faults(app: App) -> FaultyStore:
     """Put a :class:`FaultyStore` in front of ``app``'s store (the storage seam)."""
     faulty = FaultyStore(app.store)
-    app._store = faulty  # type: ignore[assignment]
+    app.runtime._store = faulty  # type: ignore[assignment]
     return faulty
 

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -130,7 +130,7 @@ def open_app(*, need_app: str | None = None) -> App:
 
     spec, dsn, schema = current_target().resolve()
     if spec:
-        app = cast(App, load_app(spec))  # the loader checked it is an App
+        app = load_app(spec)
     elif need_app:
         raise click.UsageError(f"{need_app}: give --app MODULE:ATTR (or SHIFTWORK_APP)")
     elif not dsn:

@@ -74,7 +74,7 @@ def worker(queues: tuple[str, ...], grace: float, connect_timeout: float, migrat
                          log_level=log_level, log_format=log_format,
                          max_jobs=max_jobs_per_child, max_memory=max_memory_per_child,
                          log_jobs=log_jobs, memory_limits=ceilings)
-        sys.exit(Supervisor(app, spec, processes).run())
+        sys.exit(Supervisor(app.runtime, spec, processes).run())
     Worker(app, pools, grace=grace, connect_timeout=connect_timeout,
            process_queues=in_process, metrics_port=metrics_port,
            metrics_host=metrics_host, migrate=migrate, memory_limits=ceilings).run()

@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from shiftwork.core.errors import DependencyError
 from shiftwork.core.states import JobState
+from shiftwork.jobs.enqueue import insert_graph
 from shiftwork.jobs.handle import JobHandle, check_on_failure
 from shiftwork.model.new_job import NewJob
 from shiftwork.model.records import ClaimedJob, EnqueueResult, GroupInfo
 
 if TYPE_CHECKING:
-    from shiftwork.jobs.task import JobRequest, TaskHost
+    from shiftwork.jobs.task import JobRequest
+    from shiftwork.runtime import Runtime
     from shiftwork.store.base import Store
 
 R = TypeVar("R")
@@ -44,11 +46,11 @@ def _check_takes_input(request: JobRequest, what: str) -> None:
             f"argument after {request.args!r}: give it a parameter for it") from None
 
 
-def _build(host: TaskHost, requests: Sequence[JobRequest], takes_input: bool = False
+def _build(rt: Runtime, requests: Sequence[JobRequest], takes_input: bool = False
            ) -> list[NewJob]:
     """Validate requests into rows; ``takes_input``: each is checked with its input as a
     last argument (a placeholder, left out of the stored arguments)."""
-    now = host.clock.now()
+    now = rt.clock.now()
     if not takes_input:
         return [r.task.build(r.args, r.kwargs, r.options, now) for r in requests]
     rows = []
@@ -63,9 +65,9 @@ def _build(host: TaskHost, requests: Sequence[JobRequest], takes_input: bool = F
 class Group:
     """Jobs enqueued together (``app.group``); at most one callback after all of them."""
 
-    def __init__(self, host: TaskHost, group_id: int, members: Sequence[EnqueueResult],
+    def __init__(self, rt: Runtime, group_id: int, members: Sequence[EnqueueResult],
                  callback: JobHandle[Any] | None = None) -> None:
-        self._host = host
+        self._rt = rt
         self.id = group_id
         self._members = members
         self._jobs: list[JobHandle[Any]] | None = None
@@ -77,7 +79,8 @@ class Group:
         """The members' handles, in order (made on first use: a group of 10,000 spent
         ~15 ms making handles nobody asked for)."""
         if self._jobs is None:
-            self._jobs = [m if isinstance(m, JobHandle) else JobHandle(m.id, m.created, self._host)
+            results = self._rt.results
+            self._jobs = [m if isinstance(m, JobHandle) else JobHandle(m.id, m.created, results)
                           for m in self._members]
         return self._jobs
 
@@ -93,39 +96,39 @@ class Group:
         cancelled. ``app.group(..., then=request)`` enqueues it with the members, in
         the same transaction.
         """
-        job = _callback_row(self._host, request, on_failure)
-        results, _ = self._host.insert_graph([job], request.options.conn,
+        job = _callback_row(self._rt, request, on_failure)
+        results, _ = insert_graph(self._rt, [job], request.options.conn,
                                              callback_of=self.id)
-        self.callback = JobHandle(results[0].id, True, self._host)
+        self.callback = JobHandle(results[0].id, True, self._rt.results)
         return self.callback
 
     def progress(self) -> GroupInfo:
         """How far the group got: ``done`` (succeeded), ``failed``, ``total``."""
-        return self._host.store.groups_get(self.id)
+        return self._rt.store.groups_get(self.id)
 
 
-def _callback_row(host: TaskHost, request: JobRequest, on_failure: str) -> NewJob:
+def _callback_row(rt: Runtime, request: JobRequest, on_failure: str) -> NewJob:
     _check_takes_input(request, "the group's results")
-    job = _build(host, [request], takes_input=True)[0]
+    job = _build(rt, [request], takes_input=True)[0]
     return _with_input(replace(job, on_failure=check_on_failure(on_failure)), "group")
 
 
-def make_group(host: TaskHost, requests: Iterable[JobRequest], conn: Any = None,
+def make_group(rt: Runtime, requests: Iterable[JobRequest], conn: Any = None,
                then: JobRequest | None = None, on_failure: str = "run") -> Group:
     requests = list(requests)
     if not requests:
         raise DependencyError("a group needs at least one job; nothing was enqueued")
-    rows = _build(host, requests)
+    rows = _build(rt, requests)
     if then is not None:
-        callback = _callback_row(host, then, on_failure)
+        callback = _callback_row(rt, then, on_failure)
         rows.append(callback)  # waits for the group (store/deps.py)
-    results, group_id = host.insert_graph(rows, conn, group=True,
+    results, group_id = insert_graph(rt, rows, conn, group=True,
                                           with_callback=then is not None)
     assert group_id is not None
     if then is not None:
         last = results[-1]
-        return Group(host, group_id, results[:-1], JobHandle(last.id, last.created, host))
-    return Group(host, group_id, results)
+        return Group(rt, group_id, results[:-1], JobHandle(last.id, last.created, rt.results))
+    return Group(rt, group_id, results)
 
 
 class Chain(Generic[R]):
@@ -148,7 +151,7 @@ class Chain(Generic[R]):
         return await self.last.result_async(timeout)
 
 
-def make_chain(host: TaskHost, requests: Sequence[JobRequest], conn: Any = None
+def make_chain(rt: Runtime, requests: Sequence[JobRequest], conn: Any = None
                ) -> Chain[Any]:
     if not requests:
         raise DependencyError("a chain needs at least one job; nothing was enqueued")
@@ -158,14 +161,14 @@ def make_chain(host: TaskHost, requests: Sequence[JobRequest], conn: Any = None
                                   "(store_result=False), so it cannot feed "
                                   f"{request.task.name} in a chain")
         _check_takes_input(request, f"the result of {before.task.name}")
-    rows = _build(host, requests[:1]) + _build(host, requests[1:], takes_input=True)
+    rows = _build(rt, requests[:1]) + _build(rt, requests[1:], takes_input=True)
     rows = [rows[0]] + [_with_input(replace(r, after_new=(i,)), "after")
                         for i, r in enumerate(rows[1:])]
-    results, _ = host.insert_graph(rows, conn)
-    return Chain([JobHandle(r.id, r.created, host) for r in results])
+    results, _ = insert_graph(rt, rows, conn)
+    return Chain([JobHandle(r.id, r.created, rt.results) for r in results])
 
 
-def make_graph(host: TaskHost, nodes: Mapping[str, JobRequest],
+def make_graph(rt: Runtime, nodes: Mapping[str, JobRequest],
                after: Mapping[str, Iterable[str]], conn: Any = None
                ) -> dict[str, JobHandle[Any]]:
     """Jobs named in ``nodes``, each running after the ones ``after`` names: one
@@ -194,11 +197,11 @@ def make_graph(host: TaskHost, nodes: Mapping[str, JobRequest],
     for name in nodes:
         visit(name, [])
     position = {name: i for i, name in enumerate(order)}
-    rows = _build(host, [nodes[name] for name in order])
+    rows = _build(rt, [nodes[name] for name in order])
     rows = [replace(r, after_new=tuple(position[p] for p in parents[name]))
             for name, r in zip(order, rows, strict=True)]
-    results, _ = host.insert_graph(rows, conn)
-    return {name: JobHandle(results[position[name]].id, results[position[name]].created, host)
+    results, _ = insert_graph(rt, rows, conn)
+    return {name: JobHandle(results[position[name]].id, results[position[name]].created, rt.results)
             for name in nodes}
 
 

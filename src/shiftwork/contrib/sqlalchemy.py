@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from shiftwork.core.errors import ConfigurationError
+from shiftwork.jobs.enqueue import enqueue_requests, enqueue_requests_async
 
 if TYPE_CHECKING:
+    from shiftwork.jobs.task import JobRequest
     from shiftwork.model.records import EnqueueResult
+    from shiftwork.runtime import Runtime
 
 _DRIVERS = ("shiftwork joins the transaction of a psycopg 3 connection "
             "(postgresql+psycopg://) or of a sqlite3 one (sqlite://, sqlite+aiosqlite://)")
@@ -43,17 +46,7 @@ def session_connection(session: Any) -> Any:
                              f"{type(driver).__module__}.{type(driver).__name__}: {_DRIVERS}")
 
 
-class _AsyncEnqueuer(Protocol):
-    """What the session path needs of the App (typed here: the task module calls in)."""
-
-    def enqueue_many(self, requests: Iterable[Any], conn: Any = None
-                     ) -> list[EnqueueResult]: ...
-
-    async def enqueue_many_async(self, requests: Iterable[Any], conn: Any = None
-                                 ) -> list[EnqueueResult]: ...
-
-
-async def enqueue_in_async_session(app: _AsyncEnqueuer, requests: Iterable[Any],
+async def enqueue_in_async_session(rt: Runtime, requests: Iterable[JobRequest],
                                    session: Any) -> list[EnqueueResult]:
     """Insert ``requests`` on an ``AsyncSession``'s connection, in its transaction."""
     if not hasattr(session, "sync_session"):
@@ -63,12 +56,12 @@ async def enqueue_in_async_session(app: _AsyncEnqueuer, requests: Iterable[Any],
     raw = await (await session.connection()).get_raw_connection()
     driver = raw.driver_connection
     if _is_psycopg(driver, sync=False):
-        return await app.enqueue_many_async(requests, conn=driver)
+        return await enqueue_requests_async(rt, requests, conn=driver)
     inner = getattr(driver, "_conn", None)  # aiosqlite: a sqlite3 connection in its thread
     if isinstance(inner, sqlite3.Connection) and hasattr(driver, "_execute"):
         # Run where aiosqlite runs everything on that connection: its own thread.
-        result: list[EnqueueResult] = await driver._execute(app.enqueue_many, list(requests),
-                                                            inner)
+        result: list[EnqueueResult] = await driver._execute(enqueue_requests, rt,
+                                                            list(requests), inner)
         return result
     raise ConfigurationError(f"the session's driver connection is a "
                              f"{type(driver).__module__}.{type(driver).__name__}: {_DRIVERS}")

@@ -8,7 +8,8 @@ import sys
 
 from shiftwork.core.errors import ShiftworkError
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: The shiftwork package (this module is in its core/): frames under it are the library's.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def user_line() -> str | None:

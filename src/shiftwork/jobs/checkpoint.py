@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from shiftwork.core.errors import ConfigurationError, PayloadError
 from shiftwork.core.payload import Limit, check_text, encode_json
-from shiftwork.jobs.host import RunningJob
+from shiftwork.jobs.running import RunningJob
 
 T = TypeVar("T")
 
@@ -110,7 +110,7 @@ def resume_point(ctx: RunningJob) -> tuple[Any, int]:
 def as_json(ctx: RunningJob, value: Any) -> Any:
     """``value`` as it comes back from JSON (tuples become lists); PayloadError if it can't."""
     return json.loads(encode_json(value, f"job {ctx.job_id}: batch key",
-                                  ctx.app.settings.limit("max_checkpoint_bytes")))
+                                  ctx.runtime.settings.limit("max_checkpoint_bytes")))
 
 
 def _check_advanced(ctx: RunningJob, after: Any, first: Any) -> None:

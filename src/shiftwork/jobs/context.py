@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from shiftwork.core.backoff import repeat_on_storage_error
 from shiftwork.core.bounds import MAX_ITEMS, seconds, whole
@@ -22,9 +22,11 @@ from shiftwork.core.control import Snooze
 from shiftwork.core.errors import JobCancelled, JobPaused, LeaseLost
 from shiftwork.core.payload import encode_json
 from shiftwork.jobs.checkpoint import Batch, batches, encode_progress
-from shiftwork.jobs.host import JobHost
 from shiftwork.jobs.idempotency import Transaction, once_outside
 from shiftwork.model.records import Touch
+
+if TYPE_CHECKING:
+    from shiftwork.runtime import Runtime
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -42,7 +44,7 @@ PROGRESS_INTERVAL = 1.0
 class JobContext:
     """Passed to a task whose first parameter is named ``ctx``."""
 
-    app: JobHost  # the App running the job
+    runtime: Runtime  # what the job runs on: store, settings, clock, events
     job_id: int
     task: str
     queue: str
@@ -78,7 +80,7 @@ class JobContext:
         (None for a member that did not succeed)."""
         from shiftwork.composition.compose import group_results
 
-        return group_results(self.app.store, self.job_id)
+        return group_results(self.runtime.store, self.job_id)
 
     def raise_if_cancelled(self) -> None:
         """Raise :class:`JobCancelled` if someone asked to cancel this job."""
@@ -108,8 +110,8 @@ class JobContext:
 
     def _touch_once(self, checkpoint: str | None, set_checkpoint: bool, conn: Any) -> Touch | None:
         def write() -> Touch | None:
-            return self.app.store.jobs_touch(
-                self.job_id, self.attempt, self.app.settings.lease_seconds,
+            return self.runtime.store.jobs_touch(
+                self.job_id, self.attempt, self.runtime.settings.lease_seconds,
                 checkpoint=checkpoint, set_checkpoint=set_checkpoint,
                 progress=self._pending_progress, yield_if_paused=set_checkpoint, conn=conn)
 
@@ -121,7 +123,7 @@ class JobContext:
         if self.cancelled:
             raise JobCancelled(f"job {self.job_id} was cancelled; stopped at {where}")
         if touch.yielded:
-            self.app.events.emit("job.yielded", job_id=self.job_id, attempt=self.attempt,
+            self.runtime.events.emit("job.yielded", job_id=self.job_id, attempt=self.attempt,
                                  queue=self.queue)
             raise JobPaused(f"queue {self.queue} is paused; job {self.job_id} went back to "
                             f"waiting at {where} and resumes from there")
@@ -135,7 +137,7 @@ class JobContext:
         queue, resuming from this cursor), :class:`LeaseLost` if this attempt is stale.
         """
         data = encode_json(cursor, f"job {self.job_id}: checkpoint",
-                           self.app.settings.limit("max_checkpoint_bytes"))
+                           self.runtime.settings.limit("max_checkpoint_bytes"))
         touch = self._touch(checkpoint=data, set_checkpoint=True)
         self.last_checkpoint = json.loads(data)
         self._stop_if_asked(touch, f"checkpoint {data[:200]}")
@@ -161,7 +163,7 @@ class JobContext:
     def stage_progress(self, done: float, total: float | None = None,
                        message: str | None = None) -> None:
         """Set progress without writing it: the next write of the job's row carries it."""
-        limit = self.app.settings.limit("max_progress_message_bytes")
+        limit = self.runtime.settings.limit("max_progress_message_bytes")
         self._pending_progress = encode_progress(self.job_id, done, total, message, limit)
 
     def progress(self, done: float, total: float | None = None,
@@ -235,12 +237,12 @@ class JobContext:
         """
         asked = seconds(retry_after, "rate_limited: retry_after", allow_zero=False,
                         maximum=math.inf)
-        hold = min(asked, self.app.settings.max_retry_after)
+        hold = min(asked, self.runtime.settings.max_retry_after)
         if hold < asked:
             log.warning("job %s (%s): rate_limited(retry_after=%g) cut to %g seconds "
                         "(Settings.max_retry_after)", self.job_id, self.task, asked, hold)
-        self.app.store.rate_limit_push_back(f"task:{self.task}", hold)
-        self.app.events.emit("job.rate_limited", job_id=self.job_id, task=self.task,
+        self.runtime.store.rate_limit_push_back(f"task:{self.task}", hold)
+        self.runtime.events.emit("job.rate_limited", job_id=self.job_id, task=self.task,
                              queue=self.queue, retry_after=hold)
         raise Snooze(hold)
 
@@ -254,7 +256,7 @@ class JobContext:
         (``tx.checkpoint``) and progress commit in one transaction, fenced by attempt:
         if this attempt is stale, everything rolls back and :class:`LeaseLost` is raised.
         """
-        with self.app.store.transaction() as conn:
+        with self.runtime.store.transaction() as conn:
             tx = Transaction(self, conn)
             yield tx
             if tx.progress_json is not None:

@@ -4,22 +4,15 @@ which both use them."""
 
 from __future__ import annotations
 
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from shiftwork.core.errors import DependencyError
+from shiftwork.jobs.waiting import ResultWaiter, wait_result, wait_result_async
 from shiftwork.model.records import EnqueueResult
 
 R = TypeVar("R")
 
 ON_FAILURE = ("cancel", "run")
-
-
-class ResultHost(Protocol):
-    """What a handle needs of its App: waiting for a job's result."""
-
-    def wait_result(self, job_id: int, timeout: float | None) -> Any: ...
-
-    async def wait_result_async(self, job_id: int, timeout: float | None) -> Any: ...
 
 
 class JobHandle(EnqueueResult, Generic[R]):
@@ -28,11 +21,11 @@ class JobHandle(EnqueueResult, Generic[R]):
     Still an :class:`EnqueueResult` (``id``, ``created``; compares equal to one).
     """
 
-    _host: ResultHost
+    _results: ResultWaiter
 
-    def __new__(cls, id: int, created: bool, host: ResultHost) -> JobHandle[R]:
+    def __new__(cls, id: int, created: bool, results: ResultWaiter) -> JobHandle[R]:
         self = super().__new__(cls, id, created)
-        self._host = host
+        self._results = results
         return self
 
     def result(self, timeout: float | None = 30.0) -> R:
@@ -41,11 +34,11 @@ class JobHandle(EnqueueResult, Generic[R]):
         Raises :class:`~shiftwork.core.errors.JobFailed` (dead; ``.error`` is its last error),
         :class:`~shiftwork.core.errors.JobCancelled`, or ``TimeoutError``.
         """
-        return cast(R, self._host.wait_result(self.id, timeout))
+        return cast(R, wait_result(self._results, self.id, timeout))
 
     async def result_async(self, timeout: float | None = 30.0) -> R:
         """:meth:`result` for asyncio code."""
-        return cast(R, await self._host.wait_result_async(self.id, timeout))
+        return cast(R, await wait_result_async(self._results, self.id, timeout))
 
 
 def dependency_ids(after: Any) -> tuple[int, ...]:

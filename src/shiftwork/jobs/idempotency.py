@@ -17,7 +17,7 @@ from shiftwork.core.bounds import seconds
 from shiftwork.core.errors import ConfigurationError
 from shiftwork.core.payload import Limit, encode_json
 from shiftwork.jobs.checkpoint import encode_progress
-from shiftwork.jobs.host import RunningJob
+from shiftwork.jobs.running import RunningJob
 from shiftwork.model.records import Touch
 
 R = TypeVar("R")
@@ -35,7 +35,7 @@ def check_key(key: object) -> str:
 
 def _keep(ctx: RunningJob, keep: float | None) -> float:
     if keep is None:
-        return ctx.app.settings.effect_retention
+        return ctx.runtime.settings.effect_retention
     return seconds(keep, "once: keep", allow_zero=False)
 
 
@@ -59,13 +59,13 @@ class Transaction:
     def checkpoint(self, cursor: Any) -> None:
         """Save ``cursor`` as the job's checkpoint when (and only if) this transaction commits."""
         self.checkpoint_json = encode_json(cursor, f"job {self.ctx.job_id}: checkpoint",
-                                           self.ctx.app.settings.limit("max_checkpoint_bytes"))
+                                           self.ctx.runtime.settings.limit("max_checkpoint_bytes"))
 
     def progress(self, done: float, total: float | None = None,
                  message: str | None = None) -> None:
         """Progress written with this transaction's commit (dropped if it rolls back)."""
         self.progress_json = encode_progress(self.ctx.job_id, done, total, message,
-                                             self.ctx.app.settings.limit("max_progress_message_bytes"))
+                                             self.ctx.runtime.settings.limit("max_progress_message_bytes"))
 
     def once(self, key: str, fn: Callable[[], R], *, keep: float | None = None) -> R:
         """Run ``fn`` (its writes going through this transaction) once per ``key``.
@@ -75,7 +75,7 @@ class Transaction:
         key and gets this run's result without calling ``fn``.
         """
         check_key(key)
-        store = self.ctx.app.store
+        store = self.ctx.runtime.store
         if not store.effect_keys_insert(key, self.ctx.job_id, self.ctx.attempt,
                                         _keep(self.ctx, keep), None, conn=self.conn):
             found = store.effect_keys_get(key, conn=self.conn)
@@ -93,7 +93,7 @@ class Transaction:
 
 
 def _result_limit(ctx: RunningJob) -> Limit:
-    return ctx.app.settings.limit("max_result_bytes")
+    return ctx.runtime.settings.limit("max_result_bytes")
 
 
 def once_outside(ctx: RunningJob, key: str, fn: Callable[[], R], keep: float | None,
@@ -104,7 +104,7 @@ def once_outside(ctx: RunningJob, key: str, fn: Callable[[], R], keep: float | N
     """
     check_key(key)
     seconds = _keep(ctx, keep)
-    store = ctx.app.store
+    store = ctx.runtime.store
     found = store.effect_keys_get(key)
     if found is not None:
         return found.result  # type: ignore[no-any-return]

@@ -7,12 +7,11 @@ import inspect
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from shiftwork.core.backoff import DEFAULT_BACKOFF, Backoff
 from shiftwork.core.bounds import MAX_ATTEMPTS, instant, later, seconds, whole
-from shiftwork.core.clock import Clock
 from shiftwork.core.errors import (
     ConfigurationError,
     DependencyError,
@@ -22,45 +21,19 @@ from shiftwork.core.errors import (
 from shiftwork.core.memory import MEMORY_META_KEY, parse_memory_limit
 from shiftwork.core.names import check_queue, check_task_name
 from shiftwork.core.payload import check_text, encode_args, encode_json, unique_digest
-from shiftwork.core.settings import Settings
 from shiftwork.flow.limits import GROUP_META_KEY, GroupBy, RateLimit, check_group, positive_int
+from shiftwork.jobs.enqueue import enqueue_requests, enqueue_requests_async, insert_stream
 from shiftwork.jobs.handle import JobHandle, check_on_failure, dependency_ids
 from shiftwork.model.new_job import NewJob
 from shiftwork.model.records import EnqueueResult
 from shiftwork.model.tags import TAGS_META_KEY, merged_tags
 
 if TYPE_CHECKING:
-    from shiftwork.store.base import Store
+    from shiftwork.runtime import Runtime
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-
-class TaskHost(Protocol):
-    """What a task needs of the App it is registered on (the App is the implementation)."""
-
-    settings: Settings
-    clock: Clock
-
-    @property
-    def store(self) -> Store: ...
-
-    def wait_result(self, job_id: int, timeout: float | None) -> Any: ...
-
-    async def wait_result_async(self, job_id: int, timeout: float | None) -> Any: ...
-
-    def enqueue_many(self, requests: Iterable[JobRequest], conn: Any = None
-                     ) -> list[EnqueueResult]: ...
-
-    def insert_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
-                      ) -> list[EnqueueResult]: ...
-
-    def insert_graph(self, rows: list[NewJob], conn: Any = None, *, group: bool = False,
-                     callback_of: int | None = None, with_callback: bool = False
-                     ) -> tuple[list[EnqueueResult], int | None]: ...
-
-    async def enqueue_many_async(self, requests: Iterable[JobRequest], conn: Any = None
-                                 ) -> list[EnqueueResult]: ...
 
 PRIORITY_MIN, PRIORITY_MAX = -100, 100
 
@@ -125,9 +98,9 @@ def _takes_context(fn: Callable[..., Any]) -> bool:
 class Task(Generic[P, R]):
     """A function registered on an :class:`~shiftwork.App`."""
 
-    def __init__(self, app: TaskHost, fn: Callable[..., Any], name: str,
+    def __init__(self, runtime: Runtime, fn: Callable[..., Any], name: str,
                  options: TaskOptions) -> None:
-        self.app = app
+        self.runtime = runtime  # what the task enqueues on
         self.fn = fn
         self.name = check_task_name(name)
         self.options = options
@@ -218,14 +191,14 @@ class Task(Generic[P, R]):
             # The bulk path: the task's own options, so each job is only its arguments;
             # each is validated as the store streams it (a bad one aborts them all).
             calls = calls if isinstance(calls, (list, tuple)) else list(calls)
-            return self.app.insert_stream(len(calls), map(self._build_plain, calls), conn)
+            return insert_stream(self.runtime, len(calls), map(self._build_plain, calls), conn)
         requests = [
             JobRequest(self, (), dict(c), _NO_OPTIONS)
             if isinstance(c, dict)
             else JobRequest(self, tuple(c), {}, _NO_OPTIONS)
             for c in calls
         ]
-        return self.app.enqueue_many(requests, conn=conn)
+        return enqueue_requests(self.runtime, requests, conn=conn)
 
     # -- validation ----------------------------------------------------------
 
@@ -252,7 +225,7 @@ class Task(Generic[P, R]):
         o = self.options
         return NewJob(self.name, o.queue,
                       encode_args(self.name, args, kwargs,
-                                  self.app.settings.limit("max_args_bytes"), self._param_names),
+                                  self.runtime.settings.limit("max_args_bytes"), self._param_names),
                       o.priority, o.max_attempts, None, None, o.timeout, self._plain_meta)
 
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
@@ -274,7 +247,7 @@ class Task(Generic[P, R]):
                 raise PayloadError(
                     f"{self.name}: arguments do not match {self._signature}: {exc}") from None
         args_json = encode_args(self.name, args, kwargs,
-                                self.app.settings.limit("max_args_bytes"), self._param_names)
+                                self.runtime.settings.limit("max_args_bytes"), self._param_names)
         queue = check_queue(opts.queue) if opts.queue is not None else self.options.queue
         priority = _check_priority(opts.priority, f"{self.name}: priority") \
             if opts.priority is not None else self.options.priority
@@ -283,11 +256,11 @@ class Task(Generic[P, R]):
         if opts.delay is not None:
             delay = seconds(opts.delay, f"{self.name}: delay")
             if delay > 0:
-                run_at = later(now or datetime.now(UTC), delay)
+                run_at = later(now or self.runtime.clock.now(), delay)
         unique_key: str | None = None
         if opts.key is not None:
             unique_key = check_text(f"{self.name}:{opts.key}", f"{self.name}: unique key",
-                                    self.app.settings.limit("max_unique_key_bytes"))
+                                    self.runtime.settings.limit("max_unique_key_bytes"))
         elif self.options.unique:
             bound.apply_defaults()
             unique = self.options.unique
@@ -320,7 +293,7 @@ class Task(Generic[P, R]):
             max_attempts=max_attempts, run_at=run_at, unique_key=unique_key,
             timeout=self.options.timeout,
             meta_json=encode_json(meta, f"{self.name}: meta",
-                                  self.app.settings.limit("max_args_bytes"))
+                                  self.runtime.settings.limit("max_args_bytes"))
             if meta else "{}",
             after=after, on_failure=check_on_failure(opts.on_failure),
         )
@@ -378,15 +351,15 @@ class JobRequest:
                 raise ConfigurationError("using(): give conn= or session=, not both")
             from shiftwork.contrib.sqlalchemy import session_connection
             conn = session_connection(self.options.session)
-        result = self.task.app.enqueue_many([self], conn=conn)[0]
-        return JobHandle(result.id, result.created, self.task.app)
+        rt = self.task.runtime
+        result = enqueue_requests(rt, [self], conn=conn)[0]
+        return JobHandle(result.id, result.created, rt.results)
 
     async def enqueue_async(self) -> JobHandle[Any]:
+        rt = self.task.runtime
         if self.options.session is not None:
             from shiftwork.contrib.sqlalchemy import enqueue_in_async_session
-            result = (await enqueue_in_async_session(self.task.app, [self],
-                                                     self.options.session))[0]
+            result = (await enqueue_in_async_session(rt, [self], self.options.session))[0]
         else:
-            result = (await self.task.app.enqueue_many_async([self],
-                                                             conn=self.options.conn))[0]
-        return JobHandle(result.id, result.created, self.task.app)
+            result = (await enqueue_requests_async(rt, [self], conn=self.options.conn))[0]
+        return JobHandle(result.id, result.created, rt.results)

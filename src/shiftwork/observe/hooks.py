@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from shiftwork.jobs.host import JobHost
+if TYPE_CHECKING:
+    from shiftwork.app import App  # the checks and collectors people write are given it
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,8 @@ class SchedulesSource(Protocol):
 
 
 # Called with the App (typed by what every check may rely on: its store and settings).
-HealthCheck = Callable[[JobHost], Iterable[Problem]]
-MetricCollector = Callable[[JobHost], Iterable[Any]]
+HealthCheck = Callable[["App"], Iterable[Problem]]
+MetricCollector = Callable[["App"], Iterable[Any]]
 
 
 @dataclass

@@ -13,6 +13,7 @@ from shiftwork.model.records import QueueMinute, TaskMinute
 
 if TYPE_CHECKING:
     from shiftwork.app import App
+    from shiftwork.runtime import Runtime
 
 log = logging.getLogger("shiftwork.observe")
 
@@ -26,8 +27,9 @@ def worker_services(app: App, worker_id: str, in_flight: Callable[[], int],
                     metrics_port: int | None, metrics_host: str = "127.0.0.1"
                     ) -> list[Lifecycle]:
     """Services a worker starts beside its own (called once from ``Worker.start``);
-    ``in_flight`` counts the jobs the worker holds now."""
-    services: list[Lifecycle] = [ThroughputRecorder(app)]
+    ``in_flight`` counts the jobs the worker holds now. The App, not only its Runtime:
+    /metrics reads what the App shows people, and its collectors are given the App."""
+    services: list[Lifecycle] = [ThroughputRecorder(app.runtime)]
     if metrics_port is not None:
         services.append(MetricsServer(app, metrics_port, metrics_host,
                                       in_flight=lambda: {worker_id: in_flight()}))
@@ -46,14 +48,14 @@ class ThroughputRecorder(Service):
 
     name = "throughput"
 
-    def __init__(self, app: App, interval: float = 5.0) -> None:
+    def __init__(self, rt: Runtime, interval: float = 5.0) -> None:
         super().__init__(interval)
-        self.app = app
+        self.rt = rt
         self._counts: dict[tuple[str, int], list[int]] = {}  # (queue, epoch minute)
         # (task, minute): succeeded, items, retried, dead, cancelled
         self._tasks: dict[tuple[str, int], list[int]] = {}
         self._lock = threading.Lock()
-        self._unsubscribe = app.events.subscribe(self._on_event)
+        self._unsubscribe = rt.events.subscribe(self._on_event)
 
     def _on_event(self, name: str, fields: dict[str, Any]) -> None:
         index = _FIELD.get(name)
@@ -61,7 +63,7 @@ class ThroughputRecorder(Service):
         if index is None or not queue:
             return
         # The minute as an epoch number (a datetime per event cost ~1.5 us a job).
-        key = (str(queue), int(self.app.clock.now().timestamp() // 60))
+        key = (str(queue), int(self.rt.clock.now().timestamp() // 60))
         task = fields.get("task")
         with self._lock:
             self._counts.setdefault(key, [0, 0, 0, 0])[index] += 1
@@ -79,7 +81,7 @@ class ThroughputRecorder(Service):
             rows = [QueueMinute(q, datetime.fromtimestamp(m * 60, UTC), *c)
                     for (q, m), c in sorted(counts.items())]
             try:
-                self.app.store.queue_minutes_add(rows)
+                self.rt.store.queue_minutes_add(rows)
             except Exception:
                 self._keep(self._counts, counts, 4)
                 self._keep(self._tasks, tasks, 5)
@@ -88,7 +90,7 @@ class ThroughputRecorder(Service):
             task_rows = [TaskMinute(t, datetime.fromtimestamp(m * 60, UTC), *c)
                          for (t, m), c in sorted(tasks.items())]
             try:
-                self.app.store.task_minutes_add(task_rows)
+                self.rt.store.task_minutes_add(task_rows)
             except Exception:
                 self._keep(self._tasks, tasks, 5)
                 raise

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from shiftwork.core.errors import ConfigurationError
 from shiftwork.core.settings import Settings
-from shiftwork.jobs.host import JobHost
+from shiftwork.jobs.enqueue import insert_rows
 from shiftwork.model.records import ScheduleInfo
 from shiftwork.observe.hooks import Problem, ScheduleStatus
 from shiftwork.schedules.definition import (
@@ -34,6 +35,7 @@ from shiftwork.schedules.definition import (
 
 if TYPE_CHECKING:
     from shiftwork.jobs.task import JobRequest
+    from shiftwork.runtime import Runtime
 
 log = logging.getLogger("shiftwork.scheduler")
 
@@ -55,9 +57,9 @@ class ScheduleBook(dict[str, ScheduleDef]):
     ``schedule_trigger``), and :meth:`paused_on_failure` is one of its health checks.
     """
 
-    def __init__(self, host: JobHost) -> None:
+    def __init__(self, rt: Runtime) -> None:
         super().__init__()
-        self._host = host
+        self._rt = rt
 
     # -- run-time schedules (stored with origin 'runtime'; reconcile leaves them) ----------
 
@@ -75,17 +77,17 @@ class ScheduleBook(dict[str, ScheduleDef]):
         """
         from shiftwork.schedules.runtime import runtime_def
 
-        defn = runtime_def(self._host, self, name, cron, call, args, kwargs,  # type: ignore[arg-type]
+        defn = runtime_def(self._rt.registry, self, name, cron, call, args, kwargs,
                            queue=queue, priority=priority, **policy)
-        how = self._host.store.schedules_add(
+        how = self._rt.store.schedules_add(
             defn, lambda d, now: d.cron_schedule().next_after(now), replace=replace)
-        self._host.events.emit("schedule.added", schedule=name, how=how)
+        self._rt.events.emit("schedule.added", schedule=name, how=how)
         return defn
 
     def remove(self, name: str) -> None:
         """Remove a run-time schedule (its history stays; code schedules are refused)."""
-        self._host.store.schedules_remove(name)
-        self._host.events.emit("schedule.removed", schedule=name)
+        self._rt.store.schedules_remove(name)
+        self._rt.events.emit("schedule.removed", schedule=name)
 
     def trigger(self, name: str) -> int:
         """Run a schedule now (``shiftwork schedules trigger``): one occurrence keyed on the
@@ -95,8 +97,9 @@ class ScheduleBook(dict[str, ScheduleDef]):
             return Plan(new=[Decision(now, RunKind.TRIGGER, RunStatus.ENQUEUED, "triggered by hand",
                                       now)])
 
-        applied = self._host.store.schedules_apply(name, planner, insert=self._host.insert_rows)
-        report(self._host, name, applied.plan, applied.enqueued)
+        applied = self._rt.store.schedules_apply(name, planner,
+                                                 insert=partial(insert_rows, self._rt))
+        report(self._rt, name, applied.plan, applied.enqueued)
         return applied.enqueued[0][1]
 
 
@@ -131,18 +134,19 @@ class ScheduleBook(dict[str, ScheduleDef]):
                 plan.revive.append(d)
             return plan
 
-        applied = self._host.store.schedules_apply(name, planner, insert=self._host.insert_rows)
+        applied = self._rt.store.schedules_apply(name, planner,
+                                                 insert=partial(insert_rows, self._rt))
         counts["new"] = sum(1 for how, _ in applied.written if how == "new")
         counts["rerun"] = sum(1 for how, _ in applied.written if how == "revived")
         counts["already"] = len(applied.plan.new) - counts["new"] - counts["rerun"]
-        report(self._host, name, applied.plan, applied.enqueued)
+        report(self._rt, name, applied.plan, applied.enqueued)
         return counts
 
 
     def pause(self, name: str, reason: str = "paused by hand") -> None:
         """Stop firing ``name`` until :meth:`resume` (occurrences meanwhile are skipped)."""
-        self._host.store.schedules_set_paused(name, True, reason)
-        self._host.events.emit("schedule.paused", schedule=name, reason=reason)
+        self._rt.store.schedules_set_paused(name, True, reason)
+        self._rt.events.emit("schedule.paused", schedule=name, reason=reason)
 
 
     def resume(self, name: str, catchup: Catchup | str | None = None) -> Plan | None:
@@ -163,8 +167,8 @@ class ScheduleBook(dict[str, ScheduleDef]):
             p.new = [Decision(f, RunKind.CRON, RunStatus.SKIPPED, "paused") for f in kept]
             return p, None
 
-        out = self._host.store.schedules_resume(name, plan)
-        self._host.events.emit("schedule.resumed", schedule=name,
+        out = self._rt.store.schedules_resume(name, plan)
+        self._rt.events.emit("schedule.resumed", schedule=name,
                                catchup=policy.value if policy else None)
         return out
 
@@ -174,9 +178,9 @@ class ScheduleBook(dict[str, ScheduleDef]):
         """The next ``n`` fire instants of a stored or declared schedule."""
         defn = self.get(name)
         if defn is None:
-            defn = self._host.store.schedules_get(name).defn
+            defn = self._rt.store.schedules_get(name).defn
         cron = defn.cron_schedule()
-        t = after or self._host.store.db_now()
+        t = after or self._rt.store.db_now()
         out: list[datetime] = []
         for f in cron.iter_after(t):
             out.append(f)
@@ -192,8 +196,8 @@ class ScheduleBook(dict[str, ScheduleDef]):
         (no leader is firing them), and schedules paused after a failure.
         """
         problems: list[str] = []
-        infos = self._host.store.schedules_list()
-        grace = on_time_grace(self._host.settings)
+        infos = self._rt.store.schedules_list()
+        grace = on_time_grace(self._rt.settings)
         for info in infos:
             problems += _problems(info, grace)
         return problems
@@ -206,9 +210,9 @@ class ScheduleBook(dict[str, ScheduleDef]):
         Late means: the dead-man switch found an occurrence late and nothing has
         succeeded since, or the schedule is not firing at all (its next fire is overdue).
         """
-        grace = on_time_grace(self._host.settings)
+        grace = on_time_grace(self._rt.settings)
         out = []
-        for info in self._host.store.schedules_list():
+        for info in self._rt.store.schedules_list():
             why = lateness(info, grace)
             empty = info.empty()
             out.append(ScheduleStatus(
@@ -222,24 +226,24 @@ class ScheduleBook(dict[str, ScheduleDef]):
     def schedule_trigger(self, name: str) -> int:
         return self.trigger(name)
 
-    @staticmethod
-    def paused_on_failure(host: JobHost) -> list[Problem]:
-        """A health check: schedules that paused themselves after a failed run."""
+    def paused_on_failure(self, app: object = None) -> list[Problem]:
+        """A health check: schedules that paused themselves after a failed run (``app``:
+        what every health check is given; this one reads its own store)."""
         return [Problem("schedule_paused", i.name, f"schedule {i.name} is {i.paused_reason}")
-                for i in host.store.schedules_list()
+                for i in self._rt.store.schedules_list()
                 if i.paused and (i.paused_reason or "").startswith("paused on failure")]
 
 
-def report(host: JobHost, name: str, plan: Plan, enqueued: list[tuple[datetime, int]]) -> None:
+def report(rt: Runtime, name: str, plan: Plan, enqueued: list[tuple[datetime, int]]) -> None:
     """After commit: ask superseded runs to stop, and announce what was decided."""
     for job_id in plan.cancel_jobs:
-        host.store.jobs_cancel(job_id)
-        host.events.emit("schedule.cancel_other", schedule=name, job_id=job_id)
+        rt.store.jobs_cancel(job_id)
+        rt.events.emit("schedule.cancel_other", schedule=name, job_id=job_id)
     for fire_at, job_id in enqueued:
-        host.events.emit("schedule.fired", schedule=name, fire_at=iso_z(fire_at), job_id=job_id)
+        rt.events.emit("schedule.fired", schedule=name, fire_at=iso_z(fire_at), job_id=job_id)
     for d in plan.new + plan.released:
         if d.status in (RunStatus.SKIPPED, RunStatus.MISSED):
-            host.events.emit(f"schedule.{d.status.value}", schedule=name,
+            rt.events.emit(f"schedule.{d.status.value}", schedule=name,
                             fire_at=iso_z(d.fire_at), reason=d.reason)
     for warning in plan.warnings:
         log.warning("%s", warning)

@@ -5,26 +5,23 @@ needs (a registered task, a name code does not own)."""
 from __future__ import annotations
 
 import inspect
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from shiftwork.core.errors import ConfigurationError, UnknownTaskError
 from shiftwork.core.names import check_schedule_name
-from shiftwork.jobs.task import EnqueueOptions, JobRequest, Task
+from shiftwork.jobs.task import EnqueueOptions, JobRequest
 from shiftwork.schedules.definition import ScheduleDef, declare_schedule
 from shiftwork.store.runtime_schedules import ScheduleNameTaken
+
+if TYPE_CHECKING:
+    from shiftwork.registry import Registry
 
 #: The policy options ``add`` accepts, as ``app.schedule`` does (docs/scheduling-policies.md).
 POLICIES = frozenset(p for p in inspect.signature(declare_schedule).parameters
                      if p not in ("name", "cron", "task", "job"))
 
 
-class TaskLookup(Protocol):
-    tasks: dict[str, Task[Any, Any]]
-
-    def get_task(self, name: str) -> Task[Any, Any]: ...
-
-
-def runtime_def(app: TaskLookup, declared: dict[str, ScheduleDef], name: str, cron: str,
+def runtime_def(registry: Registry, declared: dict[str, ScheduleDef], name: str, cron: str,
                 call: JobRequest | str, args: tuple[Any, ...] | list[Any] = (),
                 kwargs: dict[str, Any] | None = None, queue: str | None = None,
                 priority: int | None = None, **policy: Any) -> ScheduleDef:
@@ -49,11 +46,11 @@ def runtime_def(app: TaskLookup, declared: dict[str, ScheduleDef], name: str, cr
                                      "(task.call(...)), not also as args=/kwargs=")
         task, args, kwargs = call.task, call.args, call.kwargs
         opts = call.options
-        if app.tasks.get(task.name) is not task:
+        if registry.tasks.get(task.name) is not task:
             raise UnknownTaskError(f"schedule {name}: task {task.name!r} is not registered "
                                    "on this app")
     elif isinstance(call, str):
-        task, opts = app.get_task(call), EnqueueOptions()
+        task, opts = registry.get_task(call), EnqueueOptions()
     else:
         raise ConfigurationError(f"schedule {name}: expected task.call(...) or a task name, "
                                  f"not {type(call).__name__}")
@@ -84,5 +81,5 @@ def form_to_schedule(app: Any, form: dict[str, str]) -> str:
         raise PayloadError("arguments must be a JSON list or object")
     positional, named = (args, {}) if isinstance(args, list) else ([], args)
     app.schedules.add(name, cron, task, positional, named, tz=field("tz", "UTC"),
-                      catchup=field("catchup", "latest"), overlap=field("overlap", "skip"))
+                     catchup=field("catchup", "latest"), overlap=field("overlap", "skip"))
     return name

@@ -4,7 +4,7 @@ People's actions on schedules (pause, resume, trigger, backfill, preview) and ho
 schedules look to visibility tools live on the App: :mod:`shiftwork.schedules.book`.
 
 Every worker runs a :class:`Scheduler` service. At start it reconciles the schedules
-declared in code into the database. It registers a leader duty (``app.leader_duties``)
+declared in code into the database. It registers a leader duty (``Registry.leader_duties``)
 through which the Leader service tells it, every leader tick, the term it holds; while
 that term is fresh the scheduler makes a pass every ``interval`` seconds (a schedule may
 fire every second, faster than leader ticks). Each pass:
@@ -28,10 +28,12 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING
 
 from shiftwork.core.errors import StorageError
 from shiftwork.core.service import Service
+from shiftwork.jobs.enqueue import insert_rows
 from shiftwork.model.items import ItemsCheck, RunFigures, judge_items
 from shiftwork.model.records import Applied
 from shiftwork.schedules.book import on_time_grace, report
@@ -39,7 +41,7 @@ from shiftwork.schedules.definition import Plan, RunStatus, ScheduleDef, Snapsho
 from shiftwork.store.schedules import NotLeader, Planner
 
 if TYPE_CHECKING:
-    from shiftwork.app import App
+    from shiftwork.runtime import Runtime
     from shiftwork.worker.maintenance.leader import Leader
 
 log = logging.getLogger("shiftwork.scheduler")
@@ -58,10 +60,10 @@ WAKE_MARGIN = 0.002
 HOUSEKEEPING_INTERVAL = 1.0
 
 
-def reconcile(app: App) -> dict[str, str]:
+def reconcile(rt: Runtime) -> dict[str, str]:
     """Make the database's schedules match those declared on ``app``."""
-    report = app.store.schedules_reconcile(
-        list(app.schedules.values()), lambda d, now: d.cron_schedule().next_after(now))
+    report = rt.store.schedules_reconcile(
+        list(rt.registry.schedules.values()), lambda d, now: d.cron_schedule().next_after(now))
     changed = {k: v for k, v in report.items() if v != "unchanged"}
     if changed:
         log.info("schedules reconciled: %s",
@@ -69,13 +71,13 @@ def reconcile(app: App) -> dict[str, str]:
     return report
 
 
-def _one_by_one(app: App, names: list[str], planner: Planner, owner: str, term: int
+def _one_by_one(rt: Runtime, names: list[str], planner: Planner, owner: str, term: int
                 ) -> list[tuple[str, Applied]]:
     out = []
     for name in names:
         try:
-            out.append((name, app.store.schedules_apply(name, planner, owner, term,
-                                                        insert=app.insert_rows)))
+            out.append((name, rt.store.schedules_apply(name, planner, owner, term,
+                                                        insert=partial(insert_rows, rt))))
         except (NotLeader, StorageError):  # the database, not this schedule: the pass ends
             raise
         except Exception:
@@ -83,22 +85,22 @@ def _one_by_one(app: App, names: list[str], planner: Planner, owner: str, term: 
     return out
 
 
-def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
+def run_pass(rt: Runtime, owner: str, term: int, housekeeping: bool = True) -> int:
     """One scheduler pass as leader ``(owner, term)``; returns jobs enqueued.
 
     Raises :class:`NotLeader` when the term is over. Tests call this directly with a
     :class:`~shiftwork.FakeClock` to drive the policies without real time passing.
     """
-    store = app.store
+    store = rt.store
     if housekeeping:
         for schedule, fire_at, status, job_id in store.schedule_runs_sync(owner, term):
             if status is RunStatus.FAILED:
-                app.events.emit("schedule.run_failed", schedule=schedule,
+                rt.events.emit("schedule.run_failed", schedule=schedule,
                                 fire_at=iso_z(fire_at), job_id=job_id)
         for schedule, fire_at, job_id in store.schedule_runs_expire(owner, term):
-            app.events.emit("schedule.missed", schedule=schedule, fire_at=iso_z(fire_at),
+            rt.events.emit("schedule.missed", schedule=schedule, fire_at=iso_z(fire_at),
                             job_id=job_id, reason="starting deadline")
-    grace = on_time_grace(app.settings)
+    grace = on_time_grace(rt.settings)
     # Every occurrence this pass takes is judged as of the pass's start: when a live
     # leader took it. A burst that takes seconds to write is not late by its own work
     # (on-time vs caught-up, starting deadline: docs/scheduling.md).
@@ -109,16 +111,17 @@ def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
 
     def fire(batch: list[str]) -> list[tuple[str, Applied]]:
         try:
-            return store.schedules_fire(batch, planner, owner, term, insert=app.insert_rows)
+            return store.schedules_fire(batch, planner, owner, term,
+                                        insert=partial(insert_rows, rt))
         except (NotLeader, StorageError):  # the database, not a schedule: the pass ends
             raise
         except Exception:  # one broken schedule must not starve the others: one by one
             log.exception("schedules: a batch of %d failed; firing them one by one", len(batch))
-            return _one_by_one(app, batch, planner, owner, term)
+            return _one_by_one(rt, batch, planner, owner, term)
 
     def announce(fired: list[tuple[str, Applied]]) -> int:
         for name, applied in fired:
-            report(app, name, applied.plan, applied.enqueued)
+            report(rt, name, applied.plan, applied.enqueued)
         return sum(len(applied.enqueued) for _, applied in fired)
 
     batches = [names[i:i + FIRE_BATCH] for i in range(0, len(names), FIRE_BATCH)]
@@ -139,12 +142,12 @@ def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
         for batch in batches:
             count += announce(fire(batch))
     if housekeeping:
-        check_items(app, owner, term)
+        check_items(rt, owner, term)
         for late in store.schedule_runs_check_late(owner, term):
-            app.events.emit("schedule.late", schedule=late.schedule,
+            rt.events.emit("schedule.late", schedule=late.schedule,
                             fire_at=iso_z(late.fire_at), status=late.status.value,
                             job_id=late.job_id, within=late.expect_success_within)
-            for hook in list(app.schedule_late_hooks):
+            for hook in list(rt.registry.schedule_late_hooks):
                 try:
                     hook(late)
                 except Exception:
@@ -153,20 +156,20 @@ def run_pass(app: App, owner: str, term: int, housekeeping: bool = True) -> int:
     return count
 
 
-def check_items(app: App, owner: str, term: int) -> None:
+def check_items(rt: Runtime, owner: str, term: int) -> None:
     """The items check: judge succeeded runs against their schedule's ``expect_items``,
     then announce each empty one once (marked in the database first, as a late one)."""
     def judge(figures: RunFigures, expect_items: int | None, rule_name: str | None
               ) -> tuple[ItemsCheck, str]:
-        declared = app.schedules.get(figures.schedule)
+        declared = rt.registry.schedules.get(figures.schedule)
         rule = declared.items_rule if declared is not None else None
         return judge_items(figures, expect_items, rule_name, rule)
 
-    for empty in app.store.schedule_runs_check_items(owner, term, judge):
-        app.events.emit("schedule.empty", schedule=empty.schedule,
+    for empty in rt.store.schedule_runs_check_items(owner, term, judge):
+        rt.events.emit("schedule.empty", schedule=empty.schedule,
                         fire_at=iso_z(empty.fire_at), job_id=empty.job_id, items=empty.items,
                         expect_items=empty.expect_items, reason=empty.reason)
-        for hook in list(app.schedule_empty_hooks):
+        for hook in list(rt.registry.schedule_empty_hooks):
             try:
                 hook(empty)
             except Exception:
@@ -179,10 +182,10 @@ class Scheduler(Service):
 
     name = "scheduler"
 
-    def __init__(self, app: App, worker_id: str, leader: Leader | None = None,
+    def __init__(self, rt: Runtime, worker_id: str, leader: Leader | None = None,
                  interval: float = PASS_INTERVAL) -> None:
         super().__init__(interval)
-        self.app = app
+        self.rt = rt
         self.worker_id = worker_id
         self.leader = leader  # this worker's Leader service: duties of others are ignored
         self._term: int | None = None
@@ -193,18 +196,18 @@ class Scheduler(Service):
 
     def start(self) -> None:
         try:
-            reconcile(self.app)
-            self._any = self.app.store.schedules_exist()
+            reconcile(self.rt)
+            self._any = self.rt.store.schedules_exist()
             self._reconciled = True
         except StorageError as exc:  # the database is restarting: reconcile on a tick
             log.warning("scheduler: could not reconcile schedules yet (%s); will retry", exc)
-        if self.on_leader_tick not in self.app.leader_duties:
-            self.app.leader_duties.append(self.on_leader_tick)
+        if self.on_leader_tick not in self.rt.registry.leader_duties:
+            self.rt.registry.leader_duties.append(self.on_leader_tick)
         super().start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        if self.on_leader_tick in self.app.leader_duties:
-            self.app.leader_duties.remove(self.on_leader_tick)
+        if self.on_leader_tick in self.rt.registry.leader_duties:
+            self.rt.registry.leader_duties.remove(self.on_leader_tick)
         super().stop(timeout)
 
     def on_leader_tick(self, term: int) -> None:
@@ -219,14 +222,14 @@ class Scheduler(Service):
         """The term, while recently confirmed (a paused process finds it stale)."""
         if self._term is None:
             return None
-        if time.monotonic() - self._term_seen > self.app.settings.leader_ttl * 2 / 3:
+        if time.monotonic() - self._term_seen > self.rt.settings.leader_ttl * 2 / 3:
             return None
         return self._term
 
     def tick(self) -> None:
         if not self._reconciled:
-            reconcile(self.app)
-            self._any = self.app.store.schedules_exist()
+            reconcile(self.rt)
+            self._any = self.rt.store.schedules_exist()
             self._reconciled = True
         term = self.term
         if term is None:
@@ -236,11 +239,11 @@ class Scheduler(Service):
         if housekeeping:
             self._last_housekeeping = now
             # An app without schedules writes nothing; another deploy may add some.
-            self._any = self._any or self.app.store.schedules_exist()
+            self._any = self._any or self.rt.store.schedules_exist()
         if not self._any:
             return
         try:
-            run_pass(self.app, self.worker_id, term, housekeeping)
+            run_pass(self.rt, self.worker_id, term, housekeeping)
         except NotLeader:
             log.info("scheduler: term %s is over; standing down", term)
             self._term = None
@@ -248,6 +251,6 @@ class Scheduler(Service):
         # A cursor coming due before the next pass: wake at its instant (a burst of
         # schedules due at a cron boundary starts then, not up to an interval later).
         asked = time.monotonic()
-        soon = self.app.store.schedules_next_fire_in()
+        soon = self.rt.store.schedules_next_fire_in()
         if soon is not None and 0 < soon < self.interval:
             self.next_wait = soon + WAKE_MARGIN - (time.monotonic() - asked)

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator
 from types import TracebackType
 from typing import Protocol, Self
 
+from shiftwork.model.new_job import NewJob
+
 #: The payload that means "any queue may have work" (also sent after a reconnect).
 ANY_QUEUE = "*"
 
@@ -29,6 +31,25 @@ def shared_wakeups(counts: Iterable[tuple[str, int]]) -> list[str]:
     random so the wake-ups spread over the fleet.
     """
     return [f"{queue}{_SEP}{count}{_SEP}{random.getrandbits(31)}" for queue, count in counts]
+
+
+def due_counts(jobs: Iterable[NewJob]) -> list[tuple[str, int]]:
+    """How many of ``jobs`` are due now, per queue (their wake-ups name the count)."""
+    counts: dict[str, int] = {}
+    for j in jobs:
+        if j.run_at is None:
+            counts[j.queue] = counts.get(j.queue, 0) + 1
+    return sorted(counts.items())
+
+
+def due_wakeups(jobs: Iterable[NewJob]) -> list[str]:
+    """The wake-ups an insert of ``jobs`` sends, sync or async: one share per due job."""
+    return shared_wakeups(due_counts(jobs))
+
+
+def due_wakeup(job: NewJob) -> str | None:
+    """:func:`due_wakeups` of one job (None: not due yet, nothing to wake)."""
+    return shared_wakeups([(job.queue, 1)])[0] if job.run_at is None else None
 
 
 def parse_wakeup(payload: str) -> tuple[str, int | None, int]:

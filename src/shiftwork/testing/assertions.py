@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
-from shiftwork.jobs.host import AppBase, RunnerHost
 from shiftwork.jobs.task import Task
 from shiftwork.model.records import Job
 from shiftwork.testing.drain import enqueued
@@ -19,10 +18,9 @@ def assert_enqueued(task: Task[Any, Any], args: list[Any] | tuple[Any, ...] | No
     >>> signup(user_id=7)
     >>> assert_enqueued(send_welcome, args=[7])
     """
-    app = task.app
-    if not isinstance(app, AppBase):
-        raise TypeError(f"{task.name} is not registered on a shiftwork App")
-    waiting = enqueued(cast(RunnerHost, app), task, queue=queue)
+    if not isinstance(task, Task):
+        raise TypeError(f"{task!r} is not a task registered on a shiftwork App")
+    waiting = enqueued(task.runtime, task, queue=queue)
     matching = [j for j in waiting
                 if (args is None or j.args == list(args))
                 and (kwargs is None or j.kwargs == kwargs)]

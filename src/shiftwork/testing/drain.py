@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shiftwork.composition.compose import with_input
 from shiftwork.core.states import WAITING, JobState
-from shiftwork.jobs.host import RunnerHost
+from shiftwork.flow.claim import claim_flow
 from shiftwork.jobs.task import Task
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import ClaimedJob, Job
+from shiftwork.runtime import Runtime, runtime_of
 from shiftwork.worker.executor import Executor
 from shiftwork.worker.run import Run
+
+if TYPE_CHECKING:
+    from shiftwork.app import App  # the public tools take the App people hold
 
 INLINE_WORKER = "inline"  # the worker id of jobs run by drain and the inline mode
 INLINE_LEASE = 3600.0
@@ -42,48 +46,52 @@ class DrainResult:
         setattr(self, name, getattr(self, name) + 1)
 
 
-def drain(app: RunnerHost, queues: list[str] | None = None, max_jobs: int = 10_000) -> DrainResult:
+def drain(app: App | Runtime, queues: list[str] | None = None, max_jobs: int = 10_000
+          ) -> DrainResult:
     """Run every due job of ``queues`` (default: all the app's queues) in this thread.
 
     Jobs go through the real storage and the real retry decisions; a job that
     fails is left ``retrying`` with its backoff (advance a FakeClock to run it again).
     """
-    names = queues or app_queues(app)
-    executor = Executor(app, loop=None)
+    rt = runtime_of(app)
+    names = queues or app_queues(rt)
+    executor = Executor(rt, loop=None)
     result = DrainResult()
     while result.ran < max_jobs:
-        claimed = claim_due(app, names, min(100, max_jobs - result.ran))
+        claimed = claim_due(rt, names, min(100, max_jobs - result.ran))
         if not claimed:
             return result
         for job in claimed:
-            outcomes = run_attempt(app, executor, job)
-            app.store.jobs_complete_many(outcomes)
+            outcomes = run_attempt(rt, executor, job)
+            rt.store.jobs_complete_many(outcomes)
             for outcome in outcomes:
                 result.add(outcome)
     return result
 
 
-def app_queues(app: RunnerHost) -> list[str]:
+def app_queues(rt: Runtime) -> list[str]:
     """The queues of the app's tasks and declared queues."""
-    return sorted({t.options.queue for t in app.tasks.values()} | set(app.queue_options))
+    registry = rt.registry
+    return sorted({t.options.queue for t in registry.tasks.values()}
+                  | set(registry.queue_options))
 
 
-def claim_due(app: RunnerHost, queues: list[str], limit: int = 100) -> list[ClaimedJob]:
+def claim_due(rt: Runtime, queues: list[str], limit: int = 100) -> list[ClaimedJob]:
     """Claim the due jobs of ``queues`` (up to ``limit`` each), as a worker's producer
     would: within the tasks' concurrency limits and the queues' flow control."""
     return [job for q in queues
-            for job in app.store.jobs_claim(q, limit, INLINE_WORKER, INLINE_LEASE,
-                                            app.concurrency_limits(q),
-                                            app.claim_flow(q) or None)]
+            for job in rt.store.jobs_claim(q, limit, INLINE_WORKER, INLINE_LEASE,
+                                            rt.registry.concurrency_limits(q),
+                                            claim_flow(rt.registry, q) or None)]
 
 
-def run_attempt(app: RunnerHost, executor: Executor, job: ClaimedJob) -> list[Outcome]:
+def run_attempt(rt: Runtime, executor: Executor, job: ClaimedJob) -> list[Outcome]:
     """Run one claimed attempt in this thread, as the worker's executor does; its
     outcome is decided (not yet written)."""
     done: list[Outcome] = []
-    task = app.get_task(job.task)
-    job = with_input(app.store, job)  # a chain link's or a group callback's input
-    run = Run.of(app, job, task, lambda _run, outcome: done.append(outcome))
+    task = rt.registry.get_task(job.task)
+    job = with_input(rt.store, job)  # a chain link's or a group callback's input
+    run = Run.of(rt, job, task, lambda _run, outcome: done.append(outcome))
     if task.is_async:
         asyncio.run(executor.run_async(run))
     else:
@@ -91,17 +99,18 @@ def run_attempt(app: RunnerHost, executor: Executor, job: ClaimedJob) -> list[Ou
     return done
 
 
-def enqueued(app: RunnerHost, task: Task[Any, Any] | str | None = None,
+def enqueued(app: App | Runtime, task: Task[Any, Any] | str | None = None,
              queue: str | None = None) -> list[Job]:
     """Jobs waiting to run (oldest first), optionally of one task or queue."""
     name = task.name if isinstance(task, Task) else task
-    jobs = app.list_jobs(task=name, queue=queue, limit=10_000)
+    jobs = runtime_of(app).store.jobs_list(state=None, queue=queue, task=name, limit=10_000)
     return sorted((j for j in jobs if j.state in WAITING), key=lambda j: j.id)
 
 
-def job_states(app: RunnerHost) -> dict[JobState, int]:
+def job_states(app: App | Runtime) -> dict[JobState, int]:
     """How many jobs are in each state (for assertions in tests)."""
     counts: dict[JobState, int] = {}
-    for job in app.list_jobs(limit=100_000):
+    for job in runtime_of(app).store.jobs_list(state=None, queue=None, task=None,
+                                               limit=100_000):
         counts[job.state] = counts.get(job.state, 0) + 1
     return counts

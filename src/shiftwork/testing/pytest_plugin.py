@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -55,7 +55,7 @@ def shiftwork_app(request: pytest.FixtureRequest, tmp_path: Path,
     spec = str(request.config.getini("shiftwork_app"))
     try:
         if spec:
-            with rebound(cast(App, load_app(spec)), dsn, schema, shiftwork_clock) as app:
+            with rebound(load_app(spec), dsn, schema, shiftwork_clock) as app:
                 yield app
         else:
             app = App(dsn, schema=schema, clock=shiftwork_clock)
@@ -91,16 +91,19 @@ def assert_enqueued() -> Callable[..., Any]:
 @contextmanager
 def rebound(app: App, dsn: str, schema: str, clock: FakeClock) -> Iterator[App]:
     """``app`` with its storage and clock swapped for a test's, restored afterwards."""
-    saved = (app.dsn, app.schema, app.clock, app._store, app._ready)
-    app.dsn, app.schema, app.clock = dsn, schema, clock
-    app._store = open_store(dsn, clock=clock, schema=schema, connections=app.connections,
-                            async_pool_size=app.async_pool_size)
+    rt = app.runtime  # swapped in place: the App's tasks hold this Runtime
+    saved = (app.dsn, app.schema, rt.dsn, rt.schema, rt.clock, rt._store, rt._ready)
+    app.dsn = rt.dsn = dsn
+    app.schema = rt.schema = schema
+    rt.clock = clock
+    rt._store = open_store(dsn, clock=clock, schema=schema, connections=rt.connections,
+                           async_pool_size=app.async_pool_size)
     try:
         app.migrate()
         yield app
     finally:
         app.close()
-        app.dsn, app.schema, app.clock, app._store, app._ready = saved
+        app.dsn, app.schema, rt.dsn, rt.schema, rt.clock, rt._store, rt._ready = saved
 
 
 def _drop_schema(dsn: str, schema: str) -> None:

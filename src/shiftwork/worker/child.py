@@ -23,12 +23,11 @@ import sys
 import threading
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from shiftwork.worker.relay import Link
 
 if TYPE_CHECKING:
-    from shiftwork.app import App
     from shiftwork.worker.worker import Worker
 
 log = logging.getLogger("shiftwork.worker.supervisor")
@@ -148,7 +147,7 @@ def child_main(spec: ChildSpec, slot: int, conn: Connection) -> None:
     link = Link(conn)
     recycler = Recycler(spec, link)
     try:
-        app = cast("App", load_app(spec.import_path))
+        app = load_app(spec.import_path)
         port = spec.metrics_port
         worker = Worker(app, spec.queues, grace=spec.grace,
                         connect_timeout=spec.connect_timeout,

@@ -15,7 +15,7 @@ from shiftwork.store.rows import log_rejected
 from shiftwork.worker.outage import outage_log
 
 if TYPE_CHECKING:
-    from shiftwork.app import App
+    from shiftwork.runtime import Runtime
 
 log = logging.getLogger("shiftwork.worker.completer")
 
@@ -31,10 +31,10 @@ _EVENT = {
 class Completer:
     """Takes outcomes from any thread; one thread writes them, as many per statement as wait."""
 
-    def __init__(self, app: App, max_batch: int = 1000) -> None:
-        self.app = app
+    def __init__(self, rt: Runtime, max_batch: int = 1000) -> None:
+        self.rt = rt
         self.max_batch = max_batch
-        self.outage = outage_log(app)  # says an outage in a few lines (worker/outage.py)
+        self.outage = outage_log(rt)  # says an outage in a few lines (worker/outage.py)
         self._queue: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
         self._pending = 0
         # (job id, attempt) of outcomes not yet written: still this worker's, so the
@@ -98,7 +98,7 @@ class Completer:
                 self._cond.notify_all()
 
     def _write(self, batch: list[Outcome]) -> None:
-        store = self.app.store
+        store = self.rt.store
         delay = 0.1
         failed = False
         for _ in range(60):
@@ -127,7 +127,7 @@ class Completer:
         stale = [(o.job_id, o.attempt) for o in batch if o.job_id not in accepted]
         if stale:
             log_rejected("completion", stale)
-        emit = self.app.events.emit
+        emit = self.rt.events.emit
         for o in batch:
             if o.job_id not in accepted:
                 emit("job.stale_write", job_id=o.job_id, attempt=o.attempt, task=o.task,

@@ -25,17 +25,17 @@ from shiftwork.worker.process import run_in_process
 from shiftwork.worker.run import JobTimeout, Run, flush_logs, flush_progress
 
 if TYPE_CHECKING:
-    from shiftwork.jobs.host import RunnerHost
+    from shiftwork.runtime import Runtime
     from shiftwork.worker.pool import ThreadPool
 
 log = logging.getLogger("shiftwork.worker.executor")
 
 
 class Executor:
-    def __init__(self, app: RunnerHost, loop: asyncio.AbstractEventLoop | None,
+    def __init__(self, rt: Runtime, loop: asyncio.AbstractEventLoop | None,
                  concurrency: dict[str, int] | None = None) -> None:
-        self.app = app
-        self.decide = Decide(app.settings, app.clock)
+        self.rt = rt
+        self.decide = Decide(rt.settings, rt.clock)
         self.loop = loop
         # Async jobs run on one loop, not a pool of threads: a semaphore per queue keeps
         # them to the queue's concurrency when the producer claims ahead.
@@ -137,7 +137,7 @@ class Executor:
     def start(self, run: Run, pool: ThreadPool, in_process: bool = False) -> None:
         if in_process:
             run.in_process = True
-            import_path = self.app.import_path
+            import_path = self.rt.import_path
             if import_path is None:  # a call's own ceiling, on a worker started without one
                 run.finalize(self.decide.error(run, ConfigurationError(
                     "this job runs in a child process (a memory ceiling or a :process "

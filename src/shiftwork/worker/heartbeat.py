@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from shiftwork.core.service import Service
 
 if TYPE_CHECKING:
-    from shiftwork.app import App
+    from shiftwork.runtime import Runtime
 
 
 class Heartbeat(Service):
@@ -22,18 +22,18 @@ class Heartbeat(Service):
 
     name = "heartbeat"
 
-    def __init__(self, app: App, worker_id: str, held: Callable[[], list[tuple[int, int]]],
+    def __init__(self, rt: Runtime, worker_id: str, held: Callable[[], list[tuple[int, int]]],
                  on_beat: Callable[[list[tuple[int, int, bool]], float], None]) -> None:
-        super().__init__(app.settings.heartbeat_interval)
-        self.app = app
+        super().__init__(rt.settings.heartbeat_interval)
+        self.rt = rt
         self.worker_id = worker_id
         self.held = held
         self.on_beat = on_beat
 
     def tick(self) -> None:
         started = time.monotonic()
-        renewed = self.app.store.jobs_heartbeat(
-            self.worker_id, self.app.settings.lease_seconds, self.held())
+        renewed = self.rt.store.jobs_heartbeat(
+            self.worker_id, self.rt.settings.lease_seconds, self.held())
         if self.outage is not None:  # a write that worked: the database is there
             self.outage.ok()
         self.on_beat(renewed, started)

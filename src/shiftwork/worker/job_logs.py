@@ -27,7 +27,7 @@ from shiftwork.jobs.context import JOB_LOGGER  # ctx.log's: every other shiftwor
 from shiftwork.model.records import JobLogLine
 
 if TYPE_CHECKING:
-    from shiftwork.jobs.host import JobHost
+    from shiftwork.runtime import Runtime
 
 log = logging.getLogger("shiftwork.worker.job_logs")
 CUT = " …[cut: job_log_bytes]"
@@ -141,8 +141,8 @@ def install() -> None:
             root.addHandler(_installed)
 
 
-def new_log(app: JobHost, job_id: int, attempt: int) -> JobLog:
-    s = app.settings
+def new_log(rt: Runtime, job_id: int, attempt: int) -> JobLog:
+    s = rt.settings
     return JobLog(job_id, attempt, s.job_log_lines, s.job_log_bytes)
 
 
@@ -156,13 +156,13 @@ def capturing(job_log: JobLog) -> Iterator[None]:
         CURRENT.reset(token)
 
 
-def write_logs(app: JobHost, job_log: JobLog, final: bool = False) -> None:
+def write_logs(rt: Runtime, job_log: JobLog, final: bool = False) -> None:
     """Write the attempt's records not written yet (one statement; none if none)."""
     lines = job_log.take(final)
     if not lines:
         return
     try:
-        app.store.job_logs_add(job_log.job_id, lines)
+        rt.store.job_logs_add(job_log.job_id, lines)
     except Exception:
         if final:
             log.warning("job %s: %d log records not written", job_log.job_id, len(lines),

@@ -7,17 +7,21 @@ import importlib.util
 import os
 import sys
 import traceback
-from typing import cast
+from typing import TYPE_CHECKING
 
 from shiftwork.core.callsite import user_traceback
 from shiftwork.core.errors import ConfigurationError, DatabaseMissingError, NotMigratedError
 from shiftwork.core.names import did_you_mean
-from shiftwork.jobs.host import AppBase, RunnerHost
+
+if TYPE_CHECKING:
+    from shiftwork.app import App
 
 
-def load_app(spec: str) -> RunnerHost:
+def load_app(spec: str) -> App:
     """The App at ``spec`` (``module:attribute`` or ``path.py:attribute``), its import path
-    set. Typed by what code below the App needs of it; the command line narrows it."""
+    set."""
+    from shiftwork.app import App  # what this loader looks for (imported late: it is above)
+
     if ":" not in spec:
         raise ConfigurationError(f"app {spec!r}: expected module:attribute, e.g. myapp.jobs:app")
     module_name, attr = spec.rsplit(":", 1)
@@ -58,14 +62,13 @@ def load_app(spec: str) -> RunnerHost:
                                  + user_traceback(exc)) from exc
     if not hasattr(module, attr):
         apps = sorted(name for name, value in vars(module).items()
-                      if isinstance(value, AppBase))
+                      if isinstance(value, App))
         raise ConfigurationError(
             f"app {spec!r}: module {module_name} has no attribute {attr!r}"
             f"{did_you_mean(attr, apps)} (Apps in it: {', '.join(apps) or 'none'})")
     app = getattr(module, attr)
-    if not isinstance(app, AppBase):
+    if not isinstance(app, App):
         raise ConfigurationError(f"app {spec!r}: {module_name}.{attr} is not a shiftwork App "
                                  f"(got {type(app).__name__})")
-    host = cast(RunnerHost, app)
-    host.import_path = spec
-    return host
+    app.import_path = spec
+    return app

@@ -10,7 +10,7 @@ from shiftwork.core.service import Service
 from shiftwork.worker.job_logs import write_logs
 
 if TYPE_CHECKING:
-    from shiftwork.jobs.host import JobHost
+    from shiftwork.runtime import Runtime
     from shiftwork.worker.run import Run
 
 
@@ -19,13 +19,13 @@ class LogShipper(Service):
 
     name = "log-shipper"
 
-    def __init__(self, app: JobHost, runs: Callable[[], list[Run]],
+    def __init__(self, rt: Runtime, runs: Callable[[], list[Run]],
                  interval: float = 1.0) -> None:
         super().__init__(interval)
-        self.app = app
+        self.rt = rt
         self.runs = runs
 
     def tick(self) -> None:
         for run in self.runs():
             if run.logs is not None and run.begun and not run.finished:
-                write_logs(self.app, run.logs)
+                write_logs(self.rt, run.logs)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from shiftwork.app import App
+    from shiftwork.runtime import Runtime
 
 log = logging.getLogger("shiftwork.worker")
 
@@ -95,15 +95,15 @@ class _QuietPool(logging.Filter):
 _POOL_FILTER = _QuietPool()
 
 
-def outage_log(app: App) -> OutageLog:
+def outage_log(rt: Runtime) -> OutageLog:
     """The outage log of ``app``'s database, shared by every part of every worker on it in
     this process. (Keyed by the App, not its store: reading ``app.store`` connects.)"""
     with _LOGS_LOCK:
-        found = _LOGS.get(app)
+        found = _LOGS.get(rt)
         if found is None:
             pool_log = logging.getLogger("psycopg.pool")
             if _POOL_FILTER not in pool_log.filters:
                 pool_log.addFilter(_POOL_FILTER)
-            found = _LOGS[app] = OutageLog(app.clock.monotonic,
-                                                 app.settings.outage_log_every)
+            found = _LOGS[rt] = OutageLog(rt.clock.monotonic,
+                                                 rt.settings.outage_log_every)
         return found

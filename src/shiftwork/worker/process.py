@@ -22,7 +22,7 @@ import traceback
 from dataclasses import replace
 from datetime import datetime
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shiftwork.core.control import RetryIn, Snooze
 from shiftwork.core.errors import (
@@ -40,6 +40,9 @@ from shiftwork.worker import decide as outcomes
 from shiftwork.worker import rss
 from shiftwork.worker.decide import Decide
 from shiftwork.worker.run import Run
+
+if TYPE_CHECKING:
+    from shiftwork.runtime import Runtime
 
 _SPAWN = multiprocessing.get_context("spawn")
 
@@ -75,14 +78,14 @@ def _run_child(import_path: str, task_name: str, job: dict[str, Any], conn: _Rep
     from shiftwork.observe.tracing import execution_span
     from shiftwork.worker.loader import load_app
 
-    app = None
+    rt = None
     ctx = None
     try:
-        app = load_app(import_path)
-        task = app.get_task(task_name)
+        rt = load_app(import_path).runtime  # the child's own App: what the job runs on
+        task = rt.registry.get_task(task_name)
         args = list(job["args"])
         if task.takes_context:
-            ctx = JobContext(app, job["id"], task_name, job["queue"], job["attempt"],
+            ctx = JobContext(rt, job["id"], task_name, job["queue"], job["attempt"],
                              job["max_attempts"], last_checkpoint=job["checkpoint"],
                              meta=job["meta"], uncounted=job["uncounted"])
             args.insert(0, ctx)
@@ -93,7 +96,7 @@ def _run_child(import_path: str, task_name: str, job: dict[str, Any], conn: _Rep
         if ctx is not None:
             ctx.flush_progress()
         conn.send(("ok", encode_json(result, f"{task_name}: return value",
-                                           app.settings.limit("max_result_bytes"))
+                                           rt.settings.limit("max_result_bytes"))
                    if result is not None else None, ctx.items if ctx is not None else None))
     except JobCancelled as exc:  # seen at a checkpoint or heartbeat in the child
         conn.send(("cancelled", str(exc)))
@@ -101,21 +104,22 @@ def _run_child(import_path: str, task_name: str, job: dict[str, Any], conn: _Rep
         conn.send(("paused", str(exc)))
     except MemoryError as exc:
         if memory_limit is None:
-            _send_error(conn, app, task_name, job, exc)
+            _send_error(conn, rt, task_name, job, exc)
         else:  # the rlimit refused an allocation: the ceiling, not a bug of the task
             conn.send(("memory", None))
     except Snooze as exc:
         conn.send(("snooze", {"seconds": exc.seconds,
                               "until": exc.until.isoformat() if exc.until else None}))
     except BaseException as exc:
-        _send_error(conn, app, task_name, job, exc)
+        _send_error(conn, rt, task_name, job, exc)
     finally:
         conn.close()
 
 
-def _send_error(conn: _Reporter, app: Any, task_name: str, job: dict[str, Any],
+def _send_error(conn: _Reporter, rt: Runtime | None, task_name: str, job: dict[str, Any],
                 exc: BaseException) -> None:
-    policy = app.tasks[task_name].options.retry if app and task_name in app.tasks else None
+    tasks = rt.registry.tasks if rt is not None else {}
+    policy = tasks[task_name].options.retry if task_name in tasks else None
     conn.send(("error", {
         "type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
         "message": unknown_task_message(task_name) if isinstance(exc, UnknownTaskError)

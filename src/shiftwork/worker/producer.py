@@ -24,35 +24,36 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from shiftwork.core.errors import StorageError
+from shiftwork.flow.claim import claim_flow
 from shiftwork.model.records import ClaimedJob
 from shiftwork.worker.outage import outage_log
 
 if TYPE_CHECKING:
-    from shiftwork.app import App
+    from shiftwork.runtime import Runtime
 
 log = logging.getLogger("shiftwork.worker.producer")
 
 
 class Producer:
-    def __init__(self, app: App, queue: str, concurrency: int, worker_id: str,
+    def __init__(self, rt: Runtime, queue: str, concurrency: int, worker_id: str,
                  dispatch: Callable[[ClaimedJob], None],
                  held: Callable[[], list[tuple[int, int]]]) -> None:
-        self.app = app
+        self.rt = rt
         self.queue = queue
-        self.outage = outage_log(app)  # says an outage in a few lines (worker/outage.py)
+        self.outage = outage_log(rt)  # says an outage in a few lines (worker/outage.py)
         self.concurrency = concurrency
         self.worker_id = worker_id
         self.dispatch = dispatch
         self.held = held  # the (job id, attempt) pairs the worker holds, all queues
-        self.limits = app.concurrency_limits(queue)
+        self.limits = rt.registry.concurrency_limits(queue)
         # What the claim gets: the limits, and a limit of 0 for each task met that this
         # worker does not register (replaced whole, never changed in place)
         self._claim_limits = dict(self.limits)
-        self.flow = app.claim_flow(queue)  # rate buckets and group caps, if any
+        self.flow = claim_flow(rt.registry, queue)  # rate buckets and group caps, if any
         # Once a limit stopped a claim, try again when the next token is due.
         token_in = self.flow.next_token_in()
-        self._retry_in = (app.settings.poll_interval if token_in is None
-                          else min(app.settings.poll_interval, max(token_in, 0.005)))
+        self._retry_in = (rt.settings.poll_interval if token_in is None
+                          else min(rt.settings.poll_interval, max(token_in, 0.005)))
         self.in_flight = 0  # claimed and not finished: running, or waiting to begin
         self._job_seconds: float | None = None  # moving averages, for claiming ahead
         self._claim_seconds: float | None = None
@@ -111,7 +112,7 @@ class Producer:
             self._claim_limits = {**self._claim_limits, task: 0}
 
     def _loop(self) -> None:
-        settings = self.app.settings
+        settings = self.rt.settings
         errors = 0
         unsure = False  # a claim failed: it may have taken jobs we never received
         empty = 0  # claims in a row that found nothing
@@ -134,7 +135,7 @@ class Producer:
                     unsure = False
                 started = time.monotonic()
                 claim_started = self.outage.now()
-                jobs = self.app.store.jobs_claim(
+                jobs = self.rt.store.jobs_claim(
                     self.queue, want, self.worker_id, settings.lease_seconds,
                     self._claim_limits, self.flow or None)
                 if jobs:
@@ -162,9 +163,9 @@ class Producer:
                 self._wake.wait(min(settings.poll_interval, self._retry_in * 2 ** empty))
 
     def _release_unknown(self) -> None:
-        released = self.app.store.jobs_release_unknown(self.worker_id, self.queue, self.held())
+        released = self.rt.store.jobs_release_unknown(self.worker_id, self.queue, self.held())
         for job_id in released:
-            self.app.events.emit("job.released", job_id=job_id, queue=self.queue,
+            self.rt.events.emit("job.released", job_id=job_id, queue=self.queue,
                                  reason="claim reply lost")
 
     def idle(self, timeout: float, cut_short: threading.Event | None = None) -> bool:

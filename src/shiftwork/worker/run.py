@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from shiftwork.core.errors import JobCancelled, LeaseLost
 from shiftwork.core.payload import storable_text
 from shiftwork.jobs.context import JobContext
-from shiftwork.jobs.host import JobHost
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import ClaimedJob
 from shiftwork.worker.job_logs import JobLog, new_log, write_logs
@@ -23,6 +22,7 @@ from shiftwork.workflow.children import PARENT_META, report_outcome
 
 if TYPE_CHECKING:
     from shiftwork.jobs.task import Task
+    from shiftwork.runtime import Runtime
 
 log = logging.getLogger("shiftwork.worker.executor")
 
@@ -53,17 +53,17 @@ class Run:
     logs: JobLog | None = None  # what the attempt logs (worker/job_logs.py); set by of()
 
     @classmethod
-    def of(cls, app: JobHost, job: ClaimedJob, task: Task[Any, Any],
+    def of(cls, rt: Runtime, job: ClaimedJob, task: Task[Any, Any],
            on_done: Callable[[Run, Outcome], None],
            on_begin: Callable[[Run], None] | None = None) -> Run:
         """The run of a claimed job: its context, and its timeout (the job's, else the task's)."""
-        ctx = JobContext(app, job.id, job.task, job.queue, job.attempt, job.max_attempts,
+        ctx = JobContext(rt, job.id, job.task, job.queue, job.attempt, job.max_attempts,
                          last_checkpoint=job.checkpoint, meta=job.meta,
                          uncounted=job.uncounted)
         return cls(job=job, task=task, ctx=ctx, started=time.monotonic(),
                    timeout=task.options.timeout if job.timeout is None else job.timeout,
                    on_done=on_done, on_begin=on_begin,
-                   logs=new_log(app, job.id, job.attempt))
+                   logs=new_log(rt, job.id, job.attempt))
 
     def begin(self) -> bool:
         """The attempt starts running now; False if it was finalized while it waited."""
@@ -86,7 +86,7 @@ class Run:
             self.finished = True
         if PARENT_META in self.ctx.meta:  # a workflow's call: its parent waits to hear
             try:
-                report_outcome(self.ctx.app, self.task, self.ctx.meta, outcome)
+                report_outcome(self.ctx.runtime, self.task, self.ctx.meta, outcome)
             except Exception:
                 log.exception("job %s: report to its parent workflow failed", self.job.id)
         self.on_done(self, outcome)
@@ -106,7 +106,7 @@ def error_record(exc: BaseException, attempt: int, kind: str = "exception") -> d
 def flush_logs(run: Run) -> None:
     """The attempt ended: write what it logged and was not written yet."""
     if run.logs is not None and run.logs.has_pending():
-        write_logs(run.ctx.app, run.logs, final=True)
+        write_logs(run.ctx.runtime, run.logs, final=True)
 
 
 def flush_progress(run: Run) -> None:

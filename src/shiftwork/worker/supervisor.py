@@ -40,7 +40,7 @@ from shiftwork.worker.child import ChildSpec, child_main
 from shiftwork.worker.relay import Link, Relay
 
 if TYPE_CHECKING:
-    from shiftwork.app import App
+    from shiftwork.runtime import Runtime
 
 log = logging.getLogger("shiftwork.worker.supervisor")
 
@@ -70,8 +70,8 @@ class _Child:
 
 
 class Supervisor:
-    def __init__(self, app: App, spec: ChildSpec, processes: int) -> None:
-        self.app = app
+    def __init__(self, rt: Runtime, spec: ChildSpec, processes: int) -> None:
+        self.rt = rt
         self.spec = spec
         self.processes = processes
         self.relay: Relay | None = None  # opened once a child is ready (_open_relay)
@@ -137,7 +137,7 @@ class Supervisor:
         The check's pooled connection is closed: the listener has one of its own, and the
         supervisor runs no query."""
         try:
-            store = self.app.store
+            store = self.rt.store
             store.close()
         except Exception as exc:  # the database went away again: the children poll
             log.warning("cannot open the wake-up listener (%s); trying again in %.0fs", exc,

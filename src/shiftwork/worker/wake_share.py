@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import TYPE_CHECKING
 
 from shiftwork.store.wakeups import ANY_QUEUE, parse_wakeup
 
 if TYPE_CHECKING:
-    from shiftwork.app import App
+    from shiftwork.runtime import Runtime
 
 log = logging.getLogger("shiftwork.worker")
 
@@ -32,12 +31,12 @@ ROSTER_SECONDS = 10.0
 
 
 class WakeShare:
-    def __init__(self, app: App, worker_id: str, queues: list[str]) -> None:
-        self.app = app
+    def __init__(self, rt: Runtime, worker_id: str, queues: list[str]) -> None:
+        self.rt = rt
         self.worker_id = worker_id
         self.queues = set(queues)
         self._ranks: dict[str, tuple[int, int]] = {}  # queue -> (my rank, workers serving it)
-        self._read_at = -ROSTER_SECONDS
+        self._read_at: float | None = None  # the clock's monotonic reading at the last read
         self._lock = threading.Lock()
 
     def queue_to_wake(self, payload: str) -> str | None:
@@ -46,7 +45,8 @@ class WakeShare:
         queue, count, token = parse_wakeup(payload)
         if count is None or queue == ANY_QUEUE:
             return queue
-        if time.monotonic() - self._read_at > ROSTER_SECONDS:
+        read_at = self._read_at
+        if read_at is None or self.rt.clock.monotonic() - read_at > ROSTER_SECONDS:
             self._read_roster()
         rank = self._ranks.get(queue)
         if rank is None:
@@ -58,9 +58,9 @@ class WakeShare:
 
     def _read_roster(self) -> None:
         with self._lock:
-            self._read_at = time.monotonic()
+            self._read_at = self.rt.clock.monotonic()
             try:
-                workers = self.app.store.workers_list()
+                workers = self.rt.store.workers_list()
             except Exception:  # no roster: every wake-up wakes (the old behaviour)
                 log.debug("cannot read the worker roster", exc_info=True)
                 self._ranks = {}
@@ -70,7 +70,7 @@ class WakeShare:
                 return
             # Live: beaten within three heartbeats of the freshest (no clock comparison).
             newest = max(w.heartbeat_at for w in workers)
-            stale = 3 * self.app.settings.heartbeat_interval
+            stale = 3 * self.rt.settings.heartbeat_interval
             ranks: dict[str, tuple[int, int]] = {}
             for queue in self.queues:
                 serving = sorted(w.id for w in workers if queue in w.queues

@@ -44,7 +44,7 @@ from shiftwork.worker.run import JobTimeout, Run, error_record
 from shiftwork.worker.wake_share import WakeShare
 
 if TYPE_CHECKING:
-    from shiftwork.app import App
+    from shiftwork.app import App  # Worker(app): the public constructor
 
 log = logging.getLogger("shiftwork.worker")
 
@@ -94,13 +94,15 @@ class Worker:
         if set(ceilings) - set(queues):
             raise ConfigurationError("memory ceilings given for queues not served: "
                                      f"{set(ceilings) - set(queues)}")
-        limited = ceilings or any(t.options.memory_limit for t in app.tasks.values()
+        rt = app.runtime  # the worker and its services run on the App's Runtime
+        limited = ceilings or any(t.options.memory_limit for t in rt.registry.tasks.values()
                                   if t.options.queue in queues)
-        if (process_queues or limited) and not app.import_path:
+        if (process_queues or limited) and not rt.import_path:
             raise ConfigurationError(
                 "the process executor needs the app's import path (module:attr): start the "
                 "worker with `shiftwork worker module:attr` or set app.import_path")
-        self.app = app
+        self.rt = rt
+        self._app = app  # for /metrics alone (observe/worker.py): it shows the App's views
         self.queues = dict(queues)
         self.process_queues = frozenset(process_queues)
         self.memory_limits = {q: v for q, v in ceilings.items() if v is not None}
@@ -125,7 +127,7 @@ class Worker:
         self.executor: Executor | None = None
         self.producers: dict[str, Producer] = {}
         self.pools: dict[str, ThreadPool] = {}
-        self.completer = Completer(app)
+        self.completer = Completer(rt)
         self.services: list[Lifecycle] = []
         self.started = threading.Event()
         self.wake_share: WakeShare | None = None
@@ -139,14 +141,14 @@ class Worker:
         while True:
             try:
                 if self.migrate:
-                    self.app.migrate()  # before the first use, which checks the schema
-                self.app.store.ping()
+                    self.rt.migrate()  # before the first use, which checks the schema
+                self.rt.store.ping()
                 for queue in self.queues:  # a typo in -q would wait forever for jobs: say so
-                    unknown = self.app.unknown_queue_warning(queue)
+                    unknown = self.rt.registry.unknown_queue_warning(self.rt.store, queue)
                     if unknown:
                         log.warning("%s", unknown)
-                self.app.store.workers_upsert(self.id, socket.gethostname(), os.getpid(),
-                                              self.queues, list(self.app.tasks))
+                self.rt.store.workers_upsert(self.id, socket.gethostname(), os.getpid(),
+                                              self.queues, list(self.rt.registry.tasks))
                 return
             except StorageError as exc:
                 if time.monotonic() + delay > deadline:
@@ -161,29 +163,30 @@ class Worker:
         # Everything start-up asks of the database is retried there, so a server that
         # restarts while a worker starts (or that is not up yet) is waited for.
         self._connect()
-        if any(t.is_async for t in self.app.tasks.values() if t.options.queue in self.queues):
+        if any(t.is_async for t in self.rt.registry.tasks.values()
+               if t.options.queue in self.queues):
             self.loop = asyncio.new_event_loop()
             self._loop_thread = threading.Thread(target=self.loop.run_forever,
                                                  name="shiftwork-asyncio", daemon=True)
             self._loop_thread.start()
-        self.executor = Executor(self.app, self.loop, self.queues)
+        self.executor = Executor(self.rt, self.loop, self.queues)
         self.completer.start()
         for queue, concurrency in self.queues.items():
             self.pools[queue] = ThreadPool(concurrency, queue)
-            self.producers[queue] = Producer(self.app, queue, concurrency, self.id, self._dispatch,
+            self.producers[queue] = Producer(self.rt, queue, concurrency, self.id, self._dispatch,
                                              self.held_leases)
-        self.wake_share = WakeShare(self.app, self.id, list(self.queues))
-        outage = outage_log(self.app)
-        notifier = Notifier(self.app.store, self.wake, outage) if self.listen else None
+        self.wake_share = WakeShare(self.rt, self.id, list(self.queues))
+        outage = outage_log(self.rt)
+        notifier = Notifier(self.rt.store, self.wake, outage) if self.listen else None
         # Not a candidate: the lease is never tried, so its rescuer is only the backstop
         # and the scheduler's duty never runs here.
-        leader = Leader(self.app, self.id)
+        leader = Leader(self.rt, self.id)
         self.services = [*([notifier] if notifier else []),
-                         Heartbeat(self.app, self.id, self.held_leases, self._on_heartbeat),
-                         Rescuer(self.app, leader), Scheduler(self.app, self.id, leader),
+                         Heartbeat(self.rt, self.id, self.held_leases, self._on_heartbeat),
+                         Rescuer(self.rt, leader), Scheduler(self.rt, self.id, leader),
                          *([leader] if self.leader_candidate else []), Watchdog(self),
-                         LogShipper(self.app, self.runs_snapshot),
-                         *worker_services(self.app, self.id, lambda: len(self.runs_snapshot()),
+                         LogShipper(self.rt, self.runs_snapshot),
+                         *worker_services(self._app, self.id, lambda: len(self.runs_snapshot()),
                                           self.metrics_port, self.metrics_host)]
         for service in self.services:
             if isinstance(service, Service):
@@ -193,7 +196,7 @@ class Worker:
             notifier.ready.wait(5.0)
         for producer in self.producers.values():
             producer.start()
-        self.app.events.emit("worker.started", worker_id=self.id,
+        self.rt.events.emit("worker.started", worker_id=self.id,
                              queues=",".join(f"{q}={c}" for q, c in self.queues.items()))
         self.started.set()
 
@@ -215,22 +218,22 @@ class Worker:
     def _dispatch(self, job: ClaimedJob) -> None:
         assert self.executor is not None
         try:
-            task = self.app.get_task(job.task)
+            task = self.rt.registry.get_task(job.task)
         except UnknownTaskError:
             self._pass_over(job)
             return
         if INPUT_META_KEY in job.meta:  # a chain link or a group's callback: its input
             try:
-                job = with_input(self.app.store, job)
+                job = with_input(self.rt.store, job)
             except Exception as exc:  # the database is out: try again after a backoff
                 self.completer.submit(Outcome(
                     job.id, job.attempt, JobState.DEAD if job.attempt >= job.max_attempts
-                    else JobState.RETRYING, run_at=self.app.clock.now()
+                    else JobState.RETRYING, run_at=self.rt.clock.now()
                     + timedelta(seconds=1), error=error_record(exc, job.attempt, "input"),
                     task=job.task, queue=job.queue))
                 self.producers[job.queue].slot_freed()
                 return
-        run = Run.of(self.app, job, task, self._on_done, self._on_begin)
+        run = Run.of(self.rt, job, task, self._on_done, self._on_begin)
         run.memory_limit = ceiling_of(job.meta, task.options.memory_limit,
                                       self.memory_limits.get(job.queue))
         with self._runs_lock:
@@ -250,15 +253,15 @@ class Worker:
         try:
             # Fenced by attempt and worker: a repeat after a lost reply changes nothing more.
             repeat_on_storage_error(
-                lambda: self.app.store.jobs_hand_back(self.id, [(job.id, job.attempt)], reason))
+                lambda: self.rt.store.jobs_hand_back(self.id, [(job.id, job.attempt)], reason))
         except StorageError as exc:  # its lease runs out and the rescuer brings it back
             log.warning("could not give back job %d (task %s): %s", job.id, job.task, exc)
-        self.app.events.emit("job.passed_over", job_id=job.id, task=job.task, queue=job.queue)
+        self.rt.events.emit("job.passed_over", job_id=job.id, task=job.task, queue=job.queue)
         self.producers[job.queue].slot_freed()
 
     def _on_begin(self, run: Run) -> None:
         job = run.job
-        self.app.events.emit("job.started", job_id=job.id, task=job.task, queue=job.queue,
+        self.rt.events.emit("job.started", job_id=job.id, task=job.task, queue=job.queue,
                              attempt=job.attempt)
 
     def _on_done(self, run: Run, outcome: Outcome) -> None:
@@ -371,9 +374,9 @@ class Worker:
         """Give ``runs`` back to the queue (attempt not counted)."""
         pairs = [(r.job.id, r.job.attempt) for r in runs]
         # Fenced by attempt and worker: a repeat after a lost reply changes nothing more.
-        count = repeat_on_storage_error(lambda: self.app.store.jobs_hand_back(self.id, pairs))
+        count = repeat_on_storage_error(lambda: self.rt.store.jobs_hand_back(self.id, pairs))
         for run in runs:
-            self.app.events.emit("job.handed_back", job_id=run.job.id, attempt=run.job.attempt)
+            self.rt.events.emit("job.handed_back", job_id=run.job.id, attempt=run.job.attempt)
         log.info("handed back %d %s", count, what)
 
     def _hand_back_waiting(self) -> None:
@@ -398,7 +401,7 @@ class Worker:
         self._stopped.set()
         if not self._stop.is_set():  # from run(), already set: no lock a signal could meet
             self._stop.set()
-        self.app.events.emit("worker.stopping", worker_id=self.id, grace=self.grace)
+        self.rt.events.emit("worker.stopping", worker_id=self.id, grace=self.grace)
         for producer in self.producers.values():
             producer.stop()
         for producer in self.producers.values():
@@ -423,9 +426,9 @@ class Worker:
         for pool in self.pools.values():
             pool.shutdown()
         try:
-            self.app.store.workers_delete(self.id)
+            self.rt.store.workers_delete(self.id)
         except StorageError:
             log.debug("could not remove worker row", exc_info=True)
         if self.loop is not None:
             self.loop.call_soon_threadsafe(self.loop.stop)
-        self.app.events.emit("worker.stopped", worker_id=self.id)
+        self.rt.events.emit("worker.stopped", worker_id=self.id)

@@ -24,7 +24,7 @@ class AsyncWorkflow:
         self.wf = wf
         self.id = wf.id
         self.ctx = wf.ctx
-        self.app = wf.app
+        self.runtime = wf.runtime
         self._loop = loop
 
     def _sync(self, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -35,19 +35,22 @@ from shiftwork.core.backoff import DEFAULT_BACKOFF
 from shiftwork.core.errors import JobCancelled, ShiftworkError
 from shiftwork.core.payload import encode_json
 from shiftwork.core.states import JobState, StepStatus
+from shiftwork.jobs.enqueue import enqueue_requests, insert_rows
 from shiftwork.jobs.task import EnqueueOptions, Task
 from shiftwork.workflow.errors import ChildFailed, Suspend, WorkflowError
+from shiftwork.workflow.events import send_event
 from shiftwork.workflow.hooks import boundary
 from shiftwork.workflow.replay import digest
 
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from shiftwork.app import App  # install() declares a task on it
     from shiftwork.core.payload import Limit
     from shiftwork.jobs.context import JobContext
-    from shiftwork.jobs.host import JobHost
     from shiftwork.model.outcome import Outcome
-    from shiftwork.model.records import StepRecord
+    from shiftwork.model.records import Job, StepRecord
+    from shiftwork.runtime import Runtime
     from shiftwork.store.base import Store
 
 
@@ -64,7 +67,7 @@ class Workflow(Protocol):
     def ctx(self) -> JobContext: ...
 
     @property
-    def app(self) -> JobHost: ...
+    def runtime(self) -> Runtime: ...
 
     @property
     def history(self) -> dict[str, StepRecord]: ...
@@ -121,7 +124,7 @@ def join(wf: Workflow, step: str, kind: str, members: list[tuple[str, Task[Any, 
     rec, pos = wf._enter(step, kind, d)
     if rec is not None and rec.status is StepStatus.DONE:
         return _outcome(step, rec.result or {}, rec.outcome == "failed")
-    now = wf.app.clock.now()
+    now = wf.runtime.clock.now()
     fields: dict[str, Any] = {"position": pos, "kind": kind, "digest": d,
                               "started_at": rec.started_at if rec is not None else now}
     if rec is not None and rec.result:
@@ -205,9 +208,7 @@ def _enqueue_once(wf: Workflow, step: str, members: list[tuple[str, Task[Any, An
             key = f"wf{wf.id}:{_key_part(step)}/{i}"
             requests.append(task.using(meta=meta, key=key).call(*args, **kwargs))
         # one insert round trip per batch, in the parent's transaction
-        now = wf.app.clock.now()
-        rows = [r.task.build(r.args, r.kwargs, r.options, now) for r in requests]
-        return [int(res.id) for res in wf.app.insert_rows(rows, conn)]
+        return [int(res.id) for res in enqueue_requests(wf.runtime, requests, conn)]
 
     with wf.ctx.transaction() as tx:
         out = tx.once(f"wf:{wf.id}:{_key_part(step)}", lambda: enqueue(tx.conn))
@@ -219,10 +220,10 @@ def _enqueue_once(wf: Workflow, step: str, members: list[tuple[str, Task[Any, An
 
 def report(ctx: JobContext, *, result: Any = None, error: BaseException | None = None) -> None:
     """A member ended for good: tell its parent (a no-op for jobs without a parent)."""
-    report_for(ctx.app, ctx.job_id, ctx.meta, result=result, error=error)
+    report_for(ctx.runtime, ctx.job_id, ctx.meta, result=result, error=error)
 
 
-def report_for(app: Any, job_id: int, meta: dict[str, Any] | None, *, result: Any = None,
+def report_for(rt: Runtime, job_id: int, meta: dict[str, Any] | None, *, result: Any = None,
                error: BaseException | None = None) -> None:
     """:func:`report` for a job by id and meta (also used when a member is cancelled
     before it ran, so its parent is not left waiting)."""
@@ -231,10 +232,10 @@ def report_for(app: Any, job_id: int, meta: dict[str, Any] | None, *, result: An
     else:
         payload = {"ok": False, "error": {"type": type(error).__name__,
                                           "message": str(error)[:2000]}}
-    _report(app, job_id, meta, payload)
+    _report(rt, job_id, meta, payload)
 
 
-def report_outcome(app: Any, task: Task[Any, Any], meta: dict[str, Any],
+def report_outcome(rt: Runtime, task: Task[Any, Any], meta: dict[str, Any],
                    outcome: Outcome) -> None:
     """A member call's attempt ended (its own task's job, run by the worker): tell its
     parent when that was for good (succeeded, dead or cancelled). A child workflow's
@@ -252,37 +253,37 @@ def report_outcome(app: Any, task: Task[Any, Any], meta: dict[str, Any],
             "message": str(record.get("message", ""))[:2000]}}
     else:
         return
-    _report(app, outcome.job_id, meta, payload)
+    _report(rt, outcome.job_id, meta, payload)
 
 
-def _report(app: Any, job_id: int, meta: dict[str, Any] | None,
+def _report(rt: Runtime, job_id: int, meta: dict[str, Any] | None,
             payload: dict[str, Any]) -> None:
     parent = (meta or {}).get(PARENT_META)
     if not parent:
         return
     boundary(job_id, "before:report")
     try:
-        _send(app, int(parent["workflow"]), str(parent["event"]), payload, parent.get("of"))
+        _send(rt, int(parent["workflow"]), str(parent["event"]), payload, parent.get("of"))
     except ShiftworkError as exc:  # the parent finished or was cancelled: nobody waits
         log.info("job %s: parent workflow %s no longer waits (%s)", job_id,
                  parent.get("workflow"), exc)
     boundary(job_id, "after:report")
 
 
-def _send(app: Any, workflow: int, event: str, payload: dict[str, Any], of: Any) -> None:
+def _send(rt: Runtime, workflow: int, event: str, payload: dict[str, Any], of: Any) -> None:
     """Report under the key ``done`` (stored once if sent again after a crash). A member of
     a join of ``of`` reports wakes the parent only with the join's last report (see
     store/joins.py); a member enqueued before joins were counted wakes it every time."""
     if not isinstance(of, int) or isinstance(of, bool) or of < 1:
-        app.send_event(workflow, event, payload, key="done")
+        send_event(rt, workflow, event, payload, key="done")
         return
     body = encode_json(payload, f"event {event!r}: payload",
-                       app.settings.limit("max_event_payload_bytes"))
-    app.store.workflow_event_send(workflow, event, body, "done",
+                       rt.settings.limit("max_event_payload_bytes"))
+    rt.store.workflow_event_send(workflow, event, body, "done",
                                   join=(event.rsplit("/", 1)[0] + "/", of))
 
 
-def install(app: Any) -> None:
+def install(app: App) -> None:
     """Register the internal task that finishes ``wf.call`` jobs enqueued by a release
     before 0.x ran calls as jobs of their own task (once per App).
 
@@ -291,28 +292,30 @@ def install(app: Any) -> None:
     carrying the same parent, which reports when it ends. The task is internal: never
     listed for people, and no enqueue or schedule of it is accepted (Task.build).
     """
-    if CALL_TASK in app.tasks:
+    rt = app.runtime
+    if CALL_TASK in rt.registry.tasks:
         return
 
     def workflow_call(ctx: JobContext, task: str, args: list[Any],
                       kwargs: dict[str, Any]) -> None:
         parent = ctx.meta.get(PARENT_META) or {}
         step = str(parent.get("event", "")).rsplit("/", 1)[0]
-        record = app.store.workflow_steps_get(int(parent.get("workflow", 0))).get(step) \
+        record = rt.store.workflow_steps_get(int(parent.get("workflow", 0))).get(step) \
             if parent else None
         if record is None or ctx.job_id not in (record.result or {}).get("jobs", []):
             raise CallFailed(f"job {ctx.job_id}: {CALL_TASK} runs only the calls a "
                              "workflow enqueued")
-        target = app.get_task(task)
+        target = rt.registry.get_task(task)
         if target.internal:
             raise CallFailed(f"job {ctx.job_id}: {task} is internal")
         with ctx.transaction() as tx:
-            tx.once(f"handoff:{ctx.job_id}", lambda: int(app.insert_rows([target.build(
+            tx.once(f"handoff:{ctx.job_id}", lambda: int(insert_rows(rt, [target.build(
                 tuple(args), dict(kwargs), EnqueueOptions(meta=dict(ctx.meta)),
-                app.clock.now())], tx.conn)[0].id))
+                rt.clock.now())], tx.conn)[0].id))
 
-    call = app.task(workflow_call, name=CALL_TASK,
-                    retry=replace(DEFAULT_BACKOFF, non_retryable=(CallFailed,)))
+    # Declared on the App: a task like any other, registered once.
+    call = app.task(name=CALL_TASK,
+                    retry=replace(DEFAULT_BACKOFF, non_retryable=(CallFailed,)))(workflow_call)
     call.internal = True
 
 
@@ -328,6 +331,19 @@ def cancel_members(wf: Workflow) -> None:
             continue
         for job_id in (rec.result or {}).get("jobs", []):
             try:
-                wf.app.cancel_job(int(job_id))  # type: ignore[attr-defined]
+                cancel_job(wf.runtime, int(job_id))
             except ShiftworkError as exc:
                 log.info("workflow %s: child job %s not cancelled: %s", wf.id, job_id, exc)
+
+
+def cancel_job(rt: Runtime, job_id: int) -> Job:
+    """The one cancel path (``App.cancel_job``, a parent's members): a waiting job is
+    cancelled, a running one asked to stop; a started workflow is woken to cancel itself,
+    so its compensations run; a member cancelled before it ran tells its parent."""
+    if rt.store.workflow_cancel(job_id):
+        return rt.store.jobs_get(job_id)
+    job = rt.store.jobs_cancel(job_id)
+    if job.state is JobState.CANCELLED:
+        report_for(rt, job.id, job.meta, error=JobCancelled(
+            f"job {job.id} was cancelled before it ran"))
+    return job

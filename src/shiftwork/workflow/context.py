@@ -80,12 +80,12 @@ class Workflow:
     def __init__(self, ctx: JobContext, run: WorkflowRun, history: dict[str, StepRecord]
                  ) -> None:
         self.ctx = ctx
-        self.app = ctx.app
+        self.runtime = ctx.runtime
         self.id = ctx.job_id
         self.run = run
         self.version = run.version
         self.history = history
-        self._store = ctx.app.store
+        self._store = ctx.runtime.store
         self._replay = Replay(ctx.job_id, history)
         self._used: set[str] = set()
         self._cancel_requested = run.cancel_requested
@@ -98,7 +98,7 @@ class Workflow:
     def begin(cls, ctx: JobContext, version: str) -> Workflow:
         """The workflow of this run: its recorded history, read once (the runner's)."""
         loaded = repeat_on_storage_error(
-            lambda: ctx.app.store.workflow_begin(ctx.job_id, ctx.attempt, version))
+            lambda: ctx.runtime.store.workflow_begin(ctx.job_id, ctx.attempt, version))
         if loaded is None:
             raise LeaseLost(f"workflow {ctx.job_id} attempt {ctx.attempt} lost its lease "
                             "before it began")
@@ -107,7 +107,7 @@ class Workflow:
     # -- recording ----------------------------------------------------------------
 
     def _step_limit(self) -> Limit:
-        return self.ctx.app.settings.limit("max_step_result_bytes")
+        return self.ctx.runtime.settings.limit("max_step_result_bytes")
 
     @property
     def cancel_requested(self) -> bool:
@@ -185,7 +185,7 @@ class Workflow:
                   kwargs: dict[str, Any], rec: StepRecord | None, pos: int, d: str,
                   retry: Backoff | None, max_attempts: int | None,
                   timeout: float | None) -> Any:
-        now = self.app.clock.now()
+        now = self.runtime.clock.now()
         if rec is not None and rec.wake_at is not None and now < rec.wake_at:
             raise Suspend(rec.wake_at, f"workflow step {name!r} backing off")
         tries = rec.tries if rec is not None else 0
@@ -215,7 +215,7 @@ class Workflow:
 
     def now(self, name: str) -> datetime:
         """The current time, recorded: a replay sees the same instant."""
-        iso = self.step(name, lambda: self.app.clock.now().isoformat())
+        iso = self.step(name, lambda: self.runtime.clock.now().isoformat())
         return datetime.fromisoformat(iso)
 
     def sleep(self, name: str, duration: float | timedelta) -> None:
@@ -224,7 +224,7 @@ class Workflow:
         rec, pos = self._enter(name, "sleep", None)
         if rec is not None and rec.status is StepStatus.DONE:
             return
-        now = self.app.clock.now()
+        now = self.runtime.clock.now()
         fields: dict[str, Any] = {"position": pos, "kind": "sleep", "started_at": now}
         if rec is None:
             wake_at = now + delta
@@ -253,7 +253,7 @@ class Workflow:
             if rec.outcome == "timed_out":
                 raise EventTimeout(f"event {name!r} did not arrive in time")
             return rec.result
-        now = self.app.clock.now()
+        now = self.runtime.clock.now()
         boundary(self.id, f"before:{step_name}:take")
         took, payload = self._store.workflow_event_take(
             self.id, self.ctx.attempt, name, step_name, position=pos,
@@ -339,7 +339,7 @@ class Workflow:
         rec, pos = self._enter(marker, "patch", None)
         if rec is None:
             self._record(marker, StepStatus.DONE, None, position=pos, kind="patch",
-                         started_at=self.app.clock.now())
+                         started_at=self.runtime.clock.now())
         return True
 
     def deprecate_patch(self, patch_id: str) -> None:

@@ -153,7 +153,7 @@ def _prologue(wf: Workflow, task: Task[Any, Any]) -> str | None:
 
 
 def _lost(wf: Workflow, attempt: int) -> bool:
-    job = wf.app.store.jobs_get(wf.id)
+    job = wf.runtime.store.jobs_get(wf.id)
     return any(e.get("attempt") == attempt and e.get("kind") == "lease_expired"
                for e in job.errors)
 
@@ -238,7 +238,7 @@ def _set(wf: Workflow, status: WorkflowStatus, *, cause: str | None = None,
     flag = wf.run.cancelled if cancelled is None else cancelled
     label = "decide" if status is WorkflowStatus.COMPENSATING else "finish"
     boundary(wf.id, f"before:{label}:{status}")
-    ok = repeat_on_storage_error(lambda: wf.app.store.workflow_run_set(
+    ok = repeat_on_storage_error(lambda: wf.runtime.store.workflow_run_set(
         wf.id, wf.ctx.attempt, status, cancelled=flag, cause=cause, last_attempt=last_attempt,
         extend_attempts=extend))
     if not ok:
@@ -253,7 +253,7 @@ def _set(wf: Workflow, status: WorkflowStatus, *, cause: str | None = None,
 
 def _decide(wf: Workflow, task: Task[Any, Any], cause: str, cancelled: bool) -> None:
     """Record the decision to compensate, with a fresh attempt budget to do it in."""
-    wf.app.events.emit("workflow.compensating", workflow_id=wf.id, cause=cause,
+    wf.runtime.events.emit("workflow.compensating", workflow_id=wf.id, cause=cause,
                        cancelled=cancelled)
     _set(wf, WorkflowStatus.COMPENSATING, cause=cause, cancelled=cancelled,
          extend=max(task.options.max_attempts, COMPENSATION_ATTEMPTS))
@@ -275,7 +275,7 @@ def _compensate(wf: Workflow, task: Task[Any, Any], cause: BaseException | None 
         rec = wf.history.get(step_name)
         if rec is not None and rec.status is StepStatus.DONE:
             continue
-        now = wf.app.clock.now()
+        now = wf.runtime.clock.now()
         if rec is not None and rec.wake_at is not None and now < rec.wake_at:
             raise Snooze(until=rec.wake_at, reason=f"workflow {step_name} backing off")
         try:
@@ -299,7 +299,7 @@ def _compensate(wf: Workflow, task: Task[Any, Any], cause: BaseException | None 
                          ) from exc
         wf._record(step_name, StepStatus.DONE, _json_or_none(outcome, step_name, wf),
                    kind="compensate", started_at=now, tries=rec.tries if rec is not None else 0)
-    wf.app.events.emit("workflow.compensated", workflow_id=wf.id, cause=wf.run.cause)
+    wf.runtime.events.emit("workflow.compensated", workflow_id=wf.id, cause=wf.run.cause)
     if wf.run.cancelled:
         _finish(wf, WorkflowStatus.CANCELLED)
     elif wf.compensations:

@@ -121,10 +121,11 @@ def follow_database() -> None:
         with _lock:
             _app.close()
             _app.dsn = dsn
-            _app._store = open_store(dsn, clock=_app.clock, schema=_app.schema,
-                                     pool_size=_app.pool_size,
-                                     async_pool_size=_app.async_pool_size)
-            _app._ready = False
+            _app.runtime.dsn = dsn
+            _app.runtime._store = open_store(dsn, clock=_app.clock, schema=_app.schema,
+                                             pool_size=_app.pool_size,
+                                             async_pool_size=_app.async_pool_size)
+            _app.runtime._ready = False
             _built_for = dsn
 
 

@@ -32,8 +32,8 @@ def install(app: App, alias: str) -> None:
     def on_commit(fn: Any) -> None:
         transaction.on_commit(fn, using=alias)
 
-    app.ambient_transaction = ambient
-    app.on_commit = on_commit
+    app.runtime.ambient_transaction = ambient
+    app.runtime.on_commit = on_commit
 
 
 def _is_psycopg(raw: Any) -> bool:

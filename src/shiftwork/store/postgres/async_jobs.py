@@ -22,6 +22,7 @@ from shiftwork.model.records import EnqueueResult
 from shiftwork.store.postgres.connect_errors import libpq_text, lost_reply, read_only
 from shiftwork.store.postgres.keyed import keys_taken, settle_keys
 from shiftwork.store.postgres.reconnect import async_reconnect_options
+from shiftwork.store.wakeups import due_wakeup, due_wakeups
 
 
 class PostgresAsyncJobs:
@@ -105,7 +106,7 @@ class PostgresAsyncJobs:
                     queue=j.queue, task=j.task, args=j.args_json, priority=j.priority,
                     max_attempts=j.max_attempts, run_at=j.run_at, timeout=j.timeout,
                     meta=j.meta_json, channel=self.channel,
-                    notify=j.queue if j.run_at is None else None))
+                    notify=due_wakeup(j)))
                 one = await cur.fetchone()
             assert one is not None
             return [EnqueueResult(one[0], True)]
@@ -115,7 +116,7 @@ class PostgresAsyncJobs:
             max_attempts=[j.max_attempts for j in jobs], run_ats=[j.run_at for j in jobs],
             unique_keys=[j.unique_key for j in jobs], timeouts=[j.timeout for j in jobs],
             metas=[j.meta_json for j in jobs])
-        due_queues = sorted({j.queue for j in jobs if j.run_at is None})
+        wakeups = due_wakeups(jobs)  # the sync insert's: one share per due job
         for _ in range(5):
             async with self._aconn(conn) as c, c.transaction():
                 rows = await (await c.execute(self.q["jobs_insert"], params)).fetchall()
@@ -125,8 +126,8 @@ class PostgresAsyncJobs:
                 results = settle_keys(jobs, rows, missing, found)
                 if results is None:
                     continue  # a key's holder finished between insert and lookup
-                if due_queues:
+                if wakeups:
                     await c.execute(self.q["jobs_notify"],
-                                    {"channel": self.channel, "queues": due_queues})
+                                    {"channel": self.channel, "queues": wakeups})
                 return results
         raise StorageError("could not settle unique keys after 5 tries; the key is contended")

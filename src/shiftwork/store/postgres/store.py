@@ -79,7 +79,7 @@ from shiftwork.store.postgres.wakeups import PostgresWakeListener
 from shiftwork.store.postgres.workflows import PostgresWorkflows
 from shiftwork.store.rows import aware, decoded, job_from_row, legal_pairs, queue_stats_from_rows
 from shiftwork.store.sqlfile import load_all_queries, load_migrations
-from shiftwork.store.wakeups import shared_wakeups
+from shiftwork.store.wakeups import due_counts, due_wakeup, due_wakeups, shared_wakeups
 
 log = logging.getLogger("shiftwork.store.postgres")
 
@@ -95,15 +95,6 @@ _ONE_STATEMENT = {ClaimKind.PLAIN: "jobs_claim", ClaimKind.QUEUE_RATE: "jobs_cla
                   ClaimKind.TASK_RATES: "jobs_claim_task_rates", ClaimKind.FAIR: "jobs_claim_fair"}
 _NO_FLOW = ClaimFlow()
 COPY_MIN_ROWS = 200  # from this many jobs, COPY beats one INSERT (keyed ones: into a stage)
-
-
-def _due_counts(jobs: list[NewJob]) -> list[tuple[str, int]]:
-    """How many of ``jobs`` are due now, per queue (their wake-ups name the count)."""
-    counts: dict[str, int] = {}
-    for j in jobs:
-        if j.run_at is None:
-            counts[j.queue] = counts.get(j.queue, 0) + 1
-    return sorted(counts.items())
 
 
 class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, PostgresObserve,
@@ -352,7 +343,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             unique_keys=[j.unique_key for j in jobs], timeouts=[j.timeout for j in jobs],
             metas=[j.meta_json for j in jobs],
         )
-        due = _due_counts(jobs)
+        due = due_counts(jobs)
         keyed = any(j.unique_key for j in jobs)
         for _ in range(5):
             with self._conn(conn) as c, c.transaction():
@@ -388,7 +379,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                     queue=j.queue, task=j.task, args=j.args_json, priority=j.priority,
                     max_attempts=j.max_attempts, run_at=j.run_at, timeout=j.timeout,
                     meta=j.meta_json, channel=self.channel,
-                    notify=shared_wakeups([(j.queue, 1)])[0] if j.run_at is None else None)
+                    notify=due_wakeup(j))
                                  ).fetchone()
             assert one is not None
             return [EnqueueResult(one[0], True)]
@@ -397,7 +388,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             args=[j.args_json for j in jobs], priorities=[j.priority for j in jobs],
             max_attempts=[j.max_attempts for j in jobs], run_ats=[j.run_at for j in jobs],
             timeouts=[j.timeout for j in jobs], metas=[j.meta_json for j in jobs],
-            channel=self.channel, notify=shared_wakeups(_due_counts(jobs)),
+            channel=self.channel, notify=due_wakeups(jobs),
         )
         with self._conn(conn) as c:
             row = c.execute(self.q["jobs_insert_plain"], params).fetchone()

@@ -13,7 +13,7 @@ from shiftwork.store.schedules import LEADER_NAME
 from shiftwork.worker.maintenance.pruner import Pruner
 
 if TYPE_CHECKING:
-    from shiftwork.app import App
+    from shiftwork.runtime import Runtime
 
 log = logging.getLogger("shiftwork.worker")
 
@@ -27,27 +27,27 @@ class Leader(Service):
 
     name = "leader"
 
-    def __init__(self, app: App, worker_id: str) -> None:
-        super().__init__(app.settings.leader_ttl / 3)
-        self.app = app
+    def __init__(self, rt: Runtime, worker_id: str) -> None:
+        super().__init__(rt.settings.leader_ttl / 3)
+        self.rt = rt
         self.worker_id = worker_id
         self.term: int | None = None
-        self.pruner = Pruner(app)
-        self.history = HistoryRollup(app.store, app.clock, app.settings)
+        self.pruner = Pruner(rt)
+        self.history = HistoryRollup(rt.store, rt.clock, rt.settings)
 
     def tick(self) -> None:
-        store = self.app.store
-        term = store.leader_acquire(LEADER_NAME, self.worker_id, self.app.settings.leader_ttl)
+        store = self.rt.store
+        term = store.leader_acquire(LEADER_NAME, self.worker_id, self.rt.settings.leader_ttl)
         if term != self.term:
             if term is None:
-                self.app.events.emit("leader.lost", worker_id=self.worker_id, term=self.term)
+                self.rt.events.emit("leader.lost", worker_id=self.worker_id, term=self.term)
             else:
-                self.app.events.emit("leader.elected", worker_id=self.worker_id, term=term)
+                self.rt.events.emit("leader.elected", worker_id=self.worker_id, term=term)
             self.term = term
         if term is None:
             return
         self.pruner.maybe_prune()
-        for duty in list(self.app.leader_duties):
+        for duty in list(self.rt.registry.leader_duties):
             duty(term)
         self.history.tick(term)  # last: a slow catch-up never delays the scheduler
 
@@ -55,7 +55,7 @@ class Leader(Service):
         super().stop(timeout)
         if self.term is not None:
             try:
-                self.app.store.leader_release(LEADER_NAME, self.worker_id)
+                self.rt.store.leader_release(LEADER_NAME, self.worker_id)
             except Exception:
                 log.debug("could not release leadership", exc_info=True)
             self.term = None

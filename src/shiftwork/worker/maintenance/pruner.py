@@ -10,32 +10,31 @@ Only the leader prunes, so the fleet does this work once.
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING
 
 from shiftwork.observe.worker import MINUTES_KEPT
 
 if TYPE_CHECKING:
-    from shiftwork.app import App
+    from shiftwork.runtime import Runtime
 
 log = logging.getLogger("shiftwork.worker")
 
 
 class Pruner:
-    def __init__(self, app: App) -> None:
-        self.app = app
-        self._last = 0.0
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self._last: float | None = None  # the clock's monotonic reading at the last prune
 
     def maybe_prune(self) -> None:
         """Prune if ``prune_interval`` has passed since the last time (the leader's tick)."""
-        now = time.monotonic()
-        if now - self._last < self.app.settings.prune_interval:
+        now = self.rt.clock.monotonic()
+        if self._last is not None and now - self._last < self.rt.settings.prune_interval:
             return
         self._last = now
         self.prune()
 
     def prune(self) -> None:
-        store, s = self.app.store, self.app.settings
+        store, s = self.rt.store, self.rt.settings
         pruned = store.jobs_prune(s.retention_finished, s.retention_dead)
         store.workers_prune(max(3 * s.heartbeat_interval, s.lease_seconds))
         store.effect_keys_prune()
@@ -44,7 +43,7 @@ class Pruner:
         store.queue_minutes_prune(MINUTES_KEPT)
         store.task_minutes_prune(MINUTES_KEPT)
         store.history_prune(s.history_retention)
-        for task in self.app.tasks.values():
+        for task in self.rt.registry.tasks.values():
             limit = task.options.group_rate_limit
             if limit is not None:  # a bucket refills from empty in capacity / rate seconds
                 store.rate_buckets_prune(f"group:{task.name}:", limit.capacity / limit.rate)

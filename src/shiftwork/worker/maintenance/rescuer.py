@@ -9,7 +9,7 @@ from shiftwork.core.service import Service
 from shiftwork.core.states import JobState
 
 if TYPE_CHECKING:
-    from shiftwork.app import App
+    from shiftwork.runtime import Runtime
     from shiftwork.worker.maintenance.leader import Leader
 
 
@@ -21,11 +21,11 @@ class Rescuer(Service):
 
     name = "rescuer"
 
-    def __init__(self, app: App, leader: Leader | None = None) -> None:
-        super().__init__(app.settings.rescue_interval)
-        self.app = app
+    def __init__(self, rt: Runtime, leader: Leader | None = None) -> None:
+        super().__init__(rt.settings.rescue_interval)
+        self.rt = rt
         self.leader = leader
-        self.backstop = max(1, math.ceil(app.settings.leader_ttl / app.settings.rescue_interval))
+        self.backstop = max(1, math.ceil(rt.settings.leader_ttl / rt.settings.rescue_interval))
         self._ticks = 0
 
     def tick(self) -> None:
@@ -33,13 +33,13 @@ class Rescuer(Service):
         leading = self.leader is None or self.leader.term is not None
         if not leading and self._ticks % self.backstop:
             return
-        rescued = self.app.store.jobs_rescue()
+        rescued = self.rt.store.jobs_rescue()
         dead = [job.id for job in rescued if job.state is JobState.DEAD]
         if dead:  # their dependents: cancelled, or run anyway (on_failure="run")
-            self.app.store.deps_resolve(dead)
+            self.rt.store.deps_resolve(dead)
         for job in rescued:
             fields = {"job_id": job.id, "task": job.task, "queue": job.queue,
                       "attempt": job.attempt}
-            self.app.events.emit("job.rescued", **fields, state=job.state.value)
+            self.rt.events.emit("job.rescued", **fields, state=job.state.value)
             if job.state is JobState.DEAD:  # counted with the task's other deaths
-                self.app.events.emit("job.dead", **fields, reason="lease expired")
+                self.rt.events.emit("job.dead", **fields, reason="lease expired")

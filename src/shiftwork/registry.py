@@ -1,0 +1,97 @@
+"""What an App declares, in one place: tasks, queues, schedules and the hooks services call.
+
+The worker, the scheduler, the observers, the workflow runner and the testing tools read
+declarations from here (through the :class:`~shiftwork.runtime.Runtime`), never from the
+App. Filled by the App's declaring methods (``app.task``, ``app.queue``, ``app.schedule``,
+the ``on_*`` hooks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from shiftwork.core.errors import UnknownTaskError
+from shiftwork.core.names import did_you_mean
+from shiftwork.flow.limits import RateLimit
+from shiftwork.model.records import EmptyRun, EnqueueResult, LateRun
+from shiftwork.observe.hooks import Observers
+
+if TYPE_CHECKING:
+    from shiftwork.jobs.task import Task
+    from shiftwork.schedules.book import ScheduleBook
+    from shiftwork.store.base import Store
+
+#: Called after jobs are committed by an enqueue outside a caller's transaction, with their
+#: results and queues (None: not known); the inline test mode's hook.
+EnqueueHook = Callable[[list[EnqueueResult], "set[str] | None"], None]
+
+
+@dataclass(frozen=True)
+class QueueOptions:
+    """What a queue declares about itself (see :meth:`App.queue`)."""
+
+    name: str
+    max_wait: float | None = None  # seconds the oldest waiting job may wait before alerting
+    rate_limit: RateLimit | None = None  # at most N starts per period, fleet-wide
+    fair: bool = False  # claims go round-robin across the queue's groups
+    weights: dict[str, int] = field(default_factory=dict)  # group -> jobs per turn
+
+
+class Registry:
+    """The declarations of one App."""
+
+    def __init__(self, schedules: ScheduleBook) -> None:
+        self.tasks: dict[str, Task[Any, Any]] = {}
+        self.queue_options: dict[str, QueueOptions] = {}
+        #: Schedules declared in code, reconciled into the database when a worker starts.
+        self.schedules = schedules
+        self.enqueue_hooks: list[EnqueueHook] = []
+        #: Called once per occurrence the dead-man switch finds late (on_schedule_late).
+        self.schedule_late_hooks: list[Callable[[LateRun], None]] = []
+        #: Called once per occurrence the items check finds empty (on_schedule_empty).
+        self.schedule_empty_hooks: list[Callable[[EmptyRun], None]] = []
+        #: Called by the leader on every leadership tick with its term (scheduler, etc.).
+        self.leader_duties: list[Callable[[int], None]] = []
+        #: Health checks, metric collectors, the schedules view (docs/observability.md).
+        self.observers = Observers()
+
+    def get_task(self, name: str) -> Task[Any, Any]:
+        """The task registered as ``name``; the error names the closest ones."""
+        try:
+            return self.tasks[name]
+        except KeyError:
+            known = ", ".join(self.task_names()) or "none"
+            hint = did_you_mean(name, self.task_names())
+            raise UnknownTaskError(f"unknown task {name!r}{hint} (registered: {known})") from None
+
+    def task_names(self) -> list[str]:
+        """The registered tasks people may enqueue and schedule, sorted (shiftwork's
+        internal ones left out)."""
+        return sorted(name for name, task in self.tasks.items() if not task.internal)
+
+    def concurrency_limits(self, queue: str) -> dict[str, int]:
+        """Fleet-wide running limits of ``queue``'s tasks that have one, by task name."""
+        return {t.name: t.options.concurrency for t in self.tasks.values()
+                if t.options.queue == queue and t.options.concurrency is not None}
+
+    def declared_queues(self) -> set[str]:
+        """Queues named in code: by tasks, ``app.queue`` and schedules."""
+        known = {t.options.queue for t in self.tasks.values()} | set(self.queue_options)
+        return known | {d.queue for d in self.schedules.values()}
+
+    def known_queues(self, store: Store) -> set[str]:
+        """Queues declared in code or seen in the table (jobs waiting, running or dead;
+        paused queues). Reads no finished history."""
+        known = self.declared_queues()
+        known |= {s.queue for s in store.queues_stats(include_finished=False)}
+        return known | store.queues_paused()
+
+    def unknown_queue_warning(self, store: Store, queue: str) -> str | None:
+        """A warning naming the known queues when ``queue`` is none of them (a typo?)."""
+        known = sorted(self.known_queues(store))
+        if queue in known:
+            return None
+        return (f"queue {queue!r} is not known: no task declares it and no job is in it"
+                f"{did_you_mean(queue, known)} (known queues: {', '.join(known) or 'none'})")
