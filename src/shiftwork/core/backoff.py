@@ -65,6 +65,44 @@ class Backoff:
 DEFAULT_BACKOFF = Backoff()
 
 
+class Retrying:
+    """Pauses between tries of a storage call that keeps failing (a claim, a batch of
+    outcomes, opening a listener, reaching the database at start).
+
+    The n-th pause (counted from the last :meth:`reset`) is drawn from
+    ``[cap / 2, cap]`` with ``cap = min(most, first * 2 ** (n - 1))``: exponential from
+    ``first`` to ``most``, with "equal" jitter. Jitter, because every worker of a fleet
+    meets the same outage at the same moment and, without it, retries in step when the
+    database comes back; only half the pause, not all of it (as :class:`Backoff` draws for
+    jobs), because a pause near zero would hammer a database that is still down.
+    Not thread-safe: one per loop.
+    """
+
+    def __init__(self, first: float, most: float,
+                 rand: Callable[[], float] = random.random) -> None:
+        if not 0 < first <= most:
+            raise ConfigurationError(f"Retrying: need 0 < first <= most, not {first}, {most}")
+        self.first = first
+        self.most = most
+        self._rand = rand
+        self.failures = 0  # pauses handed out since the last reset
+
+    def cap(self) -> float:
+        """The longest pause :meth:`next_delay` can give next (before jitter)."""
+        # (the exponent is bounded: past ~60 doublings every cap is ``most`` anyway)
+        return min(self.most, self.first * 2.0 ** min(self.failures, 64))
+
+    def next_delay(self) -> float:
+        """Seconds to wait before the next try; each call counts one more failure."""
+        cap = self.cap()
+        self.failures += 1
+        return cap / 2 + cap / 2 * self._rand()
+
+    def reset(self) -> None:
+        """A try worked: the next failure starts again from ``first``."""
+        self.failures = 0
+
+
 T = TypeVar("T")
 
 #: Pauses between tries of a write that is safe to repeat (about 2.6 s in all).

@@ -8,6 +8,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from shiftwork.core.backoff import Retrying
 from shiftwork.core.errors import StorageError
 from shiftwork.core.states import JobState
 from shiftwork.model.outcome import Outcome
@@ -99,7 +100,7 @@ class Completer:
 
     def _write(self, batch: list[Outcome]) -> None:
         store = self.rt.store
-        delay = 0.1
+        retrying = Retrying(0.1, 5.0)
         failed = False
         for _ in range(60):
             tried = self.outage.now()
@@ -118,8 +119,7 @@ class Completer:
                 # Keep the outcomes: the heartbeat keeps their leases meanwhile. If a lease
                 # lapses anyway, the rescuer takes over and the fence rejects this write.
                 self.outage.failed(exc, f"recording {len(batch)} outcomes", tried)
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                time.sleep(retrying.next_delay())
         else:
             log.error("gave up recording %d outcomes; their leases will expire and be rescued",
                       len(batch))

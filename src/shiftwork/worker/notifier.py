@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from shiftwork.core.backoff import Retrying
 from shiftwork.core.errors import StorageError
 from shiftwork.store.wakeups import ANY_QUEUE
 
@@ -44,26 +45,26 @@ class Notifier:
         self._thread.join(timeout)
 
     def _run(self) -> None:
-        backoff = RETRY_FIRST
+        retrying = Retrying(RETRY_FIRST, RETRY_MOST)
         while not self._stop.is_set():
             try:
                 listener = self.store.wakeups_listen()
             except StorageError as exc:  # the database is out: one story (worker/outage.py)
+                backoff = retrying.next_delay()
                 if self.outage is not None:
                     self.outage.failed(exc, "listening for wake-ups")
                 else:
                     log.warning("cannot listen for wake-ups (%s); polling until it works, "
                                 "retry in %.1fs", exc, backoff)
                 self._stop.wait(backoff)
-                backoff = min(backoff * 2, RETRY_MOST)
                 continue
             except Exception as exc:
+                backoff = retrying.next_delay()
                 log.warning("cannot listen for wake-ups (%s); polling until it works, "
                             "retry in %.1fs", exc, backoff)
                 self._stop.wait(backoff)
-                backoff = min(backoff * 2, RETRY_MOST)
                 continue
-            backoff = RETRY_FIRST
+            retrying.reset()
             if self.outage is not None:
                 self.outage.ok()
             if listener is None:  # nothing to listen on (behind PgBouncer): producers poll

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from shiftwork.core.backoff import Retrying
 from shiftwork.core.errors import StorageError
 from shiftwork.flow.claim import claim_flow
 from shiftwork.model.records import ClaimedJob
@@ -113,7 +114,7 @@ class Producer:
 
     def _loop(self) -> None:
         settings = self.rt.settings
-        errors = 0
+        retrying = Retrying(0.4, 10.0)  # after a failed claim
         unsure = False  # a claim failed: it may have taken jobs we never received
         empty = 0  # claims in a row that found nothing
         while not self._stop.is_set():
@@ -141,14 +142,12 @@ class Producer:
                 if jobs:
                     self._claim_seconds = _average(self._claim_seconds,
                                                    time.monotonic() - started)
-                errors = 0
+                retrying.reset()
                 self.outage.ok()
             except StorageError as exc:
                 unsure = True
-                errors += 1
-                delay = min(0.2 * 2**errors, 10.0)
                 self.outage.failed(exc, f"claim (queue {self.queue})", claim_started)
-                self._stop.wait(delay)
+                self._stop.wait(retrying.next_delay())
                 continue
             if jobs:
                 with self._cond:

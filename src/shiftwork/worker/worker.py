@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from shiftwork.composition.compose import INPUT_META_KEY, with_input
-from shiftwork.core.backoff import repeat_on_storage_error
+from shiftwork.core.backoff import Retrying, repeat_on_storage_error
 from shiftwork.core.errors import (
     ConfigurationError,
     StorageError,
@@ -137,7 +137,7 @@ class Worker:
 
     def _connect(self) -> None:
         deadline = time.monotonic() + self.connect_timeout
-        delay = 0.5
+        retrying = Retrying(0.5, 5.0)
         while True:
             try:
                 if self.migrate:
@@ -151,13 +151,13 @@ class Worker:
                                               self.queues, list(self.rt.registry.tasks))
                 return
             except StorageError as exc:
+                delay = retrying.next_delay()
                 if time.monotonic() + delay > deadline:
                     raise StorageError(
                         f"gave up reaching the database after {self.connect_timeout:.0f}s: {exc}"
                     ) from exc
                 log.warning("cannot reach the database (%s); retrying in %.1fs", exc, delay)
                 time.sleep(delay)
-                delay = min(delay * 2, 5.0)
 
     def start(self) -> None:
         # Everything start-up asks of the database is retried there, so a server that
