@@ -1,4 +1,5 @@
-"""One life cycle for every background service: start, stop (safe twice), a loop."""
+"""One life cycle for every background service: start and stop (each safe twice), a
+started signal; a thread with a body, or one that ticks."""
 
 from __future__ import annotations
 
@@ -22,46 +23,90 @@ class OutageLog(Protocol):
 
 
 class Lifecycle(Protocol):
-    """What a worker does with each of its background parts: start, and stop (safe twice)."""
+    """What a worker does with each of its background parts: start and stop (each safe
+    twice, stop also before start); ``started`` is set once the part runs."""
 
     name: str
+    started: threading.Event
 
     def start(self) -> None: ...
 
     def stop(self, timeout: float = 5.0) -> None: ...
 
 
-class Service:
-    """A thread that calls :meth:`tick` every ``interval`` seconds until stopped."""
+class ThreadService:
+    """A background thread with the one life cycle every part of a worker shares.
+
+    :meth:`start` runs :meth:`run` on a daemon thread named ``shiftwork-<name>``; a second
+    start, or a start after a stop, does nothing. :meth:`stop` asks the body to end (sets
+    :attr:`stopping`, then calls :meth:`interrupt` once, for a body blocked elsewhere than
+    on the stop signal) and waits up to ``timeout`` for the thread; it is safe twice and
+    before a start. :attr:`started` is set once the thread runs. :meth:`request_stop` and
+    :meth:`join` are its two halves, for stopping several at once and then waiting for them.
+    """
 
     name = "service"
-    #: Where a tick that fails for want of the database says so (the worker sets it):
-    #: in a few lines per outage, not a traceback per tick.
+    #: Where a call that fails for want of the database says so (the worker sets it):
+    #: in a few lines per outage, not a traceback per failure.
     outage: OutageLog | None = None
 
-    def __init__(self, interval: float) -> None:
-        self.interval = interval
-        #: Set by a tick to wait this long before the next one, once, instead of interval.
-        self.next_wait: float | None = None
+    def __init__(self) -> None:
+        self.started = threading.Event()  # set once the thread runs
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()  # start and stop from different threads at once
 
     def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name=f"shiftwork-{self.name}",
+        with self._lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            self._thread = threading.Thread(target=self._main, name=f"shiftwork-{self.name}",
                                             daemon=True)
             self._thread.start()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+    def _main(self) -> None:
+        self.started.set()
+        self.run()
+
+    def run(self) -> None:
+        """The thread's body: returns once :attr:`stopping` (or when it has no more to do)."""
+        raise NotImplementedError
 
     @property
     def stopping(self) -> bool:
         return self._stop.is_set()
 
-    def _loop(self) -> None:
+    def request_stop(self) -> None:
+        """Ask the body to end; do not wait for it."""
+        with self._lock:
+            if self._stop.is_set():
+                return
+            self._stop.set()
+        self.interrupt()
+
+    def interrupt(self) -> None:
+        """Wake a body blocked elsewhere than on the stop signal (once, from request_stop)."""
+
+    def join(self, timeout: float) -> None:
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.request_stop()
+        self.join(timeout)
+
+
+class Service(ThreadService):
+    """A thread that calls :meth:`tick` every ``interval`` seconds until stopped."""
+
+    def __init__(self, interval: float) -> None:
+        super().__init__()
+        self.interval = interval
+        #: Set by a tick to wait this long before the next one, once, instead of interval.
+        self.next_wait: float | None = None
+
+    def run(self) -> None:
         while not self._stop.is_set():
             started = self.outage.now() if self.outage is not None else None
             try:

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from shiftwork.core.service import ThreadService
 from shiftwork.observe.lograte import LogLimiter
 
 if TYPE_CHECKING:
@@ -130,10 +131,46 @@ class MetricsServer(ThreadingHTTPServer):
                          client_address[0], sys.exc_info()[1])
 
 
+class Serving(ThreadService):
+    """Answers an HTTP server's requests on its own thread; stopped, closes the server."""
+
+    name = "metrics"
+
+    def __init__(self, server: ThreadingHTTPServer | None = None) -> None:
+        super().__init__()
+        self.server = server
+
+    def run(self) -> None:
+        assert self.server is not None
+        self.server.serve_forever()
+
+    def interrupt(self) -> None:
+        # shutdown() waits for serve_forever(): only when a thread was made to run it
+        # (start makes none once stopping is set, so none can appear after this check).
+        if self._thread is not None and self.server is not None:
+            self.server.shutdown()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        super().stop(timeout)
+        server, self.server = self.server, None
+        if server is not None:
+            server.server_close()
+
+
 def serve_metrics(metrics: Metrics, host: str, port: int,
                   read_timeout: float = READ_TIMEOUT,
-                  max_connections: int = MAX_CONNECTIONS) -> tuple[ThreadingHTTPServer,
-                                                                   threading.Thread]:
+                  max_connections: int = MAX_CONNECTIONS) -> tuple[ThreadingHTTPServer, Serving]:
+    """``/metrics`` served on ``host:port`` (0: any free port), on a started thread."""
+    server = metrics_server(metrics, host, port, read_timeout, max_connections)
+    serving = Serving(server)
+    serving.start()
+    return server, serving
+
+
+def metrics_server(metrics: Metrics, host: str, port: int,
+                   read_timeout: float = READ_TIMEOUT,
+                   max_connections: int = MAX_CONNECTIONS) -> ThreadingHTTPServer:
+    """The ``/metrics`` server bound to ``host:port``, not yet serving."""
     from shiftwork.observe.metrics import CONTENT_TYPE
 
     class Handler(BaseHTTPRequestHandler):
@@ -172,7 +209,4 @@ def serve_metrics(metrics: Metrics, host: str, port: int,
         def log_message(self, format: str, *args: Any) -> None:
             pass  # scrapes every few seconds would flood the worker's log
 
-    server = MetricsServer((host, port), Handler, max_connections)
-    thread = threading.Thread(target=server.serve_forever, name="shiftwork-metrics", daemon=True)
-    thread.start()
-    return server, thread
+    return MetricsServer((host, port), Handler, max_connections)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from shiftwork.core.service import Lifecycle, Service
 from shiftwork.model.records import QueueMinute, TaskMinute
+from shiftwork.observe.http import Serving
 
 if TYPE_CHECKING:
     from shiftwork.app import App
@@ -116,32 +117,27 @@ class ThroughputRecorder(Service):
             log.warning("could not write the last throughput counts", exc_info=True)
 
 
-class MetricsServer:
+class MetricsServer(Serving):
     """Serves the worker's Prometheus metrics over HTTP (``--metrics-port``)."""
-
-    name = "metrics"
 
     def __init__(self, app: App, port: int, host: str = "127.0.0.1",
                  in_flight: Any = None) -> None:
         from shiftwork.observe.metrics import Metrics
 
+        super().__init__()
         self.metrics = Metrics(app, in_flight=in_flight)
         self.port = port
         self.host = host
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        from shiftwork.observe.http import serve_metrics
+        from shiftwork.observe.http import metrics_server
 
-        if self._server is None:
-            self._server, self._thread = serve_metrics(self.metrics, self.host, self.port)
-            self.port = self._server.server_address[1]
+        if self.server is None and not self.stopping:  # bound here: a taken port fails start
+            self.server = metrics_server(self.metrics, self.host, self.port)
+            self.port = self.server.server_address[1]
             log.info("metrics on http://%s:%d/metrics", self.host, self.port)
+        super().start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        super().stop(timeout)
         self.metrics.close()

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 
 from shiftwork.core.backoff import Retrying
 from shiftwork.core.errors import StorageError
+from shiftwork.core.service import ThreadService
 from shiftwork.core.states import JobState
 from shiftwork.model.outcome import Outcome
 from shiftwork.store.rows import log_rejected
-from shiftwork.worker.outage import outage_log
+from shiftwork.worker.outage import OutageLog, outage_log
 
 if TYPE_CHECKING:
     from shiftwork.runtime import Runtime
@@ -29,10 +30,14 @@ _EVENT = {
 }
 
 
-class Completer:
+class Completer(ThreadService):
     """Takes outcomes from any thread; one thread writes them, as many per statement as wait."""
 
+    name = "completer"
+    outage: OutageLog  # always this database's (not None, as a service's may be)
+
     def __init__(self, rt: Runtime, max_batch: int = 1000) -> None:
+        super().__init__()
         self.rt = rt
         self.max_batch = max_batch
         self.outage = outage_log(rt)  # says an outage in a few lines (worker/outage.py)
@@ -42,11 +47,6 @@ class Completer:
         # heartbeat keeps their leases while a write waits out an outage.
         self._unwritten: set[tuple[int, int]] = set()
         self._cond = threading.Condition()
-        self._thread = threading.Thread(target=self._loop, name="shiftwork-completer", daemon=True)
-        self._stopped = False
-
-    def start(self) -> None:
-        self._thread.start()
 
     def submit(self, outcome: Outcome) -> None:
         with self._cond:
@@ -71,13 +71,15 @@ class Completer:
         return True
 
     def stop(self, timeout: float = 30.0) -> None:
-        if not self._stopped:
-            self._stopped = True
+        """Write what was submitted (up to ``timeout``), then end the thread."""
+        if not self.stopping:
             self.flush(timeout)
-            self._queue.put(None)
-            self._thread.join(timeout)
+        super().stop(timeout)
 
-    def _loop(self) -> None:
+    def interrupt(self) -> None:
+        self._queue.put(None)  # after what was submitted: the thread ends once past it
+
+    def run(self) -> None:
         while True:
             first = self._queue.get()
             if first is None:

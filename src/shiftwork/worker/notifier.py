@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from shiftwork.core.backoff import Retrying
 from shiftwork.core.errors import StorageError
+from shiftwork.core.service import ThreadService
 from shiftwork.store.wakeups import ANY_QUEUE
 
 if TYPE_CHECKING:
@@ -25,26 +26,21 @@ RETRY_FIRST = 0.5  # seconds before opening a listener again; doubles up to RETR
 RETRY_MOST = 10.0
 
 
-class Notifier:
+class Notifier(ThreadService):
     name = "notifier"
 
     def __init__(self, store: Store, wake: Callable[[str], None],
                  outage: OutageLog | None = None) -> None:
+        super().__init__()
         self.store = store
         self.wake = wake
         self.outage = outage  # where a lost database is said (worker/outage.py)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="shiftwork-notifier", daemon=True)
-        self.ready = threading.Event()
-
-    def start(self) -> None:
-        self._thread.start()
+        self.ready = threading.Event()  # listening (or known to have nothing to listen on)
 
     def stop(self, timeout: float = 3.0) -> None:
-        self._stop.set()
-        self._thread.join(timeout)
+        super().stop(timeout)
 
-    def _run(self) -> None:
+    def run(self) -> None:
         retrying = Retrying(RETRY_FIRST, RETRY_MOST)
         while not self._stop.is_set():
             try:

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING
 
 from shiftwork.core.backoff import Retrying
 from shiftwork.core.errors import StorageError
+from shiftwork.core.service import ThreadService
 from shiftwork.flow.claim import claim_flow
 from shiftwork.model.records import ClaimedJob
-from shiftwork.worker.outage import outage_log
+from shiftwork.worker.outage import OutageLog, outage_log
 
 if TYPE_CHECKING:
     from shiftwork.runtime import Runtime
@@ -35,10 +36,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("shiftwork.worker.producer")
 
 
-class Producer:
+class Producer(ThreadService):
+    outage: OutageLog  # always this database's (not None, as a service's may be)
+
     def __init__(self, rt: Runtime, queue: str, concurrency: int, worker_id: str,
                  dispatch: Callable[[ClaimedJob], None],
                  held: Callable[[], list[tuple[int, int]]]) -> None:
+        super().__init__()
+        self.name = f"producer-{queue}"
         self.rt = rt
         self.queue = queue
         self.outage = outage_log(rt)  # says an outage in a few lines (worker/outage.py)
@@ -63,22 +68,12 @@ class Producer:
         self._plan_capacity()
         self._cond = threading.Condition()
         self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"shiftwork-producer-{queue}",
-                                        daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop claiming; running jobs are the worker's business."""
-        self._stop.set()
+    # Stopping a producer stops its claims; running jobs are the worker's business.
+    def interrupt(self) -> None:
         self._wake.set()
         with self._cond:
             self._cond.notify_all()
-
-    def join(self, timeout: float) -> None:
-        self._thread.join(timeout)
 
     def wake(self) -> None:
         self._wake.set()
@@ -112,7 +107,7 @@ class Producer:
         if task not in self._claim_limits:
             self._claim_limits = {**self._claim_limits, task: 0}
 
-    def _loop(self) -> None:
+    def run(self) -> None:
         settings = self.rt.settings
         retrying = Retrying(0.4, 10.0)  # after a failed claim
         unsure = False  # a claim failed: it may have taken jobs we never received

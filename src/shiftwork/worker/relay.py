@@ -69,6 +69,10 @@ class Relay:
         for link in self._links:  # replaced whole, never changed in place
             link.send("wake", payload)
 
+    @property
+    def started(self) -> threading.Event:
+        return self.notifier.started
+
     def start(self) -> None:
         self.notifier.start()
 

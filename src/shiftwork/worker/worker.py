@@ -320,7 +320,7 @@ class Worker:
         how a supervisor recycles a child without handing a job back. Blocks; a stop
         request meanwhile (SIGTERM) ends the wait and the usual shutdown takes over."""
         for producer in self.producers.values():
-            producer.stop()
+            producer.request_stop()
         for producer in self.producers.values():
             producer.join(5.0)  # a claim in flight dispatches its jobs first
         for producer in self.producers.values():
@@ -403,7 +403,7 @@ class Worker:
             self._stop.set()
         self.rt.events.emit("worker.stopping", worker_id=self.id, grace=self.grace)
         for producer in self.producers.values():
-            producer.stop()
+            producer.request_stop()
         for producer in self.producers.values():
             producer.join(5.0)
         self._hand_back_waiting()
