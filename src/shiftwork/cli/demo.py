@@ -11,6 +11,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+
+# Real time, not the runtime's clock: the demo's elapsed time, shown to people.
 import time
 
 import click

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+
+# Real time, not the runtime's clock: progress writes are paced by the job's real work.
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+
+# Real time, not the runtime's clock: a caller's timeout bounds a real wait on an Event.
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING

@@ -13,6 +13,8 @@ import io
 import logging
 import socket
 import threading
+
+# Real time, not the runtime's clock: socket read deadlines.
 import time
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer

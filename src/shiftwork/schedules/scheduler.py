@@ -189,8 +189,10 @@ class Scheduler(Service):
         self.worker_id = worker_id
         self.leader = leader  # this worker's Leader service: duties of others are ignored
         self._term: int | None = None
+        # Readings of the runtime's clock (a FakeClock moves them in tests), as the lease
+        # they stand for is measured on the database's (clock.py).
         self._term_seen = 0.0
-        self._last_housekeeping = 0.0
+        self._last_housekeeping: float | None = None  # None: housekeep on the first pass
         self._any = False  # whether the database holds schedules at all
         self._reconciled = False
 
@@ -215,14 +217,14 @@ class Scheduler(Service):
         if self.leader is not None and self.leader.term != term:
             return  # another worker's Leader on the same App object (in-process tests)
         self._term = term
-        self._term_seen = time.monotonic()
+        self._term_seen = self.rt.clock.monotonic()
 
     @property
     def term(self) -> int | None:
         """The term, while recently confirmed (a paused process finds it stale)."""
         if self._term is None:
             return None
-        if time.monotonic() - self._term_seen > self.rt.settings.leader_ttl * 2 / 3:
+        if self.rt.clock.monotonic() - self._term_seen > self.rt.settings.leader_ttl * 2 / 3:
             return None
         return self._term
 
@@ -234,8 +236,9 @@ class Scheduler(Service):
         term = self.term
         if term is None:
             return
-        now = time.monotonic()
-        housekeeping = now - self._last_housekeeping >= HOUSEKEEPING_INTERVAL
+        now = self.rt.clock.monotonic()
+        housekeeping = (self._last_housekeeping is None
+                        or now - self._last_housekeeping >= HOUSEKEEPING_INTERVAL)
         if housekeeping:
             self._last_housekeeping = now
             # An app without schedules writes nothing; another deploy may add some.
@@ -250,6 +253,7 @@ class Scheduler(Service):
             return
         # A cursor coming due before the next pass: wake at its instant (a burst of
         # schedules due at a cron boundary starts then, not up to an interval later).
+        # (the query's own length, off a real wait: time.monotonic, as the wait is real)
         asked = time.monotonic()
         soon = self.rt.store.schedules_next_fire_in()
         if soon is not None and 0 < soon < self.interval:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+
+# Real time, not the runtime's clock: flush() bounds a real wait on a Condition.
 import time
 from typing import TYPE_CHECKING
 

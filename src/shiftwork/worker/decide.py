@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+
+# Real time, not the runtime's clock: an attempt's duration, measured for events and metrics.
 import time
 from typing import Any
 

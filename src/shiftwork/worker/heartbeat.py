@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+# Real time, not the runtime's clock: compared with Run.started (worker/run.py).
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+
+# Real time, not the runtime's clock: deadlines of a real child process.
 import time
 import traceback
 from dataclasses import replace

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import logging
 import threading
+
+# Real time, not the runtime's clock: claim lengths; idle() bounds a real wait.
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING

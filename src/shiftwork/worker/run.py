@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+
+# Real time, not the runtime's clock: an attempt's duration and timeout (as asyncio's).
 import time
 import traceback
 from collections.abc import Callable

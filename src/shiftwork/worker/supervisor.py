@@ -29,6 +29,8 @@ import logging
 import multiprocessing
 import os
 import signal
+
+# Real time, not the runtime's clock: restarts and kills of real child processes.
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait

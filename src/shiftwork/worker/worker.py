@@ -8,6 +8,8 @@ import os
 import signal
 import socket
 import threading
+
+# Real time, not the runtime's clock: job timeouts and start/stop deadlines bound real waits.
 import time
 import uuid
 from collections.abc import Callable

@@ -8,6 +8,8 @@ import logging
 import os
 import sqlite3
 import threading
+
+# Real time, not the runtime's clock: the busy timeout bounds real sleeps.
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress

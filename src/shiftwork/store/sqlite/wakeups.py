@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+
+# Real time, not the runtime's clock: how often the file is polled.
 import time
 from collections.abc import Iterator
 
