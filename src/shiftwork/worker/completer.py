@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("shiftwork.worker.completer")
 
+#: Seconds of pauses before a batch of outcomes is given up on: what 60 tries doubling from
+#: 0.1 s to 5 s came to, kept as a time now that the pauses are jittered.
+GIVE_UP_AFTER = 276.0
+
 _EVENT = {
     JobState.SUCCEEDED: "job.succeeded",
     JobState.RETRYING: "job.retried",
@@ -105,8 +109,9 @@ class Completer(ThreadService):
     def _write(self, batch: list[Outcome]) -> None:
         store = self.rt.store
         retrying = Retrying(0.1, 5.0)
+        waited = 0.0
         failed = False
-        for _ in range(60):
+        while True:
             tried = self.outage.now()
             try:
                 accepted = store.jobs_complete_many(batch)
@@ -123,11 +128,13 @@ class Completer(ThreadService):
                 # Keep the outcomes: the heartbeat keeps their leases meanwhile. If a lease
                 # lapses anyway, the rescuer takes over and the fence rejects this write.
                 self.outage.failed(exc, f"recording {len(batch)} outcomes", tried)
-                time.sleep(retrying.next_delay())
-        else:
-            log.error("gave up recording %d outcomes; their leases will expire and be rescued",
-                      len(batch))
-            return
+                if waited >= GIVE_UP_AFTER:
+                    log.error("gave up recording %d outcomes; their leases will expire and be "
+                              "rescued", len(batch))
+                    return
+                pause = retrying.next_delay()
+                waited += pause
+                time.sleep(pause)
         stale = [(o.job_id, o.attempt) for o in batch if o.job_id not in accepted]
         if stale:
             log_rejected("completion", stale)
