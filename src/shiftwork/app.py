@@ -33,7 +33,7 @@ from shiftwork.flow.limits import (
 from shiftwork.flow.limits import rate_limit as flow_rate_limit
 from shiftwork.jobs.bulk import BulkResult, bulk_apply
 from shiftwork.jobs.context import JobContext
-from shiftwork.jobs.enqueue import enqueue_requests, enqueue_requests_async
+from shiftwork.jobs.enqueue import Enqueuer, enqueue_requests, enqueue_requests_async
 from shiftwork.jobs.handle import JobHandle
 from shiftwork.jobs.task import EnqueueOptions, JobRequest, Task, TaskOptions
 from shiftwork.jobs.waiting import wait_result, wait_result_async
@@ -48,7 +48,7 @@ from shiftwork.model.records import (
     QueueStats,
 )
 from shiftwork.model.tags import check_tags
-from shiftwork.observe.hooks import Observers
+from shiftwork.observers import Observers
 from shiftwork.registry import QueueOptions
 from shiftwork.runtime import Runtime
 from shiftwork.schedules.book import ScheduleBook
@@ -63,8 +63,7 @@ from shiftwork.schedules.definition import (
 from shiftwork.store import Store
 from shiftwork.store.connections import Connections
 from shiftwork.workflow import Workflow
-from shiftwork.workflow.children import cancel_job
-from shiftwork.workflow.children import install as install_children
+from shiftwork.workflow.children import InternalTask, call_task, cancel_job
 from shiftwork.workflow.events import send_event
 from shiftwork.workflow.runner import workflow_task
 
@@ -117,9 +116,11 @@ class App:
                 pool_size=pool_size, pool_min_size=settings.pool_min_size,
                 pool_max_idle=settings.pool_max_idle, pgbouncer=pgbouncer,
                 listen_dsn=listen_dsn))
+        self._enqueuer = Enqueuer(self.runtime)  # what the App's tasks enqueue on
         registry = self.runtime.registry
-        registry.observers.schedules = registry.schedules  # metrics, health, dashboard
-        registry.observers.health_checks.append(registry.schedules.paused_on_failure)
+        self._schedules = registry.schedules = ScheduleBook(self.runtime)
+        registry.observers.schedules = self._schedules  # metrics, health, dashboard
+        registry.observers.health_checks.append(self._schedules.paused_on_failure)
         # The leader closes dependency edges a crash left open (store/deps.py).
         registry.leader_duties.append(self._sweep_dependencies)
         #: With ``testing="inline"``: every attempt the inline mode ran (a DrainResult).
@@ -175,7 +176,7 @@ class App:
     def schedules(self) -> ScheduleBook:
         """Schedules declared in code (reconciled into the database when a worker starts),
         and the actions people take on schedules: ``app.schedules.pause(name)``..."""
-        return self.runtime.registry.schedules
+        return self._schedules
 
     @property
     def observers(self) -> Observers:
@@ -300,7 +301,7 @@ class App:
             if task_name in self.tasks:
                 raise ConfigurationError(f"task {task_name!r} is registered twice")
             limit = parse_memory_limit(memory_limit, f"task {task_name}")
-            t: Task[Any, Any] = Task(self.runtime, f, task_name,
+            t: Task[Any, Any] = Task(self._enqueuer, f, task_name,
                                      replace(options, memory_limit=limit) if limit else options)
             self.tasks[task_name] = t
             return t
@@ -318,13 +319,20 @@ class App:
         """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks,
         plus ``version`` (recorded per instance; default: a digest of the body's source)."""
         def register(run: Callable[..., Any], **fixed: Any) -> Task[Any, Any]:
-            install_children(self)  # the task that runs wf.call branches
+            self._declare_internal(call_task)  # the task that runs wf.call branches
             return self.task(run, **{**options, **fixed})
 
         retry = options.get("retry")
         if fn is not None:
             return workflow_task(register, fn, version=version, retry=retry)
         return lambda f: workflow_task(register, f, version=version, retry=retry)
+
+    def _declare_internal(self, make: Callable[[Runtime], InternalTask]) -> None:
+        """Declare one of shiftwork's own tasks (once per App): a task like any other,
+        never listed for people and never enqueued by them (Task.internal)."""
+        spec = make(self.runtime)
+        if spec.name not in self.tasks:
+            self.task(name=spec.name, retry=spec.retry)(spec.fn).internal = True
 
     def send_event(self, workflow_id: int, name: str, payload: Any = None, *,
                    key: str | None = None) -> int:

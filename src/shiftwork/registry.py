@@ -8,7 +8,7 @@ the ``on_*`` hooks).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -16,11 +16,11 @@ from shiftwork.core.errors import UnknownTaskError
 from shiftwork.core.names import did_you_mean
 from shiftwork.flow.limits import RateLimit
 from shiftwork.model.records import EmptyRun, EnqueueResult, LateRun
-from shiftwork.observe.hooks import Observers
+from shiftwork.observers import Observers
+from shiftwork.schedules.definition import ScheduleDef
 
 if TYPE_CHECKING:
     from shiftwork.jobs.task import Task
-    from shiftwork.schedules.book import ScheduleBook
     from shiftwork.store.base import Store
 
 #: Called after jobs are committed by an enqueue outside a caller's transaction, with their
@@ -42,11 +42,13 @@ class QueueOptions:
 class Registry:
     """The declarations of one App."""
 
-    def __init__(self, schedules: ScheduleBook) -> None:
+    def __init__(self) -> None:
         self.tasks: dict[str, Task[Any, Any]] = {}
         self.queue_options: dict[str, QueueOptions] = {}
         #: Schedules declared in code, reconciled into the database when a worker starts.
-        self.schedules = schedules
+        #: The App puts its ScheduleBook here (which needs the Runtime, so it is made after
+        #: it); the services only read the definitions, by name.
+        self.schedules: Mapping[str, ScheduleDef] = {}
         self.enqueue_hooks: list[EnqueueHook] = []
         #: Called once per occurrence the dead-man switch finds late (on_schedule_late).
         self.schedule_late_hooks: list[Callable[[LateRun], None]] = []

@@ -12,14 +12,13 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from shiftwork.core.clock import Clock
 from shiftwork.core.events import EventBus
 from shiftwork.core.settings import Settings
 from shiftwork.jobs.waiting import ResultWaiter
 from shiftwork.registry import Registry
-from shiftwork.schedules.book import ScheduleBook
 from shiftwork.store import Store, open_store
 from shiftwork.store.connections import Connections
 from shiftwork.store.schema_check import describe_database, require_migrated
@@ -39,7 +38,7 @@ class Runtime:
         self.auto_migrate = auto_migrate
         self.connections = connections
         self.events = EventBus()
-        self.registry = Registry(ScheduleBook(self))
+        self.registry = Registry()
         self.import_path: str | None = None  # "module:attr", set by the command line
         #: Set by a framework integration (shiftwork.contrib.django): the connection of
         #: the transaction the caller is inside now (None: none), which an enqueue without
@@ -99,7 +98,15 @@ class Runtime:
         await asyncio.to_thread(self._store.close)
 
 
-def runtime_of(owner: Any) -> Runtime:
+class HasRuntime(Protocol):
+    """What holds a Runtime: the App people hold (the public testing tools take it, or
+    the Runtime itself, without naming the App, which stands above them)."""
+
+    @property
+    def runtime(self) -> Runtime: ...
+
+
+def runtime_of(owner: Runtime | HasRuntime) -> Runtime:
     """The Runtime of an App (the public testing tools take the App people hold), or
     ``owner`` itself when it is one."""
     return owner if isinstance(owner, Runtime) else owner.runtime

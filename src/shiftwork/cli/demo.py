@@ -44,13 +44,12 @@ def run_demo(db: str | None, n_jobs: int) -> None:
     # The demo's App and its tasks are made when shiftwork.cli.demo_app is imported, from this
     # variable: set it first, so every task enqueues into this file (never the default one).
     os.environ["SHIFTWORK_DEMO_DB"] = path
-    from shiftwork.cli import demo_app as shop
-    if os.path.abspath(shop.DB) != path:
-        raise click.UsageError(f"the demo app is already bound to {shop.DB}, not {path}")
+    from shiftwork.cli.demo_app import DB, app, enqueue_burst
+    if os.path.abspath(DB) != path:
+        raise click.UsageError(f"the demo app is already bound to {DB}, not {path}")
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
-    app = shop.app
     console.print(f"[bold]shiftwork demo[/bold] on SQLite file {path}")
     app.migrate()
     # The workers write to a log file, not the terminal: their lines would interleave
@@ -66,7 +65,7 @@ def run_demo(db: str | None, n_jobs: int) -> None:
     console.print(f"2 worker processes started (pids {', '.join(str(w.pid) for w in workers)}"
                   f"; their log: {log_path}); enqueueing {n_jobs} jobs...", highlight=False)
     try:  # whatever happens from here on, the workers are stopped
-        shop.enqueue_burst(n_jobs)
+        enqueue_burst(n_jobs)
         # transient: the live table goes when it is done, and the final one takes its
         # place (it was left on screen, so the table showed twice).
         with Live(console=console, refresh_per_second=4, transient=True) as live:

@@ -12,18 +12,62 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from shiftwork.core.errors import DependencyError
+from shiftwork.jobs.sessions import enqueue_in_async_session, session_connection
 from shiftwork.model.new_job import NewJob
 from shiftwork.model.records import EnqueueResult
 from shiftwork.observe.tracing import enqueue_span, recording
 
 if TYPE_CHECKING:
+    from shiftwork.core.clock import Clock
+    from shiftwork.core.settings import Settings
     from shiftwork.jobs.task import JobRequest
+    from shiftwork.jobs.waiting import ResultWaiter
     from shiftwork.runtime import Runtime
 
 Write = Callable[[list[NewJob], Any], list[EnqueueResult]]
+
+
+class Enqueuer:
+    """A Runtime seen through this pipeline: what the App's tasks enqueue on
+    (:class:`~shiftwork.jobs.task.TaskHost`)."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+
+    @property
+    def settings(self) -> Settings:
+        return self.rt.settings
+
+    @property
+    def clock(self) -> Clock:
+        return self.rt.clock
+
+    @property
+    def results(self) -> ResultWaiter:
+        return self.rt.results
+
+    def submit(self, requests: list[JobRequest], conn: Any = None, session: Any = None
+               ) -> list[EnqueueResult]:
+        """Enqueue ``requests`` (in ``conn``'s or a SQLAlchemy ``session``'s transaction)."""
+        if session is not None:
+            conn = session_connection(session)
+        return enqueue_requests(self.rt, requests, conn=conn)
+
+    async def submit_async(self, requests: list[JobRequest], conn: Any = None,
+                           session: Any = None) -> list[EnqueueResult]:
+        if session is not None:
+            return await enqueue_in_async_session(
+                session, partial(enqueue_requests_async, self.rt, requests),
+                partial(enqueue_requests, self.rt, requests))
+        return await enqueue_requests_async(self.rt, requests, conn=conn)
+
+    def submit_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
+                      ) -> list[EnqueueResult]:
+        return insert_stream(self.rt, count, rows, conn)
 
 
 def _with_dependencies(rows: list[NewJob]) -> bool:

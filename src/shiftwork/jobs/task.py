@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
 from shiftwork.core.backoff import DEFAULT_BACKOFF, Backoff
 from shiftwork.core.bounds import MAX_ATTEMPTS, instant, later, seconds, whole
@@ -22,20 +22,48 @@ from shiftwork.core.memory import MEMORY_META_KEY, parse_memory_limit
 from shiftwork.core.names import check_queue, check_task_name
 from shiftwork.core.payload import check_text, encode_args, encode_json, unique_digest
 from shiftwork.flow.limits import GROUP_META_KEY, GroupBy, RateLimit, check_group, positive_int
-from shiftwork.jobs.enqueue import enqueue_requests, enqueue_requests_async, insert_stream
 from shiftwork.jobs.handle import JobHandle, check_on_failure, dependency_ids
 from shiftwork.model.new_job import NewJob
 from shiftwork.model.records import EnqueueResult
 from shiftwork.model.tags import TAGS_META_KEY, merged_tags
 
 if TYPE_CHECKING:
-    from shiftwork.runtime import Runtime
+    from shiftwork.core.clock import Clock
+    from shiftwork.core.settings import Settings
+    from shiftwork.jobs.waiting import ResultWaiter
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
 PRIORITY_MIN, PRIORITY_MAX = -100, 100
+
+
+class TaskHost(Protocol):
+    """What a task enqueues on: the App's Runtime behind the one insert pipeline
+    (:class:`shiftwork.jobs.enqueue.Enqueuer`).
+
+    A Protocol, not the Runtime: the Runtime's Registry holds tasks, so a task that
+    named the Runtime (or the pipeline, which takes it) would import what imports it.
+    """
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def results(self) -> ResultWaiter: ...
+
+    def submit(self, requests: list[JobRequest], conn: Any = None, session: Any = None
+               ) -> list[EnqueueResult]: ...
+
+    async def submit_async(self, requests: list[JobRequest], conn: Any = None,
+                           session: Any = None) -> list[EnqueueResult]: ...
+
+    def submit_stream(self, count: int, rows: Iterable[NewJob], conn: Any = None
+                      ) -> list[EnqueueResult]: ...
 
 
 @dataclass(frozen=True)
@@ -98,9 +126,9 @@ def _takes_context(fn: Callable[..., Any]) -> bool:
 class Task(Generic[P, R]):
     """A function registered on an :class:`~shiftwork.App`."""
 
-    def __init__(self, runtime: Runtime, fn: Callable[..., Any], name: str,
+    def __init__(self, host: TaskHost, fn: Callable[..., Any], name: str,
                  options: TaskOptions) -> None:
-        self.runtime = runtime  # what the task enqueues on
+        self.host = host  # what the task enqueues on
         self.fn = fn
         self.name = check_task_name(name)
         self.options = options
@@ -191,14 +219,14 @@ class Task(Generic[P, R]):
             # The bulk path: the task's own options, so each job is only its arguments;
             # each is validated as the store streams it (a bad one aborts them all).
             calls = calls if isinstance(calls, (list, tuple)) else list(calls)
-            return insert_stream(self.runtime, len(calls), map(self._build_plain, calls), conn)
+            return self.host.submit_stream(len(calls), map(self._build_plain, calls), conn)
         requests = [
             JobRequest(self, (), dict(c), _NO_OPTIONS)
             if isinstance(c, dict)
             else JobRequest(self, tuple(c), {}, _NO_OPTIONS)
             for c in calls
         ]
-        return enqueue_requests(self.runtime, requests, conn=conn)
+        return self.host.submit(requests, conn=conn)
 
     # -- validation ----------------------------------------------------------
 
@@ -225,7 +253,7 @@ class Task(Generic[P, R]):
         o = self.options
         return NewJob(self.name, o.queue,
                       encode_args(self.name, args, kwargs,
-                                  self.runtime.settings.limit("max_args_bytes"), self._param_names),
+                                  self.host.settings.limit("max_args_bytes"), self._param_names),
                       o.priority, o.max_attempts, None, None, o.timeout, self._plain_meta)
 
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
@@ -247,7 +275,7 @@ class Task(Generic[P, R]):
                 raise PayloadError(
                     f"{self.name}: arguments do not match {self._signature}: {exc}") from None
         args_json = encode_args(self.name, args, kwargs,
-                                self.runtime.settings.limit("max_args_bytes"), self._param_names)
+                                self.host.settings.limit("max_args_bytes"), self._param_names)
         queue = check_queue(opts.queue) if opts.queue is not None else self.options.queue
         priority = _check_priority(opts.priority, f"{self.name}: priority") \
             if opts.priority is not None else self.options.priority
@@ -256,11 +284,11 @@ class Task(Generic[P, R]):
         if opts.delay is not None:
             delay = seconds(opts.delay, f"{self.name}: delay")
             if delay > 0:
-                run_at = later(now or self.runtime.clock.now(), delay)
+                run_at = later(now or self.host.clock.now(), delay)
         unique_key: str | None = None
         if opts.key is not None:
             unique_key = check_text(f"{self.name}:{opts.key}", f"{self.name}: unique key",
-                                    self.runtime.settings.limit("max_unique_key_bytes"))
+                                    self.host.settings.limit("max_unique_key_bytes"))
         elif self.options.unique:
             bound.apply_defaults()
             unique = self.options.unique
@@ -293,7 +321,7 @@ class Task(Generic[P, R]):
             max_attempts=max_attempts, run_at=run_at, unique_key=unique_key,
             timeout=self.options.timeout,
             meta_json=encode_json(meta, f"{self.name}: meta",
-                                  self.runtime.settings.limit("max_args_bytes"))
+                                  self.host.settings.limit("max_args_bytes"))
             if meta else "{}",
             after=after, on_failure=check_on_failure(opts.on_failure),
         )
@@ -345,21 +373,14 @@ class JobRequest:
     options: EnqueueOptions
 
     def enqueue(self) -> JobHandle[Any]:
-        conn = self.options.conn
-        if self.options.session is not None:
-            if conn is not None:
-                raise ConfigurationError("using(): give conn= or session=, not both")
-            from shiftwork.contrib.sqlalchemy import session_connection
-            conn = session_connection(self.options.session)
-        rt = self.task.runtime
-        result = enqueue_requests(rt, [self], conn=conn)[0]
-        return JobHandle(result.id, result.created, rt.results)
+        if self.options.session is not None and self.options.conn is not None:
+            raise ConfigurationError("using(): give conn= or session=, not both")
+        host = self.task.host
+        result = host.submit([self], conn=self.options.conn, session=self.options.session)[0]
+        return JobHandle(result.id, result.created, host.results)
 
     async def enqueue_async(self) -> JobHandle[Any]:
-        rt = self.task.runtime
-        if self.options.session is not None:
-            from shiftwork.contrib.sqlalchemy import enqueue_in_async_session
-            result = (await enqueue_in_async_session(rt, [self], self.options.session))[0]
-        else:
-            result = (await enqueue_requests_async(rt, [self], conn=self.options.conn))[0]
-        return JobHandle(result.id, result.created, rt.results)
+        host = self.task.host
+        result = (await host.submit_async([self], conn=self.options.conn,
+                                          session=self.options.session))[0]
+        return JobHandle(result.id, result.created, host.results)

@@ -350,6 +350,11 @@ class EffectRecord:
     expires_at: datetime
 
 
+#: How long per-minute counts (QueueMinute, TaskMinute) are kept, in seconds: the
+#: recorder writes them (observe/worker.py), the pruner deletes them after this.
+MINUTES_KEPT = 24 * 3600.0
+
+
 @dataclass(frozen=True)
 class QueueMinute:
     """How many jobs of one queue finished, and how, in one minute (UTC)."""

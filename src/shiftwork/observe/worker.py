@@ -18,8 +18,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("shiftwork.observe")
 
-#: How long per-minute counts are kept.
-MINUTES_KEPT = 24 * 3600.0
 _FIELD = {"job.succeeded": 0, "job.retried": 1, "job.dead": 2, "job.cancelled": 3}
 _TASK_FIELD = (0, 2, 3, 4)  # where each outcome counts in a task's list (1 is items)
 

@@ -17,7 +17,7 @@ from shiftwork.core.errors import ConfigurationError
 from shiftwork.core.settings import Settings
 from shiftwork.jobs.enqueue import insert_rows
 from shiftwork.model.records import ScheduleInfo
-from shiftwork.observe.hooks import Problem, ScheduleStatus
+from shiftwork.model.visibility import Problem, ScheduleStatus
 from shiftwork.schedules.definition import (
     Catchup,
     Decision,

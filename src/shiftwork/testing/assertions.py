@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shiftwork.jobs.enqueue import Enqueuer
 from shiftwork.jobs.task import Task
 from shiftwork.model.records import Job
 from shiftwork.testing.drain import enqueued
@@ -18,9 +19,9 @@ def assert_enqueued(task: Task[Any, Any], args: list[Any] | tuple[Any, ...] | No
     >>> signup(user_id=7)
     >>> assert_enqueued(send_welcome, args=[7])
     """
-    if not isinstance(task, Task):
+    if not isinstance(task, Task) or not isinstance(task.host, Enqueuer):
         raise TypeError(f"{task!r} is not a task registered on a shiftwork App")
-    waiting = enqueued(task.runtime, task, queue=queue)
+    waiting = enqueued(task.host.rt, task, queue=queue)
     matching = [j for j in waiting
                 if (args is None or j.args == list(args))
                 and (kwargs is None or j.kwargs == kwargs)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shiftwork.composition.compose import with_input
 from shiftwork.core.states import WAITING, JobState
@@ -12,12 +12,9 @@ from shiftwork.flow.claim import claim_flow
 from shiftwork.jobs.task import Task
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import ClaimedJob, Job
-from shiftwork.runtime import Runtime, runtime_of
+from shiftwork.runtime import HasRuntime, Runtime, runtime_of
 from shiftwork.worker.executor import Executor
 from shiftwork.worker.run import Run
-
-if TYPE_CHECKING:
-    from shiftwork.app import App  # the public tools take the App people hold
 
 INLINE_WORKER = "inline"  # the worker id of jobs run by drain and the inline mode
 INLINE_LEASE = 3600.0
@@ -46,7 +43,7 @@ class DrainResult:
         setattr(self, name, getattr(self, name) + 1)
 
 
-def drain(app: App | Runtime, queues: list[str] | None = None, max_jobs: int = 10_000
+def drain(app: HasRuntime | Runtime, queues: list[str] | None = None, max_jobs: int = 10_000
           ) -> DrainResult:
     """Run every due job of ``queues`` (default: all the app's queues) in this thread.
 
@@ -99,7 +96,7 @@ def run_attempt(rt: Runtime, executor: Executor, job: ClaimedJob) -> list[Outcom
     return done
 
 
-def enqueued(app: App | Runtime, task: Task[Any, Any] | str | None = None,
+def enqueued(app: HasRuntime | Runtime, task: Task[Any, Any] | str | None = None,
              queue: str | None = None) -> list[Job]:
     """Jobs waiting to run (oldest first), optionally of one task or queue."""
     name = task.name if isinstance(task, Task) else task
@@ -107,7 +104,7 @@ def enqueued(app: App | Runtime, task: Task[Any, Any] | str | None = None,
     return sorted((j for j in jobs if j.state in WAITING), key=lambda j: j.id)
 
 
-def job_states(app: App | Runtime) -> dict[JobState, int]:
+def job_states(app: HasRuntime | Runtime) -> dict[JobState, int]:
     """How many jobs are in each state (for assertions in tests)."""
     counts: dict[JobState, int] = {}
     for job in runtime_of(app).store.jobs_list(state=None, queue=None, task=None,

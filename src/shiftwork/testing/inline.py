@@ -16,20 +16,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from shiftwork.core.states import JobState
 from shiftwork.model.records import EnqueueResult
-from shiftwork.runtime import Runtime, runtime_of
+from shiftwork.runtime import HasRuntime, Runtime, runtime_of
 from shiftwork.testing.drain import DrainResult, app_queues, claim_due, run_attempt
 from shiftwork.worker.executor import Executor
 
-if TYPE_CHECKING:
-    from shiftwork.app import App  # inline() takes the App people hold
-
 
 @contextmanager
-def inline(app: App | Runtime) -> Iterator[DrainResult]:
+def inline(app: HasRuntime | Runtime) -> Iterator[DrainResult]:
     """Run every job ``app`` enqueues inside the block at once, in this thread.
 
     >>> with inline(app) as ran:

@@ -24,7 +24,7 @@ import traceback
 from dataclasses import replace
 from datetime import datetime
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shiftwork.core.control import RetryIn, Snooze
 from shiftwork.core.errors import (
@@ -38,13 +38,11 @@ from shiftwork.core.memory import exceeded_message
 from shiftwork.core.payload import encode_json, storable_text
 from shiftwork.core.states import JobState
 from shiftwork.model.outcome import Outcome
-from shiftwork.worker import decide as outcomes
-from shiftwork.worker import rss
+from shiftwork.runtime import Runtime
 from shiftwork.worker.decide import Decide
+from shiftwork.worker.decide import outcome as decided
+from shiftwork.worker.rss import can_sample, limit_data_segment, own_peak, sample
 from shiftwork.worker.run import Run
-
-if TYPE_CHECKING:
-    from shiftwork.runtime import Runtime
 
 _SPAWN = multiprocessing.get_context("spawn")
 
@@ -56,7 +54,7 @@ WATCH_INTERVAL = 0.05
 def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Connection,
                 memory_limit: int | None = None) -> None:
     if memory_limit is not None:  # first, so the app's import counts too
-        rss.limit_data_segment(memory_limit)
+        limit_data_segment(memory_limit)
     _run_child(import_path, task_name, job, _Reporter(conn), memory_limit)
 
 
@@ -68,7 +66,7 @@ class _Reporter:
         self.conn = conn
 
     def send(self, report: tuple[Any, ...]) -> None:
-        self.conn.send((*report, rss.own_peak()))
+        self.conn.send((*report, own_peak()))
 
     def close(self) -> None:
         self.conn.close()
@@ -78,12 +76,15 @@ def _run_child(import_path: str, task_name: str, job: dict[str, Any], conn: _Rep
                memory_limit: int | None) -> None:
     from shiftwork.jobs.context import JobContext
     from shiftwork.observe.tracing import execution_span
-    from shiftwork.worker.loader import load_app
+    from shiftwork.worker.importer import import_attribute
 
-    rt = None
+    rt: Runtime | None = None
     ctx = None
     try:
-        rt = load_app(import_path).runtime  # the child's own App: what the job runs on
+        # The child's own App (its Runtime: what the job runs on); looked for by what it
+        # holds, as the App stands above the worker's internals.
+        rt = import_attribute(import_path, _holds_runtime).runtime
+        rt.import_path = import_path
         task = rt.registry.get_task(task_name)
         args = list(job["args"])
         if task.takes_context:
@@ -116,6 +117,10 @@ def _run_child(import_path: str, task_name: str, job: dict[str, Any], conn: _Rep
         _send_error(conn, rt, task_name, job, exc)
     finally:
         conn.close()
+
+
+def _holds_runtime(value: object) -> bool:
+    return isinstance(getattr(value, "runtime", None), Runtime)
 
 
 def _send_error(conn: _Reporter, rt: Runtime | None, task_name: str, job: dict[str, Any],
@@ -156,7 +161,7 @@ def run_in_process(decide: Decide, import_path: str, run: Run) -> None:
     timeout = run.deadline - time.monotonic() if run.deadline is not None else None
     report = None
     peak = 0  # the child's peak resident size: sampled here, and reported by the child
-    watched = limit is not None and proc.pid is not None and rss.can_sample()
+    watched = limit is not None and proc.pid is not None and can_sample()
     over = False  # the watch saw it past its ceiling
     # Wait for a report, a timeout, a cancel request, the ceiling, or the child dying.
     deadline = time.monotonic() + timeout if timeout is not None else None
@@ -165,7 +170,7 @@ def run_in_process(decide: Decide, import_path: str, run: Run) -> None:
         if run.ctx.cancelled or run.finished:
             break
         if watched:
-            seen = rss.sample(proc.pid)  # type: ignore[arg-type]
+            seen = sample(proc.pid)  # type: ignore[arg-type]
             if seen is not None:
                 peak = max(peak, seen[1])
                 if limit is not None and seen[0] > limit:
@@ -191,7 +196,7 @@ def run_in_process(decide: Decide, import_path: str, run: Run) -> None:
             job.id, limit or 0, peak or None, refused=not over)), kind="memory_limit")
     elif report is not None and report[0] == "ok":
         run.ctx.items = report[2]  # what the child's ctx.processed counted
-        outcome = outcomes.outcome(run, JobState.SUCCEEDED, result_json=report[1])
+        outcome = decided(run, JobState.SUCCEEDED, result_json=report[1])
     elif report is not None and report[0] == "cancelled":
         run.ctx._request_cancel()
         outcome = decide.error(run, JobCancelled(report[1]))

@@ -28,10 +28,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from shiftwork.core.backoff import DEFAULT_BACKOFF
+from shiftwork.core.backoff import DEFAULT_BACKOFF, Backoff
 from shiftwork.core.errors import JobCancelled, ShiftworkError
 from shiftwork.core.payload import encode_json
 from shiftwork.core.states import JobState, StepStatus
@@ -45,7 +46,6 @@ from shiftwork.workflow.replay import digest
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from shiftwork.app import App  # install() declares a task on it
     from shiftwork.core.payload import Limit
     from shiftwork.jobs.context import JobContext
     from shiftwork.model.outcome import Outcome
@@ -283,18 +283,24 @@ def _send(rt: Runtime, workflow: int, event: str, payload: dict[str, Any], of: A
                                   join=(event.rsplit("/", 1)[0] + "/", of))
 
 
-def install(app: App) -> None:
-    """Register the internal task that finishes ``wf.call`` jobs enqueued by a release
-    before 0.x ran calls as jobs of their own task (once per App).
+@dataclass(frozen=True)
+class InternalTask:
+    """A task shiftwork declares for itself: what the App registers, then marks internal."""
+
+    name: str
+    fn: Callable[..., Any]
+    retry: Backoff
+
+
+def call_task(rt: Runtime) -> InternalTask:
+    """The internal task that finishes ``wf.call`` jobs enqueued by a release before 0.x
+    ran calls as jobs of their own task (the App declares it once).
 
     Such a job only hands off: it checks that a workflow's waiting step enqueued it, then
     enqueues the call as a job of the target task (its queue, limits and caps apply),
     carrying the same parent, which reports when it ends. The task is internal: never
     listed for people, and no enqueue or schedule of it is accepted (Task.build).
     """
-    rt = app.runtime
-    if CALL_TASK in rt.registry.tasks:
-        return
 
     def workflow_call(ctx: JobContext, task: str, args: list[Any],
                       kwargs: dict[str, Any]) -> None:
@@ -313,10 +319,8 @@ def install(app: App) -> None:
                 tuple(args), dict(kwargs), EnqueueOptions(meta=dict(ctx.meta)),
                 rt.clock.now())], tx.conn)[0].id))
 
-    # Declared on the App: a task like any other, registered once.
-    call = app.task(name=CALL_TASK,
-                    retry=replace(DEFAULT_BACKOFF, non_retryable=(CallFailed,)))(workflow_call)
-    call.internal = True
+    return InternalTask(CALL_TASK, workflow_call,
+                        replace(DEFAULT_BACKOFF, non_retryable=(CallFailed,)))
 
 
 class CallFailed(ShiftworkError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from shiftwork.observe.worker import MINUTES_KEPT
+from shiftwork.model.records import MINUTES_KEPT
 
 if TYPE_CHECKING:
     from shiftwork.runtime import Runtime
