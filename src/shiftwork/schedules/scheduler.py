@@ -26,16 +26,17 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from shiftwork.core.errors import StorageError
 from shiftwork.core.service import Service
 from shiftwork.jobs.enqueue import insert_rows
 from shiftwork.model.items import ItemsCheck, RunFigures, judge_items
-from shiftwork.model.records import Applied
+from shiftwork.model.records import Applied, EmptyRun, LateRun
 from shiftwork.schedules.book import on_time_grace, report
 from shiftwork.schedules.definition import Plan, RunStatus, ScheduleDef, Snapshot, iso_z, plan_tick
 from shiftwork.store.schedules import NotLeader, Planner
@@ -147,13 +148,18 @@ def run_pass(rt: Runtime, owner: str, term: int, housekeeping: bool = True) -> i
             rt.events.emit("schedule.late", schedule=late.schedule,
                             fire_at=iso_z(late.fire_at), status=late.status.value,
                             job_id=late.job_id, within=late.expect_success_within)
-            for hook in list(rt.registry.schedule_late_hooks):
-                try:
-                    hook(late)
-                except Exception:
-                    log.exception("on_schedule_late hook failed for %s at %s", late.schedule,
-                                  iso_z(late.fire_at))
+            _call_hooks(rt.registry.schedule_late_hooks, late, "on_schedule_late")
     return count
+
+
+def _call_hooks(hooks: list[Callable[[Any], None]], run: LateRun | EmptyRun, what: str) -> None:
+    """Hand an occurrence found late or empty to each user hook; one failing hook is
+    logged and does not keep the others from hearing of it."""
+    for hook in list(hooks):
+        try:
+            hook(run)
+        except Exception:
+            log.exception("%s hook failed for %s at %s", what, run.schedule, iso_z(run.fire_at))
 
 
 def check_items(rt: Runtime, owner: str, term: int) -> None:
@@ -169,12 +175,7 @@ def check_items(rt: Runtime, owner: str, term: int) -> None:
         rt.events.emit("schedule.empty", schedule=empty.schedule,
                         fire_at=iso_z(empty.fire_at), job_id=empty.job_id, items=empty.items,
                         expect_items=empty.expect_items, reason=empty.reason)
-        for hook in list(rt.registry.schedule_empty_hooks):
-            try:
-                hook(empty)
-            except Exception:
-                log.exception("on_schedule_empty hook failed for %s at %s", empty.schedule,
-                              iso_z(empty.fire_at))
+        _call_hooks(rt.registry.schedule_empty_hooks, empty, "on_schedule_empty")
 
 
 class Scheduler(Service):
