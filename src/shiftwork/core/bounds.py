@@ -26,6 +26,9 @@ MAX_ATTEMPTS = 1_000_000
 #: Most items one run may report (``ctx.processed``) or a schedule or task expect
 #: (``expect_items``): a 64-bit column, and exact as a JSON number.
 MAX_ITEMS = 10**15
+#: The largest job, group or workflow id: ids are PostgreSQL bigints. A larger one in a URL
+#: or a filter is refused (or found absent) before it reaches a statement.
+MAX_ID = 2**63 - 1
 #: Most rows one listing returns (``app.list_jobs``, the command line's ``--limit``).
 MAX_LIST = 1_000_000
 

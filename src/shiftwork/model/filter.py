@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
+from shiftwork.core.bounds import MAX_ID
 from shiftwork.core.errors import ConfigurationError
 from shiftwork.core.names import check_queue
 from shiftwork.core.states import JobState
@@ -24,7 +25,6 @@ FINISHED_STATES = (JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED)
 #: What `queues`, `top` and the dashboard count as "waiting": due and not yet claimed.
 WAITING = "waiting"
 _MAX_TEXT = 200
-_MAX_ID = 2**63 - 1
 
 
 class FilterError(ConfigurationError):
@@ -118,7 +118,7 @@ def parse_filter(given: Mapping[str, Any]) -> JobFilter:
             raise FilterError(str(exc)) from None
     job_id = text("id")
     if job_id is not None and not (job_id.isascii() and job_id.isdigit()
-                                   and 0 < int(job_id) <= _MAX_ID):
+                                   and 0 < int(job_id) <= MAX_ID):
         raise FilterError(f"filter id must be a job number, got {job_id!r}")
     return JobFilter(states=tuple(states), queue=queue, task=text("task"),
                      error=text("error"), created_from=_time(text("created_from"),

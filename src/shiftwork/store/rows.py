@@ -7,6 +7,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from shiftwork.core.bounds import MAX_ID
 from shiftwork.core.errors import ShiftworkError
 from shiftwork.core.states import TRANSITIONS, JobState
 from shiftwork.model.records import Job, QueueStats
@@ -58,7 +59,7 @@ def from_ts(value: float | None) -> datetime | None:
 
 
 #: A keyset page's bound before the first page: above every id (a bigint).
-FIRST_PAGE = 2**63 - 1
+FIRST_PAGE = MAX_ID
 _LAST = datetime(9999, 1, 1, tzinfo=UTC)
 _FIRST = datetime(1970, 1, 1, tzinfo=UTC)
 

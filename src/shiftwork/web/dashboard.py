@@ -22,6 +22,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from shiftwork.core.bounds import MAX_ID
 from shiftwork.core.errors import ConfigurationError, JobNotFoundError, ShiftworkError
 from shiftwork.core.memory import format_size
 from shiftwork.core.names import check_queue, schedule_name, schedule_ref
@@ -63,7 +64,6 @@ SECURITY_HEADERS = {
 #: Sent only over https (a browser ignores it on http): stay on https for a year.
 HSTS = "max-age=31536000"
 _FORM = "shiftwork.form"
-_MAX_JOB_ID = 2**63 - 1
 #: Notices the dashboard shows come back signed from its own redirects (``?msg=&sig=``).
 _NOTICE = "notice"
 
@@ -442,7 +442,7 @@ class Dashboard:
                          task_names=self.app.task_names())
 
     async def job(self, request: Request) -> Response:
-        if request.path_params["job_id"] > _MAX_JOB_ID:
+        if request.path_params["job_id"] > MAX_ID:
             return self.page(request, "error.html", status=404, error="no such job")
         try:
             job = await run_in_threadpool(self.app.get_job, request.path_params["job_id"])
@@ -468,7 +468,7 @@ class Dashboard:
 
     async def group(self, request: Request) -> Response:
         group_id = request.path_params["group_id"]
-        if group_id > _MAX_JOB_ID:
+        if group_id > MAX_ID:
             return self.page(request, "error.html", status=404, error="no such group")
         try:
             info = await run_in_threadpool(self.app.store.groups_get, group_id)
@@ -486,7 +486,7 @@ class Dashboard:
     async def job_action(self, request: Request) -> Response:
         job_id: int = request.path_params["job_id"]
         action = request.path_params["action"]
-        if job_id > _MAX_JOB_ID:
+        if job_id > MAX_ID:
             return PlainTextResponse("no such job", status_code=404)
         to = f"/jobs/{job_id}"
         try:
@@ -515,7 +515,7 @@ class Dashboard:
             ids = sorted({int(str(v)) for v in form.getlist("ids")})
         except ValueError:
             return PlainTextResponse("ids must be job numbers", status_code=400)
-        if any(not 0 < i <= _MAX_JOB_ID for i in ids) or len(ids) > 1000:
+        if any(not 0 < i <= MAX_ID for i in ids) or len(ids) > 1000:
             return PlainTextResponse("ids must be at most 1000 job numbers", status_code=400)
         if not ids:
             return self.back(request, "/dead", "select some dead jobs first")

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from shiftwork.core.bounds import MAX_ID
 from shiftwork.core.errors import ConfigurationError, JobNotFoundError, ShiftworkError
 from shiftwork.core.names import schedule_name, schedule_ref
 from shiftwork.core.states import FINAL, JobState, WorkflowStatus
@@ -26,7 +27,6 @@ from shiftwork.web.workflow_view import duration, line_waiting_for, live_view
 
 PAGE = 50
 #: The largest job id (a bigint); a larger number names no job.
-MAX_ID = 2**63 - 1
 STATUSES = [s.value for s in WorkflowStatus if s is not WorkflowStatus.PENDING]
 #: Shown per workflow page: its newest events.
 EVENTS = 100

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from shiftwork.core.bounds import MAX_ID
 from shiftwork.core.states import JobState
 from shiftwork.jobs.bulk import ACTIONS, bulk_apply, bulk_filter
 from shiftwork.model.filter import (
@@ -187,7 +188,7 @@ class JobsPages:
 def _after(value: str | None) -> int | None:
     if not value:
         return None
-    if not (value.isascii() and value.isdigit() and 0 < int(value) < 2**63):
+    if not (value.isascii() and value.isdigit() and 0 < int(value) <= MAX_ID):
         raise FilterError(f"after must be a job number (the last one of a page), got {value!r}")
     return int(value)
 
