@@ -4,6 +4,7 @@ leader from the workers' counts and the finished jobs (both engines, a fake cloc
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -12,6 +13,7 @@ import pytest
 
 from shiftwork import App, Backoff
 from shiftwork.core.clock import FakeClock
+from shiftwork.core.errors import ConfigurationError
 from shiftwork.model.records import HistoryBucket
 from shiftwork.observe.rollup import BUCKET, GRACE, HistoryRollup
 
@@ -167,8 +169,12 @@ def test_history_is_pruned_past_its_retention(make_app: Callable[..., App],
     assert app.history(hours=24) == []
 
 
-def test_history_takes_a_queue_or_a_task(app: App) -> None:
-    with pytest.raises(ValueError, match="per queue or per task"):
-        app.history(queue="a", task="b")
-    with pytest.raises(ValueError, match="hours"):
-        app.history(hours=0)
+@pytest.mark.parametrize("bad", [0, -1, math.nan, math.inf, 24 * 367])
+def test_history_refuses_hours_it_cannot_mean(app: App, bad: float) -> None:
+    with pytest.raises(ConfigurationError, match=r"history: hours must be > 0"):
+        app.history(hours=bad)
+
+
+def test_history_is_per_queue_or_per_task_not_both(app: App) -> None:
+    with pytest.raises(ConfigurationError, match="per queue or per task"):
+        app.history(queue="default", task="work")

@@ -620,9 +620,10 @@ class App:
         one queue's, one task's, or (neither given) every queue's and task's; written by
         the leader (observe/rollup.py) and kept ``Settings.history_retention``."""
         if queue is not None and task is not None:
-            raise ValueError("history is kept per queue or per task: give one of them")
-        if not 0 < hours <= 24 * 366:
-            raise ValueError(f"hours must be > 0 (at most a year), got {hours!r}")
+            raise ConfigurationError("history is kept per queue or per task: give one of them")
+        if not 0 < hours <= 24 * 366:  # (NaN fails this too)
+            raise ConfigurationError(f"history: hours must be > 0 and at most a year, "
+                                     f"not {hours!r}")
         since = self.clock.now() - timedelta(hours=hours)
         if queue is not None:
             return self.store.history_list(since, queue=queue, task="")
