@@ -11,6 +11,7 @@ late writes are rejected by the attempt fence.
 from __future__ import annotations
 
 import signal
+import sqlite3
 import threading
 import time
 from collections import defaultdict
@@ -32,6 +33,32 @@ def _stopped(pid: int) -> bool:
     return fields[0] == "T"
 
 
+def _write_lock_held(dsn: str) -> bool:
+    """Whether some connection holds the database's write lock (a BEGIN IMMEDIATE that
+    does not wait fails)."""
+    path = dsn.removeprefix("sqlite:///").removeprefix("sqlite://")
+    probe = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        probe.execute("BEGIN IMMEDIATE")
+        probe.execute("ROLLBACK")
+        return False
+    except sqlite3.OperationalError as e:
+        if "locked" not in str(e):
+            raise
+        return True
+    finally:
+        probe.close()
+
+
+def _held_for(dsn: str, seconds: float) -> bool:
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        if not _write_lock_held(dsn):
+            return False
+        time.sleep(0.02)
+    return True
+
+
 @pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
 def test_a_frozen_writer_stalls_writers_and_loses_nothing(
         rec_app: Any, db: dict[str, str], engine: str, capsys: pytest.CaptureFixture[str]
@@ -45,6 +72,10 @@ def test_a_frozen_writer_stalls_writers_and_loses_nothing(
         wait_for(lambda: states(app)["succeeded"] >= 20, timeout=60, what="work flowing")
         rec_app.freeze_in_write.enqueue(7)
         wait_for(lambda: _stopped(frozen.pid), timeout=20, what="the worker froze in its write")
+        # Stopped is not yet proof of the lock: wait until the lock is seen held for a
+        # while (the other worker holds it only for milliseconds at a time).
+        wait_for(lambda: _held_for(db["dsn"], 0.3), timeout=10,
+                 what="the frozen worker holds the write lock")
         frozen_at = time.monotonic()
         # A writer now waits for the lock: time an enqueue from here while the other
         # worker's claims and completions wait too.
