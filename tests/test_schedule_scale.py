@@ -11,6 +11,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import psycopg
@@ -288,10 +289,9 @@ def test_the_leader_wakes_at_the_next_cursor(sapp: App, clock: FakeClock) -> Non
     reconcile(sapp.runtime)
     assert sapp.store.schedules_next_fire_in() == 60.0
     clock.set(T0 + timedelta(seconds=59.9))
-    service = Scheduler(sapp.runtime, "test-leader")
     term = sapp.store.leader_acquire(LEADER_NAME, "test-leader", 3600)
     assert term is not None
-    service.on_leader_tick(term)
+    service = Scheduler(sapp.runtime, "test-leader", SimpleNamespace(term=term))
     service.tick()
     assert service.next_wait is not None
     assert 0 < service.next_wait <= 0.1 + WAKE_MARGIN + 1e-6

@@ -49,7 +49,7 @@ from shiftwork.model.records import (
 )
 from shiftwork.model.tags import check_tags
 from shiftwork.observers import Observers
-from shiftwork.registry import QueueOptions
+from shiftwork.registry import LeaderDuty, QueueOptions
 from shiftwork.runtime import Runtime
 from shiftwork.schedules.book import ScheduleBook
 from shiftwork.schedules.definition import (
@@ -122,7 +122,7 @@ class App:
         registry.observers.schedules = self._schedules  # metrics, health, dashboard
         registry.observers.health_checks.append(self._schedules.paused_on_failure)
         # The leader closes dependency edges a crash left open (store/deps.py).
-        registry.leader_duties.append(self._sweep_dependencies)
+        registry.leader_duties.append(LeaderDuty("dependency-sweep", self._sweep_dependencies))
         #: With ``testing="inline"``: every attempt the inline mode ran (a DrainResult).
         self.inline_results: Any = None
         if testing == "inline":

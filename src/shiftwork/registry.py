@@ -39,6 +39,16 @@ class QueueOptions:
     weights: dict[str, int] = field(default_factory=dict)  # group -> jobs per turn
 
 
+@dataclass(frozen=True)
+class LeaderDuty:
+    """Leader-only work: ``fn(term)`` every ``interval`` seconds (default: every
+    ``leader_ttl / 3``, the leader's own renewal) while this worker leads."""
+
+    name: str
+    fn: Callable[[int], object]
+    interval: float | None = None
+
+
 class Registry:
     """The declarations of one App."""
 
@@ -54,8 +64,9 @@ class Registry:
         self.schedule_late_hooks: list[Callable[[LateRun], None]] = []
         #: Called once per occurrence the items check finds empty (on_schedule_empty).
         self.schedule_empty_hooks: list[Callable[[EmptyRun], None]] = []
-        #: Called by the leader on every leadership tick with its term (scheduler, etc.).
-        self.leader_duties: list[Callable[[int], None]] = []
+        #: Leader-only work of features, run by the leader's maintainer with the term
+        #: (worker/maintenance/maintainer.py).
+        self.leader_duties: list[LeaderDuty] = []
         #: Health checks, metric collectors, the schedules view (docs/observability.md).
         self.observers = Observers()
 

@@ -34,6 +34,14 @@ class Lifecycle(Protocol):
     def stop(self, timeout: float = 5.0) -> None: ...
 
 
+class LeaderTerm(Protocol):
+    """What a leader-only service reads (the worker's Leader): the term this worker
+    holds, while fresh, else None."""
+
+    @property
+    def term(self) -> int | None: ...
+
+
 class ThreadService:
     """A background thread with the one life cycle every part of a worker shares.
 

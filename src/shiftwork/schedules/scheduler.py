@@ -3,11 +3,12 @@
 People's actions on schedules (pause, resume, trigger, backfill, preview) and how
 schedules look to visibility tools live on the App: :mod:`shiftwork.schedules.book`.
 
-Every worker runs a :class:`Scheduler` service. At start it reconciles the schedules
-declared in code into the database. It registers a leader duty (``Registry.leader_duties``)
-through which the Leader service tells it, every leader tick, the term it holds; while
-that term is fresh the scheduler makes a pass every ``interval`` seconds (a schedule may
-fire every second, faster than leader ticks). Each pass:
+Every worker runs a :class:`ScheduleReconciler` at its start, which writes the schedules
+declared in code into the database. The :class:`Scheduler` is a leader-only service: the
+leader's maintainer (worker/maintenance/) starts it when this worker is elected and stops
+it when the lease is lost; while the leader's term is fresh it makes a pass every
+``interval`` seconds (a schedule may fire every second, faster than leader ticks). Each
+pass:
 
 1. copies finished jobs' outcomes onto their occurrences (and pauses a schedule whose
    run failed, if it asked for that);
@@ -25,6 +26,7 @@ fire every second, faster than leader ticks). Each pass:
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -33,7 +35,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from shiftwork.core.errors import StorageError
-from shiftwork.core.service import Service
+from shiftwork.core.service import LeaderTerm, Service
 from shiftwork.jobs.enqueue import insert_rows
 from shiftwork.model.items import ItemsCheck, RunFigures, judge_items
 from shiftwork.model.records import Applied, EmptyRun, LateRun
@@ -43,7 +45,6 @@ from shiftwork.store.schedules import NotLeader, Planner
 
 if TYPE_CHECKING:
     from shiftwork.runtime import Runtime
-    from shiftwork.worker.maintenance.leader import Leader
 
 log = logging.getLogger("shiftwork.scheduler")
 
@@ -178,65 +179,54 @@ def check_items(rt: Runtime, owner: str, term: int) -> None:
         _call_hooks(rt.registry.schedule_empty_hooks, empty, "on_schedule_empty")
 
 
+class ScheduleReconciler(Service):
+    """Every worker, at its start: make the database's schedules match those declared
+    in code. Retried every ``interval`` while the database is away; :attr:`done` is set
+    once it has succeeded (the leader's passes wait for it)."""
+
+    name = "schedule-reconciler"
+
+    def __init__(self, rt: Runtime, interval: float = 1.0) -> None:
+        super().__init__(interval)
+        self.rt = rt
+        self.done = threading.Event()
+
+    def start(self) -> None:
+        try:  # at once: a worker that starts with its database has reconciled by now
+            self.tick()
+        except StorageError as exc:  # the database is restarting: retried on the thread
+            log.warning("scheduler: could not reconcile schedules yet (%s); will retry", exc)
+        super().start()
+
+    def tick(self) -> None:
+        if not self.done.is_set():
+            reconcile(self.rt)
+            self.done.set()
+        self.request_stop()  # done: the thread ends
+
+
 class Scheduler(Service):
-    """Fires due occurrences while this worker is the leader."""
+    """The leader-only service that fires due occurrences (started on election)."""
 
     name = "scheduler"
 
-    def __init__(self, rt: Runtime, worker_id: str, leader: Leader | None = None,
+    def __init__(self, rt: Runtime, worker_id: str, leader: LeaderTerm,
+                 reconciled: threading.Event | None = None,
                  interval: float = PASS_INTERVAL) -> None:
         super().__init__(interval)
         self.rt = rt
         self.worker_id = worker_id
-        self.leader = leader  # this worker's Leader service: duties of others are ignored
-        self._term: int | None = None
-        # Readings of the runtime's clock (a FakeClock moves them in tests), as the lease
-        # they stand for is measured on the database's (clock.py).
-        self._term_seen = 0.0
+        self.leader = leader
+        self.reconciled = reconciled
         self._last_housekeeping: float | None = None  # None: housekeep on the first pass
         self._any = False  # whether the database holds schedules at all
-        self._reconciled = False
-
-    def start(self) -> None:
-        try:
-            reconcile(self.rt)
-            self._any = self.rt.store.schedules_exist()
-            self._reconciled = True
-        except StorageError as exc:  # the database is restarting: reconcile on a tick
-            log.warning("scheduler: could not reconcile schedules yet (%s); will retry", exc)
-        if self.on_leader_tick not in self.rt.registry.leader_duties:
-            self.rt.registry.leader_duties.append(self.on_leader_tick)
-        super().start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        if self.on_leader_tick in self.rt.registry.leader_duties:
-            self.rt.registry.leader_duties.remove(self.on_leader_tick)
-        super().stop(timeout)
-
-    def on_leader_tick(self, term: int) -> None:
-        """The leader duty: the Leader service confirms, every tick, the term it holds."""
-        if self.leader is not None and self.leader.term != term:
-            return  # another worker's Leader on the same App object (in-process tests)
-        self._term = term
-        self._term_seen = self.rt.clock.monotonic()
-
-    @property
-    def term(self) -> int | None:
-        """The term, while recently confirmed (a paused process finds it stale)."""
-        if self._term is None:
-            return None
-        if self.rt.clock.monotonic() - self._term_seen > self.rt.settings.leader_ttl * 2 / 3:
-            return None
-        return self._term
 
     def tick(self) -> None:
-        if not self._reconciled:
-            reconcile(self.rt)
-            self._any = self.rt.store.schedules_exist()
-            self._reconciled = True
-        term = self.term
+        if self.reconciled is not None and not self.reconciled.is_set():
+            return  # the declared schedules are not in the database yet
+        term = self.leader.term
         if term is None:
-            return
+            return  # stale: the maintainer stops this service if the lease is lost
         now = self.rt.clock.monotonic()
         housekeeping = (self._last_housekeeping is None
                         or now - self._last_housekeeping >= HOUSEKEEPING_INTERVAL)
@@ -249,8 +239,7 @@ class Scheduler(Service):
         try:
             run_pass(self.rt, self.worker_id, term, housekeeping)
         except NotLeader:
-            log.info("scheduler: term %s is over; standing down", term)
-            self._term = None
+            log.info("scheduler: term %s is over; waiting for the leader", term)
             return
         # A cursor coming due before the next pass: wake at its instant (a burst of
         # schedules due at a cron boundary starts then, not up to an interval later).

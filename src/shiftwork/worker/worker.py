@@ -31,12 +31,14 @@ from shiftwork.core.states import JobState
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import ClaimedJob, HandBack
 from shiftwork.observe.worker import worker_services
-from shiftwork.schedules.scheduler import Scheduler
+from shiftwork.schedules.scheduler import ScheduleReconciler
 from shiftwork.worker.completer import Completer
 from shiftwork.worker.executor import Executor
 from shiftwork.worker.heartbeat import Heartbeat
 from shiftwork.worker.log_shipper import LogShipper
+from shiftwork.worker.maintenance.duties import leader_services
 from shiftwork.worker.maintenance.leader import Leader
+from shiftwork.worker.maintenance.maintainer import Maintainer
 from shiftwork.worker.maintenance.rescuer import Rescuer
 from shiftwork.worker.notifier import Notifier
 from shiftwork.worker.outage import outage_log
@@ -181,11 +183,14 @@ class Worker:
         outage = outage_log(self.rt)
         notifier = Notifier(self.rt.store, self.wake, outage) if self.listen else None
         # Not a candidate: the lease is never tried, so its rescuer is only the backstop
-        # and the scheduler's duty never runs here.
+        # and no leader-only service (the scheduler, retention, ...) runs here.
+        reconciler = ScheduleReconciler(self.rt)
         leader = Leader(self.rt, self.id)
+        leader.maintainer = Maintainer(
+            lambda: leader_services(self.rt, self.id, leader, reconciler.done))
         self.services = [*([notifier] if notifier else []),
                          Heartbeat(self.rt, self.id, self.held_leases, self._on_heartbeat),
-                         Rescuer(self.rt, leader), Scheduler(self.rt, self.id, leader),
+                         reconciler, Rescuer(self.rt, leader),
                          *([leader] if self.leader_candidate else []), Watchdog(self),
                          LogShipper(self.rt, self.runs_snapshot),
                          *worker_services(self._app, self.id, lambda: len(self.runs_snapshot()),

@@ -1,6 +1,6 @@
-"""Leadership: one lease row in the database; while this worker holds it, it runs the
-leader's duties (pruning, the history rollup, and whatever features register, such as
-the scheduler)."""
+"""Leadership: one lease row in the database, renewed every ``leader_ttl / 3``. While
+this worker holds it, its :class:`~shiftwork.worker.maintenance.maintainer.Maintainer`
+runs the leader-only services; they are stopped when the lease is lost."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from shiftwork.core.service import Service
-from shiftwork.observe.rollup import HistoryRollup
 from shiftwork.store.schedules import LEADER_NAME
-from shiftwork.worker.maintenance.pruner import Pruner
+from shiftwork.worker.maintenance.maintainer import Maintainer
 
 if TYPE_CHECKING:
     from shiftwork.runtime import Runtime
@@ -19,7 +18,7 @@ log = logging.getLogger("shiftwork.worker")
 
 
 class Leader(Service):
-    """Holds the leader lease and, while it does, runs the leader's duties.
+    """Holds the leader lease; starts and stops the leader-only services with it.
 
     Correctness never depends on being leader (uniqueness in the database does);
     leadership only keeps the duties from running on every host at once.
@@ -27,35 +26,49 @@ class Leader(Service):
 
     name = "leader"
 
-    def __init__(self, rt: Runtime, worker_id: str) -> None:
+    def __init__(self, rt: Runtime, worker_id: str,
+                 maintainer: Maintainer | None = None) -> None:
         super().__init__(rt.settings.leader_ttl / 3)
         self.rt = rt
         self.worker_id = worker_id
-        self.term: int | None = None
-        self.pruner = Pruner(rt)
-        self.history = HistoryRollup(rt.store, rt.clock, rt.settings)
+        self.maintainer = maintainer or Maintainer(list)
+        self._term: int | None = None
+        # A reading of the runtime's clock (a FakeClock moves it in tests), as the lease
+        # it stands for is measured on the database's (core/clock.py).
+        self._renewed = 0.0
+
+    @property
+    def term(self) -> int | None:
+        """The term held, while recently renewed: a process paused past two thirds of
+        the lease finds it stale (another worker may lead by now)."""
+        if self._term is None:
+            return None
+        if self.rt.clock.monotonic() - self._renewed > self.rt.settings.leader_ttl * 2 / 3:
+            return None
+        return self._term
 
     def tick(self) -> None:
-        store = self.rt.store
-        term = store.leader_acquire(LEADER_NAME, self.worker_id, self.rt.settings.leader_ttl)
-        if term != self.term:
-            if term is None:
-                self.rt.events.emit("leader.lost", worker_id=self.worker_id, term=self.term)
-            else:
-                self.rt.events.emit("leader.elected", worker_id=self.worker_id, term=term)
-            self.term = term
-        if term is None:
+        term = self.rt.store.leader_acquire(LEADER_NAME, self.worker_id,
+                                            self.rt.settings.leader_ttl)
+        if term is not None:
+            self._renewed = self.rt.clock.monotonic()
+        if term == self._term:
             return
-        self.pruner.maybe_prune()
-        for duty in list(self.rt.registry.leader_duties):
-            duty(term)
-        self.history.tick(term)  # last: a slow catch-up never delays the scheduler
+        old, self._term = self._term, term
+        if term is None:
+            self.rt.events.emit("leader.lost", worker_id=self.worker_id, term=old)
+            self.maintainer.lost()
+        else:
+            self.rt.events.emit("leader.elected", worker_id=self.worker_id, term=term)
+            self.maintainer.outage = self.outage
+            self.maintainer.elected()
 
     def stop(self, timeout: float = 5.0) -> None:
         super().stop(timeout)
-        if self.term is not None:
+        self.maintainer.stop(timeout)
+        if self._term is not None:
             try:
                 self.rt.store.leader_release(LEADER_NAME, self.worker_id)
             except Exception:
                 log.debug("could not release leadership", exc_info=True)
-            self.term = None
+            self._term = None

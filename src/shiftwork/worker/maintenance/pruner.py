@@ -21,17 +21,10 @@ log = logging.getLogger("shiftwork.worker")
 
 
 class Pruner:
+    """The retention pass; the leader's maintainer runs it every ``prune_interval``."""
+
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
-        self._last: float | None = None  # the clock's monotonic reading at the last prune
-
-    def maybe_prune(self) -> None:
-        """Prune if ``prune_interval`` has passed since the last time (the leader's tick)."""
-        now = self.rt.clock.monotonic()
-        if self._last is not None and now - self._last < self.rt.settings.prune_interval:
-            return
-        self._last = now
-        self.prune()
 
     def prune(self) -> None:
         store, s = self.rt.store, self.rt.settings
