@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from shiftwork import JobState
@@ -42,3 +43,34 @@ def test_cancel_kills_the_child(rec_app: Any) -> None:
         wait_for(lambda: app.get_job(long.id).state is JobState.RUNNING, timeout=30)
         app.cancel_job(long.id)
         wait_for(lambda: app.get_job(long.id).state is JobState.CANCELLED, timeout=30)
+
+
+def test_a_killed_worker_takes_its_job_processes_with_it(rec_app: Any, db: dict[str, str]
+                                                         ) -> None:
+    """SIGKILL on the worker leaves no child running its job: the lease runs out and the
+    job is rescued, so a child left behind would run it twice at once."""
+    import signal
+
+    from .conftest import spawn_worker
+    from .test_chaos import effects, stop
+
+    job = rec_app.slow.using(queue="hard").enqueue(60)
+    worker = spawn_worker(db, "recording", ["hard=1:process"])
+    try:
+        wait_for(lambda: any(e[0] == job.id for e in effects(rec_app)), timeout=30,
+                 what="the job started in its child")
+        child = next(e[2] for e in effects(rec_app) if e[0] == job.id)
+        assert child != worker.pid
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(10)
+        wait_for(lambda: not _alive(child), timeout=5, what="the child gone with its worker")
+    finally:
+        stop(worker)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 
 # Real time, not the runtime's clock: deadlines of a real child process.
 import time
@@ -41,6 +42,7 @@ from shiftwork.model.outcome import Outcome
 from shiftwork.runtime import Runtime
 from shiftwork.worker.decide import Decide
 from shiftwork.worker.decide import outcome as decided
+from shiftwork.worker.parent_death import die_with_parent
 from shiftwork.worker.rss import can_sample, limit_data_segment, own_peak, sample
 from shiftwork.worker.run import Run
 
@@ -52,7 +54,9 @@ WATCH_INTERVAL = 0.05
 
 
 def _child_main(import_path: str, task_name: str, job: dict[str, Any], conn: Connection,
-                memory_limit: int | None = None) -> None:
+                memory_limit: int | None = None, parent_pid: int | None = None) -> None:
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
     if memory_limit is not None:  # first, so the app's import counts too
         limit_data_segment(memory_limit)
     _run_child(import_path, task_name, job, _Reporter(conn), memory_limit)
@@ -154,7 +158,7 @@ def run_in_process(decide: Decide, import_path: str, run: Run) -> None:
         {"id": job.id, "task": job.task, "queue": job.queue, "attempt": job.attempt,
          "max_attempts": job.max_attempts, "uncounted": job.uncounted, "args": job.args,
          "kwargs": job.kwargs,
-         "checkpoint": job.checkpoint, "meta": job.meta}, child, limit))
+         "checkpoint": job.checkpoint, "meta": job.meta}, child, limit, os.getpid()))
     proc.start()
     child.close()
     run.process = proc
