@@ -49,3 +49,30 @@ def test_many_failures_stay_at_most() -> None:
 def test_bad_bounds_are_refused(first: float, most: float) -> None:
     with pytest.raises(ConfigurationError):
         Retrying(first, most)
+
+
+def test_a_repeatable_write_rides_out_a_short_outage() -> None:
+    """repeat_on_storage_error pauses by Retrying (jittered), then gives up with the error."""
+    from shiftwork.core import backoff
+    from shiftwork.core.errors import StorageError
+
+    pauses: list[float] = []
+    calls = iter([StorageError("down"), StorageError("down"), "written"])
+
+    def write() -> str:
+        value = next(calls)
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+    assert backoff.repeat_on_storage_error(write, sleep=pauses.append) == "written"
+    assert len(pauses) == 2 and 0.1 <= pauses[0] <= 0.2 and 0.2 <= pauses[1] <= 0.4
+
+    pauses.clear()
+
+    def down() -> str:
+        raise StorageError("still down")
+
+    with pytest.raises(StorageError, match="still down"):
+        backoff.repeat_on_storage_error(down, sleep=pauses.append)
+    assert len(pauses) == backoff.REPEATS and 1.5 <= sum(pauses) <= 3.0

@@ -105,21 +105,25 @@ class Retrying:
 
 T = TypeVar("T")
 
-#: Pauses between tries of a write that is safe to repeat (about 2.6 s in all).
-REPEAT_DELAYS = (0.1, 0.5, 2.0)
+#: Tries of a write that is safe to repeat, after the first, and their pauses: from
+#: 0.2 s doubling (with Retrying's jitter, 1.5-3 s in all: a database restart's length).
+REPEATS = 4
+REPEAT_FIRST, REPEAT_MOST = 0.2, 2.0
 
 
-def repeat_on_storage_error(write: Callable[[], T],
-                               delays: tuple[float, ...] = REPEAT_DELAYS) -> T:
+def repeat_on_storage_error(write: Callable[[], T], repeats: int = REPEATS,
+                            sleep: Callable[[float], object] = time.sleep) -> T:
     """Call ``write`` again after a :class:`StorageError`, a few times, then give up.
 
     Only for writes that are safe to repeat (fenced by attempt, writing the same values):
     a failure may be a lost reply after a commit, and a brief outage should not cost a
-    long job its attempt.
+    long job its attempt. The pauses are :class:`Retrying`'s (jittered, so the threads
+    of a fleet that met the same outage do not repeat in step).
     """
-    for delay in delays:
+    pauses = Retrying(REPEAT_FIRST, REPEAT_MOST)
+    for _ in range(repeats):
         try:
             return write()
         except StorageError:
-            time.sleep(delay)
+            sleep(pauses.next_delay())
     return write()
