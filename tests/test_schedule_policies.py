@@ -345,6 +345,31 @@ def test_backfill_never_duplicates(sapp: App, clock: FakeClock) -> None:
         sapp.schedules.backfill("b", at(2), at(0))
 
 
+def test_a_backfill_older_than_the_starting_deadline_runs(sapp: App, clock: FakeClock) -> None:
+    """The deadline keeps the scheduler from starting stale runs of its own; occurrences
+    a person asked for (a backfill of last week, a trigger) run however late they are."""
+    declare(sapp, "nightly", "0 0 * * *", catchup="skip", starting_deadline=1800)
+    reconcile(sapp.runtime)
+    clock.set(T0 + timedelta(days=7, hours=12))
+    leader_pass(sapp)
+    counts = sapp.schedules.backfill("nightly", T0 + timedelta(days=1), T0 + timedelta(days=6))
+    assert counts["new"] + counts["rerun"] == 6
+    for day in range(6):
+        leader_pass(sapp)
+        (job,) = claim(sapp)  # one at a time (buffer_all), none cancelled as late
+        assert job.meta["kind"] == "backfill"
+        clock.advance(3600)  # each takes an hour: the last starts 5 h after the backfill
+        finish(sapp, job.id)
+    leader_pass(sapp)
+    backfilled = [r for r in runs(sapp, "nightly").values() if r.kind.value == "backfill"]
+    assert len(backfilled) == 6 and {r.status.value for r in backfilled} == {"succeeded"}
+    assert not sapp.list_jobs(state="cancelled")
+    job_id = sapp.schedules.trigger("nightly")
+    clock.advance(7200)  # a busy queue: the triggered run starts two hours later
+    leader_pass(sapp)
+    assert sapp.get_job(job_id).state is JobState.AVAILABLE
+
+
 def test_a_job_made_for_an_occurrence_recorded_before_is_not_kept(sapp: App,
                                                                   clock: FakeClock) -> None:
     """The jobs of a batch are inserted before their occurrences; the occurrence's primary

@@ -315,8 +315,15 @@ class Plan:
                     or self.cursor or self.clear_override)
 
 
-def _past_deadline(defn: ScheduleDef, fire_at: datetime, now: datetime) -> bool:
-    return (defn.starting_deadline is not None
+#: Occurrences a person asked for: late by design (a backfill of last week, a run now
+#: behind a busy queue), so the starting deadline, which keeps the scheduler from
+#: starting stale runs of its own, does not apply to them.
+ASKED_FOR = frozenset({RunKind.TRIGGER, RunKind.BACKFILL})
+
+
+def _past_deadline(defn: ScheduleDef, fire_at: datetime, now: datetime,
+                   kind: RunKind = RunKind.CRON) -> bool:
+    return (defn.starting_deadline is not None and kind not in ASKED_FOR
             and now > fire_at + timedelta(seconds=defn.starting_deadline))
 
 
@@ -361,7 +368,7 @@ def _plan_general(defn: ScheduleDef, cron: CronSchedule, snap: Snapshot, now: da
     def release_one() -> None:
         while pending and not active:
             p = pending.pop(0)
-            if _past_deadline(defn, p.fire_at, now):
+            if _past_deadline(defn, p.fire_at, now, p.kind):
                 plan.released.append(Decision(p.fire_at, p.kind, RunStatus.MISSED,
                                               _deadline_reason(defn)))
                 continue
@@ -434,7 +441,7 @@ def _plan_general(defn: ScheduleDef, cron: CronSchedule, snap: Snapshot, now: da
     to_run = [(x, RunKind.CATCHUP) for x in run_late] + [(x, RunKind.CRON) for x in on_time]
     # -- 3. overlap ------------------------------------------------------------------
     for fire_at, kind in to_run:
-        if _past_deadline(defn, fire_at, now):
+        if _past_deadline(defn, fire_at, now, kind):
             plan.new.append(Decision(fire_at, kind, RunStatus.MISSED, _deadline_reason(defn)))
             continue
         run_at = fire_at + jitter_offset(defn.name, fire_at, defn.jitter)

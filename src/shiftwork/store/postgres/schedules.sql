@@ -274,6 +274,8 @@ WHERE -- from the fire instant, or for an occurrence taken on time from when the
       -- recorded it: a burst's own processing never makes a run miss (scheduling-policies.md)
       CASE WHEN r.kind = 'cron' THEN greatest(r.fire_at, r.recorded_at) ELSE r.fire_at END
       + make_interval(secs => d.starting_deadline) < {now}
+  -- occurrences a person asked for (trigger, backfill) have no starting deadline
+  AND r.kind NOT IN ('trigger', 'backfill')
   AND j.state IN ('scheduled', 'available') AND j.attempt = 0
 ORDER BY r.fire_at
 LIMIT 1000

@@ -242,6 +242,8 @@ WHERE r.status = 'enqueued' AND s.starting_deadline IS NOT NULL
   -- recorded it: a burst's own processing never makes a run miss (scheduling.md)
   AND CASE WHEN r.kind = 'cron' THEN max(r.fire_at, r.recorded_at) ELSE r.fire_at END
       + s.starting_deadline < :now
+  -- occurrences a person asked for (trigger, backfill) have no starting deadline
+  AND r.kind NOT IN ('trigger', 'backfill')
   AND j.state IN ('scheduled', 'available') AND j.attempt = 0
 ORDER BY r.fire_at
 LIMIT 1000
