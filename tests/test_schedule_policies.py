@@ -354,7 +354,7 @@ def test_a_backfill_older_than_the_starting_deadline_runs(sapp: App, clock: Fake
     leader_pass(sapp)
     counts = sapp.schedules.backfill("nightly", T0 + timedelta(days=1), T0 + timedelta(days=6))
     assert counts["new"] + counts["rerun"] == 6
-    for day in range(6):
+    for _ in range(6):
         leader_pass(sapp)
         (job,) = claim(sapp)  # one at a time (buffer_all), none cancelled as late
         assert job.meta["kind"] == "backfill"
