@@ -1,8 +1,10 @@
-"""``shiftwork workflows``: list instances, show one's history, cancel one, send it events."""
+"""``shiftwork workflows``: list instances, show one's history, cancel one, send it events,
+export histories and replay them against the current code."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 from rich.text import Text
@@ -13,6 +15,7 @@ from shiftwork.core.errors import PayloadError
 from shiftwork.core.safetext import escape_controls
 from shiftwork.core.states import FINAL, WorkflowStatus
 from shiftwork.observe.text import format_time, make_table
+from shiftwork.workflow.histories import export, load, read_history, replay_all
 
 STATUSES = tuple(s.value for s in WorkflowStatus if s is not WorkflowStatus.PENDING)
 SUSPENDED = ("waiting", "sleeping")  # a step's status while the workflow waits on it
@@ -108,3 +111,46 @@ def workflows_signal(workflow_id: int, event: str, payload: str, key: str | None
                       f"key {key!r}: deduplicated, not delivered again", highlight=False)
         return
     console.print(f"event {event_id} sent to workflow {workflow_id}")
+
+
+@workflows.command("export")
+@click.argument("workflow_ids", nargs=-1, type=int)
+@click.option("--state", "status", default=None,
+              help="With no ids: instances of this status (or job state).")
+@click.option("--name", "task", default=None, help="With no ids: only this workflow.")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10_000),
+              help="With no ids: at most this many, newest first.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the JSON to this file (default: standard output).")
+@target_options
+def workflows_export(workflow_ids: tuple[int, ...], status: str | None, task: str | None,
+                     limit: int, output: Path | None) -> None:
+    """Print recorded histories as JSON, for `workflows replay` and
+    shiftwork.testing.assert_replays (keep a few in your repository: CI replays them
+    against each change of the workflow code)."""
+    app = open_app()
+    ids = list(workflow_ids) or [w.id for w in app.store.workflows_list(
+        status=status, task=task, limit=limit)]
+    histories = [read_history(app.runtime, i) for i in ids]
+    text = json.dumps(export(histories), indent=1)
+    if output is None:
+        click.echo(text)
+        return
+    output.write_text(text + "\n")
+    click.echo(f"{len(histories)} workflow histories written to {output}", err=True)
+
+
+@workflows.command("replay")
+@click.argument("histories", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@target_options
+def workflows_replay(histories: Path) -> None:
+    """Replay exported HISTORIES against the current code, without the database and
+    without running a step; exit status 1 if any diverged (what, and where)."""
+    app = open_app(need_app="replaying runs the workflows' code")
+    report = replay_all(app.runtime, load(histories.read_text()))
+    for result in report.results:
+        console.print(Text(escape_controls(str(result)),
+                           style="" if result.ok else "bold red"))
+    console.print(Text(escape_controls(str(report).splitlines()[0])))
+    if not report.ok:
+        raise SystemExit(1)

@@ -6,6 +6,7 @@
 >>> drain(app)                              # run everything due, here, now
 >>> with inline(app):                       # or: run each job as it is enqueued
 ...     signup(user_id=8)
+>>> assert_replays(app, Path("histories.json"))  # recorded workflows vs the code now
 
 The pytest plugin (``shiftwork.testing.pytest_plugin``, loaded by pytest on its own) has fixtures
 for these.
@@ -14,5 +15,7 @@ for these.
 from shiftwork.testing.assertions import assert_enqueued
 from shiftwork.testing.drain import DrainResult, drain, enqueued, job_states
 from shiftwork.testing.inline import inline
+from shiftwork.testing.replay import assert_replays, replay
 
-__all__ = ["DrainResult", "assert_enqueued", "drain", "enqueued", "inline", "job_states"]
+__all__ = ["DrainResult", "assert_enqueued", "assert_replays", "drain", "enqueued", "inline",
+           "job_states", "replay"]

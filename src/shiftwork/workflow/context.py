@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shiftwork.core.backoff import Backoff, repeat_on_storage_error
 from shiftwork.core.bounds import seconds as check_seconds
@@ -33,6 +33,9 @@ from shiftwork.workflow.errors import (
 )
 from shiftwork.workflow.hooks import boundary
 from shiftwork.workflow.replay import Replay, digest
+
+if TYPE_CHECKING:
+    from shiftwork.store.base import Store
 
 #: How far ahead a wait without a timeout schedules its job (an event wakes it sooner).
 #: A step given ``retry=`` without ``max_attempts=`` gets this many tries.
@@ -77,15 +80,17 @@ def _call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
 class Workflow:
     """Passed as the first argument of an ``@app.workflow`` function."""
 
-    def __init__(self, ctx: JobContext, run: WorkflowRun, history: dict[str, StepRecord]
-                 ) -> None:
+    def __init__(self, ctx: JobContext, run: WorkflowRun, history: dict[str, StepRecord],
+                 *, verify_only: bool = False) -> None:
         self.ctx = ctx
         self.runtime = ctx.runtime
         self.id = ctx.job_id
         self.run = run
         self.version = run.version
         self.history = history
-        self._store = ctx.runtime.store
+        #: replaying an exported history (histories.py): stop at the first call with no
+        #: record, before it does anything
+        self.verify_only = verify_only
         self._replay = Replay(ctx.job_id, history)
         self._used: set[str] = set()
         self._cancel_requested = run.cancel_requested
@@ -93,6 +98,10 @@ class Workflow:
         self.compensations: list[tuple[str, Callable[[Any], Any], Any]] = []
         # replay only, to collect them
         self.compensating = run.status is WorkflowStatus.COMPENSATING
+
+    @property
+    def _store(self) -> Store:
+        return self.runtime.store  # (looked up when used: a replay never opens it)
 
     @classmethod
     def begin(cls, ctx: JobContext, version: str) -> Workflow:
@@ -126,7 +135,7 @@ class Workflow:
         rec = self._replay.match(name, kind, digest_)
         # the frontier: new work would happen here
         if rec is None or rec.status is not StepStatus.DONE:
-            if self.compensating:
+            if self.compensating or self.verify_only:
                 raise StopReplay(name)
             if self.cancel_requested:
                 raise JobCancelled(f"workflow {self.id} was cancelled; stopped at {name!r}")
