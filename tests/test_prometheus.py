@@ -285,12 +285,21 @@ def test_prometheus_scrapes_every_documented_metric_from_a_worker_and_the_dashbo
             assert set(rules) == ALERTS
             wait_for(lambda: all(r["health"] == "ok" for g in prom.api("rules")["groups"]
                                  for r in g["rules"]), timeout=15, what="rules evaluated")
-            # Every Grafana panel's query is one Prometheus accepts, and most have data.
-            answered = 0
-            for expr in _grafana_exprs():
-                query = expr.replace("$__rate_interval", "1m").replace('"$queue"', '".*"')
-                answered += bool(prom.api("query", query=query)["result"])
-            assert answered >= len(_grafana_exprs()) - 2
+            # Every Grafana panel's query is one Prometheus accepts, and has data.
+            # (a rate needs two scrapes of a counter: wait for the second)
+            empty: list[str] = []
+
+            def panels_answer() -> bool:
+                empty[:] = []
+                for expr in _grafana_exprs():
+                    query = expr.replace("$__rate_interval", "1m").replace('"$queue"', '".*"')
+                    if not prom.api("query", query=query)["result"]:
+                        empty.append(query)
+                return not empty
+            try:
+                wait_for(panels_answer, timeout=20, interval=1.0, what="every panel answered")
+            except AssertionError as exc:
+                raise AssertionError(f"panels without data: {empty}") from exc
         finally:
             if prom is not None:
                 prom.close()
