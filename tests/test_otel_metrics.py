@@ -105,3 +105,13 @@ def test_otel_metrics_stop_counting_once_closed(app: App) -> None:
     [point] = otel_points(reader)["shiftwork_jobs_succeeded"]
     assert point.value == 1 and dict(point.attributes) == {"task": "t", "queue": "q"}
     provider.shutdown()
+
+
+def test_without_the_otel_extra_the_error_names_it(app: App,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from shiftwork.core.errors import ConfigurationError
+    from shiftwork.observe import otel_metrics
+
+    monkeypatch.setattr(otel_metrics, "otel_metrics", None)  # as if not installed
+    with pytest.raises(ConfigurationError, match=r"pip install 'shiftwork\[otel\]'"):
+        OtelMetrics(app)

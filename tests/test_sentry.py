@@ -37,13 +37,16 @@ class Recording(Transport):
 @pytest.fixture
 def sent() -> Iterator[list[dict[str, Any]]]:
     transport = Recording()
+    # No integrations: they would patch logging, Starlette, SQLAlchemy... for the rest of
+    # this test process.
     sentry_sdk.init(dsn="https://public@sentry.example.invalid/1", transport=transport,
-                    default_integrations=False)
+                    default_integrations=False, auto_enabling_integrations=False)
     try:
         yield transport.events
     finally:
         sentry_sdk.get_client().close()
-        sentry_sdk.init()  # a client that sends nothing, for the tests after this one
+        sentry_sdk.get_global_scope().set_client(None)  # back to the SDK's no-op client
+        assert not sentry_sdk.get_client().is_active()
 
 
 def _declare(app: App) -> Any:
@@ -137,3 +140,12 @@ def test_a_lease_that_expired_on_the_last_attempt_is_reported(
 def test_a_bad_setting_is_refused(app: App, on: Any) -> None:
     with pytest.raises(ConfigurationError, match=r"on=.*must be 'attempt'.*or 'dead'"):
         report_failures(app, on=on)
+
+
+def test_without_the_sentry_extra_the_error_names_it(app: App,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from shiftwork.contrib import sentry
+
+    monkeypatch.setattr(sentry, "sentry_sdk", None)  # as if not installed
+    with pytest.raises(ConfigurationError, match=r"pip install 'shiftwork\[sentry\]'"):
+        report_failures(app)
