@@ -47,6 +47,7 @@ class Metrics:
         #: exporter's too).
         self.counted: dict[str, Counter | Histogram] = {
             d.name: _event_metric(d, self.registry) for d in EVENT_METRICS}
+        self._series: dict[tuple[str, tuple[str, ...]], Callable[[float], None]] = {}
         self._in_flight = in_flight
         self._lock = threading.Lock()
         self.registry.register(_StoreCollector(self))
@@ -57,11 +58,14 @@ class Metrics:
 
     def _on_event(self, name: str, fields: dict[str, Any]) -> None:
         for metric, labels, amount in event_samples(name, fields):
-            series = self.counted[metric.name].labels(*labels)
-            if isinstance(series, Histogram):
-                series.observe(amount)
-            else:
-                series.inc(amount)
+            key = (metric.name, labels)
+            add = self._series.get(key)
+            if add is None:  # first time for these labels (prometheus_client's labels() is
+                # the costly part of counting, so each series' method is kept)
+                series = self.counted[metric.name].labels(*labels)
+                add = series.observe if isinstance(series, Histogram) else series.inc
+                self._series[key] = add
+            add(amount)
 
     def exposition(self) -> bytes:
         """The Prometheus text format, reading the database now."""
