@@ -388,10 +388,11 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 # -- configuration ------------------------------------------------------------------------
 
 def exported_metrics() -> set[str]:
-    source = (ROOT / "src" / "shiftwork" / "observe" / "metrics.py").read_text()
-    names = set(re.findall(r'"(shiftwork_[a-z_]+)"', source))
-    return names | {n + "_total" for n in names} | {n + s for n in names
-                                                    for s in ("_bucket", "_sum", "_count")}
+    from shiftwork.observe.metric_defs import ALL_METRICS
+
+    names = {d.exposed for d in ALL_METRICS}
+    return names | {d.name + s for d in ALL_METRICS if d.kind == "histogram"
+                    for s in ("_bucket", "_sum", "_count")}
 
 
 def check_parsed(block: Block) -> None:

@@ -61,12 +61,13 @@ def test_wheel_holds_the_package_and_nothing_else(dist: Path) -> None:
         next(n for n in names if n.endswith("/METADATA"))).decode()
     assert "License-Expression: Apache-2.0" in metadata
     assert "Requires-Python: >=3.11" in metadata
-    for extra in ("postgres", "web", "otel", "sqlalchemy", "django"):
+    for extra in ("postgres", "web", "otel", "sqlalchemy", "django", "sentry"):
         assert f"Provides-Extra: {extra}" in metadata
     # SQLite users get no PostgreSQL driver: psycopg is only behind an extra.
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
     assert all("extra ==" in line for line in requires
-               if any(d in line.lower() for d in ("psycopg", "django", "sqlalchemy")))
+               if any(d in line.lower() for d in ("psycopg", "django", "sqlalchemy", "sentry",
+                                                  "opentelemetry")))
     entry_points = zipfile.ZipFile(wheel).read(
         next(n for n in names if n.endswith("/entry_points.txt"))).decode()
     assert "shiftwork = shiftwork.testing.pytest_plugin" in entry_points
@@ -77,7 +78,11 @@ def test_sdist_holds_the_sources_license_and_changelog(dist: Path) -> None:
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     for needed in ("LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml",
-                   "src/shiftwork/__init__.py", "src/shiftwork/py.typed"):
+                   "src/shiftwork/__init__.py", "src/shiftwork/py.typed",
+                   # the alert rules and dashboard the docs and tests name
+                   "deploy/prometheus/shiftwork-rules.yml",
+                   "deploy/prometheus/shiftwork-rules.test.yml",
+                   "deploy/grafana/shiftwork-dashboard.json"):
         assert needed in names
     assert not any(n.startswith((".venv", ".git/", "dist/")) or "__pycache__" in n
                    for n in names)
@@ -93,9 +98,11 @@ def test_the_wheel_installs_alone_and_runs_the_demo(dist: Path, tmp_path: Path) 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     check = subprocess.run(
         [str(py), "-c", "import importlib.util as u, shiftwork, shiftwork.cli; "
-         "print(u.find_spec('psycopg') is None)"],
+         "print(all(u.find_spec(m) is None for m in ('psycopg', 'sentry_sdk', "
+         "'opentelemetry')))"],
         capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
-    assert check.stdout.strip() == "True", check.stderr  # plain install: no psycopg
+    # plain install: no psycopg, no Sentry SDK, no OpenTelemetry (each behind its extra)
+    assert check.stdout.strip() == "True", check.stderr
     demo = subprocess.run([str(bin_ / "shiftwork"), "demo", "--jobs", "20",
                            "--db", str(tmp_path / "demo.db")],
                           capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)

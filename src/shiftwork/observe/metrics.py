@@ -5,7 +5,8 @@ once for workers and once for running jobs per worker; task counters and the
 duration histogram count what *this process* ran (a worker's events), so each
 worker exposes its own and Prometheus sums them.
 
-Names (all ``shiftwork_``): see docs/observability.md.
+Names, help and labels: observe/metric_defs.py (the OpenTelemetry exporter's too); the
+table is in docs/observability.md.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from shiftwork.core.errors import StorageError
+from shiftwork.observe import metric_defs as m
 from shiftwork.observe.health import alive_workers, max_wait_for, task_items, unserved
+from shiftwork.observe.metric_defs import DURATION_BUCKETS, EVENT_METRICS, MetricDef, event_samples
 
 if TYPE_CHECKING:
     from shiftwork.app import App
@@ -28,11 +31,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("shiftwork.observe.metrics")
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
-DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
-                    600, 1800, 3600)
-
-_COUNTED = {"job.succeeded": "succeeded", "job.failed": "failed", "job.retried": "retried",
-            "job.dead": "dead", "job.cancelled": "cancelled"}
 
 
 class Metrics:
@@ -45,36 +43,11 @@ class Metrics:
     def __init__(self, app: App, in_flight: Callable[[], dict[str, int]] | None = None) -> None:
         self.app = app
         self.registry = CollectorRegistry(auto_describe=False)
-        labels = ["task", "queue"]
-        r = self.registry
-        self.jobs = {
-            "succeeded": Counter("shiftwork_jobs_succeeded", "Jobs that succeeded.", labels,
-                                 registry=r),
-            "failed": Counter("shiftwork_jobs_failed",
-                              "Attempts that failed (then retried or dead).", labels, registry=r),
-            "retried": Counter("shiftwork_jobs_retried", "Failed attempts scheduled to retry.",
-                               labels, registry=r),
-            "dead": Counter("shiftwork_jobs_dead", "Jobs that failed their last attempt.", labels,
-                            registry=r),
-            "cancelled": Counter("shiftwork_jobs_cancelled", "Running jobs that were cancelled.",
-                                 labels, registry=r),
-        }
-        self.rescued = Counter("shiftwork_jobs_rescued",
-                               "Jobs whose worker stopped renewing the lease, by what became of "
-                               "them.", ["state"], registry=r)
-        self.rate_limited = Counter("shiftwork_rate_limited",
-                                    "Jobs that reported a rate limit upstream "
-                                    "(ctx.rate_limited), holding their task back.", labels,
-                                    registry=r)
-        self.memory_limited = Counter("shiftwork_jobs_memory_limited",
-                                      "Attempts ended by their memory ceiling "
-                                      "(MemoryLimitExceeded).", labels, registry=r)
-        self.duration = Histogram("shiftwork_job_duration_seconds",
-                                  "Time one attempt ran, by task, for finished attempts.", labels,
-                                  buckets=DURATION_BUCKETS, registry=r)
-        self.items = Counter("shiftwork_items_processed",
-                             "Items the task's succeeded jobs reported processing "
-                             "(ctx.processed).", labels, registry=r)
+        #: The event metrics by name (metric_defs.EVENT_METRICS, the OpenTelemetry
+        #: exporter's too).
+        self.counted: dict[str, Counter | Histogram] = {
+            d.name: _event_metric(d, self.registry) for d in EVENT_METRICS}
+        self._series: dict[tuple[str, tuple[str, ...]], Callable[[float], None]] = {}
         self._in_flight = in_flight
         self._lock = threading.Lock()
         self.registry.register(_StoreCollector(self))
@@ -84,31 +57,30 @@ class Metrics:
         self._unsubscribe()
 
     def _on_event(self, name: str, fields: dict[str, Any]) -> None:
-        if name == "job.rescued":
-            self.rescued.labels(str(fields.get("state", ""))).inc()
-            return
-        if name == "job.rate_limited":
-            self.rate_limited.labels(str(fields.get("task", "")),
-                                     str(fields.get("queue", ""))).inc()
-            return
-        kind = _COUNTED.get(name)
-        task = fields.get("task")
-        if kind is None or not task:
-            return
-        queue = str(fields.get("queue", ""))
-        self.jobs[kind].labels(task, queue).inc()
-        if name == "job.failed" and fields.get("kind") == "memory_limit":
-            self.memory_limited.labels(task, queue).inc()
-        if name == "job.succeeded" and fields.get("items") is not None:
-            self.items.labels(task, queue).inc(int(fields["items"]))
-        if name in ("job.succeeded", "job.retried", "job.dead", "job.cancelled") \
-                and fields.get("duration") is not None:
-            self.duration.labels(task, queue).observe(float(fields["duration"]))
+        for metric, labels, amount in event_samples(name, fields):
+            key = (metric.name, labels)
+            add = self._series.get(key)
+            if add is None:  # first time for these labels (prometheus_client's labels() is
+                # the costly part of counting, so each series' method is kept)
+                series = self.counted[metric.name].labels(*labels)
+                add = series.observe if isinstance(series, Histogram) else series.inc
+                self._series[key] = add
+            add(amount)
 
     def exposition(self) -> bytes:
         """The Prometheus text format, reading the database now."""
         with self._lock:
             return generate_latest(self.registry)
+
+
+def _event_metric(d: MetricDef, registry: CollectorRegistry) -> Counter | Histogram:
+    if d.kind == "histogram":
+        return Histogram(d.name, d.help, d.labels, buckets=DURATION_BUCKETS, registry=registry)
+    return Counter(d.name, d.help, d.labels, registry=registry)
+
+
+def _family(d: MetricDef) -> GaugeMetricFamily:
+    return GaugeMetricFamily(d.name, d.help, labels=list(d.labels))
 
 
 class _StoreCollector:
@@ -119,8 +91,7 @@ class _StoreCollector:
 
     def collect(self) -> Iterable[Metric]:
         app = self.metrics.app
-        up = GaugeMetricFamily("shiftwork_database_up",
-                               "1 when the last scrape could read the job tables.")
+        up = _family(m.DATABASE_UP)
         try:
             families = list(self._read(app))
         except StorageError as exc:
@@ -143,26 +114,15 @@ class _StoreCollector:
         now = store.db_now()
         workers = store.workers_list()
         running = store.workers_running()
-        q = ["queue"]
         g = {
-            "waiting": GaugeMetricFamily("shiftwork_queue_waiting",
-                                         "Jobs due and waiting to be claimed.", labels=q),
-            "scheduled": GaugeMetricFamily("shiftwork_queue_scheduled",
-                                           "Jobs waiting for a future run_at (delayed or "
-                                           "backing off).", labels=q),
-            "running": GaugeMetricFamily("shiftwork_queue_running", "Jobs running.", labels=q),
-            "dead": GaugeMetricFamily("shiftwork_queue_dead",
-                                      "Dead jobs kept (until retried, discarded or pruned).",
-                                      labels=q),
-            "age": GaugeMetricFamily("shiftwork_queue_oldest_waiting_age_seconds",
-                                     "How long the oldest due job has waited; 0 when none waits.",
-                                     labels=q),
-            "paused": GaugeMetricFamily("shiftwork_queue_paused", "1 when the queue is paused.",
-                                        labels=q),
+            "waiting": _family(m.QUEUE_WAITING),
+            "scheduled": _family(m.QUEUE_SCHEDULED),
+            "running": _family(m.QUEUE_RUNNING),
+            "dead": _family(m.QUEUE_DEAD),
+            "age": _family(m.QUEUE_AGE),
+            "paused": _family(m.QUEUE_PAUSED),
         }
-        limit = GaugeMetricFamily("shiftwork_queue_max_wait_seconds",
-                                  "The oldest-waiting age the queue tolerates (app.queue("
-                                  "max_wait=)).", labels=q)
+        limit = _family(m.QUEUE_MAX_WAIT)
         seen = set()
         for s in stats:
             seen.add(s.queue)
@@ -183,19 +143,13 @@ class _StoreCollector:
                 limit.add_metric([queue], max_wait)
         yield from g.values()
         yield limit
-        tokens = GaugeMetricFamily("shiftwork_rate_limit_tokens",
-                                   "Starts a queue's or task's rate limit allows right now "
-                                   "(per-group limits are not labelled one by one).",
-                                   labels=["limit"])
+        tokens = _family(m.RATE_LIMIT_TOKENS)
         for status in app.rate_limits():
             if not status.key.startswith("group:"):
                 tokens.add_metric([status.key], status.limit.capacity if status.tokens is None
                                   else status.tokens)
         yield tokens
-        groups = GaugeMetricFamily("shiftwork_queue_groups",
-                                   "Groups of a queue with waiting (or running) jobs: one "
-                                   "series per queue and state, never one per group.",
-                                   labels=["queue", "state"])
+        groups = _family(m.QUEUE_GROUPS)
         for counts in app.store.queue_group_counts():
             groups.add_metric([counts.queue, "waiting"], counts.waiting)
             groups.add_metric([counts.queue, "running"], counts.running)
@@ -203,60 +157,40 @@ class _StoreCollector:
 
         live = alive_workers(app, workers, now)
         alive = {w.id for w in live}
-        stranded = GaugeMetricFamily(
-            "shiftwork_unserved_jobs", "Waiting jobs no live worker will run: none serves "
-            "their queue (why=queue) or none of the queue's registers their task (why=task).",
-            labels=["queue", "task", "why"])
+        stranded = _family(m.UNSERVED)
         for waiting, why in unserved(app.store.jobs_waiting_by_task(), live):
             stranded.add_metric([waiting.queue, waiting.task, why], waiting.jobs)
         yield stranded
         expecting = task_items(app, now)
         if expecting:
-            empty = GaugeMetricFamily(
-                "shiftwork_task_empty", "1 when the task's jobs succeeded within its "
-                "expect_items_within but reported fewer items than its expect_items.",
-                labels=["task"])
+            empty = _family(m.TASK_EMPTY)
             for expected in expecting:
                 empty.add_metric([expected.task], 1 if expected.empty else 0)
             yield empty
-        w = ["worker"]
-        up = GaugeMetricFamily("shiftwork_worker_up",
-                               "1 while the worker's heartbeat is recent.", labels=w)
-        in_flight = GaugeMetricFamily("shiftwork_worker_jobs_in_flight",
-                                      "Jobs the worker is running.", labels=w)
-        beat = GaugeMetricFamily("shiftwork_worker_last_heartbeat_timestamp_seconds",
-                                 "When the worker last renewed its leases (Unix time).", labels=w)
+        up = _family(m.WORKER_UP)
+        in_flight = _family(m.WORKER_IN_FLIGHT)
+        beat = _family(m.WORKER_HEARTBEAT)
         local = self.metrics._in_flight() if self.metrics._in_flight else {}
         for info in workers:
             up.add_metric([info.id], 1 if info.id in alive else 0)
             in_flight.add_metric([info.id], local.get(info.id, running.get(info.id, 0)))
             beat.add_metric([info.id], info.heartbeat_at.timestamp())
-        count = GaugeMetricFamily("shiftwork_workers_alive",
-                                  "Workers whose heartbeat is recent.")
+        count = _family(m.WORKERS_ALIVE)
         count.add_metric([], len(alive))
         yield from (up, in_flight, beat, count)
 
         schedules = app.observers.schedules_status()
         if schedules:
-            s_ = ["schedule"]
-            last = GaugeMetricFamily("shiftwork_schedule_last_success_timestamp_seconds",
-                                     "When the schedule's last job succeeded (Unix time).",
-                                     labels=s_)
-            nxt = GaugeMetricFamily("shiftwork_schedule_next_fire_timestamp_seconds",
-                                    "The schedule's next intended fire time (Unix time).",
-                                    labels=s_)
-            late = GaugeMetricFamily("shiftwork_schedule_late", "1 when the schedule is late.",
-                                     labels=s_)
+            last = _family(m.SCHEDULE_LAST_SUCCESS)
+            nxt = _family(m.SCHEDULE_NEXT_FIRE)
+            late = _family(m.SCHEDULE_LATE)
             for sch in schedules:
                 if sch.last_success_at is not None:
                     last.add_metric([sch.name], sch.last_success_at.timestamp())
                 if sch.next_fire_at is not None:
                     nxt.add_metric([sch.name], sch.next_fire_at.timestamp())
                 late.add_metric([sch.name], 1 if sch.late else 0)
-            empty = GaugeMetricFamily("shiftwork_schedule_empty",
-                                      "1 when the schedule's newest judged run succeeded with "
-                                      "fewer items than it expects (expect_items=).",
-                                      labels=s_)
+            empty = _family(m.SCHEDULE_EMPTY)
             for sch in schedules:
                 empty.add_metric([sch.name], 1 if sch.empty else 0)
             yield from (last, nxt, late, empty)
