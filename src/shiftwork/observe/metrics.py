@@ -20,7 +20,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from shiftwork.core.errors import StorageError
+from shiftwork.model.table_health import TableHealth
 from shiftwork.observe.health import alive_workers, max_wait_for, task_items, unserved
+from shiftwork.observe.table_health import TableHealthCache
 
 if TYPE_CHECKING:
     from shiftwork.app import App
@@ -77,6 +79,7 @@ class Metrics:
                              "(ctx.processed).", labels, registry=r)
         self._in_flight = in_flight
         self._lock = threading.Lock()
+        self.table_health = TableHealthCache(app)  # catalog reads, at most once a period
         self.registry.register(_StoreCollector(self))
         self._unsubscribe = app.events.subscribe(self._on_event)
 
@@ -131,6 +134,10 @@ class _StoreCollector:
         up.add_metric([], 1)
         yield up
         yield from families
+        try:
+            yield from table_families(self.metrics.table_health.get())
+        except StorageError as exc:  # e.g. a role that may not read the statistics views
+            log.warning("metrics scrape could not read the jobs table's health: %s", exc)
         for collector in list(app.observers.metric_collectors):
             try:
                 yield from collector(app)
@@ -260,3 +267,60 @@ class _StoreCollector:
             for sch in schedules:
                 empty.add_metric([sch.name], 1 if sch.empty else 0)
             yield from (last, nxt, late, empty)
+
+
+def table_families(t: TableHealth) -> Iterable[Metric]:
+    """The jobs table's own health (observe/table_health.py), as of its cached reading."""
+    tl = ["table"]
+    if t.engine == "sqlite":
+        pages = GaugeMetricFamily("shiftwork_sqlite_pages",
+                                  "Pages of the SQLite file (kind=total) and on its freelist "
+                                  "(kind=free).", labels=["kind"])
+        pages.add_metric(["total"], t.page_count or 0)
+        pages.add_metric(["free"], t.free_pages or 0)
+        wal = GaugeMetricFamily("shiftwork_sqlite_wal_bytes", "Size of the SQLite -wal file.")
+        wal.add_metric([], t.wal_bytes or 0)
+        yield from (pages, wal)
+        return
+    live = GaugeMetricFamily("shiftwork_table_live_tuples",
+                             "Live tuples of the table (statistics views).", labels=tl)
+    dead = GaugeMetricFamily("shiftwork_table_dead_tuples",
+                             "Dead tuples vacuum has not removed yet (statistics views).",
+                             labels=tl)
+    size = GaugeMetricFamily("shiftwork_table_size_bytes", "Size of the table's heap.",
+                             labels=tl)
+    vacuumed = GaugeMetricFamily("shiftwork_table_last_autovacuum_timestamp_seconds",
+                                 "When autovacuum last vacuumed the table (Unix time; absent "
+                                 "when never).", labels=tl)
+    analysed = GaugeMetricFamily("shiftwork_table_last_autoanalyze_timestamp_seconds",
+                                 "When autovacuum last analysed the table (Unix time; absent "
+                                 "when never).", labels=tl)
+    live.add_metric([t.table], t.live_tuples or 0)
+    dead.add_metric([t.table], t.dead_tuples or 0)
+    size.add_metric([t.table], t.size_bytes or 0)
+    if t.last_autovacuum is not None:
+        vacuumed.add_metric([t.table], t.last_autovacuum.timestamp())
+    if t.last_autoanalyze is not None:
+        analysed.add_metric([t.table], t.last_autoanalyze.timestamp())
+    yield from (live, dead, size, vacuumed, analysed)
+    held = GaugeMetricFamily("shiftwork_xmin_horizon_age_seconds",
+                             "Age of the oldest open or prepared transaction holding back "
+                             "vacuum in this database; 0 when none.")
+    xids = GaugeMetricFamily("shiftwork_xmin_horizon_age_xids",
+                             "How many transactions the oldest holder of the xmin horizon "
+                             "(a transaction or a replication slot) holds it back; 0 when none.")
+    holders = [h for h in t.holders if not h.catalog_only]
+    held.add_metric([], max((h.age_seconds or 0.0 for h in holders), default=0.0))
+    xids.add_metric([], max((h.xid_age for h in holders), default=0))
+    yield from (held, xids)
+    ix_size = GaugeMetricFamily("shiftwork_index_size_bytes", "Size of an index of the table.",
+                                labels=["index"])
+    ix_bloat = GaugeMetricFamily("shiftwork_index_bloat_estimate_bytes",
+                                 "Wasted space of a b-tree index of the table, estimated from "
+                                 "the catalog (no pgstattuple); absent when it cannot tell.",
+                                 labels=["index"])
+    for ix in t.indexes:
+        ix_size.add_metric([ix.name], ix.size_bytes)
+        if ix.bloat_bytes is not None:
+            ix_bloat.add_metric([ix.name], ix.bloat_bytes)
+    yield from (ix_size, ix_bloat)
