@@ -1,7 +1,8 @@
 """Prometheus metrics: queue gauges from one cheap query, task counters from events.
 
 Every scrape reads the database once for queues (``queues_stats`` without history),
-once for workers and once for running jobs per worker; task counters and the
+once for workers and once for running jobs per worker (and, at most once per
+``Settings.table_health_every``, the jobs table's health from the catalogs); task counters and the
 duration histogram count what *this process* ran (a worker's events), so each
 worker exposes its own and Prometheus sums them.
 

@@ -59,7 +59,8 @@ ORDER BY relname
 -- (their snapshot's xmin, or their own xid once they wrote), its prepared transactions,
 -- and every replication slot (a physical slot's xmin, with hot_standby_feedback, holds
 -- back every table; a logical slot's catalog_xmin only the system catalogs). Backends of
--- other databases do not hold back this database's tables.
+-- other databases do not hold back this database's tables; a walsender's xmin (a standby
+-- with hot_standby_feedback and no slot) holds back every database's.
 SELECT kind, xid_age, age_seconds, pid, application_name, name, state, query_start, query,
        catalog_only
 FROM (
@@ -68,7 +69,8 @@ FROM (
            application_name, NULL::text AS name, state, query_start,
            left(query, 200) AS query, false AS catalog_only
     FROM pg_stat_activity
-    WHERE datname = current_database() AND pid <> pg_backend_pid()
+    WHERE (datname = current_database() OR datname IS NULL)  -- NULL: a walsender, whose
+      AND pid <> pg_backend_pid()                -- standby's feedback holds every database
       AND (backend_xid IS NOT NULL OR backend_xmin IS NOT NULL)
     UNION ALL
     SELECT 'prepared', age(transaction), extract(epoch FROM now() - prepared)::float8, NULL,
