@@ -328,3 +328,14 @@ def test_slots_and_prepared_transactions_are_judged_by_their_age_in_transactions
 def test_bad_thresholds_are_refused_by_name(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigurationError, match=message.replace("(", r"\(").replace(")", r"\)")):
         Settings(**changes)
+
+
+def test_a_plugged_in_warning_is_reported_and_the_report_stays_ok(tmp_path: Path) -> None:
+    from shiftwork.observe import Problem
+
+    with _sqlite_app(tmp_path) as app:
+        app.observers.health_checks.append(
+            lambda app: [Problem("disk", "spool", "spool 80% full", severity="warning")])
+        report = check_health(app, require_worker=False)
+        assert report.ok and report.status == "warning" and report.problems == []
+        assert [p.kind for p in report.warnings] == ["disk"]
