@@ -56,8 +56,8 @@ class Settings:
     # (the rest counted in one line); 0 records: nothing kept (worker/job_logs.py).
     job_log_lines: int = 1000
     job_log_bytes: int = 64 * 1024
-    # The jobs table's own health (observe/table_health.py; docs/observability.md, "Table
-    # health"): over a warning threshold `shiftwork health` warns (exit 0), over an
+    # The jobs table's own health (observe/table_health.py; docs/observability.md, "The
+    # jobs table's health"): over a warning threshold `shiftwork health` warns (exit 0), over an
     # unhealthy one it fails (exit 1). Dead tuples are a share of all the table's tuples,
     # judged only from table_dead_min dead ones (a small table's churn is no alarm).
     table_dead_ratio_warning: float = 0.2
