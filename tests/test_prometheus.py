@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from shiftwork import ShiftworkError
+from shiftwork.observe import metric_defs as m
 from shiftwork.observe.metric_defs import ALL_METRICS, MetricDef
 
 from .conftest import IN_CI, PG_DSN, ROOT, imported_app, require_pg, spawn_worker, wait_for
@@ -199,6 +200,13 @@ def pg_schema() -> Iterator[dict[str, str]]:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
+#: Documented, and rightly absent from this run (on Postgres, a fresh schema): SQLite's own
+#: gauges, and the table-health ones that are absent until autovacuum has run or when the
+#: catalog cannot tell (each still checked for its labels when present).
+ABSENT_HERE = {d.exposed for d in (m.SQLITE_PAGES, m.SQLITE_WAL, m.TABLE_AUTOVACUUM,
+                                   m.TABLE_AUTOANALYZE, m.INDEX_BLOAT)}
+
+
 def test_prometheus_scrapes_every_documented_metric_from_a_worker_and_the_dashboard(
         pg_schema: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _binary("prometheus")
@@ -261,7 +269,7 @@ def test_prometheus_scrapes_every_documented_metric_from_a_worker_and_the_dashbo
                 out = {}
                 for name, (_, labels) in documented.items():
                     seen = _labels_seen(prom, by_name[name])
-                    if seen != labels:
+                    if seen != labels and not (name in ABSENT_HERE and not seen):
                         out[name] = seen
                 return out
             last: dict[str, Any] = {}

@@ -101,3 +101,15 @@ def test_discard_deletes_dead_jobs_only(store: Store) -> None:
     store.jobs_complete_many([done(dead, JobState.DEAD), done(ok)])
     assert store.jobs_discard([running.id, ok.id, dead.id, 9999]) == [dead.id]
     assert sorted(j.id for j in store.jobs_list()) == [ok.id, running.id]
+
+
+def test_table_health_reads_the_engines_statistics(store: Store) -> None:
+    health = store.table_health()
+    assert health.engine == store.engine and health.table == "jobs"
+    if store.engine == "postgres":
+        assert health.dead_tuples is not None and health.live_tuples is not None
+        assert "jobs_claim_idx" in {ix.name for ix in health.indexes}
+        assert health.page_count is None
+    else:
+        assert health.page_count and health.page_size and health.free_pages is not None
+        assert health.dead_tuples is None and "xmin horizon" in health.not_measured

@@ -20,8 +20,11 @@ from shiftwork.core.safetext import escape_controls
 @json_flag("Print the report as JSON.")
 def health(max_wait: float | None, no_worker_ok: bool, as_json: bool) -> None:
     """Exit 0 when work is flowing; 1, saying why, when a queue is over its max_wait,
-    a schedule is late or no worker is alive (2 on a usage or connection error)."""
+    a schedule is late, no worker is alive or the jobs table is unhealthy (2 on a usage
+    or connection error). Warnings (the table's dead tuples, a transaction holding back
+    vacuum, index bloat) are printed and still exit 0."""
     from shiftwork.observe.health import check_health
+    from shiftwork.observe.table_health import table_json, table_lines
 
     app = open_app()
     if max_wait is not None and max_wait <= 0:
@@ -29,8 +32,10 @@ def health(max_wait: float | None, no_worker_ok: bool, as_json: bool) -> None:
     report = check_health(app, default_max_wait=max_wait, require_worker=not no_worker_ok)
     if as_json:
         echo_json({
-            "ok": report.ok, "workers_alive": report.workers_alive,
+            "ok": report.ok, "status": report.status, "workers_alive": report.workers_alive,
             "problems": [p.__dict__ for p in report.problems],
+            "warnings": [p.__dict__ for p in report.warnings],
+            "table": table_json(report.table) if report.table else None,
             "queues": [{"queue": s.queue, "waiting": s.available, "paused": s.paused,
                         "oldest_waiting_age": s.oldest_waiting_age} for s in report.queues],
         })
@@ -48,4 +53,9 @@ def health(max_wait: float | None, no_worker_ok: bool, as_json: bool) -> None:
             click.echo(f"UNHEALTHY {problem.kind}: {escape_controls(problem.message)}")
         if paused:
             click.echo(escape_controls(f"paused: {', '.join(paused)}"))
+    for warning in report.warnings:
+        click.echo(f"WARNING {warning.kind}: {escape_controls(warning.message)}")
+    # Names of indexes and an application_name are the database's text: escaped too.
+    for line in table_lines(report.table) if report.table else []:
+        click.echo(escape_controls(line))
     sys.exit(0 if report.ok else 1)

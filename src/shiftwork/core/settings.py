@@ -56,6 +56,30 @@ class Settings:
     # (the rest counted in one line); 0 records: nothing kept (worker/job_logs.py).
     job_log_lines: int = 1000
     job_log_bytes: int = 64 * 1024
+    # The jobs table's own health (observe/table_health.py; docs/observability.md, "The
+    # jobs table's health"): over a warning threshold `shiftwork health` warns (exit 0), over an
+    # unhealthy one it fails (exit 1). Dead tuples are a share of all the table's tuples,
+    # judged only from table_dead_min dead ones (a small table's churn is no alarm).
+    table_dead_ratio_warning: float = 0.2
+    table_dead_ratio_unhealthy: float = 0.5
+    table_dead_min: int = 10_000
+    # The oldest transaction holding the xmin horizon back (so vacuum cannot clean what
+    # died after it began), by its age in seconds and, for every holder (replication
+    # slots have no start time), in transactions.
+    xmin_age_warning: float = 300.0
+    xmin_age_unhealthy: float = 3600.0
+    xmin_xids_warning: int = 10_000_000
+    xmin_xids_unhealthy: int = 100_000_000  # half of autovacuum_freeze_max_age's default
+    # An index's estimated wasted share, judged only from index_bloat_min_bytes of size.
+    index_bloat_warning: float = 0.5
+    index_bloat_min_bytes: int = 64 * 1024 * 1024
+    # SQLite: the share of the file on the freelist (from sqlite_min_bytes of file) and
+    # the -wal file's size (a reader that never ends keeps checkpoints from restarting it).
+    sqlite_free_ratio_warning: float = 0.5
+    sqlite_min_bytes: int = 64 * 1024 * 1024
+    sqlite_wal_bytes_warning: int = 1024 * 1024 * 1024
+    # A metrics scrape (and the dashboard) reads the table's health at most this often.
+    table_health_every: float = 30.0
 
     def __post_init__(self) -> None:
         if isinstance(self.pool_min_size, bool) or not isinstance(self.pool_min_size, int) \
@@ -71,6 +95,18 @@ class Settings:
         whole(self.claim_batch, "Settings.claim_batch", 1, 100_000)
         whole(self.job_log_lines, "Settings.job_log_lines", 0, 1_000_000)
         whole(self.job_log_bytes, "Settings.job_log_bytes", 1024, 64 * 1024 * 1024)
+        for name in _RATIOS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not 0 < value <= 1:
+                raise ConfigurationError(f"Settings.{name} must be a share in (0, 1], "
+                                         f"got {value!r}")
+        for name in _COUNTS:
+            whole(getattr(self, name), f"Settings.{name}", 0, 2**62)
+        for low, high in _PAIRS:
+            if getattr(self, low) > getattr(self, high):
+                raise ConfigurationError(f"Settings.{low} ({getattr(self, low)!r}) must not be "
+                                         f"over Settings.{high} ({getattr(self, high)!r})")
         for name in _LIMITS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -84,7 +120,15 @@ class Settings:
 
 _TIMINGS = ("heartbeat_interval", "lease_seconds", "rescue_interval", "poll_interval",
             "leader_ttl", "retention_finished", "retention_dead", "prune_interval",
-            "history_retention", "effect_retention", "max_retry_after", "outage_log_every")
+            "history_retention", "effect_retention", "max_retry_after", "outage_log_every",
+            "xmin_age_warning", "xmin_age_unhealthy", "table_health_every")
+_RATIOS = ("table_dead_ratio_warning", "table_dead_ratio_unhealthy", "index_bloat_warning",
+           "sqlite_free_ratio_warning")
+_COUNTS = ("table_dead_min", "xmin_xids_warning", "xmin_xids_unhealthy",
+           "index_bloat_min_bytes", "sqlite_min_bytes", "sqlite_wal_bytes_warning")
+_PAIRS = (("table_dead_ratio_warning", "table_dead_ratio_unhealthy"),
+          ("xmin_age_warning", "xmin_age_unhealthy"),
+          ("xmin_xids_warning", "xmin_xids_unhealthy"))
 _LIMITS = ("max_args_bytes", "max_checkpoint_bytes", "max_result_bytes",
            "max_progress_message_bytes", "max_step_result_bytes", "max_event_payload_bytes",
            "max_unique_key_bytes", "max_json_depth")

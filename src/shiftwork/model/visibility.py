@@ -16,6 +16,8 @@ class Problem:
     #            "schedule_empty", "task_empty", "no_worker", "database", or a plugin's own
     subject: str  # the queue, schedule or component concerned
     message: str  # what is wrong and what to look at, in words
+    # "unhealthy" fails `shiftwork health` (exit 1); "warning" is reported, exit 0.
+    severity: str = "unhealthy"
 
     def __str__(self) -> str:
         return self.message

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 
 from shiftwork.core.errors import StorageError
 from shiftwork.model.records import QueueStats, WaitingTask, WorkerInfo
+from shiftwork.model.table_health import TableHealth
 from shiftwork.observe.hooks import Problem, ScheduleStatus
+from shiftwork.observe.table_health import WARNING, table_problems
 from shiftwork.observe.text import format_age
 
 if TYPE_CHECKING:
@@ -27,10 +29,18 @@ class HealthReport:
     queues: list[QueueStats] = field(default_factory=list)
     workers_alive: int = 0
     schedules: list[ScheduleStatus] = field(default_factory=list)
+    #: problems of severity "warning": reported, but the report is still ok
+    warnings: list[Problem] = field(default_factory=list)
+    table: TableHealth | None = None  # the jobs table's own health, when it could be read
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def status(self) -> str:
+        """``"ok"``, ``"warning"`` (only warnings) or ``"unhealthy"``."""
+        return "unhealthy" if self.problems else "warning" if self.warnings else "ok"
 
 
 def worker_stale_after(app: App) -> float:
@@ -215,6 +225,15 @@ def check_health(app: App, *, default_max_wait: float | None = None,
         problems.extend(task_items_problems(task_items(app, now)))
     except StorageError as exc:
         problems.append(Problem("database", "database", f"cannot read task_minutes: {exc}"))
+    table = None
+    try:
+        table = store.table_health()
+        problems.extend(table_problems(app.settings, table))
+    except StorageError as exc:  # e.g. a role that may not read the statistics views
+        problems.append(Problem("table_health", "database",
+                                f"cannot read the jobs table's health: {exc}", WARNING))
     for check in list(app.observers.health_checks):
         problems.extend(check(app))
-    return HealthReport(now, problems, stats, len(alive), schedules)
+    warnings = [p for p in problems if p.severity == WARNING]
+    return HealthReport(now, [p for p in problems if p.severity != WARNING], stats,
+                        len(alive), schedules, warnings, table)

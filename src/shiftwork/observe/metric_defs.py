@@ -114,7 +114,37 @@ DATABASE_METRICS: tuple[MetricDef, ...] = (
     WORKER_UP, WORKER_IN_FLIGHT, WORKER_HEARTBEAT, WORKERS_ALIVE, SCHEDULE_LAST_SUCCESS,
     SCHEDULE_NEXT_FIRE, SCHEDULE_LATE, SCHEDULE_EMPTY)
 
-ALL_METRICS: tuple[MetricDef, ...] = EVENT_METRICS + DATABASE_METRICS
+# -- the jobs table's own health, read at most every Settings.table_health_every ----------
+TABLE_LIVE = _gauge("shiftwork_table_live_tuples", "Live tuples of the table (statistics "
+                    "views).", "table")
+TABLE_DEAD = _gauge("shiftwork_table_dead_tuples", "Dead tuples vacuum has not removed yet "
+                    "(statistics views).", "table")
+TABLE_SIZE = _gauge("shiftwork_table_size_bytes", "Size of the table's heap.", "table")
+TABLE_AUTOVACUUM = _gauge("shiftwork_table_last_autovacuum_timestamp_seconds", "When "
+                          "autovacuum last vacuumed the table (Unix time; absent when never).",
+                          "table")
+TABLE_AUTOANALYZE = _gauge("shiftwork_table_last_autoanalyze_timestamp_seconds", "When "
+                           "autovacuum last analysed the table (Unix time; absent when never).",
+                           "table")
+XMIN_AGE = _gauge("shiftwork_xmin_horizon_age_seconds", "Age of the oldest open or prepared "
+                  "transaction holding back vacuum in this database; 0 when none.")
+XMIN_XIDS = _gauge("shiftwork_xmin_horizon_age_xids", "How many transactions the oldest holder "
+                   "of the xmin horizon (a transaction or a replication slot) holds it back; 0 "
+                   "when none.")
+INDEX_SIZE = _gauge("shiftwork_index_size_bytes", "Size of an index of the table.", "index")
+INDEX_BLOAT = _gauge("shiftwork_index_bloat_estimate_bytes", "Wasted space of a b-tree index "
+                     "of the table, estimated from the catalog (no pgstattuple); absent when "
+                     "it cannot tell.", "index")
+SQLITE_PAGES = _gauge("shiftwork_sqlite_pages", "Pages of the SQLite file (kind=total) and on "
+                      "its freelist (kind=free).", "kind")
+SQLITE_WAL = _gauge("shiftwork_sqlite_wal_bytes", "Size of the SQLite -wal file.")
+
+#: Postgres's and SQLite's (each engine exports its own).
+TABLE_METRICS: tuple[MetricDef, ...] = (
+    TABLE_LIVE, TABLE_DEAD, TABLE_SIZE, TABLE_AUTOVACUUM, TABLE_AUTOANALYZE, XMIN_AGE,
+    XMIN_XIDS, INDEX_SIZE, INDEX_BLOAT, SQLITE_PAGES, SQLITE_WAL)
+
+ALL_METRICS: tuple[MetricDef, ...] = EVENT_METRICS + DATABASE_METRICS + TABLE_METRICS
 
 _COUNTED = {"job.succeeded": SUCCEEDED, "job.failed": FAILED, "job.retried": RETRIED,
             "job.dead": DEAD, "job.cancelled": CANCELLED}

@@ -1,7 +1,8 @@
 """Prometheus metrics: queue gauges from one cheap query, task counters from events.
 
 Every scrape reads the database once for queues (``queues_stats`` without history),
-once for workers and once for running jobs per worker; task counters and the
+once for workers and once for running jobs per worker (and, at most once per
+``Settings.table_health_every``, the jobs table's health from the catalogs); task counters and the
 duration histogram count what *this process* ran (a worker's events), so each
 worker exposes its own and Prometheus sums them.
 
@@ -21,9 +22,11 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from shiftwork.core.errors import StorageError
+from shiftwork.model.table_health import TableHealth
 from shiftwork.observe import metric_defs as m
 from shiftwork.observe.health import alive_workers, max_wait_for, task_items, unserved
 from shiftwork.observe.metric_defs import DURATION_BUCKETS, EVENT_METRICS, MetricDef, event_samples
+from shiftwork.observe.table_health import TableHealthCache
 
 if TYPE_CHECKING:
     from shiftwork.app import App
@@ -50,6 +53,7 @@ class Metrics:
         self._series: dict[tuple[str, tuple[str, ...]], Callable[[float], None]] = {}
         self._in_flight = in_flight
         self._lock = threading.Lock()
+        self.table_health = TableHealthCache(app)  # catalog reads, at most once a period
         self.registry.register(_StoreCollector(self))
         self._unsubscribe = app.events.subscribe(self._on_event)
 
@@ -102,6 +106,10 @@ class _StoreCollector:
         up.add_metric([], 1)
         yield up
         yield from families
+        try:
+            yield from table_families(self.metrics.table_health.get())
+        except StorageError as exc:  # e.g. a role that may not read the statistics views
+            log.warning("metrics scrape could not read the jobs table's health: %s", exc)
         for collector in list(app.observers.metric_collectors):
             try:
                 yield from collector(app)
@@ -194,3 +202,35 @@ class _StoreCollector:
             for sch in schedules:
                 empty.add_metric([sch.name], 1 if sch.empty else 0)
             yield from (last, nxt, late, empty)
+
+
+def table_families(t: TableHealth) -> Iterable[Metric]:
+    """The jobs table's own health (observe/table_health.py), as of its cached reading."""
+    if t.engine == "sqlite":
+        pages, wal = _family(m.SQLITE_PAGES), _family(m.SQLITE_WAL)
+        pages.add_metric(["total"], t.page_count or 0)
+        pages.add_metric(["free"], t.free_pages or 0)
+        wal.add_metric([], t.wal_bytes or 0)
+        yield from (pages, wal)
+        return
+    live, dead, size = _family(m.TABLE_LIVE), _family(m.TABLE_DEAD), _family(m.TABLE_SIZE)
+    vacuumed, analysed = _family(m.TABLE_AUTOVACUUM), _family(m.TABLE_AUTOANALYZE)
+    live.add_metric([t.table], t.live_tuples or 0)
+    dead.add_metric([t.table], t.dead_tuples or 0)
+    size.add_metric([t.table], t.size_bytes or 0)
+    if t.last_autovacuum is not None:
+        vacuumed.add_metric([t.table], t.last_autovacuum.timestamp())
+    if t.last_autoanalyze is not None:
+        analysed.add_metric([t.table], t.last_autoanalyze.timestamp())
+    yield from (live, dead, size, vacuumed, analysed)
+    held, xids = _family(m.XMIN_AGE), _family(m.XMIN_XIDS)
+    holders = [h for h in t.holders if not h.catalog_only]
+    held.add_metric([], max((h.age_seconds or 0.0 for h in holders), default=0.0))
+    xids.add_metric([], max((h.xid_age for h in holders), default=0))
+    yield from (held, xids)
+    ix_size, ix_bloat = _family(m.INDEX_SIZE), _family(m.INDEX_BLOAT)
+    for ix in t.indexes:
+        ix_size.add_metric([ix.name], ix.size_bytes)
+        if ix.bloat_bytes is not None:
+            ix_bloat.add_metric([ix.name], ix.bloat_bytes)
+    yield from (ix_size, ix_bloat)

@@ -55,6 +55,7 @@ from shiftwork.model.records import (
     WorkflowRun,
     WorkflowSummary,
 )
+from shiftwork.model.table_health import TableHealth
 from shiftwork.schedules.definition import Plan, RunStatus, ScheduleDef
 from shiftwork.store.history import Counts, Durations
 from shiftwork.store.wakeups import WakeListener
@@ -86,6 +87,11 @@ class Store(Protocol):
 
     def db_now(self) -> datetime:
         """The database's clock (or the injected fake clock)."""
+
+    def table_health(self) -> TableHealth:
+        """The jobs table's own health (dead tuples, vacuum, what holds the xmin horizon
+        back; on SQLite the file's free pages and WAL), from catalog and statistics views
+        only: never a read of the table."""
 
     def wakeups_listen(self, topic: str = "jobs") -> WakeListener | None:
         """Open a subscription to wake-ups: each names a queue that may have work (``"*"``:

@@ -28,6 +28,7 @@ from shiftwork.core.memory import format_size
 from shiftwork.core.names import check_queue, schedule_name, schedule_ref
 from shiftwork.core.safetext import escape_controls
 from shiftwork.core.states import JobState
+from shiftwork.observe.table_health import TableHealthCache, format_bytes, table_problems
 from shiftwork.observe.text import format_age, format_seconds, format_time
 from shiftwork.observe.views import overview
 from shiftwork.web.chart import minute_chart
@@ -206,6 +207,8 @@ class Dashboard:
         self.env.filters["segment"] = path_segment
         self.env.filters["schedule_ref"] = schedule_ref
         self.env.filters["size"] = format_size
+        self.env.filters["bytes"] = format_bytes
+        self.table_health = TableHealthCache(app)  # the overview's, read once a period
         routes = [
             Route("/", self.index), Route("/login", self.login, methods=["GET", "POST"]),
             Route("/logout", self.logout, methods=["POST"]),
@@ -430,11 +433,20 @@ class Dashboard:
 
     # -- pages ------------------------------------------------------------------------
 
+    def _table(self) -> tuple[Any, list[Any]]:
+        try:
+            table = self.table_health.get()
+        except ShiftworkError:
+            return None, []
+        return table, table_problems(self.app.settings, table)
+
     async def index(self, request: Request) -> Response:
         view = await run_in_threadpool(overview, self.app)
+        table, table_warnings = await run_in_threadpool(self._table)
         charts = {row.stats.queue: minute_chart(row.last_hour, view.now) for row in view.queues}
         every = [m for row in view.queues for m in row.last_hour]
-        return self.page(request, "overview.html", view=view, charts=charts,
+        return self.page(request, "overview.html", view=view, charts=charts, table=table,
+                         table_problems=table_warnings,
                          total=minute_chart(every, view.now, width=720, height=120,
                                             axes=True),
                          can_trigger=self.app.observers.can_trigger(),

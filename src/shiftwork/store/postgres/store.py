@@ -38,6 +38,7 @@ from shiftwork.model.records import (
     RescuedJob,
     WorkerInfo,
 )
+from shiftwork.model.table_health import TableHealth
 from shiftwork.store.connections import Connections, application_name
 from shiftwork.store.console import JobsConsole
 from shiftwork.store.deps import DepsActions, Mark
@@ -75,6 +76,7 @@ from shiftwork.store.postgres.long_jobs import PostgresLongJobs
 from shiftwork.store.postgres.observe import PostgresObserve
 from shiftwork.store.postgres.reconnect import reconnect_options
 from shiftwork.store.postgres.schedules import PostgresSchedules
+from shiftwork.store.postgres.table_health import read_table_health
 from shiftwork.store.postgres.wakeups import PostgresWakeListener
 from shiftwork.store.postgres.workflows import PostgresWorkflows
 from shiftwork.store.rows import aware, decoded, job_from_row, legal_pairs, queue_stats_from_rows
@@ -269,6 +271,10 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
             row = c.execute(self.q["db_now"], self._p()).fetchone()
             assert row is not None
             return aware(row[0])  # type: ignore[return-value]
+
+    def table_health(self) -> TableHealth:
+        with self._conn() as c:
+            return read_table_health(c, self.q)
 
     # -- schema ------------------------------------------------------------------------
 

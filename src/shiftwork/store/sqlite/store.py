@@ -32,6 +32,7 @@ from shiftwork.model.records import (
     RescuedJob,
     WorkerInfo,
 )
+from shiftwork.model.table_health import TableHealth
 from shiftwork.store.console import JobsConsole
 from shiftwork.store.deps import NO_MARK, DepsActions, Mark
 from shiftwork.store.fleet import FleetWrites
@@ -50,6 +51,7 @@ from shiftwork.store.sqlite.job_logs import SQLiteJobLogs
 from shiftwork.store.sqlite.long_jobs import SQLiteLongJobs
 from shiftwork.store.sqlite.observe import SQLiteObserve
 from shiftwork.store.sqlite.schedules import SQLiteSchedules
+from shiftwork.store.sqlite.table_health import read_table_health
 from shiftwork.store.sqlite.wakeups import DataVersionWatcher
 from shiftwork.store.sqlite.workflows import SQLiteWorkflows
 
@@ -328,6 +330,9 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
 
     def db_now(self) -> datetime:
         return self.clock.now()
+
+    def table_health(self) -> TableHealth:
+        return read_table_health(self.conn, self.q, self.path)
 
     def wakeups_listen(self, topic: str = "jobs") -> DataVersionWatcher:
         # A connection of the watcher's own: data_version is per connection, so the first

@@ -1,0 +1,26 @@
+"""PostgreSQL: the jobs table's health from the catalog and statistics views
+(table_health.sql), one read of three statements."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shiftwork.model.table_health import IndexHealth, TableHealth, VacuumHolder
+from shiftwork.store.rows import aware
+
+
+def read_table_health(c: Any, q: dict[str, str]) -> TableHealth:
+    """``c``: an open connection; ``q``: the store's named queries."""
+    row = c.execute(q["table_health_table"], {}).fetchone()
+    indexes = [IndexHealth(r[0], int(r[1]), None if r[2] is None else int(r[2]))
+               for r in c.execute(q["table_health_indexes"], {}).fetchall()]
+    holders = [VacuumHolder(kind=r[0], xid_age=int(r[1]), age_seconds=r[2], pid=r[3],
+                            application_name=r[4] or None, name=r[5], state=r[6],
+                            query_start=aware(r[7]), query=r[8], catalog_only=bool(r[9]))
+               for r in c.execute(q["table_health_holders"], {}).fetchall()]
+    live, dead, autovacuum, autoanalyze, vacuum, size = row
+    return TableHealth(
+        engine="postgres", live_tuples=None if live is None else int(live),
+        dead_tuples=None if dead is None else int(dead), last_autovacuum=aware(autovacuum),
+        last_autoanalyze=aware(autoanalyze), last_vacuum=aware(vacuum), size_bytes=int(size),
+        indexes=indexes, holders=holders)
