@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from itertools import pairwise
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -53,7 +54,7 @@ def test_an_interval_counts_elapsed_time_through_dst() -> None:
     before = datetime(2026, 3, 8, 4, 0, tzinfo=UTC)  # 23:00 local, the night of the change
     fires = sched.fires_between(before, before + timedelta(hours=12))
     assert len(fires) == 8
-    assert {b - a for a, b in zip(fires, fires[1:], strict=False)} == {timedelta(minutes=90)}
+    assert {b - a for a, b in pairwise(fires)} == {timedelta(minutes=90)}
     offsets = {sched.local(f).utcoffset() for f in fires}
     assert offsets == {timedelta(hours=-5), timedelta(hours=-4)}
 
