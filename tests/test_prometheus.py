@@ -39,8 +39,17 @@ RULE_TESTS = ROOT / "deploy" / "prometheus" / "shiftwork-rules.test.yml"
 GRAFANA = ROOT / "deploy" / "grafana" / "shiftwork-dashboard.json"
 OBSERVABILITY = ROOT / "docs" / "observability.md"
 TOKEN = "prometheus-test-token-0123456789"
-ALERTS = {"ShiftworkJobsWaitingTooLong", "ShiftworkQueueStalled", "ShiftworkScheduleLate",
-          "ShiftworkDeadJobsRising", "ShiftworkDeadJobsPiling", "ShiftworkNoWorkerAlive"}
+#: The rules file's groups and their alerts, named here so that a rule lost, renamed or
+#: moved to another group fails the tests.
+GROUPS = {
+    "shiftwork": {"ShiftworkJobsWaitingTooLong", "ShiftworkQueueStalled",
+                  "ShiftworkScheduleLate", "ShiftworkDeadJobsRising",
+                  "ShiftworkDeadJobsPiling", "ShiftworkNoWorkerAlive"},
+    "shiftwork-table": {"ShiftworkJobsTableDeadTuples", "ShiftworkXminHorizonHeld",
+                        "ShiftworkXminHorizonFarBehind", "ShiftworkJobsTableNotVacuumed",
+                        "ShiftworkIndexBloated", "ShiftworkSqliteWalGrowing"},
+}
+ALERTS = set().union(*GROUPS.values())
 
 
 def _binary(name: str) -> str:
@@ -74,6 +83,18 @@ def test_promtool_unit_tests_of_every_alert_pass() -> None:
     tested = {t["alertname"] for case in yaml.safe_load(RULE_TESTS.read_text())["tests"]
               for t in case["alert_rule_test"] if t["exp_alerts"]}
     assert tested == ALERTS == {r["alert"] for r in _rules()}
+
+
+def test_the_rules_file_has_each_group_and_every_rule_its_shape() -> None:
+    groups = yaml.safe_load(RULES.read_text())["groups"]
+    assert {g["name"]: {r["alert"] for r in g["rules"]} for g in groups} == GROUPS
+    # Each alert says how bad it is and what happened. (The dead-job ones have no `for:`:
+    # their expressions already look back 15 minutes or an hour.)
+    for rule in _rules():
+        assert rule["labels"]["severity"] in ("warning", "critical"), rule["alert"]
+        assert rule["annotations"]["summary"], rule["alert"]
+    for rule in (r for g in groups if g["name"] == "shiftwork-table" for r in g["rules"]):
+        assert rule["for"] and rule["annotations"]["description"], rule["alert"]
 
 
 def _rules() -> list[dict[str, Any]]:
@@ -111,11 +132,21 @@ def test_the_docs_table_is_the_metric_list() -> None:
     assert documented == defined
 
 
+def _group_texts(rules: str) -> list[str]:
+    """Each group of a rules file as its text, with the comment lines above it."""
+    body = rules.split("\ngroups:\n", 1)[1]
+    return [g.strip("\n") for g in re.split(r"\n\n(?=  [#-])", body)]
+
+
 def test_the_docs_rules_are_the_shipped_file() -> None:
+    # Each group is shown where the docs explain its metrics, as a block of its own.
     text = OBSERVABILITY.read_text()
-    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S)]
-    assert yaml.safe_load(RULES.read_text()) in blocks, "docs/observability.md's rules " \
-        "differ from deploy/prometheus/shiftwork-rules.yml"
+    shown = [b.removeprefix("groups:\n").strip("\n")
+             for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if b.startswith("groups:\n")]
+    assert shown == _group_texts(RULES.read_text()), "docs/observability.md's rules " \
+        "differ from deploy/prometheus/shiftwork-rules.yml: show each group verbatim"
+    assert [g for b in shown for g in yaml.safe_load("groups:\n" + b)["groups"]] \
+        == yaml.safe_load(RULES.read_text())["groups"]
     assert "deploy/prometheus/shiftwork-rules.yml" in text
     assert "deploy/grafana/shiftwork-dashboard.json" in text
 
@@ -289,8 +320,7 @@ def test_prometheus_scrapes_every_documented_metric_from_a_worker_and_the_dashbo
             assert from_dashboard
             # The server loaded the shipped rules and evaluates them without error.
             groups = prom.api("rules")["groups"]
-            rules = {r["name"]: r for g in groups for r in g["rules"]}
-            assert set(rules) == ALERTS
+            assert {g["name"]: {r["name"] for r in g["rules"]} for g in groups} == GROUPS
             wait_for(lambda: all(r["health"] == "ok" for g in prom.api("rules")["groups"]
                                  for r in g["rules"]), timeout=15, what="rules evaluated")
             # Every Grafana panel's query is one Prometheus accepts, and has data.
