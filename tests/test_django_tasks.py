@@ -17,7 +17,7 @@ pytest.importorskip("django")
 
 PROJECT = Path(__file__).resolve().parent / "django_tasks_project"
 SRC = Path(__file__).resolve().parents[1] / "src"
-TESTS = 22
+TESTS = 27
 
 
 def run_suite(python: str, engine: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:

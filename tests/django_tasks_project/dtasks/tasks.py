@@ -50,6 +50,23 @@ def failing_task_system_exit() -> None:
 
 
 @task()
+def failing_task_keyboard_interrupt() -> None:
+    raise KeyboardInterrupt("This Task failed due to KeyboardInterrupt")
+
+
+@task()
+def exit_task() -> None:
+    exit(1)
+
+
+@task(backend="bounded")
+def sleep_for(seconds: float) -> None:
+    import time
+
+    time.sleep(seconds)
+
+
+@task()
 def complex_exception() -> None:
     raise ValueError(ValueError("This task failed"))
 

@@ -134,8 +134,8 @@ class WithWorker(TransactionTestCase):
         cls.log = tempfile.NamedTemporaryFile("w+", suffix=".log")  # noqa: SIM115
         cls.worker = subprocess.Popen(
             [sys.executable, "manage.py", "shiftwork", "worker", "--queue", "default=4",
-             "--queue", "ordered=1"], cwd=PROJECT, env=env, stdout=cls.log,
-            stderr=subprocess.STDOUT, text=True)
+             "--queue", "ordered=1", "--queue", "isolated=1:process"], cwd=PROJECT, env=env,
+            stdout=cls.log, stderr=subprocess.STDOUT, text=True)
 
     @classmethod
     def tearDownClass(cls) -> None:
@@ -194,6 +194,38 @@ class WithWorker(TransactionTestCase):
                 self.assertEqual(result.attempts, 1)
                 self.assertGreaterEqual(result.finished_at, result.started_at)
 
+    def test_a_keyboard_interrupt_or_exit_in_a_worker_fails_the_task_only(self) -> None:
+        # Django's immediate backend lets a KeyboardInterrupt through to the caller; in a
+        # worker there is no caller to stop: the task fails and the worker goes on.
+        for fails, exception in ((t.failing_task_keyboard_interrupt, KeyboardInterrupt),
+                                 (t.exit_task, SystemExit)):
+            with self.subTest(fails.name):
+                result = wait_until_finished(fails.enqueue())
+                self.assertEqual(result.status, TaskResultStatus.FAILED)
+                self.assertIs(result.errors[0].exception_class, exception)
+        self.assertEqual(wait_until_finished(t.calculate_meaning_of_life.enqueue())
+                         .return_value, 42)
+
+    def test_a_timeout_fails_the_attempt(self) -> None:
+        result = wait_until_finished(t.sleep_for.enqueue(5))
+        self.assertEqual(result.status, TaskResultStatus.FAILED)
+        [error] = result.errors
+        self.assertIn("timed out", error.traceback)
+        self.assertLess(result.finished_at - result.started_at, timedelta(seconds=4))
+
+    def test_a_cancelled_task_is_failed(self) -> None:
+        result = t.noop_task.using(queue_name="idle").enqueue()
+        get_app().cancel_job(int(result.id))
+        result.refresh()
+        self.assertEqual(result.status, TaskResultStatus.FAILED)
+        self.assertIsNotNone(result.finished_at)
+
+    def test_a_task_in_a_child_process(self) -> None:
+        # ":process" queues run each job in a fresh interpreter, which sets Django up
+        # and imports the tasks modules itself.
+        result = t.get_task_id.using(queue_name="isolated").enqueue()
+        self.assertEqual(wait_until_finished(result, timeout=60).return_value, result.id)
+
     def test_a_complex_exception_and_a_return_value_json_cannot_hold(self) -> None:
         result = wait_until_finished(t.complex_exception.enqueue())
         self.assertIs(result.errors[0].exception_class, ValueError)
@@ -232,8 +264,13 @@ class WithWorker(TransactionTestCase):
                          when)
 
     def test_priorities_order_a_queue(self) -> None:
-        with transaction.atomic():  # the worker sees all four at once
-            results = [t.record.using(priority=p).enqueue(f"p{p}") for p in (-5, 10, 0, 100)]
+        # One transaction, so the worker sees all four at once, and one due time in the
+        # past: a SQLite claim that began before the commit and waited for the write lock
+        # holds the time it began, when later ones of the four were not due yet.
+        due = timezone.now() - timedelta(seconds=5)
+        with transaction.atomic():
+            results = [t.record.using(priority=p, run_after=due).enqueue(f"p{p}")
+                       for p in (-5, 10, 0, 100)]
         for result in results:
             wait_until_finished(result)
         self.assertEqual([r.name for r in Ran.objects.order_by("id")],
@@ -249,6 +286,9 @@ class WithWorker(TransactionTestCase):
         while any(line not in self.worker_output() for line in expected):
             self.assertLess(time.monotonic(), deadline, self.worker_output())
             time.sleep(0.1)
+        ours = [line for line in self.worker_output().splitlines() if f"id={ok.id} " in line]
+        self.assertEqual(len(ours), 2, ours)
+        self.assertFalse([line for line in ours if "NoneType" in line])
 
     def test_an_atomic_block_commits_or_rolls_back_its_jobs(self) -> None:
         sent: list[str] = []
@@ -300,6 +340,7 @@ class Results(TransactionTestCase):
                 default_task_backend.get_result(missing)
         with self.assertLogs(PACKAGE, "DEBUG") as logs:
             other = t.noop_task_async.using(queue_name="idle").enqueue()
+        self.assertEqual(len(logs.output), 1)
         self.assertIn(f"Task id={other.id} path=dtasks.tasks.noop_task_async enqueued",
                       logs.output[0])
         with self.assertRaisesMessage(TaskResultMismatch, "Task does not match"):
@@ -321,3 +362,10 @@ class AsyncResults(TransactionTestCase):
         self.assertEqual(result.status, TaskResultStatus.READY)
         with self.assertRaises(TaskResultDoesNotExist):
             await default_task_backend.aget_result("123456789")
+
+    @override_settings(TASKS={"default": {"BACKEND": BACKEND, "QUEUES": ["idle"]}})
+    async def test_validate_on_aenqueue(self) -> None:
+        with self.assertRaisesMessage(InvalidTask, "Queue 'default' is not valid"):
+            await t.noop_task.aenqueue()
+        result = await t.get_task_id.using(queue_name="idle").aenqueue()
+        self.assertEqual(result.status, TaskResultStatus.READY)

@@ -40,20 +40,16 @@ TASKS = {
     "default": {
         "BACKEND": "shiftwork.contrib.django.tasks.ShiftworkBackend",
         # "idle": a queue no test worker serves, where jobs stay READY
-        "QUEUES": ["default", "ordered", "idle"],
+        "QUEUES": ["default", "ordered", "idle", "isolated"],
     },
     "retrying": {
         "BACKEND": "shiftwork.contrib.django.tasks.ShiftworkBackend",
         "QUEUES": [],
         "OPTIONS": {"MAX_ATTEMPTS": 3},
     },
+    "bounded": {
+        "BACKEND": "shiftwork.contrib.django.tasks.ShiftworkBackend",
+        "OPTIONS": {"TIMEOUT": 0.5},
+    },
 }
 
-# The worker's Django task log lines (task_started / task_finished) on its output.
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {name: {"handlers": ["console"], "level": "INFO"}
-                for name in ("django.tasks", "django_tasks")},
-}

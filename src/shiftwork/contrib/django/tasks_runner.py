@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -25,21 +26,23 @@ if TYPE_CHECKING:
 
 #: set on the function registered for a Django task: the task's module path
 RUNS = "__shiftwork_django_task__"
+_registering = threading.Lock()  # two threads validating one new task register it once
 
 
 def registered(app: App, task: Any, timeout: float | None) -> ShiftworkTask[Any, Any]:
     """The shiftwork task that runs ``task`` (a Django Task), registered on first use."""
     path = task.module_path
-    existing = app.tasks.get(path)
-    if existing is not None:
-        if getattr(existing.fn, RUNS, None) != path:
-            raise api.refuse(f"{path}: a shiftwork task of that name is already registered "
-                             "(@app.task): a Django task needs the name to itself")
-        if existing.options.timeout != timeout:
-            raise api.refuse(f"{path}: two Django task backends give it different TIMEOUT "
-                             f"options ({existing.options.timeout} and {timeout})")
-        return existing
-    return app.task(name=path, queue=task.queue_name, timeout=timeout)(_runner(task))
+    with _registering:
+        existing = app.tasks.get(path)
+        if existing is None:
+            return app.task(name=path, queue=task.queue_name, timeout=timeout)(_runner(task))
+    if getattr(existing.fn, RUNS, None) != path:
+        raise api.refuse(f"{path}: a shiftwork task of that name is already registered "
+                         "(@app.task): a Django task needs the name to itself")
+    if existing.options.timeout != timeout:
+        raise api.refuse(f"{path}: two Django task backends give it different TIMEOUT "
+                         f"options ({existing.options.timeout} and {timeout})")
+    return existing
 
 
 def _runner(task: Any) -> Callable[..., Any]:
