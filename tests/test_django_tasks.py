@@ -17,7 +17,7 @@ pytest.importorskip("django")
 
 PROJECT = Path(__file__).resolve().parent / "django_tasks_project"
 SRC = Path(__file__).resolve().parents[1] / "src"
-TESTS = 27
+TESTS = 28
 
 
 def run_suite(python: str, engine: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:

@@ -346,6 +346,14 @@ class Results(TransactionTestCase):
         with self.assertRaisesMessage(TaskResultMismatch, "Task does not match"):
             t.noop_task.get_result(other.id)
 
+    def test_a_job_of_an_open_block_is_read_back_once_it_commits(self) -> None:
+        with transaction.atomic():
+            result = t.noop_task.using(queue_name="idle").enqueue()
+            with self.assertRaises(TaskResultDoesNotExist):
+                result.refresh()
+        result.refresh()
+        self.assertEqual(result.status, TaskResultStatus.READY)
+
     @override_settings(TASKS={"default": {"BACKEND": BACKEND, "QUEUES": ["idle"]}})
     def test_a_task_on_a_queue_the_backend_does_not_list_is_refused_at_enqueue(self) -> None:
         with self.assertRaisesMessage(InvalidTask, "Queue 'default' is not valid"):

@@ -99,8 +99,8 @@ class ShiftworkBackend(api.BaseTaskBackend):  # type: ignore[misc]  # (Django ha
         return result
 
     def get_result(self, result_id: str) -> Any:
-        """The job's result now. Inside ``atomic()`` on PostgreSQL a job enqueued in the
-        same block is not found until it commits (the App reads on its own connection)."""
+        """The job's result now. A job enqueued inside ``atomic()`` is not found until the
+        block commits (the App reads on its own connection, either engine)."""
         try:
             job_id = whole(int(result_id), "result id", 1, MAX_ID)
             job = _app().get_job(job_id)
