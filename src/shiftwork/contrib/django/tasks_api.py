@@ -56,14 +56,10 @@ task_started: Any = _signals.task_started
 task_finished: Any = _signals.task_finished
 
 
-def normalize_json(value: Any) -> Any:
-    """Django's own JSON normalization (lists for tuples, text for bytes; TypeError
-    naming an unsupported type), so arguments and results look as Django makes them."""
-    try:
-        from django.utils.json import normalize_json as normalize  # Django 6
-    except ImportError:
-        normalize = importlib.import_module("django_tasks.utils").normalize_json
-    return normalize(value)
+#: Django's own JSON normalization (lists for tuples, text for bytes; a TypeError naming
+#: an unsupported type), so arguments and results look as Django makes them.
+normalize_json: Any = importlib.import_module(
+    "django.utils.json" if PACKAGE == "django.tasks" else "django_tasks.utils").normalize_json
 
 
 def refuse(message: str) -> Exception:
