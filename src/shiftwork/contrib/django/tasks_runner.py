@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from shiftwork.contrib.django import tasks_api as api
 from shiftwork.contrib.django.tasks_results import META_KEY, result_of, status_of
+from shiftwork.core.control import Snooze
+from shiftwork.core.errors import JobPaused, LeaseLost
 from shiftwork.core.states import JobState
 from shiftwork.jobs.context import JobContext
 
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 #: set on the function registered for a Django task: the task's module path
 RUNS = "__shiftwork_django_task__"
 _registering = threading.Lock()  # two threads validating one new task register it once
+#: how an attempt stops without the job ending: a snooze, a pause, a lease lost
+_NOT_AN_END = (Snooze, JobPaused, LeaseLost)
 
 
 def registered(app: App, task: Any, timeout: float | None) -> ShiftworkTask[Any, Any]:
@@ -135,7 +139,7 @@ def _failed(ctx: JobContext, backend: Any, result: Any, exc: BaseException) -> N
     """``task_finished`` (FAILED) when this was the last attempt; a job to be retried has
     not finished. Sent inside the except block, where Django's log handler finds the
     exception."""
-    if ctx.counted_attempt < ctx.max_attempts:
+    if ctx.counted_attempt < ctx.max_attempts or isinstance(exc, _NOT_AN_END):
         return
     import traceback
 
