@@ -1,6 +1,7 @@
 """The Django integration: examples/django_project's own test suite (real Django, its
-test runner, TransactionTestCase: a rollback leaves no job, a commit one; manage.py
-shiftwork; the dashboard behind Django's login), run on SQLite and PostgreSQL."""
+test runner, TransactionTestCase: a rollback leaves no job, a commit one; a Django
+@task's result; manage.py shiftwork; the dashboard behind Django's login), run on SQLite
+and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -37,9 +38,10 @@ def test_the_example_projects_tests_pass(engine: str, tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "manage.py", "test", "shop", "--noinput", "-v", "2"],
                          cwd=PROJECT, env=env, capture_output=True, text=True, timeout=170)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "Ran 7 tests" in run.stderr and "OK" in run.stderr
+    assert "Ran 8 tests" in run.stderr and "OK" in run.stderr
     for name in ("test_a_rollback_leaves_no_job", "test_a_commit_leaves_one_job_that_a_worker_runs",
                  "test_only_djangos_staff_get_in",
+                 "test_a_django_task_runs_and_reports_its_result",
                  "test_a_logged_out_browser_is_sent_to_djangos_login"):
         assert f"{name} " in run.stderr and "ok" in run.stderr
 

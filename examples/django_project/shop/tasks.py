@@ -1,4 +1,10 @@
-"""The shop's tasks, on the project's App (imported at start-up by shiftwork's Django app)."""
+"""The shop's tasks (imported at start-up by shiftwork's Django app): one declared on the
+project's App, one with Django's own ``@task`` (settings.TASKS: shiftwork's backend)."""
+
+try:
+    from django.tasks import task  # Django 6
+except ImportError:
+    from django_tasks import task  # the backport, on Django 5.2
 
 from shiftwork.contrib.django import app
 
@@ -12,3 +18,11 @@ def send_receipt(order_id: int) -> None:
 
     Order.objects.get(id=order_id)  # the order is there: it committed with this job
     SENT.append(order_id)
+
+
+@task(queue_name="emails")
+def invoice_total(order_id: int) -> str:
+    """A Django task: its result is read back with Django's API (get_result)."""
+    from shop.models import Order
+
+    return f"invoice for {Order.objects.get(id=order_id).email}"

@@ -17,7 +17,7 @@ from shop_project.asgi import application
 from shiftwork.contrib.django import get_app
 from shiftwork.testing import drain, enqueued
 from shop.models import Order
-from shop.tasks import SENT, send_receipt
+from shop.tasks import SENT, invoice_total, send_receipt
 
 
 def receipts_for(order_id: int) -> list[object]:
@@ -58,6 +58,15 @@ class EnqueueInAtomic(TransactionTestCase):
         answer = Client().post("/orders/", {"email": "cy@example.com"})
         self.assertEqual(answer.status_code, 200)
         self.assertEqual(len(receipts_for(answer.json()["order"])), 1)
+
+    def test_a_django_task_runs_and_reports_its_result(self) -> None:
+        answer = Client().post("/orders/", {"email": "fay@example.com"})
+        invoice = invoice_total.get_result(answer.json()["invoice"])
+        self.assertEqual(invoice.status.name, "READY")
+        drain(get_app())
+        invoice.refresh()
+        self.assertEqual(invoice.status.name, "SUCCESSFUL")
+        self.assertEqual(invoice.return_value, "invoice for fay@example.com")
 
     def test_outside_a_block_the_job_commits_at_once(self) -> None:
         order = Order.objects.create(email="di@example.com")

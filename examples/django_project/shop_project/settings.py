@@ -1,6 +1,7 @@
 """Settings of the example project. SHOP_DB=postgres puts it (and its jobs) on PostgreSQL
 (SHOP_PG_HOST, SHOP_PG_NAME, SHOP_PG_USER), else on a SQLite file."""
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -19,6 +20,8 @@ INSTALLED_APPS = [
     "shiftwork.contrib.django",  # settings, tasks autodiscovery, migrate, manage.py shiftwork
     "shop",
 ]
+if importlib.util.find_spec("django.tasks") is None:  # Django 5.2: the backport's app
+    INSTALLED_APPS.append("django_tasks")
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -66,3 +69,7 @@ else:
 # SHOP_SHIFTWORK_TESTING=inline: every job runs when its transaction commits (for tests).
 SHIFTWORK = {"DATABASE": "default", "SCHEMA": "shiftwork",
              "TESTING": os.environ.get("SHOP_SHIFTWORK_TESTING") or None}
+
+# Django's Tasks framework (@task in shop/tasks.py) on the same App, queues and workers.
+TASKS = {"default": {"BACKEND": "shiftwork.contrib.django.tasks.ShiftworkBackend",
+                     "QUEUES": ["default", "emails"]}}

@@ -1,0 +1,10 @@
+"""The Django Tasks backend's test project: ``python manage.py test dtasks``."""
+
+import os
+import sys
+
+if __name__ == "__main__":
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tasks_site.settings")
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(sys.argv)
