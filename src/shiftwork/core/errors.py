@@ -115,6 +115,40 @@ class MemoryLimitExceeded(ShiftworkError):
     was stopped, and the attempt fails like any other (retried under its policy)."""
 
 
+# -- the failures the database records by name (no Python code raises them) -----------
+# A job's error record names its exception's type; these five are written by shiftwork's
+# SQL, which has no exception to name, so they name a class here (a tool that imports a
+# record's type, such as Django's TaskError.exception_class, finds one).
+
+
+class LeaseExpired(ShiftworkError):
+    """The attempt's worker stopped renewing its lease (it died, froze or lost the
+    database): the rescuer gave the job back to its queue, or to ``dead``."""
+
+
+class StartingDeadline(ShiftworkError):
+    """A schedule's job did not start within its ``starting_deadline``: cancelled."""
+
+
+class QueuePaused(ShiftworkError):
+    """The job's queue was paused at one of its checkpoints: back in its queue, its
+    attempt not counted, resuming from that checkpoint."""
+
+
+class ReplyLost(ShiftworkError):
+    """The reply to the claim that took the job was lost, so it never reached the worker:
+    given back at once, its attempt not counted (docs/architecture.md, "Lost replies")."""
+
+
+class DependencyFailed(ShiftworkError):
+    """A job this one depends on failed for good (and ``on_failure`` says not to run)."""
+
+
+#: The bare type names error records carry for the classes above.
+RECORDED_FAILURES = frozenset({"LeaseExpired", "StartingDeadline", "QueuePaused", "ReplyLost",
+                               "DependencyFailed"})
+
+
 class JobFailed(ShiftworkError):
     """Raised by ``job.result()`` when the job died: ``error`` is its last error record."""
 

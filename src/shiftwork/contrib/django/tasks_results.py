@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from shiftwork.contrib.django import tasks_api as api
+from shiftwork.core.errors import RECORDED_FAILURES
 from shiftwork.core.states import JobState
 from shiftwork.model.records import Job
 
@@ -36,10 +37,13 @@ def status_of(state: JobState) -> Any:
 
 
 def exception_path(recorded: str) -> str:
-    """shiftwork records builtin exceptions by bare name (``ValueError``); Django wants a
-    dotted path it can import (``builtins.ValueError``)."""
+    """shiftwork records builtin exceptions by bare name (``ValueError``), and the failures
+    its SQL writes by theirs (``LeaseExpired``); Django wants a dotted path it can import
+    (``builtins.ValueError``, ``shiftwork.core.errors.LeaseExpired``)."""
     if "." not in recorded and isinstance(getattr(builtins, recorded, None), type):
         return f"builtins.{recorded}"
+    if recorded in RECORDED_FAILURES:
+        return f"shiftwork.core.errors.{recorded}"
     return recorded
 
 
