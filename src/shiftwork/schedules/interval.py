@@ -74,7 +74,31 @@ def format_duration(period: timedelta) -> str:
     return "".join(out) or "0s"
 
 
-class IntervalSchedule:
+class _Walks:
+    """Iteration over fire instants, built on ``next_after``."""
+
+    __slots__ = ()
+
+    def next_after(self, t: datetime) -> datetime:
+        raise NotImplementedError
+
+    def iter_after(self, t: datetime) -> Iterator[datetime]:
+        cursor = t
+        while True:
+            cursor = self.next_after(cursor)
+            yield cursor
+
+    def fires_between(self, start: datetime, end: datetime) -> list[datetime]:
+        """Fire instants in (start, end]."""
+        out: list[datetime] = []
+        for fire in self.iter_after(start):
+            if fire > end:
+                break
+            out.append(fire)
+        return out
+
+
+class IntervalSchedule(_Walks):
     """Fires at ``anchor + k * period`` for every integer ``k`` (elapsed time)."""
 
     __slots__ = ("_anchor_us", "_period_us", "_tz", "_zone", "anchor", "period")
@@ -103,15 +127,6 @@ class IntervalSchedule:
         k = (_micros(t) - self._anchor_us) // self._period_us + 1  # floor, then the next
         return _instant(self._anchor_us + k * self._period_us)
 
-    def iter_after(self, t: datetime) -> Iterator[datetime]:
-        cursor = t
-        while True:
-            cursor = self.next_after(cursor)
-            yield cursor
-
-    def fires_between(self, start: datetime, end: datetime) -> list[datetime]:
-        return _between(self, start, end)
-
     def local(self, t: datetime) -> datetime:
         return t.astimezone(self._zone)
 
@@ -119,7 +134,7 @@ class IntervalSchedule:
         return self.period
 
 
-class Excluding:
+class Excluding(_Walks):
     """A timetable without the instants whose local date (in its zone) is excluded."""
 
     __slots__ = ("base", "dates")
@@ -142,15 +157,6 @@ class Excluding:
                 return cursor
         raise CronError(f"{self!r}: {_MAX_SKIPPED} fire times in a row after "
                         f"{t.isoformat()} fall on excluded dates")
-
-    def iter_after(self, t: datetime) -> Iterator[datetime]:
-        cursor = t
-        while True:
-            cursor = self.next_after(cursor)
-            yield cursor
-
-    def fires_between(self, start: datetime, end: datetime) -> list[datetime]:
-        return _between(self, start, end)
 
     def local(self, t: datetime) -> datetime:
         return self.base.local(t)
@@ -255,12 +261,3 @@ def _micros(t: datetime) -> int:
 
 def _instant(micros: int) -> datetime:
     return DEFAULT_ANCHOR + timedelta(microseconds=micros)
-
-
-def _between(tt: Timetable, start: datetime, end: datetime) -> list[datetime]:
-    out: list[datetime] = []
-    for fire in tt.iter_after(start):
-        if fire > end:
-            break
-        out.append(fire)
-    return out
