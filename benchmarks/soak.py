@@ -392,6 +392,10 @@ def summarize(rows: list[dict[str, Any]], plan: Plan) -> dict[str, Any]:
     level = out["before"]["throughput_per_s"] or plan.rate
     backlog_level = out["before"]["backlog_max"] or 0
     after = [r for r in rows if r["elapsed_s"] > hold_end]
+    during = [r for r in rows if r["phase"] == "during"]
+    # Did it fall at all? If no window of the hold or after dropped under 95% of the level
+    # before, "back after N s" would only name the first window.
+    out["throughput_fell"] = any(r["throughput_per_s"] < 0.95 * level for r in during + after)
     back = next((r for r in after if r["throughput_per_s"] >= 0.95 * level), None)
     drained = next((r for r in after if r["backlog"] <= max(backlog_level, plan.rate)), None)
     out["throughput_back_s_after_hold"] = (round(back["elapsed_s"] - hold_end)
@@ -423,9 +427,14 @@ def _print_summary(s: dict[str, Any], plan: Plan) -> None:
                       f"{fmt(p['p99_ms_max'], ' ms')}), backlog max {fmt(p['backlog_max'])}")
     console.print(f"  dead tuples at peak: {fmt(s['dead_tuples_peak'])} "
                   f"(at {fmt(s['dead_tuples_peak_at_s'], ' s')})")
-    console.print(f"  after the hold: throughput back in "
-                  f"{fmt(s['throughput_back_s_after_hold'], ' s')}, backlog back in "
-                  f"{fmt(s['backlog_back_s_after_hold'], ' s')}")
+    if s["throughput_fell"]:
+        console.print(f"  after the hold: throughput back in "
+                      f"{fmt(s['throughput_back_s_after_hold'], ' s')}, backlog back in "
+                      f"{fmt(s['backlog_back_s_after_hold'], ' s')}")
+    else:
+        console.print("  throughput never fell under 95% of its level before the hold; "
+                      f"backlog back to its level {fmt(s['backlog_back_s_after_hold'], ' s')} "
+                      "after the hold")
     first = s["health_first_not_ok"]
     if first is None:
         console.print("  health: ok throughout")
