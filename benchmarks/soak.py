@@ -39,7 +39,7 @@ from shiftwork.core.errors import ConfigurationError
 from shiftwork.core.names import check_queue
 from shiftwork.core.redact import redact
 
-from .common import PG_DSN, ROOT, Place, load, machine, spawn, stop, wait_until
+from .common import PG_DSN, ROOT, Place, load, machine, place, spawn, stop, wait_until
 from .soak_app import DEFAULT_MIX, QueueSpec, make_app, parse_mix, task_name
 from .soak_chart import Panel, render
 
@@ -191,7 +191,7 @@ def _target(own_cluster: bool) -> Iterator[Place]:
     """A fresh schema on the server of ``SHIFTWORK_BENCH_PG``, or a throwaway cluster of
     the soak's own (tests/faults/pgcluster.py, Postgres's defaults: autovacuum on)."""
     if not own_cluster:
-        with _target(own_cluster) as pl:
+        with place("postgres") as pl:
             yield pl
         return
     sys.path.insert(0, str(ROOT))

@@ -63,6 +63,15 @@ def test_a_server_with_autovacuum_off_is_refused(monkeypatch: pytest.MonkeyPatch
         cluster.close()
 
 
+@pytest.mark.parametrize("own", [False, True])
+def test_the_run_gets_a_place_of_its_own(own: bool) -> None:
+    with soak_mod._target(own) as pl:
+        if own:  # a cluster of its own, with Postgres's defaults
+            assert pl.dsn != soak_mod.PG_DSN and soak_mod.autovacuum_on(pl.dsn)
+        else:  # a fresh schema on the shared server
+            assert pl.dsn == soak_mod.PG_DSN and pl.schema.startswith("bench_")
+
+
 def _plan() -> Plan:
     # 6 minutes, the hold from minute 1 to 3, at 100 jobs/s
     return Plan(100, 6, 1, 2, 1, 1, parse_mix(DEFAULT_MIX), 60, 60, 1000, 0)
