@@ -17,6 +17,7 @@ from rich.table import Table
 from . import ours
 from .common import PG_DSN, load, machine
 from .report import rows_for, targets
+from .soak import soak
 
 WORKLOADS = ["drain", "enqueue", "latency", "mixed", "history", "memory", "peers"]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -50,6 +51,9 @@ def settle(seconds: float = 3.0) -> None:
 @click.group()
 def main() -> None:
     """shiftwork benchmarks."""
+
+
+main.add_command(soak)
 
 
 @main.command()

@@ -334,7 +334,10 @@ def run_one(page: Page, block: Block, command: str,
     if head == "python" and argv[1:3] == ["-m", "benchmarks"]:
         from benchmarks.cli import main as bench
 
-        bench.make_context("benchmarks", argv[3:], resilient_parsing=False)
+        # The group's own parse leaves a subcommand's options unread: parse them too.
+        sub = bench.commands.get(argv[3]) if len(argv) > 3 else None
+        assert sub is not None, f"{block.id}: `{command}`: no such benchmarks command"
+        sub.make_context(argv[3], argv[4:], resilient_parsing=False)
         return ""
     pytest.fail(f"{block.id}: no rule runs `{command}` (see tests/test_docs.py)")
 
