@@ -238,3 +238,14 @@ def test_a_trigger_enqueues_what_commits_and_a_worker_process_runs_it(
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(30) == 0
+
+
+def test_the_known_tasks_listed_are_bounded(make: Callable[..., App], sql: Any) -> None:
+    app = make()
+    for i in range(60):
+        app.task(name=f"t{i:02}")(lambda: None)
+    app.migrate()
+    with pytest.raises(psycopg.Error) as caught:
+        sql("SELECT {s}.enqueue('t99')")
+    message = str(caught.value).splitlines()[0]
+    assert message.endswith("known: " + ", ".join(f"t{i:02}" for i in range(50)) + ", ...")

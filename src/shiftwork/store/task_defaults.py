@@ -28,7 +28,9 @@ class TaskDefaults:
 
 
 def publish_task_defaults(store: Store, tasks: list[TaskDefaults]) -> None:
-    """Upsert ``tasks``' rows (PostgreSQL; a no-op on SQLite or with no tasks)."""
+    """Upsert ``tasks``' rows (PostgreSQL; a no-op on SQLite or with no tasks). Pass
+    them sorted by name (``Registry.task_defaults``): workers starting together then lock
+    the rows in one order, and never deadlock."""
     if store.engine != "postgres" or not tasks or not isinstance(store, EngineSql):
         return
     with store._session() as c:  # the engine primitive fleet.py uses

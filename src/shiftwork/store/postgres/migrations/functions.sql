@@ -424,7 +424,9 @@ BEGIN
                       WHERE right(t.name, length(task) + 1) = '.' || task), ''),
             coalesce((SELECT string_agg(t.name, ', ' ORDER BY t.name)
                       FROM (SELECT t.name FROM {schema}.task_defaults t
-                            ORDER BY t.name LIMIT 50) t), '(none)')
+                            ORDER BY t.name LIMIT 50) t)
+                      || CASE WHEN (SELECT count(*) FROM {schema}.task_defaults) > 50
+                              THEN ', ...' ELSE '' END, '(none)')
             USING ERRCODE = 'SW001',
                   HINT = 'start a worker or run migrate with the App that declares it, '
                          'or name the queue (the job then waits for a worker that knows it)';
