@@ -4,6 +4,7 @@ errors, and a trigger whose jobs a real worker process runs."""
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import time
@@ -142,6 +143,7 @@ def test_an_unknown_task_is_refused_unless_the_queue_is_named(mail_app: App,
 @pytest.mark.parametrize("call, sqlstate, says", [
     ("'mail.send', queue => 'bad queue'", "SW002", 'bad queue name "bad queue"'),
     ("'mail.send', queue => ''", "SW002", 'bad queue name ""'),
+    ("'mail.send', queue => 'café'", "SW002", 'bad queue name "café"'),
     ("'mail.send', queue => repeat('q', 64)", "SW002", "use 1-63 characters"),
     ("E'mail\\nsend'", "SW002", 'bad task name "mail\\nsend"'),
     ("'x''); DROP TABLE jobs; --'", "SW002", "bad task name \"x'); DROP TABLE jobs; --\""),
@@ -153,6 +155,12 @@ def test_an_unknown_task_is_refused_unless_the_queue_is_named(mail_app: App,
     ("'mail.send', kwargs => '[]'", "SW003", "kwargs must be a JSON object, not array"),
     ("'mail.send', jsonb_build_array(repeat('x', 300000))", "SW003",
      "over the 262144-byte limit (the default Settings.max_args_bytes)"),
+    ("'mail.send', (repeat('[', 65) || repeat(']', 65))::jsonb", "SW003",
+     "nested more than 64 levels deep"),
+    ("'mail.send', kwargs => jsonb_build_object('n', (repeat('9', 4300))::numeric)", "SW003",
+     "a number over 14,000 bits"),
+    ("'mail.send', jsonb_build_array(-(repeat('9', 4300))::numeric)", "SW003",
+     "store it as a string"),
     ("'mail.send', priority => 101", "SW004", "priority must be from -100 to 100, not 101"),
     ("'mail.send', run_at => 'infinity'", "SW004", "run_at must be a finite instant"),
     ("'mail.send', run_at => '-infinity'", "SW004", "not -infinity"),
@@ -168,6 +176,22 @@ def test_bad_input_is_refused_with_a_clear_error(mail_app: App, sql: Any, call: 
     assert caught.value.sqlstate == sqlstate, caught.value
     assert says in str(caught.value)
     assert sql("SELECT count(*) FROM {s}.jobs") == 0
+
+
+def test_what_python_accepts_sql_accepts(mail_app: App, sql: Any) -> None:
+    """The bounds are Python's own: the deepest and largest arguments it stores pass."""
+    deep: Any = 1
+    for _ in range(63):  # an argument at depth 1, containers down to depth 63
+        deep = [deep]
+    big = 2 ** 13_999
+    send = mail_app.tasks["mail.send"]
+    send.enqueue(deep)  # Python takes them...
+    send.enqueue(str(big), subject=big)  # type: ignore[arg-type]
+    job_id = sql("SELECT {s}.enqueue('mail.send', jsonb_build_array(%s::jsonb), "
+                 "kwargs => jsonb_build_object('subject', %s::numeric))",
+                 json.dumps(deep), str(big))
+    job = mail_app.get_job(job_id)  # ...and so does SQL, and the job reads back
+    assert job.args == [deep] and job.kwargs == {"subject": big}
 
 
 def test_a_starting_worker_registers_its_release_options(make: Callable[..., App],

@@ -365,9 +365,9 @@ $$;
 -- Enqueue from SQL (migration 0029; docs/integrations.md, "Enqueue from SQL"): one job,
 -- inserted and announced as the Python enqueue does it (jobs.sql: jobs_insert_one and
 -- jobs_insert), for a trigger or a client in another language. It checks what Python's
--- Task.build checks that SQL can: names (core/names.py), the arguments' shape and size
--- (core/payload.py, at the default Settings.max_args_bytes: a function cannot read an
--- App's settings), priority bounds (jobs/task.py) and a finite run_at (core/bounds.py).
+-- Task.build checks that SQL can: names (core/names.py), the arguments' shape, size,
+-- depth and numbers (core/payload.py, at the default Settings.max_args_bytes and
+-- max_json_depth: a function cannot read an App's settings), priority bounds (jobs/task.py) and a finite run_at (core/bounds.py).
 -- Options the call leaves out come from the task's row of task_defaults, which Apps and
 -- workers write (store/task_defaults.py). Returns the job's id; for a unique key an
 -- active job already holds, that job's id (no new job, no wake-up).
@@ -445,6 +445,23 @@ BEGIN
         RAISE EXCEPTION 'shiftwork.enqueue: %: arguments of % bytes, over the %-byte limit '
             '(the default Settings.max_args_bytes); store large data elsewhere and pass a '
             'reference', task, size, max_args_bytes USING ERRCODE = 'SW003';
+    END IF;
+    -- What Python refuses to store, and could not always read back (its parser's own
+    -- limits: the job's claim would fail): containers nested past Settings.max_json_depth
+    -- (64, counted from an argument as Python does; an argument is at level 2 of the
+    -- payload), and integers over 14,000 bits (core/payload.py MAX_INT_BITS: 2^14000 is
+    -- 2.62990...e4214). Each takes a walk of the payload, which a short one cannot need:
+    -- 65 levels take 130 bytes of brackets, such a number 4,215 digits.
+    IF size >= 130 AND jsonb_path_exists(payload, 'strict $.**{65} ? (@.type() == "array"
+                                                                   || @.type() == "object")') THEN
+        RAISE EXCEPTION 'shiftwork.enqueue: %: arguments nested more than 64 levels deep '
+            '(the default Settings.max_json_depth)', task USING ERRCODE = 'SW003';
+    END IF;
+    IF size >= 4215 AND jsonb_path_exists(payload, 'strict $.** ? (@.type() == "number"
+                                                     && @.abs() >= 2.6299e4214)') THEN
+        RAISE EXCEPTION 'shiftwork.enqueue: %: a number over 14,000 bits (about 4,200 '
+            'digits; at most 2.6299e4214); store it as a string', task
+            USING ERRCODE = 'SW003';
     END IF;
     IF priority IS NOT NULL AND priority NOT BETWEEN -100 AND 100 THEN
         RAISE EXCEPTION 'shiftwork.enqueue: %: priority must be from -100 to 100, not %',
