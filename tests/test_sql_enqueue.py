@@ -138,6 +138,12 @@ def test_an_unknown_task_is_refused_unless_the_queue_is_named(mail_app: App,
     job = mail_app.get_job(sql("SELECT {s}.enqueue('billing.charge', queue => 'billing')"))
     assert (job.task, job.queue, job.state, job.max_attempts, job.priority) == (
         "billing.charge", "billing", JobState.AVAILABLE, 20, 0)
+    # A worker serving the queue that does not know the task passes the job over, unrun.
+    with running_worker(mail_app, {"billing": 1}):
+        wait_for(lambda: mail_app.get_job(job.id).errors, what="the job passed over")
+    job = mail_app.get_job(job.id)
+    assert job.state is JobState.AVAILABLE and job.counted_attempt == 0
+    assert [e["kind"] for e in job.errors] == ["unknown_task"]
 
 
 @pytest.mark.parametrize("call, sqlstate, says", [
