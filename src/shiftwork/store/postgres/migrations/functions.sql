@@ -367,13 +367,15 @@ $$;
 -- jobs_insert), for a trigger or a client in another language. It checks what Python's
 -- Task.build checks that SQL can: names (core/names.py), the arguments' shape, size,
 -- depth and numbers (core/payload.py, at the default Settings.max_args_bytes and
--- max_json_depth: a function cannot read an App's settings), priority bounds (jobs/task.py) and a finite run_at (core/bounds.py).
+-- max_json_depth: a function cannot read an App's settings), priority bounds
+-- (jobs/task.py) and a finite run_at (core/bounds.py).
 -- Options the call leaves out come from the task's row of task_defaults, which Apps and
 -- workers write (store/task_defaults.py). Returns the job's id; for a unique key an
 -- active job already holds, that job's id (no new job, no wake-up).
 --
 -- Errors: SQLSTATE SW001 unknown task (no row, no queue named), SW002 bad task or queue
--- name, SW003 bad arguments (not an array / an object, too large), SW004 bad priority,
+-- name, SW003 bad arguments (not an array / an object, too large or deep, an integer
+-- too long), SW004 bad priority,
 -- run_at or unique key. plpgsql, not SQL: its body is read when first called, so an
 -- early migration applying this file before task_defaults exists is fine.
 CREATE OR REPLACE FUNCTION {schema}.enqueue(
