@@ -2,15 +2,16 @@
 
 The conventions (also in docs/architecture.md, "Docs that run"):
 
-- every fenced block names its language: ``python``, ``sh``/``bash``/``console``, ``yaml``,
-  ``json``, ``toml``, ``text`` (diagrams and output samples) or ``nginx`` (proxy
-  configuration, not run);
+- every fenced block names its language: ``python``, ``sh``/``bash``/``console``, ``sql``
+  (run in the page's Postgres schema), ``yaml``, ``json``, ``toml``, ``text`` (diagrams and
+  output samples) or ``nginx`` (proxy configuration, not run);
 - an HTML comment right before a block, ``<!-- doc-test: WORDS -->``, says how to run it:
   ``file=PATH`` (write the block to PATH in the page's folder; a ``.py`` file is then
   imported and its names join the page's namespace; ``file=PATH append`` adds the block
   to that file and imports it again), ``isolated`` (run in a copy of the namespace, so
-  the block's names do not leak into later blocks), ``not run: REASON``, and ``exit=N``
-  (the expected exit status of the block's commands). A comment whose first line is
+  the block's names do not leak into later blocks), ``not run: REASON``, ``exit=N``
+  (the expected exit status of the block's commands) and ``error=SQLSTATE`` (a ``sql``
+  block's expected error). A comment whose first line is
   ``<!-- doc-test: prelude`` holds Python run, unseen, before the block, in the same
   namespace (stubs for what the example assumes).
 """

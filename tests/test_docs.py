@@ -17,6 +17,11 @@ docs/architecture.md ("Docs that run"). What runs how:
   (the subcommand, extra or options exist), not run. In ``console`` blocks the lines
   after a ``$ command`` are its expected output (``...`` and numbers match anything).
 - ``yaml``/``json``/``toml``: parsed; alert rules may only name metrics shiftwork exports.
+- ``sql``: run on the test server (autocommit, as psql runs a script), in the page's
+  schema (first on the search path; ``shiftwork.``, the default schema, is read as the
+  page's), so an earlier block
+  must have migrated an ``App("postgresql://...")``. ``error=SQLSTATE``: the block must
+  fail with that code.
 - ``text``: diagrams and samples, not executable; ``nginx``: proxy configuration, not run.
 """
 
@@ -57,6 +62,8 @@ from .docblocks import Block, doc_pages, extract
 BLOCKS = [b for page in doc_pages() for b in extract(page)]
 SHELLS = {"sh", "bash", "console"}
 PARSED = {"yaml", "json", "toml"}
+#: A SQL block's names in the default schema, ``shiftwork.enqueue(...)``: the page's schema.
+SQL_SCHEMA = re.compile(r"\bshiftwork\.(?=[a-z_])")
 NOT_EXECUTABLE = {"text", "nginx"}  # diagrams, sample output, grammar; proxy config
 LONG_RUNNING = {"worker": "worker.started", "dashboard": "shiftwork dashboard on http://",
                 "top": "queues"}
@@ -157,6 +164,33 @@ def test_new_pages_are_picked_up(tmp_path: Path) -> None:
         run_block(Page(tmp_path), found[1])
 
 
+def test_sql_blocks_run_in_the_page_schema(tmp_path: Path) -> None:
+    require_pg()
+    page = tmp_path / "x.md"
+    page.write_text("```sql\nCREATE SCHEMA shiftwork_doc_probe;\n"
+                    "CREATE TABLE shiftwork.t (x int);\n```\n\n"
+                    "<!-- doc-test: error=22012 -->\n```sql\nSELECT 1 / 0;\n```\n\n"
+                    "```sql\nSELECT 1 / 0;\n```\n\n"
+                    "<!-- doc-test: error=22012 -->\n```sql\nSELECT 1;\n```\n")
+    run = Page(tmp_path)
+    try:
+        first, *later = extract(page)
+        first.code = first.code.replace("CREATE SCHEMA shiftwork_doc_probe;",
+                                        f'CREATE SCHEMA "{run.schema}";')
+        run_sql(run, first)  # shiftwork.t: the page's schema
+        with psycopg.connect(PG_DSN) as c:
+            assert c.execute("SELECT to_regclass(%s)", (f'"{run.schema}".t',)).fetchone() \
+                != (None,)
+        run_sql(run, later[0])
+        with pytest.raises(pytest.fail.Exception, match="SQLSTATE 22012"):
+            run_sql(run, later[1])
+        with pytest.raises(pytest.fail.Exception, match="should fail with SQLSTATE 22012"):
+            run_sql(run, later[2])
+    finally:
+        with psycopg.connect(PG_DSN, autocommit=True) as c:
+            c.execute(f'DROP SCHEMA IF EXISTS "{run.schema}" CASCADE')
+
+
 # -- dispatch -----------------------------------------------------------------------------
 
 def run_block(page: Page, block: Block) -> None:
@@ -175,9 +209,11 @@ def run_block(page: Page, block: Block) -> None:
             run_commands(page, block)
         elif block.lang in PARSED:
             check_parsed(block)
+        elif block.lang == "sql":
+            run_sql(page, block)
         elif block.lang not in NOT_EXECUTABLE:
             pytest.fail(f"{block.id}: no rule covers a block in language {block.lang or '(none)'!r}"
-                        f": tag it python, sh, console, yaml, json, toml or text")
+                        f": tag it python, sh, console, sql, yaml, json, toml or text")
 
 
 @contextmanager
@@ -386,6 +422,25 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+# -- sql ----------------------------------------------------------------------------------
+
+def run_sql(page: Page, block: Block) -> None:
+    """The block as one script on the test server, in the page's schema."""
+    require_pg()
+    page.used_pg = True
+    expected = block.options.get("error")
+    script = SQL_SCHEMA.sub(f'"{page.schema}".', block.code)
+    try:
+        with psycopg.connect(page.pg_dsn, autocommit=True) as conn:  # its own tables too
+            conn.execute(script.encode())  # bytes: no placeholders, % is plain text
+    except psycopg.Error as exc:
+        if expected and exc.sqlstate == expected:
+            return
+        pytest.fail(f"{block.id}: SQLSTATE {exc.sqlstate}: {exc}")
+    if expected:
+        pytest.fail(f"{block.id}: ran, where it should fail with SQLSTATE {expected}")
 
 
 # -- configuration ------------------------------------------------------------------------

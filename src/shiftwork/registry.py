@@ -18,6 +18,7 @@ from shiftwork.flow.limits import RateLimit
 from shiftwork.model.records import EmptyRun, EnqueueResult, LateRun
 from shiftwork.observers import Observers
 from shiftwork.schedules.definition import ScheduleDef
+from shiftwork.store.task_defaults import TaskDefaults
 
 if TYPE_CHECKING:
     from shiftwork.jobs.task import Task
@@ -83,6 +84,12 @@ class Registry:
         """The registered tasks people may enqueue and schedule, sorted (shiftwork's
         internal ones left out)."""
         return sorted(name for name, task in self.tasks.items() if not task.internal)
+
+    def task_defaults(self) -> list[TaskDefaults]:
+        """The options a SQL enqueue of each public task takes (store/task_defaults.py)."""
+        return [TaskDefaults(name, t.options.queue, t.options.priority,
+                             t.options.max_attempts, t.options.timeout)
+                for name, t in sorted(self.tasks.items()) if not t.internal]
 
     def concurrency_limits(self, queue: str) -> dict[str, int]:
         """Fleet-wide running limits of ``queue``'s tasks that have one, by task name."""

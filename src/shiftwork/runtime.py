@@ -22,6 +22,7 @@ from shiftwork.registry import Registry
 from shiftwork.store import Store, open_store
 from shiftwork.store.connections import Connections
 from shiftwork.store.schema_check import describe_database, require_migrated
+from shiftwork.store.task_defaults import publish_task_defaults
 
 log = logging.getLogger("shiftwork.migrate")
 
@@ -76,6 +77,8 @@ class Runtime:
         """Create or upgrade the tables; the migration numbers applied (logged at INFO)."""
         applied = self._store.migrate()
         self._ready = True
+        # A trigger may enqueue before any worker has started: the tasks' options now.
+        publish_task_defaults(self._store, self.registry.task_defaults())
         where = self.describe_database()
         if applied:
             log.info("%s: applied migrations %s", where, ", ".join(map(str, applied)))

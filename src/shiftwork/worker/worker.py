@@ -32,6 +32,7 @@ from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import ClaimedJob, HandBack
 from shiftwork.observe.worker import worker_services
 from shiftwork.schedules.scheduler import ScheduleReconciler
+from shiftwork.store.task_defaults import publish_task_defaults
 from shiftwork.worker.completer import Completer
 from shiftwork.worker.executor import Executor
 from shiftwork.worker.heartbeat import Heartbeat
@@ -153,6 +154,9 @@ class Worker:
                         log.warning("%s", unknown)
                 self.rt.store.workers_upsert(self.id, socket.gethostname(), os.getpid(),
                                               self.queues, list(self.rt.registry.tasks))
+                # The options of this release's tasks, for SQL producers (a deploy that
+                # changed them reaches the table without a migrate).
+                publish_task_defaults(self.rt.store, self.rt.registry.task_defaults())
                 return
             except StorageError as exc:
                 delay = retrying.next_delay()

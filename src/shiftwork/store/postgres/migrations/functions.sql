@@ -361,3 +361,156 @@ BEGIN
            run_at, uncounted FROM claimed;
 END
 $$;
+
+-- Enqueue from SQL (migration 0029; docs/integrations.md, "Enqueue from SQL"): one job,
+-- inserted and announced as the Python enqueue does it (jobs.sql: jobs_insert_one and
+-- jobs_insert), for a trigger or a client in another language. It checks what Python's
+-- Task.build checks that SQL can: names (core/names.py), the arguments' shape, size,
+-- depth and numbers (core/payload.py, at the default Settings.max_args_bytes and
+-- max_json_depth: a function cannot read an App's settings), priority bounds
+-- (jobs/task.py) and a finite run_at (core/bounds.py).
+-- Options the call leaves out come from the task's row of task_defaults, which Apps and
+-- workers write (store/task_defaults.py). Returns the job's id; for a unique key an
+-- active job already holds, that job's id (no new job, no wake-up).
+--
+-- Errors: SQLSTATE SW001 unknown task (no row, no queue named), SW002 bad task or queue
+-- name, SW003 bad arguments (not an array / an object, too large or deep, an integer
+-- too long), SW004 bad priority,
+-- run_at or unique key. plpgsql, not SQL: its body is read when first called, so an
+-- early migration applying this file before task_defaults exists is fine.
+CREATE OR REPLACE FUNCTION {schema}.enqueue(
+    task text, args jsonb DEFAULT '[]', queue text DEFAULT NULL,
+    run_at timestamptz DEFAULT NULL, priority integer DEFAULT NULL,
+    unique_key text DEFAULT NULL, kwargs jsonb DEFAULT '{}'
+) RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+-- The parameters are named as the columns (a caller writes queue => 'mail'); in the
+-- statements below a bare name is the column.
+#variable_conflict use_column
+DECLARE
+    -- A quoted schema name holds no quotes of its own (core/names.py check_schema): the
+    -- channel is the store's, NOTIFY_CHANNEL_PREFIX and the bare name.
+    channel constant text := 'shiftwork_jobs_' || btrim('{schema}', '"');
+    max_args_bytes constant integer := 262144;  -- core/payload.py DEFAULT_MAX_PAYLOAD_BYTES
+    max_key_bytes constant integer := 1024;     -- core/settings.py max_unique_key_bytes
+    d_queue text;  -- the task's row of task_defaults (NULL: none)
+    d_priority integer;
+    d_max_attempts integer;
+    d_timeout double precision;
+    payload jsonb;
+    size integer;
+    key text;
+    due boolean;
+    job_id bigint;
+BEGIN
+    IF task IS NULL OR task !~ '^[A-Za-z_][A-Za-z0-9_.:<>-]{0,199}$' THEN
+        RAISE EXCEPTION 'shiftwork.enqueue: bad task name %: use 1-200 characters, letters, '
+            'digits, ''_'', ''.'', '':'', ''<'', ''>'' or ''-'', starting with a letter or ''_''',
+            coalesce(to_json(left(task, 80))::text, 'NULL') USING ERRCODE = 'SW002';
+    END IF;
+    IF queue IS NOT NULL AND queue !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' THEN
+        RAISE EXCEPTION 'shiftwork.enqueue: bad queue name %: use 1-63 characters, letters, '
+            'digits, ''_'', ''-'' or ''.'', starting with a letter or digit',
+            to_json(left(queue, 80))::text USING ERRCODE = 'SW002';
+    END IF;
+    SELECT t.queue, t.priority, t.max_attempts, t.timeout
+    INTO d_queue, d_priority, d_max_attempts, d_timeout
+    FROM {schema}.task_defaults t WHERE t.name = enqueue.task;
+    IF NOT FOUND AND queue IS NULL THEN
+        RAISE EXCEPTION 'shiftwork.enqueue: unknown task %: no worker or migrate has '
+            'registered it%; known: %', to_json(task)::text,
+            -- a bare function name finds its module.function (core/names.py did_you_mean)
+            coalesce((SELECT '; did you mean ' || string_agg(t.name, ' or ' ORDER BY t.name)
+                      || '?' FROM {schema}.task_defaults t
+                      WHERE right(t.name, length(task) + 1) = '.' || task), ''),
+            coalesce((SELECT string_agg(t.name, ', ' ORDER BY t.name)
+                      FROM (SELECT t.name FROM {schema}.task_defaults t
+                            ORDER BY t.name LIMIT 50) t)
+                      || CASE WHEN (SELECT count(*) FROM {schema}.task_defaults) > 50
+                              THEN ', ...' ELSE '' END, '(none)')
+            USING ERRCODE = 'SW001',
+                  HINT = 'start a worker or run migrate with the App that declares it, '
+                         'or name the queue (the job then waits for a worker that knows it)';
+    END IF;
+    IF jsonb_typeof(args) IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'shiftwork.enqueue: args must be a JSON array, not %',
+            coalesce(jsonb_typeof(args), 'NULL') USING ERRCODE = 'SW003';
+    END IF;
+    IF jsonb_typeof(kwargs) IS DISTINCT FROM 'object' THEN
+        RAISE EXCEPTION 'shiftwork.enqueue: kwargs must be a JSON object, not %',
+            coalesce(jsonb_typeof(kwargs), 'NULL') USING ERRCODE = 'SW003';
+    END IF;
+    payload := jsonb_build_object('args', args, 'kwargs', kwargs);
+    size := octet_length(payload::text);
+    IF size > max_args_bytes THEN
+        RAISE EXCEPTION 'shiftwork.enqueue: %: arguments of % bytes, over the %-byte limit '
+            '(the default Settings.max_args_bytes); store large data elsewhere and pass a '
+            'reference', task, size, max_args_bytes USING ERRCODE = 'SW003';
+    END IF;
+    -- What Python refuses to store, and could not always read back (its parser's own
+    -- limits: the job's claim would fail): containers nested past Settings.max_json_depth
+    -- (64, counted from an argument as Python does; an argument is at level 2 of the
+    -- payload), and integers over 14,000 bits (core/payload.py MAX_INT_BITS: 2^14000 is
+    -- 2.62990...e4214). Each takes a walk of the payload, which a short one cannot need:
+    -- 65 levels take 130 bytes of brackets, such a number 4,215 digits.
+    IF size >= 130 AND jsonb_path_exists(payload, 'strict $.**{65} ? (@.type() == "array"
+                                                                   || @.type() == "object")') THEN
+        RAISE EXCEPTION 'shiftwork.enqueue: %: arguments nested more than 64 levels deep '
+            '(the default Settings.max_json_depth)', task USING ERRCODE = 'SW003';
+    END IF;
+    IF size >= 4215 AND jsonb_path_exists(payload, 'strict $.** ? (@.type() == "number"
+                                                     && @.abs() >= 2.6299e4214)') THEN
+        RAISE EXCEPTION 'shiftwork.enqueue: %: a number over 14,000 bits (about 4,200 '
+            'digits; at most 2.6299e4214); store it as a string', task
+            USING ERRCODE = 'SW003';
+    END IF;
+    IF priority IS NOT NULL AND priority NOT BETWEEN -100 AND 100 THEN
+        RAISE EXCEPTION 'shiftwork.enqueue: %: priority must be from -100 to 100, not %',
+            task, priority USING ERRCODE = 'SW004';
+    END IF;
+    -- Python reads every run_at as a datetime: finite, from year 1 to before 9999.
+    IF run_at IS NOT NULL AND (NOT isfinite(run_at) OR run_at < '0001-01-01 00:00+00'
+                               OR run_at >= '9999-01-01 00:00+00') THEN
+        RAISE EXCEPTION 'shiftwork.enqueue: %: run_at must be a finite instant from year 1 '
+            'to before 9999-01-01, not %', task, run_at USING ERRCODE = 'SW004';
+    END IF;
+    IF unique_key IS NOT NULL THEN
+        key := task || ':' || unique_key;  -- as Python's using(key=...): task:key
+        IF octet_length(key) > max_key_bytes THEN
+            RAISE EXCEPTION 'shiftwork.enqueue: %: unique key of % bytes, over the %-byte '
+                'limit; use a shorter key or a digest of it', task, octet_length(key),
+                max_key_bytes USING ERRCODE = 'SW004';
+        END IF;
+    END IF;
+    due := run_at IS NULL OR run_at <= now();
+    queue := coalesce(queue, d_queue);
+    -- A key another transaction frees between the insert and the lookup: insert again
+    -- (jobs_insert's caller settles keys the same way).
+    FOR try IN 1..5 LOOP
+        INSERT INTO {schema}.jobs AS j (queue, task, args, state, priority, max_attempts,
+                                        run_at, created_at, unique_key, timeout)
+        VALUES (queue, task, payload, CASE WHEN due THEN 'available' ELSE 'scheduled' END,
+                coalesce(priority, d_priority, 0), coalesce(d_max_attempts, 20),
+                coalesce(run_at, now()), now(), key, d_timeout)
+        ON CONFLICT (unique_key)
+            WHERE unique_key IS NOT NULL
+              AND state IN ('scheduled', 'available', 'running', 'retrying')
+            DO NOTHING
+        RETURNING j.id INTO job_id;
+        IF job_id IS NOT NULL THEN
+            IF due THEN  -- the wake-up share of one job (store/wakeups.py shared_wakeups)
+                PERFORM pg_notify(channel, queue || '|1|' || floor(random() * 2147483648)::bigint);
+            END IF;
+            RETURN job_id;
+        END IF;
+        SELECT j.id INTO job_id FROM {schema}.jobs j
+        WHERE j.unique_key = key AND j.state IN ('scheduled', 'available', 'running', 'retrying');
+        IF job_id IS NOT NULL THEN
+            RETURN job_id;
+        END IF;
+    END LOOP;
+    RAISE EXCEPTION 'shiftwork.enqueue: %: could not settle unique key % after 5 tries; '
+        'the key is contended', task, to_json(key)::text USING ERRCODE = 'SW004';
+END
+$$;
