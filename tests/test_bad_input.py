@@ -83,7 +83,7 @@ def test_bad_dsn(dsn: str, message: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["", "has space", "semi;colon", "x" * 80, "'; DROP TABLE jobs",
-                                  "-leading"])
+                                  "-leading", "default\n"])
 def test_hostile_queue_names(name: str, tmp_path: Path) -> None:
     app = App(f"sqlite:///{tmp_path / 'q.db'}")
     with pytest.raises(ConfigurationError, match="bad queue name"):
@@ -158,3 +158,13 @@ def test_cli_enqueue_errors(tmp_path: Path) -> None:
     assert result.returncode == 2 and "arguments do not match" in result.stderr
     result = cli("jobs", "list", "--app", "tests.apps.cli_app:app", "--json", env=env)
     assert result.returncode == 0 and result.stdout.strip() == "[]"
+
+
+def test_a_trailing_newline_is_not_part_of_a_valid_name() -> None:
+    """The name patterns match whole strings: `$` let 'default\\n' through."""
+    from shiftwork.core.names import check_queue, check_schema, check_task_name
+
+    for check, name in ((check_queue, "default\n"), (check_schema, "shiftwork\n"),
+                        (check_task_name, "billing.charge\n")):
+        with pytest.raises(ConfigurationError, match="bad"):
+            check(name)

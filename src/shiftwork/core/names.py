@@ -10,13 +10,13 @@ import unicodedata
 
 from shiftwork.core.errors import ConfigurationError
 
-_QUEUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$")
-_SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-_TASK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:<>\-]{0,199}$")
+_QUEUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}")
+_SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_TASK = re.compile(r"[A-Za-z_][A-Za-z0-9_.:<>\-]{0,199}")
 
 
 def check_queue(name: object) -> str:
-    if not isinstance(name, str) or not _QUEUE.match(name):
+    if not isinstance(name, str) or not _QUEUE.fullmatch(name):
         raise ConfigurationError(
             f"bad queue name {name!r}: use 1-63 characters, letters, digits, '_', '-' or '.', "
             "starting with a letter or digit"
@@ -25,7 +25,7 @@ def check_queue(name: object) -> str:
 
 
 def check_schema(name: object) -> str:
-    if not isinstance(name, str) or not _SCHEMA.match(name):
+    if not isinstance(name, str) or not _SCHEMA.fullmatch(name):
         raise ConfigurationError(
             f"bad schema name {name!r}: use lowercase letters, digits and '_' (max 63), "
             "starting with a letter or '_'"
@@ -34,7 +34,7 @@ def check_schema(name: object) -> str:
 
 
 def check_task_name(name: object) -> str:
-    if not isinstance(name, str) or not _TASK.match(name):
+    if not isinstance(name, str) or not _TASK.fullmatch(name):
         raise ConfigurationError(f"bad task name {name!r}: use letters, digits, '_', '.', ':'")
     return name
 
