@@ -16,6 +16,7 @@ import pytest
 from markupsafe import escape
 
 from shiftwork import App, ConfigurationError, FakeClock, JobState
+from shiftwork.flow.claiming import claim
 from shiftwork.jobs.bulk import bulk_apply
 from shiftwork.model.filter import FilterError, parse_filter
 from shiftwork.model.new_job import NewJob
@@ -44,7 +45,7 @@ def add_jobs(app: App, count: int, task: str = TASK, queue: str = "billing",
         NewJob(task, queue, '{"args": []}', max_attempts=1, unique_key=key)
         for _ in range(count)])]
     if dead is not None:
-        claimed = app.store.jobs_claim(queue, count, "w1", 30.0, None)
+        claimed = claim(app.store, queue, count, "w1", 30.0, None)
         app.store.jobs_complete_many([Outcome(j.id, j.attempt, JobState.DEAD, error={
             "type": "BankError", "message": dead, "kind": "error"}) for j in claimed])
     return ids

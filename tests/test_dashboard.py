@@ -17,6 +17,7 @@ import pytest
 
 from shiftwork import App, ConfigurationError, JobNotFoundError, JobState
 from shiftwork.model.new_job import NewJob
+from shiftwork.schedules.stored import schedules_of
 from shiftwork.testing import drain
 from shiftwork.web import create_dashboard
 
@@ -394,7 +395,7 @@ def test_an_operator_adds_pauses_and_removes_a_runtime_schedule(
         form.locator("select[name=catchup]").select_option("all")
         form.locator("button:has-text('Add schedule')").click()
         assert "schedule report-acme added" in page.locator(".flash").inner_text()
-        info = app.store.schedules_get("report-acme")
+        info = schedules_of(app.store).get("report-acme")
         assert info.origin == "runtime" and info.defn.tz == "Europe/Paris"
         assert info.defn.catchup.value == "all" and '"acme"' in info.defn.args_json
         row = page.locator("tr[data-schedule=report-acme]")
@@ -409,15 +410,16 @@ def test_an_operator_adds_pauses_and_removes_a_runtime_schedule(
         form.locator("input[name=cron]").fill("0 6 * * MOON")
         form.locator("button:has-text('Add schedule')").click()
         assert "schedule not added" in page.locator(".flash").inner_text()
-        assert "broken" not in {i.name for i in app.store.schedules_list(include_removed=True)}
+        stored = schedules_of(app.store).overview(include_removed=True)
+        assert "broken" not in {i.name for i in stored}
 
         row.locator("button:has-text('Pause')").click()
         assert "schedule report-acme paused" in page.locator(".flash").inner_text()
-        assert app.store.schedules_get("report-acme").paused
+        assert schedules_of(app.store).get("report-acme").paused
         page.locator("tr[data-schedule=report-acme] button:has-text('Resume')").click()
-        assert not app.store.schedules_get("report-acme").paused
+        assert not schedules_of(app.store).get("report-acme").paused
         page.once("dialog", lambda d: d.accept())
         page.locator("tr[data-schedule=report-acme] button:has-text('Remove')").click()
         assert "schedule report-acme removed" in page.locator(".flash").inner_text()
         assert page.locator("tr[data-schedule=report-acme]").count() == 0
-        assert app.store.schedules_get("report-acme").removed_at is not None
+        assert schedules_of(app.store).get("report-acme").removed_at is not None

@@ -8,6 +8,7 @@ import re
 
 from shiftwork import App, FakeClock, JobState, Workflow
 from shiftwork.model.records import WorkflowLine
+from shiftwork.schedules.stored import schedules_of
 from shiftwork.testing import drain
 from shiftwork.web import create_dashboard
 
@@ -181,7 +182,7 @@ def test_schedule_page_shows_occurrences_next_fires_and_actions(wapp: App,
     clock.advance(3 * 86400)
     wapp.schedules.resume("nightly-invoices")  # the fires meanwhile: recorded as skipped
 
-    history = wapp.store.schedule_runs_history("nightly-invoices")
+    history = schedules_of(wapp.store).runs_history("nightly-invoices")
     assert [r.run.fire_at for r in history] == sorted((r.run.fire_at for r in history),
                                                       reverse=True)
     triggered = [r for r in history if r.run.kind.value == "trigger"]
@@ -190,7 +191,7 @@ def test_schedule_page_shows_occurrences_next_fires_and_actions(wapp: App,
     skipped = [r for r in history if r.run.status.value == "skipped"]
     assert len(skipped) == 3 and all(r.job_state is None and r.run.reason == "paused"
                                      for r in skipped)
-    page2 = wapp.store.schedule_runs_history("nightly-invoices", before=history[2].run.fire_at,
+    page2 = schedules_of(wapp.store).runs_history("nightly-invoices", before=history[2].run.fire_at,
                                              limit=2)
     assert [r.run.fire_at for r in page2] == [r.run.fire_at for r in history[3:5]]
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
+from shiftwork.composition import settling
 from shiftwork.composition.compose import Chain, Group, make_chain, make_graph, make_group
 from shiftwork.core.backoff import DEFAULT_BACKOFF, Backoff
 from shiftwork.core.bounds import MAX_LIST, whole
@@ -23,14 +24,6 @@ from shiftwork.core.names import check_queue, check_task_name
 from shiftwork.core.settings import Settings
 from shiftwork.core.states import JobState
 from shiftwork.decorators import TaskDecorator, WorkflowDecorator
-from shiftwork.flow.limits import (
-    GroupBy,
-    LimitStatus,
-    RateLimit,
-    group_weights,
-    tokens_now,
-)
-from shiftwork.flow.limits import rate_limit as flow_rate_limit
 from shiftwork.jobs.bulk import BulkResult, bulk_apply
 from shiftwork.jobs.context import JobContext
 from shiftwork.jobs.enqueue import Enqueuer, enqueue_requests, enqueue_requests_async
@@ -39,14 +32,15 @@ from shiftwork.jobs.task import EnqueueOptions, JobRequest, Task, TaskOptions
 from shiftwork.jobs.waiting import wait_result, wait_result_async
 from shiftwork.model.filter import check_sort, filter_of
 from shiftwork.model.items import ItemsExpectation, task_items_expectation
-from shiftwork.model.records import (
-    EmptyRun,
-    EnqueueResult,
-    HistoryBucket,
-    Job,
-    LateRun,
-    QueueStats,
+from shiftwork.model.limits import (
+    GroupBy,
+    LimitStatus,
+    RateLimit,
+    group_weights,
+    tokens_now,
 )
+from shiftwork.model.limits import rate_limit as flow_rate_limit
+from shiftwork.model.records import EmptyRun, EnqueueResult, HistoryBucket, Job, LateRun, QueueStats
 from shiftwork.model.tags import check_tags
 from shiftwork.observers import Observers
 from shiftwork.registry import QueueOptions
@@ -133,7 +127,7 @@ class App:
             install(self.runtime, self.inline_results)
 
     def _sweep_dependencies(self, term: int) -> None:
-        self.runtime.store.deps_sweep()
+        settling.sweep(self.runtime.store.deps)
 
     # -- what the App is made of ---------------------------------------------------------
 
@@ -259,7 +253,7 @@ class App:
         job's context; the task's arguments are the others, checked at enqueue.
 
         Flow control (docs/flow-control.md): ``rate_limit`` ("100/s", "10/m", "5/h" or a
-        :class:`~shiftwork.flow.limits.RateLimit`) caps starts fleet-wide; ``group_by`` names the
+        :class:`~shiftwork.model.limits.RateLimit`) caps starts fleet-wide; ``group_by`` names the
         argument (or a callable of the arguments) whose value is a job's group, and
         ``group_concurrency`` caps each group's running jobs fleet-wide, and
         ``group_rate_limit`` gives each group its own rate limit.

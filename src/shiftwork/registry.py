@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from shiftwork.core.errors import UnknownTaskError
 from shiftwork.core.names import did_you_mean
-from shiftwork.flow.limits import RateLimit
+from shiftwork.model.limits import RateLimit
 from shiftwork.model.records import EmptyRun, EnqueueResult, LateRun
 from shiftwork.observers import Observers
 from shiftwork.schedules.definition import ScheduleDef

@@ -8,25 +8,22 @@ expects and, where a worker writes, by the attempt number (the fencing token).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
 from shiftwork.core.states import JobState
-from shiftwork.flow.limits import ClaimFlow
 from shiftwork.model.filter import JobFilter
-from shiftwork.model.items import ItemsCheck
-from shiftwork.model.new_job import NewJob
+from shiftwork.model.limits import ClaimFlow, ClaimKind, RateLimit
+from shiftwork.model.new_job import Mark, NewJob
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import (
     SHUTDOWN,
-    Applied,
     BulkAction,
     ClaimedJob,
     DepLink,
     EffectRecord,
-    EmptyRun,
     EnqueueResult,
     FinishedJob,
     GroupInfo,
@@ -35,15 +32,10 @@ from shiftwork.model.records import (
     HistoryBucket,
     Job,
     JobLogLine,
-    LateRun,
     QueueGroups,
     QueueMinute,
     QueueStats,
     RescuedJob,
-    RunFigures,
-    ScheduleInfo,
-    ScheduleRun,
-    ScheduleRunLine,
     StepRecord,
     TaskMinute,
     Touch,
@@ -55,13 +47,148 @@ from shiftwork.model.records import (
     WorkflowRun,
     WorkflowSummary,
 )
-from shiftwork.schedules.definition import Plan, RunStatus, ScheduleDef
 from shiftwork.store.history import Counts, Durations
+from shiftwork.store.jobs import Row
 from shiftwork.store.wakeups import WakeListener
+
+
+class ScheduleStatements(Protocol):
+    """An engine's schedule statements (its ``schedules.sql``), run on its connections.
+
+    The transactions made of them, and every decision in them, are the schedule
+    component's (schedules/firing.py, schedules/reconcile.py, schedules/stored.py).
+    """
+
+    def tx(self) -> AbstractContextManager[Any]:
+        """A write transaction (SQLite: BEGIN IMMEDIATE)."""
+
+    def read(self) -> AbstractContextManager[Any]:
+        """A connection for reads."""
+
+    def rows(self, c: Any, query: str, **params: Any) -> list[dict[str, Any]]:
+        """Run the named statement on ``c`` (the engine adds the clock's instant); its rows
+        as dicts, instants (``TIME_COLUMNS``, store/rows.py) as aware UTC datetimes."""
+
+    def one(self, c: Any, query: str, **params: Any) -> dict[str, Any] | None:
+        """:meth:`rows`' first row (None: no row)."""
+
+    def json(self, value: Any) -> str:
+        """A JSON text for a batch statement, instants in the engine's own form."""
+
+    def instant(self, value: datetime | None) -> Any:
+        """An instant as :meth:`json` writes it, for rows built in bulk."""
+
+
+class ClaimTx(Protocol):
+    """A claim's statements, bound to one connection inside its transaction: the steps
+    flow/claim_limited.py and flow/claim_fair.py are made of (rows: ``jobs.sql``'s)."""
+
+    def running(self, task: str) -> int:
+        """A task's running jobs (takes the task's lock on Postgres)."""
+
+    def claim(self, n: int, only_task: str | None, exclude: list[str]) -> list[Row]:
+        """Claim up to ``n``: of ``only_task``, or of any task but ``exclude``."""
+
+    def lock_task(self, task: str) -> None:
+        """Make the claimers of ``task`` take turns (until commit)."""
+
+    def bucket(self, key: str, rate: RateLimit) -> float:
+        """The bucket's tokens now (made full if missing), its row locked."""
+
+    def set_bucket(self, key: str, tokens: float) -> None: ...
+
+    def group_running(self, task: str) -> dict[str, int]:
+        """The running jobs of each group of ``task``."""
+
+    def candidates(self, task: str, n: int, after: tuple[Any, Any, int] | None
+                   ) -> list[Row]:
+        """Up to ``n`` due jobs of ``task`` after (priority, run_at, id): (id, group,
+        priority, run_at)."""
+
+    def claim_ids(self, ids: list[int]) -> list[Row]:
+        """Claim these jobs (chosen by the loop), in this order."""
+
+    def fair_cursor(self) -> tuple[str, int]:
+        """The last group served and how many of its turn it had (the row locked)."""
+
+    def fair_set_cursor(self, group: str, served: int) -> None: ...
+
+    def fair_groups(self, after: str, n: int) -> list[str]:
+        """Up to ``n`` groups with waiting jobs after the key ``after``."""
+
+    def fair_heads(self, groups: list[str], take: list[int], skip: list[int]) -> list[Row]:
+        """Each group's first due jobs (id, group, task): ``take`` after ``skip``."""
+
+    def fair_ungrouped(self, take: int, skip: int, peek: int) -> list[Row]:
+        """Due jobs without a group, among the queue's first ``peek`` waiting."""
+
+
+class ClaimStatements(Protocol):
+    """An engine's claims (``store.claims``); which one a queue's limits call for is
+    flow/claiming.py's choice."""
+
+    def in_one_statement(self, kind: ClaimKind) -> bool:
+        """Whether :meth:`claim` runs this kind (else: the loops, on :meth:`begin`)."""
+
+    def claim(self, kind: ClaimKind, queue: str, limit: int, worker_id: str,
+              lease_seconds: float, flow: ClaimFlow) -> list[ClaimedJob]:
+        """A claim of a kind that is one statement."""
+
+    def begin(self, queue: str, worker_id: str, lease_seconds: float
+              ) -> AbstractContextManager[ClaimTx]:
+        """A claim's transaction and its statements (rows to ``claimed_jobs`` after)."""
+
+
+class DepsStatements(Protocol):
+    """The dependency statements composition/settling.py runs (each engine's
+    ``deps.sql``), each on the caller's connection ``c``, in :meth:`transaction`."""
+
+    def transaction(self) -> AbstractContextManager[Any]: ...
+
+    def watch(self, c: Any, ids: list[int]) -> dict[int, str]:
+        """Mark jobs as watched; the state of each that exists."""
+
+    def group_insert(self, c: Any, members: int) -> int:
+        """A new group of ``members`` jobs; its id."""
+
+    def insert_marked(self, c: Any, jobs: list[NewJob], marks: list[Mark]
+                      ) -> list[EnqueueResult]:
+        """Insert ``jobs`` with their marks (jobs awaited, watched, group)."""
+
+    def link(self, c: Any, edges: list[tuple[int, int, str]]) -> None:
+        """Write the edges (dependent, parent, on_failure)."""
+
+    def set_callback(self, c: Any, group: int, callback: int, on_failure: str
+                     ) -> tuple[int, bool] | None:
+        """Make ``callback`` the group's; (group id, due already), None if it has one."""
+
+    def resolve(self, c: Any, parent_ids: list[int]) -> None:
+        """Resolve finished parents: their dependents' edges, their groups' counts."""
+
+    def settle_groups(self, c: Any, group_ids: list[int]) -> None:
+        """Release (or cancel) the callbacks of these due groups."""
+
+    def sweep_parents(self, c: Any, limit: int) -> list[int]:
+        """Finished parents with edges left open."""
+
+    def sweep_groups(self, c: Any, limit: int) -> tuple[list[int], list[int]]:
+        """Group members finished but not counted, and groups due but not settled."""
 
 
 class Store(Protocol):
     engine: str  # "sqlite" or "postgres"
+
+    @property
+    def claims(self) -> ClaimStatements:
+        """The claim statements (which claim, and the loops of the limited ones: flow/)."""
+
+    @property
+    def deps(self) -> DepsStatements:
+        """The dependency statements (the decisions on them: composition/settling.py)."""
+
+    @property
+    def schedules(self) -> ScheduleStatements:
+        """The schedule statements (the transactions on them: schedules/stored.py)."""
 
     # -- life cycle ---------------------------------------------------------
     def migrate(self) -> list[int]:
@@ -112,14 +239,10 @@ class Store(Protocol):
         streams them to the server while later ones are still being built.
         """
 
-    def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
-                   limits: dict[str, int] | None = None,
-                   flow: ClaimFlow | None = None) -> list[ClaimedJob]:
-        """Claim up to ``limit`` due jobs; each claim increments ``attempt``.
-
-        ``limits`` maps task names to fleet-wide concurrency limits; ``flow`` adds rate
-        buckets and per-group caps (store/flow_claim.py), spent only for jobs claimed.
-        """
+    def jobs_claim(self, queue: str, limit: int, worker_id: str,
+                   lease_seconds: float) -> list[ClaimedJob]:
+        """Claim up to ``limit`` due jobs, no limit but ``limit``; each claim increments
+        ``attempt``. (A claim under limits: flow/claiming.py, on :attr:`claims`.)"""
 
     def rate_buckets_prune(self, prefix: str, idle_seconds: float) -> int:
         """Delete buckets whose key starts with ``prefix`` untouched for ``idle_seconds``
@@ -322,89 +445,6 @@ class Store(Protocol):
         """Delete effect keys past their retention; returns how many."""
 
 
-    # -- schedules (shared logic in store/schedules.py, SQL in each engine's schedules.sql) --
-    def schedules_reconcile(self, defs: list[ScheduleDef],
-                            first_fire: Callable[[ScheduleDef, datetime], datetime]
-                            ) -> dict[str, str]:
-        """Make stored schedules match the declared ones, keeping unchanged cursors."""
-
-    def schedules_add(self, defn: ScheduleDef,
-                      first_fire: Callable[[ScheduleDef, datetime], datetime],
-                      replace: bool = False) -> str:
-        """Store a run-time schedule (origin 'runtime'); created | revived | replaced."""
-
-    def schedules_remove(self, name: str) -> None:
-        """Mark a run-time schedule removed; refuses code-declared ones."""
-
-    def schedules_exist(self) -> bool:
-        """Whether any schedule was ever stored."""
-
-    def schedules_due(self) -> list[str]:
-        """Names of schedules with a cursor due or buffered runs to release."""
-
-    def schedules_due_as_of(self) -> tuple[datetime, list[str]]:
-        """The database's instant and the schedules due then, earliest cursor first;
-        reads only those (indexes), however many are not due."""
-
-    def schedules_next_fire_in(self) -> float | None:
-        """Seconds from the database's instant to the earliest cursor after it (None:
-        none); the first entry of an index."""
-
-    def schedules_fire(self, names: list[str],
-                       planner: Callable[[ScheduleDef, Any, datetime], Plan],
-                       owner: str, term: int, *,
-                       insert: Callable[[list[NewJob], Any], list[EnqueueResult]]
-                       ) -> list[tuple[str, Applied]]:
-        """The leader's batch: many schedules decided and written in one transaction
-        (a few statements in all); ones another transaction holds are skipped. Raises
-        NotLeader unless ``(owner, term)`` holds."""
-
-    def schedules_apply(self, name: str,
-                        planner: Callable[[ScheduleDef, Any, datetime], Plan],
-                        owner: str | None = None, term: int | None = None, *,
-                        insert: Callable[[list[NewJob], Any], list[EnqueueResult]]
-                        ) -> Applied:
-        """One transaction: snapshot, plan, write (jobs, occurrences, cursor).
-
-        With ``term``, raises NotLeader unless that leadership still holds. Jobs go in
-        through ``insert(jobs, conn)``: the App's insert path, so a fired job is enqueued
-        as every other (validation, tracing).
-        """
-
-    def schedule_runs_sync(self, owner: str, term: int
-                           ) -> list[tuple[str, datetime, RunStatus, int | None]]:
-        """Copy finished jobs' outcomes onto their occurrences."""
-
-    def schedule_runs_expire(self, owner: str, term: int) -> list[tuple[str, datetime, int]]:
-        """Cancel as missed the jobs not started by fire instant + starting deadline."""
-
-    def schedule_runs_check_late(self, owner: str, term: int) -> list[LateRun]:
-        """Dead-man switch: returns each newly late occurrence once."""
-
-    def schedule_runs_check_items(self, owner: str, term: int,
-                                  judge: Callable[[RunFigures, int | None, str | None],
-                                                  tuple[ItemsCheck, str]]
-                                  ) -> list[EmptyRun]:
-        """The items check (``expect_items``): returns each newly empty occurrence once."""
-
-    def schedule_runs_prune(self, older_than: float) -> int: ...
-
-    def schedules_list(self, include_removed: bool = False) -> list[ScheduleInfo]: ...
-
-    def schedules_get(self, name: str) -> ScheduleInfo: ...
-
-    def schedule_runs_list(self, name: str, limit: int = 50) -> list[ScheduleRun]: ...
-
-    def schedule_runs_history(self, name: str, before: datetime | None = None,
-                              limit: int = 50) -> list[ScheduleRunLine]:
-        """Occurrences fired before ``before``, newest first, each with its job's state."""
-
-    def schedules_set_paused(self, name: str, paused: bool, reason: str | None = None
-                             ) -> None: ...
-
-    def schedules_resume(self, name: str,
-                         resume: Callable[[ScheduleDef, datetime | None, datetime],
-                                          tuple[Plan, str | None]]) -> Plan | None: ...
     # -- durable workflows ------------------------------------------------------------
     def workflow_steps_get(self, job_id: int) -> dict[str, StepRecord]: ...
 
@@ -478,22 +518,8 @@ class Store(Protocol):
                       limit: int = 1000) -> list[JobLogLine]:
         """The job's records after ``(attempt, seq)`` in order; ``attempt`` 0: all."""
 
-    # -- composition: dependencies, groups, results (store/deps.py) ---------------------
-    def jobs_insert_graph(self, jobs: list[NewJob], conn: Any = None, *,
-                          group: bool = False, callback_of: int | None = None,
-                          with_callback: bool = False
-                          ) -> tuple[list[EnqueueResult], int | None]:
-        """Insert jobs and their dependencies (``NewJob.after`` / ``after_new``) in one
-        transaction; with ``group``, also a group of them (its id is returned), whose
-        callback is the last job with ``with_callback``; ``callback_of``: the last job
-        becomes that existing group's callback."""
-
-    def deps_resolve(self, parent_ids: list[int]) -> None:
-        """Count down the dependents of these finished jobs (each edge once)."""
-
-    def deps_sweep(self, limit: int = 1000) -> int:
-        """Resolve edges left open although their parent finished; how many parents."""
-
+    # -- composition: waiting on results, groups (store/deps.py; writing a graph and
+    #    settling it: composition/settling.py) ------------------------------------------
     def jobs_watch(self, ids: list[int]) -> tuple[list[FinishedJob], list[int]]:
         """Mark jobs as waited on; those already finished, and ids naming no job."""
 

@@ -8,6 +8,9 @@ from typing import Any
 
 from shiftwork.store.engine_sql import EngineSql
 
+#: The lease the fleet's leader holds (the scheduler's writes check it too).
+LEADER_NAME = "shiftwork.leader"
+
 
 class FleetWrites(EngineSql):
     def workers_upsert(self, worker_id: str, host: str, pid: int, queues: dict[str, int],

@@ -172,7 +172,8 @@ class HistoryPages:
     # -- schedules ---------------------------------------------------------------------
 
     async def schedule(self, request: Request) -> Response:
-        from shiftwork.store.schedules import UnknownScheduleError
+        from shiftwork.schedules.errors import UnknownScheduleError
+        from shiftwork.schedules.stored import schedules_of
 
         try:
             name = schedule_name(request.path_params["name"])  # a name, or an id (~...)
@@ -182,14 +183,14 @@ class HistoryPages:
         if isinstance(before, Response):
             return before
         if _live(request):  # the occurrences alone: one query per refresh
-            runs = await run_in_threadpool(self.app.store.schedule_runs_history, name, None,
+            runs = await run_in_threadpool(schedules_of(self.app.store).runs_history, name, None,
                                            PAGE)
             return self.board.page(request, "_occurrences.html", runs=runs)
         try:
-            info = await run_in_threadpool(self.app.store.schedules_get, name)
+            info = await run_in_threadpool(schedules_of(self.app.store).get, name)
         except UnknownScheduleError as exc:
             return self.board.page(request, "error.html", status=404, error=str(exc))
-        runs = await run_in_threadpool(self.app.store.schedule_runs_history, name, before,
+        runs = await run_in_threadpool(schedules_of(self.app.store).runs_history, name, before,
                                        PAGE + 1)
         upcoming: list[datetime] = []
         if info.removed_at is None:

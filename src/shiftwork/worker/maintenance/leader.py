@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from shiftwork.core.service import Service
 from shiftwork.observe.rollup import HistoryRollup
-from shiftwork.store.schedules import LEADER_NAME
+from shiftwork.store.fleet import LEADER_NAME
 from shiftwork.worker.maintenance.pruner import Pruner
 
 if TYPE_CHECKING:

@@ -13,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from shiftwork.model.records import MINUTES_KEPT
+from shiftwork.schedules.stored import schedules_of
 
 if TYPE_CHECKING:
     from shiftwork.runtime import Runtime
@@ -38,7 +39,7 @@ class Pruner:
         pruned = store.jobs_prune(s.retention_finished, s.retention_dead)
         store.workers_prune(max(3 * s.heartbeat_interval, s.lease_seconds))
         store.effect_keys_prune()
-        store.schedule_runs_prune(s.retention_dead)
+        schedules_of(store).runs_prune(s.retention_dead)
         store.groups_prune(max(s.retention_finished, s.retention_dead))
         store.queue_minutes_prune(MINUTES_KEPT)
         store.task_minutes_prune(MINUTES_KEPT)
