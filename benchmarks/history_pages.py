@@ -175,8 +175,8 @@ def bench(engine: str, n: int, k: int, m: int, runs: int) -> None:
                     samples.append(time.perf_counter() - t)
                 print(f"  GET {label:<32} {percentiles(samples)}")
         queries: dict[str, Any] = {
-            "workflows_page()": lambda: app.store.workflows_page(limit=51),
-            "workflows_page(status=running)": lambda: app.store.workflows_page(
+            "workflows_page()": lambda: app.store.workflows.page(limit=51),
+            "workflows_page(status=running)": lambda: app.store.workflows.page(
                 status="running", limit=51),
             "schedule_runs_history()": lambda: schedules_of(app.store).runs_history(
                 "nightly", None, 51),

@@ -395,7 +395,7 @@ def test_a_bad_step_name_stops_the_workflow_without_dooming_it(
     assert got.state is JobState.DEAD
     assert got.errors[-1]["type"].endswith("StepNameError")
     assert said in got.errors[-1]["message"]
-    assert compensated == [] and list(app.store.workflow_steps_get(job.id)) == ["first"]
+    assert compensated == [] and list(app.store.workflows.steps_get(job.id)) == ["first"]
     names["step"] = "second"  # the fix, deployed
     app.retry_job(job.id)
     drain(app)

@@ -339,13 +339,13 @@ class App:
 
     def workflow_history(self, workflow_id: int) -> list[Any]:
         """The recorded steps of a workflow, in the order they were first recorded."""
-        steps = self.store.workflow_steps_get(workflow_id)
+        steps = self.store.workflows.steps_get(workflow_id)
         return list(steps.values())
 
     def get_workflow(self, workflow_id: int) -> Any:
         """The workflow's status (running, compensating, succeeded, failed, compensated,
         cancelled), code version and cause; None before its first run."""
-        return self.store.workflow_run_read(workflow_id)
+        return self.store.workflows.run_read(workflow_id)
 
     def get_task(self, name: str) -> Task[Any, Any]:
         """The task registered as ``name``; the error names the closest ones."""

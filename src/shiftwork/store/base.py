@@ -175,8 +175,79 @@ class DepsStatements(Protocol):
         """Group members finished but not counted, and groups due but not settled."""
 
 
+class WorkflowStatements(Protocol):
+    """Durable workflows' storage (``store.workflows``): instances, recorded steps, events."""
+
+    def steps_get(self, job_id: int) -> dict[str, StepRecord]: ...
+
+    def begin(self, job_id: int, attempt: int, version: str
+                       ) -> tuple[WorkflowRun, dict[str, StepRecord]] | None:
+        """Create the instance row on its first run; read it and its steps. None: lease lost."""
+
+    def run_set(self, job_id: int, attempt: int, status: str, *, cancelled: bool,
+                         cause: str | None = None, last_attempt: int | None = None,
+                         extend_attempts: int | None = None) -> bool:
+        """Record the instance's status (fenced); ``extend_attempts`` gives the job room."""
+
+    def run_read(self, job_id: int) -> WorkflowRun | None: ...
+
+    def step_record(self, job_id: int, attempt: int, name: str, status: str,
+                             result_json: str | None, wake_at: datetime | None, *,
+                             position: int | None = None, kind: str = "step",
+                             digest: str | None = None, outcome: str | None = None,
+                             tries: int = 0, started_at: datetime | None = None) -> bool | None:
+        """Record a step, fenced by attempt: None if this attempt no longer holds the job,
+        else whether a cancel was requested."""
+
+    def event_take(self, job_id: int, attempt: int, name: str, step: str, *,
+                            position: int | None = None, digest: str | None = None,
+                            started_at: datetime | None = None) -> tuple[bool, Any]:
+        """Consume the oldest pending event ``name`` and record it as ``step``, atomically."""
+
+    def events_take(self, job_id: int, attempt: int, names: list[str], *,
+                             started_at: datetime | None = None) -> list[tuple[bool, Any]]:
+        """:meth:`workflow_event_take` for many events in one transaction, each recorded as
+        the step of its own name (a join taking its members' reports); ``(False, None)``
+        for a name with no pending event. Raises LeaseLost like the single take."""
+
+    def event_find(self, job_id: int, name: str, key: str) -> int | None:
+        """The id of the event sent to this workflow under ``name`` and ``key``, if any
+        (a second send with that key would deliver nothing)."""
+
+    def event_send(self, job_id: int, name: str, payload_json: str,
+                            key: str | None = None, *,
+                            join: tuple[str, int] | None = None) -> int:
+        """Store an event for a workflow and wake it; a repeated ``key`` stores nothing.
+
+        With ``join=(prefix, total)`` (a member's report to a parallel join; needs ``key``)
+        the workflow is woken only once at least ``total`` events under ``key`` whose names
+        start with ``prefix`` are stored, counted in the same transaction as the insert,
+        under a lock on the workflow's row: one wake per join instead of one per member."""
+
+    def cancel(self, job_id: int) -> bool:
+        """Flag a started workflow for cancel and wake it; False if it is not one."""
+
+    def summaries(self, status: str | None = None, task: str | None = None,
+                       limit: int = 50) -> list[WorkflowSummary]: ...
+
+    def page(self, status: str | None = None, task: str | None = None,
+                       before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
+        """Workflows with an id below ``before``, newest first, each with its current step;
+        ``task``: a part of the name (any case); ``status``: a workflow status or job state."""
+
+    def events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
+        """The newest events sent to a workflow, taken or not."""
+
+    def live(self, job_id: int) -> WorkflowLive | None:
+        """The job, its workflow status and steps, in one statement (None: no such job)."""
+
+
 class Store(Protocol):
     engine: str  # "sqlite" or "postgres"
+
+    @property
+    def workflows(self) -> WorkflowStatements:
+        """Durable workflows: instances, steps, events (store/<engine>/workflows.py)."""
 
     @property
     def claims(self) -> ClaimStatements:
@@ -446,69 +517,6 @@ class Store(Protocol):
 
 
     # -- durable workflows ------------------------------------------------------------
-    def workflow_steps_get(self, job_id: int) -> dict[str, StepRecord]: ...
-
-    def workflow_begin(self, job_id: int, attempt: int, version: str
-                       ) -> tuple[WorkflowRun, dict[str, StepRecord]] | None:
-        """Create the instance row on its first run; read it and its steps. None: lease lost."""
-
-    def workflow_run_set(self, job_id: int, attempt: int, status: str, *, cancelled: bool,
-                         cause: str | None = None, last_attempt: int | None = None,
-                         extend_attempts: int | None = None) -> bool:
-        """Record the instance's status (fenced); ``extend_attempts`` gives the job room."""
-
-    def workflow_run_read(self, job_id: int) -> WorkflowRun | None: ...
-
-    def workflow_step_record(self, job_id: int, attempt: int, name: str, status: str,
-                             result_json: str | None, wake_at: datetime | None, *,
-                             position: int | None = None, kind: str = "step",
-                             digest: str | None = None, outcome: str | None = None,
-                             tries: int = 0, started_at: datetime | None = None) -> bool | None:
-        """Record a step, fenced by attempt: None if this attempt no longer holds the job,
-        else whether a cancel was requested."""
-
-    def workflow_event_take(self, job_id: int, attempt: int, name: str, step: str, *,
-                            position: int | None = None, digest: str | None = None,
-                            started_at: datetime | None = None) -> tuple[bool, Any]:
-        """Consume the oldest pending event ``name`` and record it as ``step``, atomically."""
-
-    def workflow_events_take(self, job_id: int, attempt: int, names: list[str], *,
-                             started_at: datetime | None = None) -> list[tuple[bool, Any]]:
-        """:meth:`workflow_event_take` for many events in one transaction, each recorded as
-        the step of its own name (a join taking its members' reports); ``(False, None)``
-        for a name with no pending event. Raises LeaseLost like the single take."""
-
-    def workflow_event_find(self, job_id: int, name: str, key: str) -> int | None:
-        """The id of the event sent to this workflow under ``name`` and ``key``, if any
-        (a second send with that key would deliver nothing)."""
-
-    def workflow_event_send(self, job_id: int, name: str, payload_json: str,
-                            key: str | None = None, *,
-                            join: tuple[str, int] | None = None) -> int:
-        """Store an event for a workflow and wake it; a repeated ``key`` stores nothing.
-
-        With ``join=(prefix, total)`` (a member's report to a parallel join; needs ``key``)
-        the workflow is woken only once at least ``total`` events under ``key`` whose names
-        start with ``prefix`` are stored, counted in the same transaction as the insert,
-        under a lock on the workflow's row: one wake per join instead of one per member."""
-
-    def workflow_cancel(self, job_id: int) -> bool:
-        """Flag a started workflow for cancel and wake it; False if it is not one."""
-
-    def workflows_list(self, status: str | None = None, task: str | None = None,
-                       limit: int = 50) -> list[WorkflowSummary]: ...
-
-    def workflows_page(self, status: str | None = None, task: str | None = None,
-                       before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
-        """Workflows with an id below ``before``, newest first, each with its current step;
-        ``task``: a part of the name (any case); ``status``: a workflow status or job state."""
-
-    def workflow_events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
-        """The newest events sent to a workflow, taken or not."""
-
-    def workflow_live(self, job_id: int) -> WorkflowLive | None:
-        """The job, its workflow status and steps, in one statement (None: no such job)."""
-
     # -- per-job logs (what a job logged while it ran; deleted with the job) ------------
     def job_logs_add(self, job_id: int, lines: list[JobLogLine]) -> None:
         """Keep these records of ``job_id`` (nothing if the job is gone; a line kept

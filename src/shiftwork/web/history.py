@@ -106,7 +106,7 @@ class HistoryPages:
             return PlainTextResponse(f"status must be one of {', '.join(STATUSES)} (or a job "
                                      f"state), not {status!r}", status_code=400)
         name = (q.get("name") or "").strip()
-        lines = await run_in_threadpool(self.app.store.workflows_page, status or None,
+        lines = await run_in_threadpool(self.app.store.workflows.page, status or None,
                                         name or None, before, PAGE + 1)
         now = self.app.clock.now()
         shown = lines[:PAGE]
@@ -124,7 +124,7 @@ class HistoryPages:
             return self.board.page(request, "error.html", status=404, error="no such workflow")
         now = self.app.clock.now()
         if _live(request):  # its timeline and what it waits for: one query per refresh
-            live = await run_in_threadpool(self.app.store.workflow_live, job_id)
+            live = await run_in_threadpool(self.app.store.workflows.live, job_id)
             if live is None:
                 return PlainTextResponse("no such workflow", status_code=404)
             return self.board.page(request, "_workflow_live.html", view=live_view(live, now),
@@ -139,7 +139,7 @@ class HistoryPages:
         if run is None and not steps and getattr(task, "workflow_version", None) is None:
             return self.board.page(request, "error.html", status=404,
                                    error=f"job {job_id} is not a workflow")
-        events = await run_in_threadpool(self.app.store.workflow_events_list, job_id, EVENTS)
+        events = await run_in_threadpool(self.app.store.workflows.events_list, job_id, EVENTS)
         view = live_view(WorkflowLive(job.state, job.created_at, job.attempted_at,
                                       job.finished_at, job.run_at,
                                       run.status if run else None, steps), now)

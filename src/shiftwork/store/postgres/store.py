@@ -83,7 +83,7 @@ _NO_FLOW = ClaimFlow()
 COPY_MIN_ROWS = 200  # from this many jobs, COPY beats one INSERT (keyed ones: into a stage)
 
 
-class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, PostgresObserve,
+class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresObserve,
                     PostgresJobLogs, DepsActions, JobsActions,
                     LongJobsWrites, FleetWrites, JobsConsole):
     engine = "postgres"
@@ -122,6 +122,8 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         self.claims = PostgresClaims(self)
         #: The dependency statements (the decisions are composition/settling.py's).
         self.deps = DepsSql(self)
+        #: The durable workflows' statements.
+        self.workflows = PostgresWorkflows(self)
         #: The schedule statements (the transactions are schedules/firing.py's).
         self.schedules = PostgresSchedules(self)
 

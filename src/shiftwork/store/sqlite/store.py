@@ -122,7 +122,7 @@ FILE_MODE = 0o600
 PAGE_CACHE_KIB = 16 * 1024
 _NO_FLOW = ClaimFlow()
 
-class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve,
+class SQLiteStore(SQLiteLongJobs, SQLiteObserve,
                   SQLiteJobLogs, DepsActions, JobsActions, LongJobsWrites, FleetWrites,
                   JobsConsole):
     engine = "sqlite"
@@ -145,6 +145,8 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve,
         self.claims = SQLiteClaims(self)
         #: The dependency statements (the decisions are composition/settling.py's).
         self.deps = DepsSql(self)
+        #: The durable workflows' statements.
+        self.workflows = SQLiteWorkflows(self)
         #: The schedule statements (the transactions are schedules/firing.py's).
         self.schedules = SQLiteSchedules(self)
 
