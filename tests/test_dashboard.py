@@ -280,13 +280,14 @@ def test_search_and_discard_on_both_engines(make_app: Any) -> None:
 
     a = mail.using(key="user-1").enqueue("a@example.com").id
     b = mail.enqueue("b@example.com").id
-    assert [j.id for j in app.store.jobs_search(str(a))] == [a]
-    assert [j.id for j in app.store.jobs_search("mail")] == [b, a]
-    assert [j.id for j in app.store.jobs_search("user-1")] == [a]  # the key as given
-    assert [j.id for j in app.store.jobs_search("mail:user-1")] == [a]  # the stored key
-    assert [j.id for j in app.store.jobs_search(None, JobState.AVAILABLE, "emails")] == [b, a]
-    assert app.store.jobs_search("nothing") == []
-    assert app.store.jobs_discard([a]) == []  # not dead: kept
+    assert [j.id for j in app.store.observe.jobs_search(str(a))] == [a]
+    assert [j.id for j in app.store.observe.jobs_search("mail")] == [b, a]
+    assert [j.id for j in app.store.observe.jobs_search("user-1")] == [a]  # the key as given
+    assert [j.id for j in app.store.observe.jobs_search("mail:user-1")] == [a]  # the stored key
+    found = app.store.observe.jobs_search(None, JobState.AVAILABLE, "emails")
+    assert [j.id for j in found] == [b, a]
+    assert app.store.observe.jobs_search("nothing") == []
+    assert app.store.observe.jobs_discard([a]) == []  # not dead: kept
     assert app.get_job(a).state is JobState.AVAILABLE
     worker_app = make_app()
 
@@ -296,7 +297,7 @@ def test_search_and_discard_on_both_engines(make_app: Any) -> None:
 
     with running_worker(worker_app, {"emails": 1}):  # each fails its only attempt: dead
         wait_for(lambda: app.get_job(b).state is JobState.DEAD, what="dead")
-    assert app.store.jobs_discard([a, b, 999]) == [a, b]
+    assert app.store.observe.jobs_discard([a, b, 999]) == [a, b]
     with pytest.raises(JobNotFoundError):
         app.get_job(a)
 

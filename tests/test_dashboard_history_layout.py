@@ -186,7 +186,7 @@ def test_history_charts_fit_and_update_live(app: App, browser: Any,  # noqa: F81
         for q, t in ((queue, ""), ("", task)):
             rows.append(HistoryBucket(q, t, at, 12345 + i, i % 40, i % 3, 0, 12345,
                                       0.004 * i, 3600.0 + i, 86400.0 * 3 + i))
-    app.store.history_add(rows)
+    app.store.observe.history_add(rows)
     pages = {"queue": f"/history/queues/{path_segment(queue)}",
              "task": f"/history/tasks/{path_segment(task)}"}
     with Served(create_dashboard(app, token=TOKEN)) as served:
@@ -200,7 +200,7 @@ def test_history_charts_fit_and_update_live(app: App, browser: Any,  # noqa: F81
         page.goto(f"{served.url}{pages['queue']}")
         before = page.locator("p.history-summary").get_attribute("data-finished")
         last = datetime.fromtimestamp(now - BUCKET, UTC)
-        app.store.history_add([HistoryBucket(queue, "", last, 1000, 0, 0, 0, 1, 0.1, 0.2,
+        app.store.observe.history_add([HistoryBucket(queue, "", last, 1000, 0, 0, 0, 1, 0.1, 0.2,
                                              1.0)])
         url = page.url
         page.wait_for_function(

@@ -230,7 +230,7 @@ def test_limits_hold_across_a_worker_sigkill(flow_app: Any, db: dict[str, str]) 
         for (_, end), (start, _) in itertools.pairwise(spans):
             assert start >= end - 0.01, f"two jobs of group {grp} ran at once"
     # Group counts come back: nothing is left running, and the bucket holds what it should.
-    groups = flow_app.app.store.groups_busiest("guarded", 10)
+    groups = flow_app.app.store.observe.groups_busiest("guarded", 10)
     assert groups == []
 
 

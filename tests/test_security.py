@@ -685,7 +685,7 @@ def test_the_history_charts_are_behind_the_gate_and_escape_names(app: App) -> No
     from shiftwork.model.records import HistoryBucket
 
     hostile = '"><script>alert(1)</script>/../x'
-    app.store.history_add([HistoryBucket("", hostile, app.clock.now(), 1, 1, 0, 0, 1,
+    app.store.observe.history_add([HistoryBucket("", hostile, app.clock.now(), 1, 1, 0, 0, 1,
                                          0.1, 0.2, 3.0)])
     path = "/history/tasks/" + quote(hostile, safe="")
     with Served(create_dashboard(app, token=TOKEN)) as served, served.client() as c:

@@ -620,10 +620,10 @@ class App:
                                      f"not {hours!r}")
         since = self.clock.now() - timedelta(hours=hours)
         if queue is not None:
-            return self.store.history_list(since, queue=queue, task="")
+            return self.store.observe.history_list(since, queue=queue, task="")
         if task is not None:
-            return self.store.history_list(since, queue="", task=task)
-        return self.store.history_list(since)
+            return self.store.observe.history_list(since, queue="", task=task)
+        return self.store.observe.history_list(since)
 
     def known_queues(self) -> set[str]:
         """Queues declared in code (tasks, ``app.queue``, schedules) or seen in the table

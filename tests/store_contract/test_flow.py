@@ -34,10 +34,10 @@ def test_group_counts_show_the_busiest_groups(store: Store) -> None:
     _grouped(store, "c", 1, queue="r")
     store.jobs_insert([new_job("t", "q")])
     claim(store, limit=6)  # claim order: a's five first, then one of b's
-    assert store.groups_busiest() == [GroupStats("q", "a", 0, 5), GroupStats("q", "b", 1, 1),
-                                      GroupStats("r", "c", 1, 0)]
-    assert store.groups_busiest("r", 1) == [GroupStats("r", "c", 1, 0)]
-    assert store.queue_group_counts() == [QueueGroups("q", 1, 2), QueueGroups("r", 1, 0)]
+    assert store.observe.groups_busiest() == [
+        GroupStats("q", "a", 0, 5), GroupStats("q", "b", 1, 1), GroupStats("r", "c", 1, 0)]
+    assert store.observe.groups_busiest("r", 1) == [GroupStats("r", "c", 1, 0)]
+    assert store.observe.queue_group_counts() == [QueueGroups("q", 1, 2), QueueGroups("r", 1, 0)]
 
 
 def test_idle_group_buckets_are_pruned(store: Store, clock: FakeClock) -> None:

@@ -67,11 +67,11 @@ def test_a_heartbeat_registers_a_pruned_worker_again(store: Store, clock: FakeCl
 
 
 def test_workers_running_counts_running_jobs_per_worker(store: Store) -> None:
-    assert store.workers_running() == {}
+    assert store.observe.workers_running() == {}
     insert(store, 3)
     claim(store, limit=2, worker="w1")
     claim(store, limit=2, worker="w2")
-    assert store.workers_running() == {"w1": 2, "w2": 1}
+    assert store.observe.workers_running() == {"w1": 2, "w2": 1}
 
 
 def test_leader_lease_is_held_renewed_and_taken_over(store: Store, clock: FakeClock) -> None:

@@ -142,7 +142,7 @@ class _StoreCollector:
         stats = app.queue_stats(include_finished=False)
         now = store.db_now()
         workers = store.workers_list()
-        running = store.workers_running()
+        running = store.observe.workers_running()
         q = ["queue"]
         g = {
             "waiting": GaugeMetricFamily("shiftwork_queue_waiting",
@@ -196,7 +196,7 @@ class _StoreCollector:
                                    "Groups of a queue with waiting (or running) jobs: one "
                                    "series per queue and state, never one per group.",
                                    labels=["queue", "state"])
-        for counts in app.store.queue_group_counts():
+        for counts in app.store.observe.queue_group_counts():
             groups.add_metric([counts.queue, "waiting"], counts.waiting)
             groups.add_metric([counts.queue, "running"], counts.running)
         yield groups
@@ -207,7 +207,7 @@ class _StoreCollector:
             "shiftwork_unserved_jobs", "Waiting jobs no live worker will run: none serves "
             "their queue (why=queue) or none of the queue's registers their task (why=task).",
             labels=["queue", "task", "why"])
-        for waiting, why in unserved(app.store.jobs_waiting_by_task(), live):
+        for waiting, why in unserved(app.store.observe.jobs_waiting_by_task(), live):
             stranded.add_metric([waiting.queue, waiting.task, why], waiting.jobs)
         yield stranded
         expecting = task_items(app, now)

@@ -242,8 +242,95 @@ class WorkflowStatements(Protocol):
         """The job, its workflow status and steps, in one statement (None: no such job)."""
 
 
+class ObserveStatements(Protocol):
+    """What people and the leader read and roll up (``store.observe``): per-minute counts,
+    the history buckets, the views of waiting and running work, search; and the discard
+    of dead jobs (the dashboard's, beside its search)."""
+
+    def queue_minutes_add(self, rows: list[QueueMinute]) -> None:
+        """Add per-minute finished counts (an upsert that sums)."""
+
+    def queue_minutes_list(self, since: datetime) -> list[QueueMinute]: ...
+
+    def queue_minutes_prune(self, keep_seconds: float) -> int: ...
+
+    def task_minutes_add(self, rows: list[TaskMinute]) -> None:
+        """Add per-task, per-minute succeeded and item counts (upsert, summing)."""
+
+    def task_minutes_since(self, since: datetime) -> dict[str, tuple[int, int]]:
+        """Per task: jobs succeeded and items they reported since ``since``."""
+
+    def task_minutes_prune(self, keep_seconds: float) -> int: ...
+
+    # The history rollup (observe/rollup.py): what the leader reads and writes per bucket.
+
+    def history_last(self) -> datetime | None:
+        """The newest bucket written (None: none yet)."""
+
+    def history_counts(self, since: datetime, until: datetime
+                       ) -> tuple[dict[str, Counts], dict[str, Counts]]:
+        """Finished counts per queue and per task of the minutes in [since, until)."""
+
+    def history_durations(self, since: datetime, until: datetime
+                          ) -> dict[tuple[str, str], Durations]:
+        """p50/p95 run time of the jobs finished in [since, until), per queue
+        (``(queue, "")``) and per task (``("", task)``)."""
+
+    def history_waiting(self) -> list[tuple[str, str, datetime]]:
+        """(queue, task, run_at of the oldest due job) for every queue and task waiting."""
+
+    def history_add(self, rows: list[HistoryBucket]) -> None:
+        """Write one bucket's rows in one transaction; rows already there are kept."""
+
+    def history_list(self, since: datetime, queue: str | None = None,
+                     task: str | None = None) -> list[HistoryBucket]:
+        """Rows from ``since`` (None: any queue or task; ``""`` picks the other kind)."""
+
+    def history_prune(self, keep_seconds: float) -> int: ...
+
+    def workers_running(self) -> dict[str, int]:
+        """Running jobs per worker id (a partial index)."""
+
+    def jobs_waiting_by_task(self) -> list[WaitingTask]:
+        """Waiting jobs (due or not) per queue and task: reads every waiting job."""
+
+    def groups_busiest(self, queue: str | None = None, limit: int = 10) -> list[GroupStats]:
+        """The groups with the most waiting and running jobs (of ``queue``, or every queue),
+        busiest first: reads every waiting or running job that has a group."""
+
+    def queue_group_counts(self) -> list[QueueGroups]:
+        """Per queue, how many groups have waiting jobs and how many have running ones."""
+
+    def jobs_search(self, text: str | None = None, state: JobState | None = None,
+                    queue: str | None = None, limit: int = 50) -> list[Job]:
+        """Newest first; ``text`` matches a job id, a task name or a unique key."""
+
+    def jobs_discard(self, ids: list[int]) -> list[int]:
+        """Delete dead jobs (deleting is not a state change); returns the ids deleted."""
+
+
+class JobLogStatements(Protocol):
+    """What a job logged while it ran (``store.job_logs``; deleted with the job)."""
+
+    def add(self, job_id: int, lines: list[JobLogLine]) -> None:
+        """Keep these records of ``job_id`` (nothing if the job is gone; a line kept
+        already, by its attempt and seq, is kept once)."""
+
+    def list_lines(self, job_id: int, attempt: int = 0, after: tuple[int, int] = (0, 0),
+                      limit: int = 1000) -> list[JobLogLine]:
+        """The job's records after ``(attempt, seq)`` in order; ``attempt`` 0: all."""
+
+
 class Store(Protocol):
     engine: str  # "sqlite" or "postgres"
+
+    @property
+    def job_logs(self) -> JobLogStatements:
+        """Per-job logs (store/<engine>/job_logs.py)."""
+
+    @property
+    def observe(self) -> ObserveStatements:
+        """Counts, history and views (store/<engine>/observe.py)."""
 
     @property
     def workflows(self) -> WorkflowStatements:
@@ -384,66 +471,6 @@ class Store(Protocol):
 
 
     # -- visibility (store/<engine>/observe.py) -----------------------------------------
-    def queue_minutes_add(self, rows: list[QueueMinute]) -> None:
-        """Add per-minute finished counts (an upsert that sums)."""
-
-    def queue_minutes_list(self, since: datetime) -> list[QueueMinute]: ...
-
-    def queue_minutes_prune(self, keep_seconds: float) -> int: ...
-
-    def task_minutes_add(self, rows: list[TaskMinute]) -> None:
-        """Add per-task, per-minute succeeded and item counts (upsert, summing)."""
-
-    def task_minutes_since(self, since: datetime) -> dict[str, tuple[int, int]]:
-        """Per task: jobs succeeded and items they reported since ``since``."""
-
-    def task_minutes_prune(self, keep_seconds: float) -> int: ...
-
-    # The history rollup (observe/rollup.py): what the leader reads and writes per bucket.
-    def history_last(self) -> datetime | None:
-        """The newest bucket written (None: none yet)."""
-
-    def history_counts(self, since: datetime, until: datetime
-                       ) -> tuple[dict[str, Counts], dict[str, Counts]]:
-        """Finished counts per queue and per task of the minutes in [since, until)."""
-
-    def history_durations(self, since: datetime, until: datetime
-                          ) -> dict[tuple[str, str], Durations]:
-        """p50/p95 run time of the jobs finished in [since, until), per queue
-        (``(queue, "")``) and per task (``("", task)``)."""
-
-    def history_waiting(self) -> list[tuple[str, str, datetime]]:
-        """(queue, task, run_at of the oldest due job) for every queue and task waiting."""
-
-    def history_add(self, rows: list[HistoryBucket]) -> None:
-        """Write one bucket's rows in one transaction; rows already there are kept."""
-
-    def history_list(self, since: datetime, queue: str | None = None,
-                     task: str | None = None) -> list[HistoryBucket]:
-        """Rows from ``since`` (None: any queue or task; ``""`` picks the other kind)."""
-
-    def history_prune(self, keep_seconds: float) -> int: ...
-
-    def workers_running(self) -> dict[str, int]:
-        """Running jobs per worker id (a partial index)."""
-
-    def jobs_waiting_by_task(self) -> list[WaitingTask]:
-        """Waiting jobs (due or not) per queue and task: reads every waiting job."""
-
-    def groups_busiest(self, queue: str | None = None, limit: int = 10) -> list[GroupStats]:
-        """The groups with the most waiting and running jobs (of ``queue``, or every queue),
-        busiest first: reads every waiting or running job that has a group."""
-
-    def queue_group_counts(self) -> list[QueueGroups]:
-        """Per queue, how many groups have waiting jobs and how many have running ones."""
-
-    def jobs_search(self, text: str | None = None, state: JobState | None = None,
-                    queue: str | None = None, limit: int = 50) -> list[Job]:
-        """Newest first; ``text`` matches a job id, a task name or a unique key."""
-
-    def jobs_discard(self, ids: list[int]) -> list[int]:
-        """Delete dead jobs (deleting is not a state change); returns the ids deleted."""
-
     # -- the operations console (store/console.py) ---------------------------------------
     def jobs_page(self, f: JobFilter, sort: str = "created", after: int | None = None,
                   limit: int = 50) -> list[Job]:
@@ -518,14 +545,6 @@ class Store(Protocol):
 
     # -- durable workflows ------------------------------------------------------------
     # -- per-job logs (what a job logged while it ran; deleted with the job) ------------
-    def job_logs_add(self, job_id: int, lines: list[JobLogLine]) -> None:
-        """Keep these records of ``job_id`` (nothing if the job is gone; a line kept
-        already, by its attempt and seq, is kept once)."""
-
-    def job_logs_list(self, job_id: int, attempt: int = 0, after: tuple[int, int] = (0, 0),
-                      limit: int = 1000) -> list[JobLogLine]:
-        """The job's records after ``(attempt, seq)`` in order; ``attempt`` 0: all."""
-
     # -- composition: waiting on results, groups (store/deps.py; writing a graph and
     #    settling it: composition/settling.py) ------------------------------------------
     def jobs_watch(self, ids: list[int]) -> tuple[list[FinishedJob], list[int]]:

@@ -46,7 +46,7 @@ class JobsConsole(EngineSql):
     q: dict[str, str]
     _unique_violation: type[Exception]
 
-    if TYPE_CHECKING:  # each engine's observe.py
+    if TYPE_CHECKING:  # each engine's store.py
         def _read(self, sql: str, params: dict[str, Any], jobs: bool = False) -> list[Any]:
             """Run a read query (its text) outside any write transaction: its rows (as
             ``Job`` with ``jobs``). Lists in ``params`` are arrays (JSON on SQLite)."""

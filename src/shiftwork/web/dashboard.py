@@ -454,7 +454,7 @@ class Dashboard:
         parents, children = await run_in_threadpool(self.app.store.jobs_dependencies, job.id)
         member_of, callback_of = await run_in_threadpool(self.app.store.groups_of_job, job.id)
         q = request.query_params  # a page of each long list: 50,000 dependants once made 4 MB
-        lines = await run_in_threadpool(self.app.store.job_logs_list, job.id, job.attempt,
+        lines = await run_in_threadpool(self.app.store.job_logs.list_lines, job.id, job.attempt,
                                         (0, 0), 200) if job.attempt else []  # its latest logs
         return self.page(request, "job.html", job=job, workflow=workflow,
                          steps=page_of(steps, q, "steps"), parents=page_of(parents, q, "parents"),
@@ -499,7 +499,7 @@ class Dashboard:
                     if job.state is JobState.RUNNING else ""
                 return self.back(request, to, f"job {job_id} is {job.state.value}{note}")
             if action == "discard":
-                done = await run_in_threadpool(self.app.store.jobs_discard, [job_id])
+                done = await run_in_threadpool(self.app.store.observe.jobs_discard, [job_id])
                 if done:
                     return self.back(request, "/dead", f"job {job_id} discarded (deleted)")
                 return self.back(request, to,
@@ -520,7 +520,7 @@ class Dashboard:
         if not ids:
             return self.back(request, "/dead", "select some dead jobs first")
         if action == "discard":
-            done = await run_in_threadpool(self.app.store.jobs_discard, ids)
+            done = await run_in_threadpool(self.app.store.observe.jobs_discard, ids)
             return self.back(request, "/dead", f"discarded {len(done)} of {len(ids)} jobs")
         if action == "retry":
             retried, failed = 0, []

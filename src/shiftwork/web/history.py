@@ -220,14 +220,14 @@ class HistoryPages:
         if job_id > MAX_ID:
             return self.board.page(request, "error.html", status=404, error="no such job")
         if _live(request):  # the records alone: one query per refresh
-            lines = await run_in_threadpool(self.app.store.job_logs_list, job_id, attempt,
+            lines = await run_in_threadpool(self.app.store.job_logs.list_lines, job_id, attempt,
                                             since, LOG_PAGE)
             return self.board.page(request, "_job_logs.html", lines=lines, attempt=attempt)
         try:
             job = await run_in_threadpool(self.app.get_job, job_id)
         except JobNotFoundError as exc:
             return self.board.page(request, "error.html", status=404, error=str(exc))
-        lines = await run_in_threadpool(self.app.store.job_logs_list, job_id, attempt, since,
+        lines = await run_in_threadpool(self.app.store.job_logs.list_lines, job_id, attempt, since,
                                         LOG_PAGE + 1)
         shown = lines[:LOG_PAGE]
         following = None

@@ -83,8 +83,7 @@ _NO_FLOW = ClaimFlow()
 COPY_MIN_ROWS = 200  # from this many jobs, COPY beats one INSERT (keyed ones: into a stage)
 
 
-class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresObserve,
-                    PostgresJobLogs, DepsActions, JobsActions,
+class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, DepsActions, JobsActions,
                     LongJobsWrites, FleetWrites, JobsConsole):
     engine = "postgres"
 
@@ -122,6 +121,10 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresObserve,
         self.claims = PostgresClaims(self)
         #: The dependency statements (the decisions are composition/settling.py's).
         self.deps = DepsSql(self)
+        #: Counts, history and views for people and the leader.
+        self.observe = PostgresObserve(self)
+        #: What each job logged.
+        self.job_logs = PostgresJobLogs(self)
         #: The durable workflows' statements.
         self.workflows = PostgresWorkflows(self)
         #: The schedule statements (the transactions are schedules/firing.py's).
@@ -558,6 +561,13 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresObserve,
             finished = {r[0]: (r[1], r[2]) for r in c.execute(self.q["queues_finished_counts"])
                         } if include_finished else {}
         return queue_stats_from_rows(active, finished)
+
+    def _read(self, sql: str, params: dict[str, Any], jobs: bool = False) -> list[Any]:
+        """Rows of ``sql`` (a console or observe query), as jobs with ``jobs``."""
+        with self._conn() as c:
+            cur = c.cursor(row_factory=dict_row) if jobs else c.cursor()
+            rows = cur.execute(sql, self._p(**params)).fetchall()
+        return [job_from_row(r, aware, decoded) for r in rows] if jobs else rows
 
     # -- workers and leadership ---------------------------------------------------------
 

@@ -122,8 +122,7 @@ FILE_MODE = 0o600
 PAGE_CACHE_KIB = 16 * 1024
 _NO_FLOW = ClaimFlow()
 
-class SQLiteStore(SQLiteLongJobs, SQLiteObserve,
-                  SQLiteJobLogs, DepsActions, JobsActions, LongJobsWrites, FleetWrites,
+class SQLiteStore(SQLiteLongJobs, DepsActions, JobsActions, LongJobsWrites, FleetWrites,
                   JobsConsole):
     engine = "sqlite"
 
@@ -145,6 +144,10 @@ class SQLiteStore(SQLiteLongJobs, SQLiteObserve,
         self.claims = SQLiteClaims(self)
         #: The dependency statements (the decisions are composition/settling.py's).
         self.deps = DepsSql(self)
+        #: Counts, history and views for people and the leader.
+        self.observe = SQLiteObserve(self)
+        #: What each job logged.
+        self.job_logs = SQLiteJobLogs(self)
         #: The durable workflows' statements.
         self.workflows = SQLiteWorkflows(self)
         #: The schedule statements (the transactions are schedules/firing.py's).
@@ -613,6 +616,14 @@ class SQLiteStore(SQLiteLongJobs, SQLiteObserve,
         finished = {r[0]: (r[1], r[2]) for r in c.execute(self.q["queues_finished_counts"])
                     } if include_finished else {}
         return queue_stats_from_rows(active, finished)
+
+    def _read(self, sql: str, params: dict[str, Any], jobs: bool = False) -> list[Any]:
+        """Rows of ``sql`` (a console or observe query), as jobs with ``jobs``."""
+        values = {k: json.dumps(v) if isinstance(v, (list, tuple)) else v
+                  for k, v in params.items()}
+        values["now"] = self._now()
+        rows = self.conn.execute(sql, values).fetchall()
+        return [job_from_row(dict(r), from_ts, loads) for r in rows] if jobs else rows
 
     # -- workers and leadership --------------------------------------------------------
 

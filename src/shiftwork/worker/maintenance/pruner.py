@@ -41,9 +41,9 @@ class Pruner:
         store.effect_keys_prune()
         schedules_of(store).runs_prune(s.retention_dead)
         store.groups_prune(max(s.retention_finished, s.retention_dead))
-        store.queue_minutes_prune(MINUTES_KEPT)
-        store.task_minutes_prune(MINUTES_KEPT)
-        store.history_prune(s.history_retention)
+        store.observe.queue_minutes_prune(MINUTES_KEPT)
+        store.observe.task_minutes_prune(MINUTES_KEPT)
+        store.observe.history_prune(s.history_retention)
         for task in self.rt.registry.tasks.values():
             limit = task.options.group_rate_limit
             if limit is not None:  # a bucket refills from empty in capacity / rate seconds
