@@ -47,7 +47,7 @@ def noop() -> None:
 
 
 def leader_pass(app: App, owner: str = "test-leader") -> int:
-    term = app.store.leader_acquire(LEADER_NAME, owner, 3600)
+    term = app.store.fleet.leader_acquire(LEADER_NAME, owner, 3600)
     assert term is not None
     return run_pass(app.runtime, owner, term)
 
@@ -128,10 +128,10 @@ def test_fires_each_occurrence_once_with_meta(sapp: App, clock: FakeClock) -> No
 def test_an_old_term_writes_nothing(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "s", overlap="allow_all")
     reconcile(sapp.runtime)
-    old = sapp.store.leader_acquire(LEADER_NAME, "old", 10)
+    old = sapp.store.fleet.leader_acquire(LEADER_NAME, "old", 10)
     assert old is not None
     clock.set(at(1, 11))  # the old lease has lapsed
-    new = sapp.store.leader_acquire(LEADER_NAME, "new", 10)
+    new = sapp.store.fleet.leader_acquire(LEADER_NAME, "new", 10)
     assert new is not None and new > old
     with pytest.raises(NotLeader):
         run_pass(sapp.runtime, "old", old)
@@ -142,9 +142,9 @@ def test_an_old_term_writes_nothing(sapp: App, clock: FakeClock) -> None:
 def test_a_leader_paused_mid_transaction_rolls_back(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "s", overlap="allow_all")
     reconcile(sapp.runtime)
-    term = sapp.store.leader_acquire(LEADER_NAME, "slow", 10)
+    term = sapp.store.fleet.leader_acquire(LEADER_NAME, "slow", 10)
     clock.set(at(1, 1))
-    sapp.store.leader_acquire(LEADER_NAME, "slow", 10)
+    sapp.store.fleet.leader_acquire(LEADER_NAME, "slow", 10)
 
     def paused_planner(defn: Any, snap: Any, now: datetime) -> Any:
         plan = plan_tick(defn, defn.cron_schedule(), snap, now, timedelta(seconds=5))
@@ -374,7 +374,7 @@ def test_a_job_made_for_an_occurrence_recorded_before_is_not_kept(sapp: App,
     # In a batch where only some occurrences are new: those get their jobs.
     declare(sapp, "e")
     reconcile(sapp.runtime)
-    term = sapp.store.leader_acquire(LEADER_NAME, "test-leader", 3600)
+    term = sapp.store.fleet.leader_acquire(LEADER_NAME, "test-leader", 3600)
     assert term is not None
     fired = dict(schedules_of(sapp.store).fire(["d", "e"], stale, "test-leader", term,
                                            insert=partial(insert_rows, sapp.runtime)))

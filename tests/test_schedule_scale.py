@@ -42,7 +42,7 @@ def noop() -> None:
 
 
 def leader_pass(app: App) -> int:
-    term = app.store.leader_acquire(LEADER_NAME, "test-leader", 3600)
+    term = app.store.fleet.leader_acquire(LEADER_NAME, "test-leader", 3600)
     assert term is not None
     return run_pass(app.runtime, "test-leader", term)
 
@@ -289,7 +289,7 @@ def test_the_leader_wakes_at_the_next_cursor(sapp: App, clock: FakeClock) -> Non
     assert schedules_of(sapp.store).next_fire_in() == 60.0
     clock.set(T0 + timedelta(seconds=59.9))
     service = Scheduler(sapp.runtime, "test-leader")
-    term = sapp.store.leader_acquire(LEADER_NAME, "test-leader", 3600)
+    term = sapp.store.fleet.leader_acquire(LEADER_NAME, "test-leader", 3600)
     assert term is not None
     service.on_leader_tick(term)
     service.tick()

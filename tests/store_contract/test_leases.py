@@ -32,10 +32,10 @@ def test_heartbeat_is_fenced_by_attempt_and_worker(store: Store) -> None:
 
 
 def test_heartbeat_marks_the_worker_alive(store: Store, clock: FakeClock) -> None:
-    store.workers_upsert("w1", "host", 1, {"q": 1})
+    store.fleet.workers_upsert("w1", "host", 1, {"q": 1})
     clock.advance(20)
     store.jobs_heartbeat("w1", LEASE, [])
-    [worker] = store.workers_list()
+    [worker] = store.fleet.workers_list()
     assert worker.heartbeat_at == clock.now()
 
 

@@ -118,7 +118,7 @@ def test_apply_checks_leadership_when_given_a_term(store: Store, clock: FakeCloc
     clock.advance(120)
     with pytest.raises(NotLeader):
         apply(store, "s", fire_due, "me", 1)
-    term = store.leader_acquire(LEADER_NAME, "me", ttl=30)
+    term = store.fleet.leader_acquire(LEADER_NAME, "me", ttl=30)
     assert term is not None
     assert len(apply(store, "s", fire_due, "me", term).enqueued) == 1
     with pytest.raises(NotLeader):
@@ -134,7 +134,7 @@ def test_runs_sync_copies_finished_outcomes(store: Store, clock: FakeClock) -> N
     reconciled(store, clock)
     clock.advance(120)
     [(fire_at, job_id)] = apply(store, "s", fire_due).enqueued
-    term = store.leader_acquire(LEADER_NAME, "me", ttl=30)
+    term = store.fleet.leader_acquire(LEADER_NAME, "me", ttl=30)
     assert term is not None
     assert schedules_of(store).runs_sync("me", term) == []
     store.jobs_complete_many([done(claim_one(store), JobState.DEAD)])
@@ -151,7 +151,7 @@ def test_runs_expire_cancels_jobs_past_their_starting_deadline(store: Store,
     assert fire_at is not None
     clock.set(fire_at)
     [(_, job_id)] = apply(store, "s", fire_due).enqueued
-    term = store.leader_acquire(LEADER_NAME, "me", ttl=3600)
+    term = store.fleet.leader_acquire(LEADER_NAME, "me", ttl=3600)
     assert term is not None
     clock.set(fire_at + timedelta(seconds=30))
     assert schedules_of(store).runs_expire("me", term) == []
@@ -179,7 +179,7 @@ def test_runs_expire_counts_an_on_time_run_from_its_recording(store: Store, cloc
     assert fire_at is not None
     clock.set(fire_at + timedelta(seconds=20))  # the burst reached it 20 s late
     [(_, job_id)] = apply(store, "s", fire_due if kind == "cron" else catch_up_due).enqueued
-    term = store.leader_acquire(LEADER_NAME, "me", ttl=3600)
+    term = store.fleet.leader_acquire(LEADER_NAME, "me", ttl=3600)
     assert term is not None
     clock.set(fire_at + timedelta(seconds=45))
     expired = schedules_of(store).runs_expire("me", term)
@@ -193,7 +193,7 @@ def test_runs_check_late_reports_each_late_run_once(store: Store, clock: FakeClo
     reconciled(store, clock, defn(expect_success_within=60))
     clock.set(next_minute(defn(), clock.now()))
     [(fire_at, job_id)] = apply(store, "s", fire_due).enqueued
-    term = store.leader_acquire(LEADER_NAME, "me", ttl=3600)
+    term = store.fleet.leader_acquire(LEADER_NAME, "me", ttl=3600)
     assert term is not None
     assert schedules_of(store).runs_check_late("me", term) == []
     clock.set(fire_at + timedelta(seconds=61))
@@ -208,7 +208,7 @@ def test_runs_prune_deletes_old_finished_runs(store: Store, clock: FakeClock) ->
     reconciled(store, clock)
     clock.advance(120)
     apply(store, "s", fire_due)
-    term = store.leader_acquire(LEADER_NAME, "me", ttl=3600)
+    term = store.fleet.leader_acquire(LEADER_NAME, "me", ttl=3600)
     assert term is not None
     assert schedules_of(store).runs_prune(older_than=0) == 0  # still running: kept
     store.jobs_complete_many([done(claim_one(store))])
@@ -281,7 +281,7 @@ def test_fire_decides_a_batch_in_one_transaction(store: Store, clock: FakeClock)
     fire_at = schedules_of(store).get("s0").next_fire_at
     assert fire_at is not None
     clock.set(fire_at + timedelta(seconds=1))
-    term = store.leader_acquire(LEADER_NAME, "me", ttl=3600)
+    term = store.fleet.leader_acquire(LEADER_NAME, "me", ttl=3600)
     assert term is not None
     seen: list[str] = []
 

@@ -190,7 +190,7 @@ def check_health(app: App, *, default_max_wait: float | None = None,
     try:
         now = store.db_now()
         stats = app.queue_stats(include_finished=False)
-        workers = store.workers_list()
+        workers = store.fleet.workers_list()
         waiting = store.observe.jobs_waiting_by_task()
     except StorageError as exc:
         return HealthReport(None, [Problem("database", "database",

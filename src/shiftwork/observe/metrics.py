@@ -141,7 +141,7 @@ class _StoreCollector:
         store = app.store
         stats = app.queue_stats(include_finished=False)
         now = store.db_now()
-        workers = store.workers_list()
+        workers = store.fleet.workers_list()
         running = store.observe.workers_running()
         q = ["queue"]
         g = {

@@ -89,7 +89,7 @@ def overview(app: App, window: float = 3600.0) -> Overview:
         finished = sum(m.finished for m in history if m.minute >= recent)
         rows.append(QueueRow(s, max_wait_for(app, queue), finished / 5.0, history,
                              finished_in_last_60s(history, now)))
-    workers = store.workers_list()
+    workers = store.fleet.workers_list()
     live = alive_workers(app, workers, now)
     alive = {w.id for w in live}
     running = store.observe.workers_running()

@@ -321,8 +321,32 @@ class JobLogStatements(Protocol):
         """The job's records after ``(attempt, seq)`` in order; ``attempt`` 0: all."""
 
 
+class FleetStatements(Protocol):
+    """The fleet (``store.fleet``): the worker registry and the named leader lease."""
+
+    def workers_upsert(self, worker_id: str, host: str, pid: int,
+                       queues: dict[str, int], tasks: list[str] | None = None) -> None:
+        """Register or refresh a worker: its queues and the task names it registers
+        (None: not said, as by a worker of an older release)."""
+
+    def workers_delete(self, worker_id: str) -> None: ...
+
+    def workers_list(self) -> list[WorkerInfo]: ...
+
+    def workers_prune(self, stale_after: float) -> int: ...
+
+    def leader_acquire(self, name: str, owner: str, ttl: float) -> int | None:
+        """Take or renew the named lease; returns the term held, or None."""
+
+    def leader_release(self, name: str, owner: str) -> None: ...
+
+
 class Store(Protocol):
     engine: str  # "sqlite" or "postgres"
+
+    @property
+    def fleet(self) -> FleetStatements:
+        """The worker registry and the leader lease (store/fleet.py)."""
 
     @property
     def job_logs(self) -> JobLogStatements:
@@ -496,22 +520,6 @@ class Store(Protocol):
     def bulk_actions_prune(self, keep: int) -> None: ...
 
     # -- workers and leadership ---------------------------------------------------
-    def workers_upsert(self, worker_id: str, host: str, pid: int,
-                       queues: dict[str, int], tasks: list[str] | None = None) -> None:
-        """Register or refresh a worker: its queues and the task names it registers
-        (None: not said, as by a worker of an older release)."""
-
-    def workers_delete(self, worker_id: str) -> None: ...
-
-    def workers_list(self) -> list[WorkerInfo]: ...
-
-    def workers_prune(self, stale_after: float) -> int: ...
-
-    def leader_acquire(self, name: str, owner: str, ttl: float) -> int | None:
-        """Take or renew the named lease; returns the term held, or None."""
-
-    def leader_release(self, name: str, owner: str) -> None: ...
-
     # -- long jobs: checkpoints, progress, paused queues, effect keys -------------------
     def transaction(self) -> AbstractContextManager[Any]:
         """A native connection (psycopg / sqlite3) in a transaction on the queue's database."""

@@ -36,12 +36,10 @@ from shiftwork.model.records import (
     Job,
     QueueStats,
     RescuedJob,
-    WorkerInfo,
 )
 from shiftwork.store.connections import Connections, application_name
 from shiftwork.store.console import JobsConsole
 from shiftwork.store.deps import DepsActions, DepsSql
-from shiftwork.store.fleet import FleetWrites
 from shiftwork.store.jobs import (
     JobsActions,
     error_json,
@@ -58,6 +56,7 @@ from shiftwork.store.postgres.async_jobs import PostgresAsyncJobs
 from shiftwork.store.postgres.claims import PostgresClaims
 from shiftwork.store.postgres.connect_errors import libpq_text, lost_reply, read_only, refusal
 from shiftwork.store.postgres.copy_rows import copy_jobs, copy_staged
+from shiftwork.store.postgres.fleet import PostgresFleet
 from shiftwork.store.postgres.job_logs import PostgresJobLogs
 from shiftwork.store.postgres.keyed import keys_taken, settle_keys
 from shiftwork.store.postgres.long_jobs import PostgresLongJobs
@@ -84,7 +83,7 @@ COPY_MIN_ROWS = 200  # from this many jobs, COPY beats one INSERT (keyed ones: i
 
 
 class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, DepsActions, JobsActions,
-                    LongJobsWrites, FleetWrites, JobsConsole):
+                    LongJobsWrites, JobsConsole):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,
@@ -121,6 +120,8 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, DepsActions, JobsAction
         self.claims = PostgresClaims(self)
         #: The dependency statements (the decisions are composition/settling.py's).
         self.deps = DepsSql(self)
+        #: The worker registry and the leader lease.
+        self.fleet = PostgresFleet(self)
         #: Counts, history and views for people and the leader.
         self.observe = PostgresObserve(self)
         #: What each job logged.
@@ -491,7 +492,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, DepsActions, JobsAction
                 worker=worker_id, lease=lease_seconds, ids=[h[0] for h in held],
                 attempts=[h[1] for h in held]), prepare=False).fetchall()
             if any(r[0] is None for r in rows):  # its workers row is gone
-                self._worker_back(c, worker_id)
+                self.fleet.worker_back(c, worker_id)
         return held_jobs([r for r in rows if r[0] is not None])
 
     def jobs_release_unknown(self, worker_id: str, queue: str,
@@ -570,16 +571,6 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, DepsActions, JobsAction
         return [job_from_row(r, aware, decoded) for r in rows] if jobs else rows
 
     # -- workers and leadership ---------------------------------------------------------
-
-    def workers_list(self) -> list[WorkerInfo]:
-        with self._conn() as c:
-            rows = c.execute(self.q["workers_list"]).fetchall()
-        return [WorkerInfo(r[0], r[1], r[2], r[3], aware(r[4]), aware(r[5]),  # type: ignore[arg-type]
-                           None if r[6] is None else frozenset(r[6])) for r in rows]
-
-    def workers_prune(self, stale_after: float) -> int:
-        with self._conn() as c:
-            return c.execute(self.q["workers_prune"], self._p(stale=stale_after)).rowcount
 
     # -- test support ---------------------------------------------------------------
 

@@ -30,11 +30,9 @@ from shiftwork.model.records import (
     Job,
     QueueStats,
     RescuedJob,
-    WorkerInfo,
 )
 from shiftwork.store.console import JobsConsole
 from shiftwork.store.deps import DepsActions, DepsSql
-from shiftwork.store.fleet import FleetWrites
 from shiftwork.store.jobs import (
     JobsActions,
     error_json,
@@ -45,6 +43,7 @@ from shiftwork.store.long_jobs import LongJobsWrites
 from shiftwork.store.rows import from_ts, job_from_row, legal_pairs, loads, queue_stats_from_rows
 from shiftwork.store.sqlfile import load_all_queries, load_migrations
 from shiftwork.store.sqlite.claims import SQLiteClaims
+from shiftwork.store.sqlite.fleet import SQLiteFleet
 from shiftwork.store.sqlite.job_logs import SQLiteJobLogs
 from shiftwork.store.sqlite.long_jobs import SQLiteLongJobs
 from shiftwork.store.sqlite.observe import SQLiteObserve
@@ -122,8 +121,7 @@ FILE_MODE = 0o600
 PAGE_CACHE_KIB = 16 * 1024
 _NO_FLOW = ClaimFlow()
 
-class SQLiteStore(SQLiteLongJobs, DepsActions, JobsActions, LongJobsWrites, FleetWrites,
-                  JobsConsole):
+class SQLiteStore(SQLiteLongJobs, DepsActions, JobsActions, LongJobsWrites, JobsConsole):
     engine = "sqlite"
 
     def __init__(self, path: str, clock: Clock | None = None, busy_timeout: float = 30.0) -> None:
@@ -144,6 +142,8 @@ class SQLiteStore(SQLiteLongJobs, DepsActions, JobsActions, LongJobsWrites, Flee
         self.claims = SQLiteClaims(self)
         #: The dependency statements (the decisions are composition/settling.py's).
         self.deps = DepsSql(self)
+        #: The worker registry and the leader lease.
+        self.fleet = SQLiteFleet(self)
         #: Counts, history and views for people and the leader.
         self.observe = SQLiteObserve(self)
         #: What each job logged.
@@ -544,7 +544,7 @@ class SQLiteStore(SQLiteLongJobs, DepsActions, JobsActions, LongJobsWrites, Flee
         with self._tx() as c:
             beat = c.execute(self.q["jobs_heartbeat_worker"], {"worker": worker_id, "now": now})
             if beat.rowcount == 0:  # its workers row is gone (pruned while it was stopped)
-                self._worker_back(c, worker_id)
+                self.fleet.worker_back(c, worker_id)
             rows = c.execute(self.q["jobs_heartbeat"], {
                 "worker": worker_id, "now": now, "lease": lease_seconds,
                 "held": json.dumps(held)}).fetchall()
@@ -626,16 +626,6 @@ class SQLiteStore(SQLiteLongJobs, DepsActions, JobsActions, LongJobsWrites, Flee
         return [job_from_row(dict(r), from_ts, loads) for r in rows] if jobs else rows
 
     # -- workers and leadership --------------------------------------------------------
-
-    def workers_list(self) -> list[WorkerInfo]:
-        return [WorkerInfo(r[0], r[1], r[2], json.loads(r[3]), from_ts(r[4]), from_ts(r[5]),  # type: ignore[arg-type]
-                           None if r[6] is None else frozenset(json.loads(r[6])))
-                for r in self.conn.execute(self.q["workers_list"])]
-
-    def workers_prune(self, stale_after: float) -> int:
-        with self._tx() as c:
-            return c.execute(self.q["workers_prune"],
-                             {"now": self._now(), "stale": stale_after}).rowcount
 
     # -- test support ------------------------------------------------------------------
 

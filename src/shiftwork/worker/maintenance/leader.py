@@ -37,7 +37,7 @@ class Leader(Service):
 
     def tick(self) -> None:
         store = self.rt.store
-        term = store.leader_acquire(LEADER_NAME, self.worker_id, self.rt.settings.leader_ttl)
+        term = store.fleet.leader_acquire(LEADER_NAME, self.worker_id, self.rt.settings.leader_ttl)
         if term != self.term:
             if term is None:
                 self.rt.events.emit("leader.lost", worker_id=self.worker_id, term=self.term)
@@ -55,7 +55,7 @@ class Leader(Service):
         super().stop(timeout)
         if self.term is not None:
             try:
-                self.rt.store.leader_release(LEADER_NAME, self.worker_id)
+                self.rt.store.fleet.leader_release(LEADER_NAME, self.worker_id)
             except Exception:
                 log.debug("could not release leadership", exc_info=True)
             self.term = None

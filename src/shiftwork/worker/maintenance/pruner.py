@@ -37,7 +37,7 @@ class Pruner:
     def prune(self) -> None:
         store, s = self.rt.store, self.rt.settings
         pruned = store.jobs_prune(s.retention_finished, s.retention_dead)
-        store.workers_prune(max(3 * s.heartbeat_interval, s.lease_seconds))
+        store.fleet.workers_prune(max(3 * s.heartbeat_interval, s.lease_seconds))
         store.effect_keys_prune()
         schedules_of(store).runs_prune(s.retention_dead)
         store.groups_prune(max(s.retention_finished, s.retention_dead))
