@@ -175,7 +175,7 @@ def test_bulk_actions_sit_behind_the_login_and_csrf(app: App) -> None:
         assert "<script>window.pwned" not in ask.text
         csrf = csrf_of(c)
         assert c.post("/jobs/bulk", data={**form, "csrf": csrf}).status_code == 303
-        assert app.store.jobs_page(parse_filter({"state": "dead"})) == []
+        assert app.store.console.page(parse_filter({"state": "dead"})) == []
 
 
 def test_bulk_apply_works_in_batches(app: App) -> None:
@@ -242,7 +242,7 @@ def test_cli_bulk_retry_dry_run_asks_and_yes(tmp_path: Path) -> None:
         done = cli(db, *verb, "--yes")
         assert done.returncode == 0 and "retried 4 of 4 jobs" in done.stdout, done.stderr
         assert [cli_app.get_job(i).state for i in dead] == [JobState.AVAILABLE] * 4
-        [audit] = cli_app.store.bulk_actions_list()
+        [audit] = cli_app.store.console.bulk_actions_list()
         assert (audit.action, audit.matched, audit.done) == ("retry", 4, 4)
         assert audit.who.endswith("(cli)")
         cancel = cli(db, "jobs", "cancel", "--state", "waiting", "--task", "charge", "--yes")

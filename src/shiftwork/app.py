@@ -583,7 +583,7 @@ class App:
         ``finished_from``/``finished_to``, ``unique_key``, ``id``), newest first by
         ``sort`` (created, run_at, finished); ``after``: the last job of the page before."""
         whole(limit, "find_jobs: limit", 0, MAX_LIST)
-        return self.store.jobs_page(filter_of(filters), check_sort(sort), after, limit)
+        return self.store.console.page(filter_of(filters), check_sort(sort), after, limit)
 
     def bulk(self, action: str, *, who: str = "python", **filters: Any) -> BulkResult:
         """``action`` (retry, cancel or delete) on every job the filter matches (the

@@ -341,8 +341,40 @@ class FleetStatements(Protocol):
     def leader_release(self, name: str, owner: str) -> None: ...
 
 
+class ConsoleStatements(Protocol):
+    """The operations console (``store.console``, store/console.py): pages of jobs by a
+    filter, and the bulk actions on them."""
+
+    def page(self, f: JobFilter, sort: str = "created", after: int | None = None,
+                  limit: int = 50) -> list[Job]:
+        """A page of the jobs ``f`` matches, newest first by ``sort``, after job ``after``."""
+
+    def count_upto(self, f: JobFilter, cap: int) -> int:
+        """How many jobs ``f`` matches, counted up to ``cap``."""
+
+    def match_ids(self, f: JobFilter, after: int | None, limit: int) -> list[int]:
+        """The next ``limit`` ids ``f`` matches after ``after``, in id order."""
+
+    def retry_batch(self, ids: Sequence[int]) -> list[int]:
+        """``jobs_retry`` for many ids at once; the ids moved."""
+
+    def delete_finished(self, ids: Sequence[int]) -> list[int]:
+        """Delete the finished jobs among ``ids``; the ids deleted."""
+
+    def bulk_actions_add(self, who: str, action: str, filter_text: str, matched: int,
+                         done: int) -> None: ...
+
+    def bulk_actions_list(self, limit: int = 20) -> list[BulkAction]: ...
+
+    def bulk_actions_prune(self, keep: int) -> None: ...
+
+
 class Store(Protocol):
     engine: str  # "sqlite" or "postgres"
+
+    @property
+    def console(self) -> ConsoleStatements:
+        """The operations console's pages and bulk actions (store/console.py)."""
 
     @property
     def fleet(self) -> FleetStatements:
@@ -496,29 +528,6 @@ class Store(Protocol):
 
     # -- visibility (store/<engine>/observe.py) -----------------------------------------
     # -- the operations console (store/console.py) ---------------------------------------
-    def jobs_page(self, f: JobFilter, sort: str = "created", after: int | None = None,
-                  limit: int = 50) -> list[Job]:
-        """A page of the jobs ``f`` matches, newest first by ``sort``, after job ``after``."""
-
-    def jobs_count_upto(self, f: JobFilter, cap: int) -> int:
-        """How many jobs ``f`` matches, counted up to ``cap``."""
-
-    def jobs_match_ids(self, f: JobFilter, after: int | None, limit: int) -> list[int]:
-        """The next ``limit`` ids ``f`` matches after ``after``, in id order."""
-
-    def jobs_retry_batch(self, ids: Sequence[int]) -> list[int]:
-        """``jobs_retry`` for many ids at once; the ids moved."""
-
-    def jobs_delete_finished(self, ids: Sequence[int]) -> list[int]:
-        """Delete the finished jobs among ``ids``; the ids deleted."""
-
-    def bulk_actions_add(self, who: str, action: str, filter_text: str, matched: int,
-                         done: int) -> None: ...
-
-    def bulk_actions_list(self, limit: int = 20) -> list[BulkAction]: ...
-
-    def bulk_actions_prune(self, keep: int) -> None: ...
-
     # -- workers and leadership ---------------------------------------------------
     # -- long jobs: checkpoints, progress, paused queues, effect keys -------------------
     def transaction(self) -> AbstractContextManager[Any]:

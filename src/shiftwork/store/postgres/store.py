@@ -83,7 +83,7 @@ COPY_MIN_ROWS = 200  # from this many jobs, COPY beats one INSERT (keyed ones: i
 
 
 class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, DepsActions, JobsActions,
-                    LongJobsWrites, JobsConsole):
+                    LongJobsWrites):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,
@@ -120,6 +120,8 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, DepsActions, JobsAction
         self.claims = PostgresClaims(self)
         #: The dependency statements (the decisions are composition/settling.py's).
         self.deps = DepsSql(self)
+        #: The operations console's pages and bulk actions.
+        self.console = JobsConsole(self)
         #: The worker registry and the leader lease.
         self.fleet = PostgresFleet(self)
         #: Counts, history and views for people and the leader.

@@ -121,7 +121,7 @@ FILE_MODE = 0o600
 PAGE_CACHE_KIB = 16 * 1024
 _NO_FLOW = ClaimFlow()
 
-class SQLiteStore(SQLiteLongJobs, DepsActions, JobsActions, LongJobsWrites, JobsConsole):
+class SQLiteStore(SQLiteLongJobs, DepsActions, JobsActions, LongJobsWrites):
     engine = "sqlite"
 
     def __init__(self, path: str, clock: Clock | None = None, busy_timeout: float = 30.0) -> None:
@@ -142,6 +142,8 @@ class SQLiteStore(SQLiteLongJobs, DepsActions, JobsActions, LongJobsWrites, Jobs
         self.claims = SQLiteClaims(self)
         #: The dependency statements (the decisions are composition/settling.py's).
         self.deps = DepsSql(self)
+        #: The operations console's pages and bulk actions.
+        self.console = JobsConsole(self)
         #: The worker registry and the leader lease.
         self.fleet = SQLiteFleet(self)
         #: Counts, history and views for people and the leader.
