@@ -94,7 +94,7 @@ def test_1_forged_host_header_opens_nothing(app: App) -> None:
         assert c.get("/jobs", headers=forged).status_code == 401
         response = c.post("/queues/emails/pause", data={"csrf": "x"}, headers=forged)
         assert response.status_code == 401
-        assert app.store.queues_paused() == set()
+        assert app.store.long_jobs.queues_paused() == set()
         # The public pages stay public, whatever the Host.
         assert c.get("/login", headers=forged).status_code == 200
 

@@ -149,7 +149,7 @@ def test_3_pause_in_chromium_pauses_the_schedule_not_a_queue(app: App,
             row.locator("button:has-text('Pause')").click()
             page.wait_for_load_state()
             assert page.inner_text(".flash") == f"schedule {name} paused"
-        assert app.store.queues_paused() == set()
+        assert app.store.long_jobs.queues_paused() == set()
         paused = {i.name: i.paused for i in schedules_of(app.store).overview()}
         assert paused == {"code-sched": False, PATHS[0]: True, PATHS[1]: True}
         row = page.locator(f"tr[data-schedule='{PATHS[0]}']")

@@ -602,7 +602,7 @@ class App:
         """Per queue counts (paused flag included); ``include_finished=False`` skips
         counting retained history."""
         stats = self.store.queues_stats(include_finished=include_finished)
-        paused = self.store.queues_paused()
+        paused = self.store.long_jobs.queues_paused()
         seen = {s.queue for s in stats}
         out = [replace(s, paused=s.queue in paused) for s in stats]
         out += [QueueStats(q, 0, 0, 0, 0, 0, 0, None, paused=True) for q in paused - seen]
@@ -636,8 +636,8 @@ class App:
 
     def pause_queue(self, queue: str) -> None:
         """Stop claims on ``queue``; running jobs stop at their next checkpoint."""
-        self.store.queues_set_paused(check_queue(queue), True)
+        self.store.long_jobs.queues_set_paused(check_queue(queue), True)
 
     def resume_queue(self, queue: str) -> None:
         """Claim from ``queue`` again; paused jobs resume from their checkpoints."""
-        self.store.queues_set_paused(check_queue(queue), False)
+        self.store.long_jobs.queues_set_paused(check_queue(queue), False)

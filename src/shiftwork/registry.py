@@ -88,7 +88,7 @@ class Registry:
         paused queues). Reads no finished history."""
         known = self.declared_queues()
         known |= {s.queue for s in store.queues_stats(include_finished=False)}
-        return known | store.queues_paused()
+        return known | store.long_jobs.queues_paused()
 
     def unknown_queue_warning(self, store: Store, queue: str) -> str | None:
         """A warning naming the known queues when ``queue`` is none of them (a typo?)."""

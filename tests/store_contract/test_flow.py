@@ -112,11 +112,11 @@ def test_task_rate_limits_hold_across_concurrent_claimers(
 
 def test_a_paused_queue_claims_nothing_under_task_rate_limits(store: Store) -> None:
     store.jobs_insert([new_job(t) for t in ("fast", "slow", "free")])
-    store.queues_set_paused("q", True)
+    store.long_jobs.queues_set_paused("q", True)
     one = ClaimFlow(task_rates={"fast": RateLimit(5, per=1, burst=5)})
     for flow in (one, _task_rates()):
         assert claiming.claim(store, "q", 10, "w", LEASE, None, flow) == []
-    store.queues_set_paused("q", False)
+    store.long_jobs.queues_set_paused("q", False)
     assert sorted(j.task for j in claiming.claim(store, "q", 10, "w", LEASE, None, one)) == [
         "fast", "free", "slow"]
     assert {k: t for k, t, _ in store.rate_buckets()}["task:fast"] == 4

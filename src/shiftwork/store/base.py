@@ -369,8 +369,43 @@ class ConsoleStatements(Protocol):
     def bulk_actions_prune(self, keep: int) -> None: ...
 
 
+class LongJobStatements(Protocol):
+    """Long jobs (``store.long_jobs``): the fenced touch (checkpoint, progress, lease),
+    paused queues, effect keys."""
+
+    def touch(self, job_id: int, attempt: int, lease_seconds: float, *,
+                   checkpoint: str | None = None, set_checkpoint: bool = False,
+                   progress: str | None = None, yield_if_paused: bool = False,
+                   conn: Any = None) -> Touch | None:
+        """Save a checkpoint and/or progress and extend the lease, fenced by attempt.
+
+        None when this attempt no longer holds the job. With ``yield_if_paused`` and the
+        job's queue paused, the same transaction gives the job back to its queue.
+        """
+
+    def queues_set_paused(self, queue: str, paused: bool) -> None: ...
+
+    def queues_paused(self) -> set[str]: ...
+
+    def effect_keys_insert(self, key: str, job_id: int | None, attempt: int | None,
+                           keep_seconds: float, result: str | None = None,
+                           conn: Any = None) -> bool:
+        """Record an effect key (JSON ``result``); False if the key is already recorded."""
+
+    def effect_keys_set_result(self, key: str, result: str, conn: Any = None) -> None: ...
+
+    def effect_keys_get(self, key: str, conn: Any = None) -> EffectRecord | None: ...
+
+    def effect_keys_prune(self, limit: int = 10_000) -> int:
+        """Delete effect keys past their retention; returns how many."""
+
+
 class Store(Protocol):
     engine: str  # "sqlite" or "postgres"
+
+    @property
+    def long_jobs(self) -> LongJobStatements:
+        """Long jobs' statements (store/long_jobs.py)."""
 
     @property
     def console(self) -> ConsoleStatements:
@@ -532,33 +567,6 @@ class Store(Protocol):
     # -- long jobs: checkpoints, progress, paused queues, effect keys -------------------
     def transaction(self) -> AbstractContextManager[Any]:
         """A native connection (psycopg / sqlite3) in a transaction on the queue's database."""
-
-    def jobs_touch(self, job_id: int, attempt: int, lease_seconds: float, *,
-                   checkpoint: str | None = None, set_checkpoint: bool = False,
-                   progress: str | None = None, yield_if_paused: bool = False,
-                   conn: Any = None) -> Touch | None:
-        """Save a checkpoint and/or progress and extend the lease, fenced by attempt.
-
-        None when this attempt no longer holds the job. With ``yield_if_paused`` and the
-        job's queue paused, the same transaction gives the job back to its queue.
-        """
-
-    def queues_set_paused(self, queue: str, paused: bool) -> None: ...
-
-    def queues_paused(self) -> set[str]: ...
-
-    def effect_keys_insert(self, key: str, job_id: int | None, attempt: int | None,
-                           keep_seconds: float, result: str | None = None,
-                           conn: Any = None) -> bool:
-        """Record an effect key (JSON ``result``); False if the key is already recorded."""
-
-    def effect_keys_set_result(self, key: str, result: str, conn: Any = None) -> None: ...
-
-    def effect_keys_get(self, key: str, conn: Any = None) -> EffectRecord | None: ...
-
-    def effect_keys_prune(self, limit: int = 10_000) -> int:
-        """Delete effect keys past their retention; returns how many."""
-
 
     # -- durable workflows ------------------------------------------------------------
     # -- per-job logs (what a job logged while it ran; deleted with the job) ------------

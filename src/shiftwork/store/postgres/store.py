@@ -46,7 +46,6 @@ from shiftwork.store.jobs import (
     held_jobs,
     rescued_jobs,
 )
-from shiftwork.store.long_jobs import LongJobsWrites
 from shiftwork.store.postgres.arrays import (
     int_array,
     or_null,
@@ -82,8 +81,7 @@ _NO_FLOW = ClaimFlow()
 COPY_MIN_ROWS = 200  # from this many jobs, COPY beats one INSERT (keyed ones: into a stage)
 
 
-class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, DepsActions, JobsActions,
-                    LongJobsWrites):
+class PostgresStore(PostgresAsyncJobs, DepsActions, JobsActions):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,
@@ -120,6 +118,8 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, DepsActions, JobsAction
         self.claims = PostgresClaims(self)
         #: The dependency statements (the decisions are composition/settling.py's).
         self.deps = DepsSql(self)
+        #: Long jobs: the fenced touch, paused queues, effect keys.
+        self.long_jobs = PostgresLongJobs(self)
         #: The operations console's pages and bulk actions.
         self.console = JobsConsole(self)
         #: The worker registry and the leader lease.
@@ -572,7 +572,11 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, DepsActions, JobsAction
             rows = cur.execute(sql, self._p(**params)).fetchall()
         return [job_from_row(r, aware, decoded) for r in rows] if jobs else rows
 
-    # -- workers and leadership ---------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection inside a transaction: commits on exit, rolls back on error."""
+        with self._conn() as c, c.transaction():
+            yield c
 
     # -- test support ---------------------------------------------------------------
 

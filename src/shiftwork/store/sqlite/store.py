@@ -39,7 +39,6 @@ from shiftwork.store.jobs import (
     held_jobs,
     rescued_jobs,
 )
-from shiftwork.store.long_jobs import LongJobsWrites
 from shiftwork.store.rows import from_ts, job_from_row, legal_pairs, loads, queue_stats_from_rows
 from shiftwork.store.sqlfile import load_all_queries, load_migrations
 from shiftwork.store.sqlite.claims import SQLiteClaims
@@ -121,7 +120,7 @@ FILE_MODE = 0o600
 PAGE_CACHE_KIB = 16 * 1024
 _NO_FLOW = ClaimFlow()
 
-class SQLiteStore(SQLiteLongJobs, DepsActions, JobsActions, LongJobsWrites):
+class SQLiteStore(DepsActions, JobsActions):
     engine = "sqlite"
 
     def __init__(self, path: str, clock: Clock | None = None, busy_timeout: float = 30.0) -> None:
@@ -142,6 +141,8 @@ class SQLiteStore(SQLiteLongJobs, DepsActions, JobsActions, LongJobsWrites):
         self.claims = SQLiteClaims(self)
         #: The dependency statements (the decisions are composition/settling.py's).
         self.deps = DepsSql(self)
+        #: Long jobs: the fenced touch, paused queues, effect keys.
+        self.long_jobs = SQLiteLongJobs(self)
         #: The operations console's pages and bulk actions.
         self.console = JobsConsole(self)
         #: The worker registry and the leader lease.
@@ -627,7 +628,14 @@ class SQLiteStore(SQLiteLongJobs, DepsActions, JobsActions, LongJobsWrites):
         rows = self.conn.execute(sql, values).fetchall()
         return [job_from_row(dict(r), from_ts, loads) for r in rows] if jobs else rows
 
-    # -- workers and leadership --------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection in ``BEGIN IMMEDIATE``: commits on exit, rolls back on error.
+
+        SQLite has one writer at a time: keep these transactions short.
+        """
+        with self._tx() as c:
+            yield c
 
     # -- test support ------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ class Pruner:
         store, s = self.rt.store, self.rt.settings
         pruned = store.jobs_prune(s.retention_finished, s.retention_dead)
         store.fleet.workers_prune(max(3 * s.heartbeat_interval, s.lease_seconds))
-        store.effect_keys_prune()
+        store.long_jobs.effect_keys_prune()
         schedules_of(store).runs_prune(s.retention_dead)
         store.groups_prune(max(s.retention_finished, s.retention_dead))
         store.observe.queue_minutes_prune(MINUTES_KEPT)
