@@ -550,9 +550,9 @@ class App:
 
     def get_group(self, group_id: int) -> Group:
         """A group enqueued earlier (``g.id``), to add its callback or read its progress."""
-        members = self.store.groups_members(group_id)
+        members = self.store.deps.group_members(group_id)
         if not members:
-            self.store.groups_get(group_id)  # raises JobNotFoundError naming the group
+            self.store.deps.group_get(group_id)  # raises JobNotFoundError naming the group
         return Group(self.runtime, group_id, [EnqueueResult(m, False) for m in members])
 
     def wait_result(self, job_id: int, timeout: float | None = 30.0) -> Any:

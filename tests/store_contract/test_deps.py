@@ -27,9 +27,9 @@ def test_a_dependent_is_not_claimable_until_its_parent_succeeds(store: Store) ->
     assert store.jobs_complete_many([done(job)]) == {a}
     assert state(store, b) is JobState.AVAILABLE
     assert [j.id for j in claim(store)] == [b]
-    parents, _ = store.jobs_dependencies(b)
+    parents, _ = store.deps.links_of(b)
     assert [(p.job_id, p.resolved) for p in parents] == [(a, True)]
-    assert store.jobs_dependencies(a)[1][0].job_id == b
+    assert store.deps.links_of(a)[1][0].job_id == b
 
 
 @pytest.mark.parametrize("on_failure, expected", [("cancel", JobState.CANCELLED),
@@ -64,17 +64,17 @@ def test_groups_and_their_callback(store: Store) -> None:
     with pytest.raises(DependencyError, match="already has a callback"):
         insert_graph(store.deps, [new_job()], callback_of=group)
     assert state(store, cb) is JobState.SCHEDULED
-    assert store.jobs_dependencies(cb) == ([], [])  # it waits for the group: no edges
+    assert store.deps.links_of(cb) == ([], [])  # it waits for the group: no edges
     jobs = {j.id: j for j in claim(store)}
     assert set(jobs) == set(members)
     store.jobs_complete_many([done(jobs[members[0]], result_json='"x"'),
                               done(jobs[members[1]], JobState.DEAD)])
-    info = store.groups_get(group)
+    info = store.deps.group_get(group)
     assert (info.done, info.failed, info.total, info.callback_id) == (1, 1, 2, cb)
     assert state(store, cb) is JobState.AVAILABLE
-    assert store.groups_of_job(cb) == ([], group)
-    assert store.groups_members(group) == members
-    res = store.groups_results(group)
+    assert store.deps.groups_of_job(cb) == ([], group)
+    assert store.deps.group_members(group) == members
+    res = store.deps.group_results(group)
     assert res[0] is not None and res[0].result == "x"
 
 
@@ -101,7 +101,7 @@ def test_members_finished_at_the_same_instant_release_the_callback_once(
         t.start()
     for t in threads:
         t.join()
-    info = store.groups_get(group)
+    info = store.deps.group_get(group)
     assert (info.done, info.failed, info.total) == (n, 0, n)
     assert [j.id for j in claim(store)] == [cb]
     assert store.jobs_get(cb).errors == []
@@ -132,17 +132,17 @@ def test_a_member_rescued_as_dead_is_counted_by_the_sweep(store: Store,
     assert state(store, cb) is JobState.SCHEDULED
     assert sweep(store.deps) == 1
     assert state(store, cb) is JobState.AVAILABLE
-    assert store.groups_get(group).failed == 1
+    assert store.deps.group_get(group).failed == 1
     assert sweep(store.deps) == 0
 
 
 def test_watch_and_finished(store: Store) -> None:
     [a, b] = insert(store, 2)
-    finished, missing = store.jobs_watch([a, 999])
+    finished, missing = store.deps.watch_jobs([a, 999])
     assert finished == [] and missing == [999]
     job = claim(store, limit=1)[0]
     store.jobs_complete_many([done(job, result_json="[1]")])
-    [f] = store.jobs_finished([a, b])
+    [f] = store.deps.finished([a, b])
     assert (f.id, f.state, f.result) == (job.id, JobState.SUCCEEDED, [1])
 
 

@@ -173,8 +173,8 @@ def jobs_show(job_id: int, as_json: bool) -> None:
     """Everything about one job, with its error history."""
     app = open_app()
     job = app.get_job(job_id)
-    parents, children = app.store.jobs_dependencies(job_id)
-    member_of, callback_of = app.store.groups_of_job(job_id)
+    parents, children = app.store.deps.links_of(job_id)
+    member_of, callback_of = app.store.deps.groups_of_job(job_id)
     if as_json:
         echo_json({**job_dict(job), "dependencies": [link_dict(p) for p in parents],
                    "dependents": [link_dict(c) for c in children],

@@ -174,6 +174,29 @@ class DepsStatements(Protocol):
     def sweep_groups(self, c: Any, limit: int) -> tuple[list[int], list[int]]:
         """Group members finished but not counted, and groups due but not settled."""
 
+    # reads: groups, finished jobs, links
+    def watch_jobs(self, ids: list[int]) -> tuple[list[FinishedJob], list[int]]:
+        """Mark jobs as waited on; those already finished, and ids naming no job."""
+
+    def finished(self, ids: list[int]) -> list[FinishedJob]: ...
+
+    def links_of(self, job_id: int) -> tuple[list[DepLink], list[DepLink]]:
+        """The jobs ``job_id`` runs after, and the jobs that run after it."""
+
+    def input_of(self, job_id: int) -> Any:
+        """A chain link's input: the result of the job it runs after."""
+
+    def group_get(self, group_id: int) -> GroupInfo: ...
+
+    def group_members(self, group_id: int) -> list[int]: ...
+
+    def groups_prune(self, older_than: float, limit: int = 10_000) -> int:
+        """Delete groups older than ``older_than`` seconds whose jobs were all pruned."""
+
+    def groups_of_job(self, job_id: int) -> tuple[list[int], int | None]: ...
+
+    def group_results(self, group_id: int) -> list[FinishedJob | None]: ...
+
 
 class WorkflowStatements(Protocol):
     """Durable workflows' storage (``store.workflows``): instances, recorded steps, events."""
@@ -572,28 +595,6 @@ class Store(Protocol):
     # -- per-job logs (what a job logged while it ran; deleted with the job) ------------
     # -- composition: waiting on results, groups (store/deps.py; writing a graph and
     #    settling it: composition/settling.py) ------------------------------------------
-    def jobs_watch(self, ids: list[int]) -> tuple[list[FinishedJob], list[int]]:
-        """Mark jobs as waited on; those already finished, and ids naming no job."""
-
-    def jobs_finished(self, ids: list[int]) -> list[FinishedJob]: ...
-
-    def jobs_dependencies(self, job_id: int) -> tuple[list[DepLink], list[DepLink]]:
-        """The jobs ``job_id`` runs after, and the jobs that run after it."""
-
-    def jobs_input(self, job_id: int) -> Any:
-        """A chain link's input: the result of the job it runs after."""
-
-    def groups_get(self, group_id: int) -> GroupInfo: ...
-
-    def groups_members(self, group_id: int) -> list[int]: ...
-
-    def groups_prune(self, older_than: float, limit: int = 10_000) -> int:
-        """Delete groups older than ``older_than`` seconds whose jobs were all pruned."""
-
-    def groups_of_job(self, job_id: int) -> tuple[list[int], int | None]: ...
-
-    def groups_results(self, group_id: int) -> list[FinishedJob | None]: ...
-
     # -- test support ----------------------------------------------------------------
     def debug_install_transition_guard(self) -> None:
         """Install a trigger that rejects any state change not in TRANSITIONS."""

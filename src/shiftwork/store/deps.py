@@ -121,85 +121,12 @@ class DepsActions(EngineSql):
             parent_ids = [int(r[0]) for r in changed
                           if r[1] == JobState.CANCELLED.value and r[2]]
 
-    def groups_prune(self, older_than: float, limit: int = 10_000) -> int:
-        """Delete groups older than ``older_than`` seconds whose jobs were all pruned;
-        how many."""
-        with self.transaction() as c:
-            return len(self._rows(c, "groups_prune", older=older_than, limit=limit))
-
-    # -- waiting on results ------------------------------------------------------------
-
-    def _finished(self, rows: list[Row]) -> list[FinishedJob]:
-        return [FinishedJob(int(r[0]), JobState(r[1]), self._decode(r[2]), self._decode(r[3]))
-                for r in rows]
-
-    def jobs_watch(self, ids: list[int]) -> tuple[list[FinishedJob], list[int]]:
-        """Mark jobs as waited on (their completion notifies); returns those already
-        finished and the ids that name no job."""
-        with self.transaction() as c:
-            found = {int(r[0]) for r in self._rows(c, "deps_watch", ids=ids)}
-            done = self._finished(self._rows(c, "jobs_finished", ids=ids))
-        return done, [i for i in ids if i not in found]
+    def _instant(self, value: Any) -> Any:
+        return value
 
     def _reader(self) -> AbstractContextManager[Any]:
         """A connection for reads (SQLite: no write transaction)."""
         return self._session()
-
-    def jobs_finished(self, ids: list[int]) -> list[FinishedJob]:
-        """Of ``ids``, the jobs that finished."""
-        with self._reader() as c:
-            return self._finished(self._rows(c, "jobs_finished", ids=ids))
-
-    # -- inspection ---------------------------------------------------------------------
-
-    def _links(self, rows: list[Row]) -> list[DepLink]:
-        return [DepLink(int(r[0]), r[1], JobState(r[2]) if r[2] else None, r[3], bool(r[4]))
-                for r in rows]
-
-    def jobs_dependencies(self, job_id: int) -> tuple[list[DepLink], list[DepLink]]:
-        """The jobs ``job_id`` runs after, and the jobs that run after it."""
-        with self._reader() as c:
-            return (self._links(self._rows(c, "deps_parents", id=job_id)),
-                    self._links(self._rows(c, "deps_children", id=job_id)))
-
-    def jobs_input(self, job_id: int) -> Any:
-        """A chain link's input: the result of the job it runs after."""
-        with self._reader() as c:
-            rows = self._rows(c, "deps_input", id=job_id)
-        return self._decode(rows[0][0]) if rows else None
-
-    def groups_get(self, group_id: int) -> GroupInfo:
-        with self._reader() as c:
-            rows = self._rows(c, "groups_get", group=group_id)
-            if not rows:
-                raise JobNotFoundError(f"no group with id {group_id}")
-            counts = {r[0]: int(r[1]) for r in self._rows(c, "groups_counts", group=group_id)}
-        r = rows[0]
-        return GroupInfo(int(r[0]), int(r[1]), r[2], self._instant(r[3]), counts)
-
-    def _instant(self, value: Any) -> Any:
-        return value
-
-    def groups_members(self, group_id: int) -> list[int]:
-        with self._reader() as c:
-            return [int(r[0]) for r in self._rows(c, "groups_member_ids", group=group_id)]
-
-    def groups_of_job(self, job_id: int) -> tuple[list[int], int | None]:
-        """The groups ``job_id`` is a member of, and the group it is the callback of."""
-        with self._reader() as c:
-            member = [int(r[0]) for r in self._rows(c, "groups_of_member", id=job_id)]
-            callback = self._rows(c, "groups_of_callback", id=job_id)
-        return member, int(callback[0][0]) if callback else None
-
-    def groups_results(self, group_id: int) -> list[FinishedJob | None]:
-        """Each member in order: finished (state, result) or None while it has not."""
-        with self._reader() as c:
-            rows = self._rows(c, "groups_results", group=group_id)
-        out: list[FinishedJob | None] = []
-        for member_id, state, result in rows:
-            out.append(None if state not in _FINAL else
-                       FinishedJob(int(member_id), JobState(state), self._decode(result), None))
-        return out
 
 
 class DepsSql:
@@ -256,3 +183,78 @@ class DepsSql:
         left = self._e._rows(c, "groups_sweep", limit=limit)
         return ([int(r[1]) for r in left if r[0] == "member"],
                 [int(r[1]) for r in left if r[0] == "group"])
+
+    # -- reads: groups, finished jobs, links ---------------------------------------
+
+    def groups_prune(self, older_than: float, limit: int = 10_000) -> int:
+        """Delete groups older than ``older_than`` seconds whose jobs were all pruned;
+        how many."""
+        with self._e.transaction() as c:
+            return len(self._e._rows(c, "groups_prune", older=older_than, limit=limit))
+
+    # -- waiting on results ------------------------------------------------------------
+
+    def _finished(self, rows: list[Row]) -> list[FinishedJob]:
+        return [FinishedJob(int(r[0]), JobState(r[1]), self._e._decode(r[2]), self._e._decode(r[3]))
+                for r in rows]
+
+    def watch_jobs(self, ids: list[int]) -> tuple[list[FinishedJob], list[int]]:
+        """Mark jobs as waited on (their completion notifies); returns those already
+        finished and the ids that name no job."""
+        with self._e.transaction() as c:
+            found = {int(r[0]) for r in self._e._rows(c, "deps_watch", ids=ids)}
+            done = self._finished(self._e._rows(c, "jobs_finished", ids=ids))
+        return done, [i for i in ids if i not in found]
+
+    def finished(self, ids: list[int]) -> list[FinishedJob]:
+        """Of ``ids``, the jobs that finished."""
+        with self._e._reader() as c:
+            return self._finished(self._e._rows(c, "jobs_finished", ids=ids))
+
+    # -- inspection ---------------------------------------------------------------------
+
+    def _links(self, rows: list[Row]) -> list[DepLink]:
+        return [DepLink(int(r[0]), r[1], JobState(r[2]) if r[2] else None, r[3], bool(r[4]))
+                for r in rows]
+
+    def links_of(self, job_id: int) -> tuple[list[DepLink], list[DepLink]]:
+        """The jobs ``job_id`` runs after, and the jobs that run after it."""
+        with self._e._reader() as c:
+            return (self._links(self._e._rows(c, "deps_parents", id=job_id)),
+                    self._links(self._e._rows(c, "deps_children", id=job_id)))
+
+    def input_of(self, job_id: int) -> Any:
+        """A chain link's input: the result of the job it runs after."""
+        with self._e._reader() as c:
+            rows = self._e._rows(c, "deps_input", id=job_id)
+        return self._e._decode(rows[0][0]) if rows else None
+
+    def group_get(self, group_id: int) -> GroupInfo:
+        with self._e._reader() as c:
+            rows = self._e._rows(c, "groups_get", group=group_id)
+            if not rows:
+                raise JobNotFoundError(f"no group with id {group_id}")
+            counts = {r[0]: int(r[1]) for r in self._e._rows(c, "groups_counts", group=group_id)}
+        r = rows[0]
+        return GroupInfo(int(r[0]), int(r[1]), r[2], self._e._instant(r[3]), counts)
+
+    def group_members(self, group_id: int) -> list[int]:
+        with self._e._reader() as c:
+            return [int(r[0]) for r in self._e._rows(c, "groups_member_ids", group=group_id)]
+
+    def groups_of_job(self, job_id: int) -> tuple[list[int], int | None]:
+        """The groups ``job_id`` is a member of, and the group it is the callback of."""
+        with self._e._reader() as c:
+            member = [int(r[0]) for r in self._e._rows(c, "groups_of_member", id=job_id)]
+            callback = self._e._rows(c, "groups_of_callback", id=job_id)
+        return member, int(callback[0][0]) if callback else None
+
+    def group_results(self, group_id: int) -> list[FinishedJob | None]:
+        """Each member in order: finished (state, result) or None while it has not."""
+        with self._e._reader() as c:
+            rows = self._e._rows(c, "groups_results", group=group_id)
+        out: list[FinishedJob | None] = []
+        for member_id, state, result in rows:
+            out.append(None if state not in _FINAL else
+                       FinishedJob(int(member_id), JobState(state), self._e._decode(result), None))
+        return out

@@ -40,7 +40,7 @@ class Pruner:
         store.fleet.workers_prune(max(3 * s.heartbeat_interval, s.lease_seconds))
         store.long_jobs.effect_keys_prune()
         schedules_of(store).runs_prune(s.retention_dead)
-        store.groups_prune(max(s.retention_finished, s.retention_dead))
+        store.deps.groups_prune(max(s.retention_finished, s.retention_dead))
         store.observe.queue_minutes_prune(MINUTES_KEPT)
         store.observe.task_minutes_prune(MINUTES_KEPT)
         store.observe.history_prune(s.history_retention)
