@@ -133,8 +133,8 @@ def one(engine: str, jobs: int, dead: int, pages: int, retries: int) -> dict[str
                 times = []
                 for _ in range(pages):
                     t = time.perf_counter()
-                    found = app.store.jobs_page(f, sort, None, PAGE + 1)
-                    count = app.store.jobs_count_upto(f, COUNT_CAP + 1)
+                    found = app.store.console.page(f, sort, None, PAGE + 1)
+                    count = app.store.console.count_upto(f, COUNT_CAP + 1)
                     times.append((time.perf_counter() - t) * 1000)
                 stats = percentiles(times)
                 out["pages_ms"][name] = {k: round(v, 1) for k, v in stats.items()} | {

@@ -140,7 +140,7 @@ def _run(cluster_dsn: str, bouncer: Any | None, processes: int, jobs: int,
     result: dict[str, Any] = {"processes": processes, "via": "pgbouncer" if bouncer else "direct",
                               "jobs": jobs, "concurrency": concurrency}
     try:
-        wait_until(lambda: len(admin.store.workers_list()) == processes, 300,
+        wait_until(lambda: len(admin.store.fleet.workers_list()) == processes, 300,
                    f"{processes} workers registered", interval=0.2)
         time.sleep(3)  # each has claimed once (paused: nothing) and read its roster
         with psycopg.connect(cluster_dsn, autocommit=True) as conn:

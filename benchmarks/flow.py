@@ -32,7 +32,8 @@ from typing import Any
 
 from shiftwork import App
 from shiftwork.flow.claim import claim_flow
-from shiftwork.flow.limits import ClaimFlow, RateLimit
+from shiftwork.flow.claiming import claim
+from shiftwork.model.limits import ClaimFlow, RateLimit
 
 from .common import Place, load, percentiles, place, spawn, stop, wait_until
 
@@ -175,7 +176,7 @@ def claim_cost(engine: str, rounds: int = 300) -> dict[str, float]:
                                       ("task rate", "plain", task_limited),
                                       ("fair", "fair", fair_flow)):
                 t0 = time.perf_counter()
-                got = store.jobs_claim(queue, 10, "bench", 60, None, flow)
+                got = claim(store, queue, 10, "bench", 60, None, flow)
                 cases[name].append((time.perf_counter() - t0) * 1000)
                 assert len(got) == 10
         app.close()

@@ -43,7 +43,7 @@ def run(label: str, app: App, jobs: int, n: int) -> None:
     claimed = store.jobs_claim("bench", jobs, "bench-worker", 3600)
     pairs = [(c.id, c.attempt) for c in claimed]
     assert len(pairs) == jobs
-    store.workers_upsert("bench-worker", "host", 1, {"bench": jobs})
+    store.fleet.workers_upsert("bench-worker", "host", 1, {"bench": jobs})
     old_sql = OLD_SQL[store.engine].replace("{schema}", f'"{app.schema}"')
 
     def new(_: int) -> None:

@@ -23,6 +23,7 @@ import uuid
 from typing import Any
 
 from shiftwork import App
+from shiftwork.schedules.stored import schedules_of
 
 PG_DSN = os.environ.get("SHIFTWORK_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
 TOKEN = "bench-token-0123456789"
@@ -150,7 +151,7 @@ def bench(engine: str, n: int, k: int, m: int, runs: int) -> None:
             time.sleep(0.05)
         port = server.servers[0].sockets[0].getsockname()[1]
         deep_id = n // 2
-        deep_fire = app.store.schedule_runs_history("nightly", None, m // 2)[-1].run.fire_at
+        deep_fire = schedules_of(app.store).runs_history("nightly", None, m // 2)[-1].run.fire_at
         pages: dict[str, tuple[str, dict[str, str]]] = {
             "workflows, first page": ("/workflows", {}),
             "workflows, status=running": ("/workflows", {"status": "running"}),
@@ -174,10 +175,10 @@ def bench(engine: str, n: int, k: int, m: int, runs: int) -> None:
                     samples.append(time.perf_counter() - t)
                 print(f"  GET {label:<32} {percentiles(samples)}")
         queries: dict[str, Any] = {
-            "workflows_page()": lambda: app.store.workflows_page(limit=51),
-            "workflows_page(status=running)": lambda: app.store.workflows_page(
+            "workflows_page()": lambda: app.store.workflows.page(limit=51),
+            "workflows_page(status=running)": lambda: app.store.workflows.page(
                 status="running", limit=51),
-            "schedule_runs_history()": lambda: app.store.schedule_runs_history(
+            "schedule_runs_history()": lambda: schedules_of(app.store).runs_history(
                 "nightly", None, 51),
         }
         for label, call in queries.items():

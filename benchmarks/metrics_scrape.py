@@ -78,7 +78,7 @@ def main() -> None:
             size = conn.execute(f"SELECT pg_size_pretty(pg_total_relation_size('{s}.jobs'))"
                                 .encode()).fetchone()
         for i in range(4):
-            app.store.workers_upsert(f"w{i}", "bench", 1000 + i, {"q0": 10})
+            app.store.fleet.workers_upsert(f"w{i}", "bench", 1000 + i, {"q0": 10})
         print(f"filled {args.finished:,} finished + {args.backlog:,} live jobs in "
               f"{time.perf_counter() - started:.1f}s; jobs table {size[0] if size else '?'}")
 

@@ -239,7 +239,7 @@ def run(plan: Plan, label: str = "", own_cluster: bool = False) -> Path:
         sampler = None
         server: Any = None
         try:
-            wait_until(lambda: len(admin.store.workers_list()) >= plan.workers, 120,
+            wait_until(lambda: len(admin.store.fleet.workers_list()) >= plan.workers, 120,
                        f"{plan.workers} workers to register", interval=0.2)
             sampler = Sampler(pl.dsn, pl.schema, plan.mix)
             procs.append(spawn([sys.executable, "-m", "benchmarks.soak_producer"],

@@ -150,7 +150,7 @@ def test_after_runs_after_success_and_cancels_after_death(app: App) -> None:
             after_skipped.result(timeout=20)
     err = app.get_job(skipped.id).errors[-1]
     assert err["type"] == "DependencyFailed" and str(bad.id) in err["message"]
-    parents, children = app.store.jobs_dependencies(skipped.id)
+    parents, children = app.store.deps.links_of(skipped.id)
     assert [p.job_id for p in parents] == [bad.id]
     assert [c.job_id for c in children] == [after_skipped.id]
 
@@ -211,7 +211,7 @@ def test_group_callback_once_with_results(app: App) -> None:
         assert cb.result(timeout=30) == "sum:90"
     p = g.progress()
     assert (p.done, p.failed, p.total) == (10, 0, 10)
-    assert app.store.groups_get(g.id).callback_id == cb.id
+    assert app.store.deps.group_get(g.id).callback_id == cb.id
 
 
 def test_group_with_failures_runs_callback_after_all(app: App) -> None:
@@ -233,7 +233,7 @@ def test_group_bad_input(app: App) -> None:
     g = app.group([t["double"].call(1)])
     with pytest.raises(DependencyError, match="cannot take the group's results"):
         g.then(t["double"].call(1))
-    assert app.store.groups_get(g.id).callback_id is None
+    assert app.store.deps.group_get(g.id).callback_id is None
 
 
 def test_chain_passes_results(app: App) -> None:
@@ -254,7 +254,7 @@ def test_group_with_its_callback_in_one_transaction(app: App) -> None:
     t = register(app)
     g = app.group((t["double"].call(i) for i in range(4)), then=t["total"].call("one"))
     assert g.callback is not None and len(g.jobs) == 4
-    assert app.store.groups_get(g.id).callback_id == g.callback.id
+    assert app.store.deps.group_get(g.id).callback_id == g.callback.id
     with pytest.raises(DependencyError, match="already has a callback"):
         g.then(t["total"].call("again"))
     with pytest.raises(DependencyError, match="cannot take the group's results"):
@@ -299,7 +299,7 @@ def test_group_callback_added_after_its_members_finished_runs_at_once(app: App) 
 def test_group_members_keep_their_order_and_need_new_jobs(app: App) -> None:
     t = register(app)
     g = app.group(t["double"].call(i) for i in (5, 1, 3))
-    assert app.store.groups_members(g.id) == [j.id for j in g.jobs]
+    assert app.store.deps.group_members(g.id) == [j.id for j in g.jobs]
     assert sorted(j.id for j in g.jobs) == [j.id for j in g.jobs]
     taken = t["double"].using(key="k").enqueue(1)
     with pytest.raises(DependencyError, match="a group needs new jobs"):

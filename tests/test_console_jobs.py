@@ -16,6 +16,7 @@ import pytest
 from markupsafe import escape
 
 from shiftwork import App, ConfigurationError, FakeClock, JobState
+from shiftwork.flow.claiming import claim
 from shiftwork.jobs.bulk import bulk_apply
 from shiftwork.model.filter import FilterError, parse_filter
 from shiftwork.model.new_job import NewJob
@@ -44,7 +45,7 @@ def add_jobs(app: App, count: int, task: str = TASK, queue: str = "billing",
         NewJob(task, queue, '{"args": []}', max_attempts=1, unique_key=key)
         for _ in range(count)])]
     if dead is not None:
-        claimed = app.store.jobs_claim(queue, count, "w1", 30.0, None)
+        claimed = claim(app.store, queue, count, "w1", 30.0, None)
         app.store.jobs_complete_many([Outcome(j.id, j.attempt, JobState.DEAD, error={
             "type": "BankError", "message": dead, "kind": "error"}) for j in claimed])
     return ids
@@ -174,7 +175,7 @@ def test_bulk_actions_sit_behind_the_login_and_csrf(app: App) -> None:
         assert "<script>window.pwned" not in ask.text
         csrf = csrf_of(c)
         assert c.post("/jobs/bulk", data={**form, "csrf": csrf}).status_code == 303
-        assert app.store.jobs_page(parse_filter({"state": "dead"})) == []
+        assert app.store.console.page(parse_filter({"state": "dead"})) == []
 
 
 def test_bulk_apply_works_in_batches(app: App) -> None:
@@ -241,7 +242,7 @@ def test_cli_bulk_retry_dry_run_asks_and_yes(tmp_path: Path) -> None:
         done = cli(db, *verb, "--yes")
         assert done.returncode == 0 and "retried 4 of 4 jobs" in done.stdout, done.stderr
         assert [cli_app.get_job(i).state for i in dead] == [JobState.AVAILABLE] * 4
-        [audit] = cli_app.store.bulk_actions_list()
+        [audit] = cli_app.store.console.bulk_actions_list()
         assert (audit.action, audit.matched, audit.done) == ("retry", 4, 4)
         assert audit.who.endswith("(cli)")
         cancel = cli(db, "jobs", "cancel", "--state", "waiting", "--task", "charge", "--yes")

@@ -15,7 +15,7 @@ def test_last_60s_is_zero_long_after_the_last_job(make_app: Any) -> None:
     app = make_app()
     now = app.store.db_now()
     minute = now.replace(second=0, microsecond=0)
-    app.store.queue_minutes_add([QueueMinute("default", minute - timedelta(minutes=9),
+    app.store.observe.queue_minutes_add([QueueMinute("default", minute - timedelta(minutes=9),
                                              succeeded=524)])
     row = next(r for r in overview(app).queues if r.stats.queue == "default")
     assert row.last_hour and row.last_60s == 0

@@ -17,6 +17,7 @@ import pytest
 
 from shiftwork import App, ConfigurationError, JobNotFoundError, JobState
 from shiftwork.model.new_job import NewJob
+from shiftwork.schedules.stored import schedules_of
 from shiftwork.testing import drain
 from shiftwork.web import create_dashboard
 
@@ -279,13 +280,14 @@ def test_search_and_discard_on_both_engines(make_app: Any) -> None:
 
     a = mail.using(key="user-1").enqueue("a@example.com").id
     b = mail.enqueue("b@example.com").id
-    assert [j.id for j in app.store.jobs_search(str(a))] == [a]
-    assert [j.id for j in app.store.jobs_search("mail")] == [b, a]
-    assert [j.id for j in app.store.jobs_search("user-1")] == [a]  # the key as given
-    assert [j.id for j in app.store.jobs_search("mail:user-1")] == [a]  # the stored key
-    assert [j.id for j in app.store.jobs_search(None, JobState.AVAILABLE, "emails")] == [b, a]
-    assert app.store.jobs_search("nothing") == []
-    assert app.store.jobs_discard([a]) == []  # not dead: kept
+    assert [j.id for j in app.store.observe.jobs_search(str(a))] == [a]
+    assert [j.id for j in app.store.observe.jobs_search("mail")] == [b, a]
+    assert [j.id for j in app.store.observe.jobs_search("user-1")] == [a]  # the key as given
+    assert [j.id for j in app.store.observe.jobs_search("mail:user-1")] == [a]  # the stored key
+    found = app.store.observe.jobs_search(None, JobState.AVAILABLE, "emails")
+    assert [j.id for j in found] == [b, a]
+    assert app.store.observe.jobs_search("nothing") == []
+    assert app.store.observe.jobs_discard([a]) == []  # not dead: kept
     assert app.get_job(a).state is JobState.AVAILABLE
     worker_app = make_app()
 
@@ -295,7 +297,7 @@ def test_search_and_discard_on_both_engines(make_app: Any) -> None:
 
     with running_worker(worker_app, {"emails": 1}):  # each fails its only attempt: dead
         wait_for(lambda: app.get_job(b).state is JobState.DEAD, what="dead")
-    assert app.store.jobs_discard([a, b, 999]) == [a, b]
+    assert app.store.observe.jobs_discard([a, b, 999]) == [a, b]
     with pytest.raises(JobNotFoundError):
         app.get_job(a)
 
@@ -394,7 +396,7 @@ def test_an_operator_adds_pauses_and_removes_a_runtime_schedule(
         form.locator("select[name=catchup]").select_option("all")
         form.locator("button:has-text('Add schedule')").click()
         assert "schedule report-acme added" in page.locator(".flash").inner_text()
-        info = app.store.schedules_get("report-acme")
+        info = schedules_of(app.store).get("report-acme")
         assert info.origin == "runtime" and info.defn.tz == "Europe/Paris"
         assert info.defn.catchup.value == "all" and '"acme"' in info.defn.args_json
         row = page.locator("tr[data-schedule=report-acme]")
@@ -409,15 +411,16 @@ def test_an_operator_adds_pauses_and_removes_a_runtime_schedule(
         form.locator("input[name=cron]").fill("0 6 * * MOON")
         form.locator("button:has-text('Add schedule')").click()
         assert "schedule not added" in page.locator(".flash").inner_text()
-        assert "broken" not in {i.name for i in app.store.schedules_list(include_removed=True)}
+        stored = schedules_of(app.store).overview(include_removed=True)
+        assert "broken" not in {i.name for i in stored}
 
         row.locator("button:has-text('Pause')").click()
         assert "schedule report-acme paused" in page.locator(".flash").inner_text()
-        assert app.store.schedules_get("report-acme").paused
+        assert schedules_of(app.store).get("report-acme").paused
         page.locator("tr[data-schedule=report-acme] button:has-text('Resume')").click()
-        assert not app.store.schedules_get("report-acme").paused
+        assert not schedules_of(app.store).get("report-acme").paused
         page.once("dialog", lambda d: d.accept())
         page.locator("tr[data-schedule=report-acme] button:has-text('Remove')").click()
         assert "schedule report-acme removed" in page.locator(".flash").inner_text()
         assert page.locator("tr[data-schedule=report-acme]").count() == 0
-        assert app.store.schedules_get("report-acme").removed_at is not None
+        assert schedules_of(app.store).get("report-acme").removed_at is not None

@@ -8,6 +8,7 @@ import re
 
 from shiftwork import App, FakeClock, JobState, Workflow
 from shiftwork.model.records import WorkflowLine
+from shiftwork.schedules.stored import schedules_of
 from shiftwork.testing import drain
 from shiftwork.web import create_dashboard
 
@@ -59,7 +60,7 @@ def _line(lines: list[WorkflowLine], job_id: int) -> WorkflowLine:
 
 def test_workflows_page_query_gives_the_current_step_and_filters(wapp: App) -> None:
     ids = _flows(wapp)
-    lines = wapp.store.workflows_page()
+    lines = wapp.store.workflows.page()
     assert [w.id for w in lines] == sorted((w.id for w in lines), reverse=True)
     order = _line(lines, ids["order"])
     assert (order.step, order.step_kind, order.step_status) == ("event:paid", "wait", "waiting")
@@ -70,16 +71,16 @@ def test_workflows_page_query_gives_the_current_step_and_filters(wapp: App) -> N
     quick = _line(lines, ids["quick"])
     assert quick.status.value == "succeeded" and quick.finished_at is not None
     # A part of the name, any case; a status; a keyset page.
-    assert {w.id for w in wapp.store.workflows_page(task="SHOP.")} >= {
+    assert {w.id for w in wapp.store.workflows.page(task="SHOP.")} >= {
         ids["order"], ids["parent"], ids["quick"]}
-    assert ids["reminder"] not in {w.id for w in wapp.store.workflows_page(task="SHOP.")}
-    assert [w.id for w in wapp.store.workflows_page(status="succeeded")] == [ids["quick"]]
+    assert ids["reminder"] not in {w.id for w in wapp.store.workflows.page(task="SHOP.")}
+    assert [w.id for w in wapp.store.workflows.page(status="succeeded")] == [ids["quick"]]
     # A workflow status walks its own index (migration 0023); a job state filters the jobs.
-    assert wapp.store.workflows_page(status="compensating") == []
-    asleep = {w.id for w in wapp.store.workflows_page(status="scheduled")}
+    assert wapp.store.workflows.page(status="compensating") == []
+    asleep = {w.id for w in wapp.store.workflows.page(status="scheduled")}
     assert {ids["order"], ids["reminder"], ids["parent"]} <= asleep
     assert ids["quick"] not in asleep
-    older = wapp.store.workflows_page(before=ids["parent"], limit=1)
+    older = wapp.store.workflows.page(before=ids["parent"], limit=1)
     assert [w.id for w in older] == [max(i for i in (w.id for w in lines) if i < ids["parent"])]
 
 
@@ -120,12 +121,12 @@ def test_workflows_list_and_workflow_page_served(wapp: App, clock: FakeClock) ->
         assert re.findall(r'<li class="([^"]*)" data-step="([^"]*)"', live) == steps
         assert "event &#39;paid&#39;" in live.split('id="waiting-for"')[1].split("</p>")[0]
         assert f'data-live="/workflows/{ids["order"]}?live=1"' in flow
-        live_store = wapp.store.workflow_live(ids["order"])
+        live_store = wapp.store.workflows.live(ids["order"])
         assert live_store is not None and [s.name for s in live_store.steps] == [
             "charge", "event:paid"] and live_store.steps[1].wake_at is not None
         assert c.get("/workflows/99999999", params={"live": "1"}).status_code == 404
         parent = c.get(f"/workflows/{ids['parent']}").text
-        child_id = wapp.store.workflows_page(task="shop.child")[0].id
+        child_id = wapp.store.workflows.page(task="shop.child")[0].id
         assert f'href="/workflows/{child_id}"' in parent  # the child workflow, linked
 
         # Not a workflow; no such job: 404.
@@ -181,7 +182,7 @@ def test_schedule_page_shows_occurrences_next_fires_and_actions(wapp: App,
     clock.advance(3 * 86400)
     wapp.schedules.resume("nightly-invoices")  # the fires meanwhile: recorded as skipped
 
-    history = wapp.store.schedule_runs_history("nightly-invoices")
+    history = schedules_of(wapp.store).runs_history("nightly-invoices")
     assert [r.run.fire_at for r in history] == sorted((r.run.fire_at for r in history),
                                                       reverse=True)
     triggered = [r for r in history if r.run.kind.value == "trigger"]
@@ -190,7 +191,7 @@ def test_schedule_page_shows_occurrences_next_fires_and_actions(wapp: App,
     skipped = [r for r in history if r.run.status.value == "skipped"]
     assert len(skipped) == 3 and all(r.job_state is None and r.run.reason == "paused"
                                      for r in skipped)
-    page2 = wapp.store.schedule_runs_history("nightly-invoices", before=history[2].run.fire_at,
+    page2 = schedules_of(wapp.store).runs_history("nightly-invoices", before=history[2].run.fire_at,
                                              limit=2)
     assert [r.run.fire_at for r in page2] == [r.run.fire_at for r in history[3:5]]
 

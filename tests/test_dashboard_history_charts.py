@@ -49,7 +49,7 @@ def _seed(app: App) -> None:
         rows.append(HistoryBucket("", "send", start, 10 + i % 7, i % 3, i % 2, 0, 10,
                                   0.05, 1.5, None))
     rows.append(HistoryBucket("", HOSTILE, _bucket(1), 1, 1, 0, 0, 1, 0.1, 0.1, 1.0))
-    app.store.history_add(rows)
+    app.store.observe.history_add(rows)
 
 
 def test_a_queue_and_a_task_have_charts_of_their_day(make_app: Callable[..., App],
@@ -83,13 +83,13 @@ def test_one_query_a_page_and_a_refresh(make_app: Callable[..., App],
     app = make_app(clock=clock)
     _seed(app)
     calls: list[str] = []
-    real = app.store.history_list
+    real = app.store.observe.history_list
 
     def counted(*a: Any, **k: Any) -> Any:
         calls.append("history_list")
         return real(*a, **k)
 
-    app.store.history_list = counted  # type: ignore[method-assign]
+    app.store.observe.history_list = counted  # type: ignore[method-assign]
     with Served(create_dashboard(app, token=TOKEN)) as served, served.client() as c:
         login(c)
         calls.clear()

@@ -8,7 +8,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from shiftwork import App, Workflow
+from shiftwork.schedules.stored import StoredSchedules
 from shiftwork.testing import drain
 from shiftwork.web import create_dashboard
 
@@ -73,8 +76,8 @@ def test_history_pages_fit_at_400_and_1280_px(app: App, browser: Any,  # noqa: F
             assert box is not None and box["width"] > 0.5 * min(width, 1400) - 100
 
 
-def test_history_pages_update_live_one_query_per_refresh(app: App, browser: Any,  # noqa: F811
-                                                         ) -> None:
+def test_history_pages_update_live_one_query_per_refresh(
+        app: App, browser: Any, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     """The workflows list, a workflow's timeline and a schedule's occurrences update in an
     open tab without a reload; each refresh is one request that makes one store call."""
     @app.workflow(name="live.flow")
@@ -89,16 +92,26 @@ def test_history_pages_update_live_one_query_per_refresh(app: App, browser: Any,
     drain(app)
     calls: list[str] = []
     store = app.store
-    for method in ("workflows_page", "schedule_runs_history", "schedules_get",
-                   "workflow_run_read", "jobs_get", "schedules_list", "workflow_live",
-                   "workflow_steps_get", "workflow_events_list"):
-        real = getattr(store, method)
+    # Each refresh's store calls, by the name they had before the store's areas: the
+    # workflow statements, a job, and the stored schedules' reads (one statement each).
+    watched: list[tuple[Any, str, str]] = [
+        (store.workflows, "page", "workflows_page"),
+        (store.workflows, "run_read", "workflow_run_read"),
+        (store.workflows, "live", "workflow_live"),
+        (store.workflows, "steps_get", "workflow_steps_get"),
+        (store.workflows, "events_list", "workflow_events_list"),
+        (store, "jobs_get", "jobs_get"),
+        (StoredSchedules, "runs_history", "schedule_runs_history"),
+        (StoredSchedules, "get", "schedules_get"),
+        (StoredSchedules, "overview", "schedules_list")]
+    for owner, method, name in watched:
+        real = getattr(owner, method)
 
-        def counted(*a: Any, _real: Any = real, _name: str = method, **k: Any) -> Any:
+        def counted(*a: Any, _real: Any = real, _name: str = name, **k: Any) -> Any:
             calls.append(_name)
             return _real(*a, **k)
 
-        setattr(store, method, counted)
+        monkeypatch.setattr(owner, method, counted)
     with Served(create_dashboard(app, token=TOKEN)) as served:
         page = _login(browser, served)
         # The page's own timers on a clock the test moves: a refresh is due every 5 s,
@@ -173,7 +186,7 @@ def test_history_charts_fit_and_update_live(app: App, browser: Any,  # noqa: F81
         for q, t in ((queue, ""), ("", task)):
             rows.append(HistoryBucket(q, t, at, 12345 + i, i % 40, i % 3, 0, 12345,
                                       0.004 * i, 3600.0 + i, 86400.0 * 3 + i))
-    app.store.history_add(rows)
+    app.store.observe.history_add(rows)
     pages = {"queue": f"/history/queues/{path_segment(queue)}",
              "task": f"/history/tasks/{path_segment(task)}"}
     with Served(create_dashboard(app, token=TOKEN)) as served:
@@ -187,7 +200,7 @@ def test_history_charts_fit_and_update_live(app: App, browser: Any,  # noqa: F81
         page.goto(f"{served.url}{pages['queue']}")
         before = page.locator("p.history-summary").get_attribute("data-finished")
         last = datetime.fromtimestamp(now - BUCKET, UTC)
-        app.store.history_add([HistoryBucket(queue, "", last, 1000, 0, 0, 0, 1, 0.1, 0.2,
+        app.store.observe.history_add([HistoryBucket(queue, "", last, 1000, 0, 0, 0, 1, 0.1, 0.2,
                                              1.0)])
         url = page.url
         page.wait_for_function(

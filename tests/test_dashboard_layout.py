@@ -76,7 +76,7 @@ def test_every_page_at_1400_and_400_px(app: App, browser: Any, screens: Path) ->
     _stalled_job(app, "stalled", 300)
     # An hour of history, so the chart has bars from its left edge to its right.
     minute = app.store.db_now().replace(second=0, microsecond=0)
-    app.store.queue_minutes_add([
+    app.store.observe.queue_minutes_add([
         QueueMinute("emails-transactional", minute - timedelta(minutes=m), succeeded=10 + m,
                     dead=m % 7 == 0) for m in range(1, 59, 3)])
     try:

@@ -12,6 +12,7 @@ import pytest
 
 from shiftwork import App, ConfigurationError, FakeClock, JobState
 from shiftwork.flow.claim import claim_flow
+from shiftwork.flow.claiming import claim
 from shiftwork.model.outcome import Outcome
 
 from .conftest import imported_app, spawn_worker, wait_for
@@ -23,7 +24,7 @@ T0 = datetime(2030, 1, 1, tzinfo=UTC)
 @pytest.fixture(params=["weighted", "unweighted"])
 def fair_app(make_app: Callable[..., App], request: pytest.FixtureRequest) -> App:
     app = make_app(clock=FakeClock(T0))
-    # Weights make the claim take the general steps (flow_claim.py); without them, on
+    # Weights make the claim take the general steps (flow/claim_fair.py); without them, on
     # PostgreSQL, a fair queue is claimed in one statement (jobs_claim_fair): both are tested.
     if request.param == "weighted":
         app.queue("emails", fair=True, weights={"vip": 2})
@@ -33,7 +34,7 @@ def fair_app(make_app: Callable[..., App], request: pytest.FixtureRequest) -> Ap
 
 
 def _claim(app: App, n: int) -> list[str]:
-    jobs = app.store.jobs_claim("emails", n, "w", 30, None,
+    jobs = claim(app.store, "emails", n, "w", 30, None,
                                   claim_flow(app.runtime.registry, "emails"))
     return sorted(str(j.meta.get("group")) for j in jobs)  # one claim's jobs: as a set
 
@@ -66,7 +67,7 @@ def test_priority_wins_within_a_group_and_weights_give_more_turns(fair_app: App)
 
     send.enqueue_many([("vip", i) for i in range(10)] + [("z", i) for i in range(5)])
     urgent = send.using(priority=10).enqueue("z", 99)
-    jobs = fair_app.store.jobs_claim("emails", 3, "w", 30, None,
+    jobs = claim(fair_app.store, "emails", 3, "w", 30, None,
                                   claim_flow(fair_app.runtime.registry, "emails"))
     assert sorted(j.meta["group"] for j in jobs) == ["vip", "vip", "z"]
     assert urgent.id in {j.id for j in jobs}
@@ -111,7 +112,7 @@ def test_a_rescued_job_returns_to_its_groups_turn(fair_app: App) -> None:
 
     send.enqueue_many([("a",)] * 20)
     [b] = [send.enqueue("b")]
-    jobs = fair_app.store.jobs_claim("emails", 2, "w", 30, None,
+    jobs = claim(fair_app.store, "emails", 2, "w", 30, None,
                                   claim_flow(fair_app.runtime.registry, "emails"))
     assert sorted(j.meta["group"] for j in jobs) == ["a", "b"]
     held = next(j for j in jobs if j.id == b.id)
@@ -229,7 +230,7 @@ def test_limits_hold_across_a_worker_sigkill(flow_app: Any, db: dict[str, str]) 
         for (_, end), (start, _) in itertools.pairwise(spans):
             assert start >= end - 0.01, f"two jobs of group {grp} ran at once"
     # Group counts come back: nothing is left running, and the bucket holds what it should.
-    groups = flow_app.app.store.groups_busiest("guarded", 10)
+    groups = flow_app.app.store.observe.groups_busiest("guarded", 10)
     assert groups == []
 
 
@@ -251,7 +252,7 @@ def test_the_busiest_groups_are_visible(flow_app: Any, db: dict[str, str]) -> No
 
     app = flow_app.app
     flow_app.fair_job.enqueue_many([("big",)] * 30 + [(f"g{i}",) for i in range(12)])
-    app.store.jobs_claim("fair", 2, "w", 30, None, claim_flow(app.runtime.registry, "fair"))
+    claim(app.store, "fair", 2, "w", 30, None, claim_flow(app.runtime.registry, "fair"))
     env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}", "COLUMNS": "200",
            "SHIFTWORK_TEST_DSN": db["dsn"], "SHIFTWORK_TEST_SCHEMA": db["schema"],
            "SHIFTWORK_APP": "tests.apps.flow:app"}

@@ -26,7 +26,7 @@ def test_worker_processes_run_jobs_through_pgbouncer(
         procs = [spawn_worker(db, "fleet", ["fleet=4"], env=env,
                               log_path=tmp_path / f"worker{i}.log") for i in range(2)]
         try:
-            wait_for(lambda: len(fleet.app.store.workers_list()) == 2, timeout=60,
+            wait_for(lambda: len(fleet.app.store.fleet.workers_list()) == 2, timeout=60,
                      what="2 workers registered")
             time.sleep(1.0)  # their first (empty) claims are done
             started = time.monotonic()

@@ -18,8 +18,8 @@ def test_a_wakeup_is_taken_by_as_many_workers_as_it_has_jobs(
     app = make_app()
     ids = [f"host:{pid}:w" for pid in range(8)]
     for pid, worker_id in enumerate(ids):
-        app.store.workers_upsert(worker_id, "host", pid, {"emails": 4})
-    app.store.workers_upsert("other", "host", 99, {"reports": 4})  # not serving emails
+        app.store.fleet.workers_upsert(worker_id, "host", pid, {"emails": 4})
+    app.store.fleet.workers_upsert("other", "host", 99, {"reports": 4})  # not serving emails
     shares = [WakeShare(app.runtime, worker_id, ["emails"]) for worker_id in ids]
     for count in (1, 3, 7):
         for payload in shared_wakeups([("emails", count)] * 20):
@@ -39,7 +39,7 @@ def test_the_token_spreads_wakeups_over_the_fleet(make_app: Callable[..., App]) 
     app = make_app()
     ids = [f"host:{pid}:w" for pid in range(4)]
     for pid, worker_id in enumerate(ids):
-        app.store.workers_upsert(worker_id, "host", pid, {"emails": 4})
+        app.store.fleet.workers_upsert(worker_id, "host", pid, {"emails": 4})
     shares = [WakeShare(app.runtime, worker_id, ["emails"]) for worker_id in ids]
     taken = [0] * 4
     for payload in shared_wakeups([("emails", 1)] * 400):

@@ -60,7 +60,7 @@ def test_one_enqueue_wakes_about_one_of_eight_processes(
         procs = [spawn_worker(db, "fleet", ["fleet=4"], env={"SHIFTWORK_TEST_POLL": "30"},
                               log_path=tmp_path / f"worker{i}.log") for i in range(PROCESSES)]
         try:
-            wait_for(lambda: len(fleet.app.store.workers_list()) == PROCESSES, timeout=60,
+            wait_for(lambda: len(fleet.app.store.fleet.workers_list()) == PROCESSES, timeout=60,
                      what="8 workers registered")
             time.sleep(1.5)  # each has run its first claim and heartbeat
             before = claims(db["dsn"])
@@ -103,7 +103,7 @@ def test_an_async_enqueue_wakes_no_more_processes_than_a_sync_one(
                               log_path=tmp_path / f"worker{i}.log") for i in range(PROCESSES)]
         loop = asyncio.new_event_loop()  # the async pool belongs to one loop: keep it
         try:
-            wait_for(lambda: len(fleet.app.store.workers_list()) == PROCESSES, timeout=60,
+            wait_for(lambda: len(fleet.app.store.fleet.workers_list()) == PROCESSES, timeout=60,
                      what="8 workers registered")
             time.sleep(1.5)  # each has run its first claim and heartbeat
 

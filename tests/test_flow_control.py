@@ -12,9 +12,9 @@ import pytest
 
 from shiftwork import App, ConfigurationError, FakeClock, JobContext, JobState
 from shiftwork.flow.claim import claim_flow
-from shiftwork.flow.limits import ClaimFlow, RateLimit, rate_limit
+from shiftwork.flow.claiming import claim, claim_kind
+from shiftwork.model.limits import ClaimFlow, ClaimKind, RateLimit, rate_limit
 from shiftwork.model.outcome import Outcome
-from shiftwork.store.flow_claim import ClaimKind, claim_kind
 
 from .conftest import imported_app, running_worker, spawn_worker, wait_for
 from .test_chaos import stop
@@ -88,15 +88,15 @@ def test_a_rate_limit_spends_tokens_only_for_jobs_claimed(clocked: tuple[App, Fa
 
     limited.enqueue_many([() for _ in range(20)])
     flow = claim_flow(app.runtime.registry, "default")
-    claim = app.store.jobs_claim
-    assert len(claim("default", 10, "w", 30, None, flow)) == 5  # a full bucket
-    assert claim("default", 10, "w", 30, None, flow) == []  # empty until it refills
+    store = app.store
+    assert len(claim(store, "default", 10, "w", 30, None, flow)) == 5  # a full bucket
+    assert claim(store, "default", 10, "w", 30, None, flow) == []  # empty until it refills
     free.enqueue()
-    assert [j.task for j in claim("default", 10, "w", 30, None, flow)] == [free.name]
+    assert [j.task for j in claim(store, "default", 10, "w", 30, None, flow)] == [free.name]
     clock.advance(0.4)
-    assert len(claim("default", 10, "w", 30, None, flow)) == 2
+    assert len(claim(store, "default", 10, "w", 30, None, flow)) == 2
     clock.advance(60)  # refills to its capacity, no further
-    assert len(claim("default", 10, "w", 30, None, flow)) == 5
+    assert len(claim(store, "default", 10, "w", 30, None, flow)) == 5
     assert all(j.state is JobState.AVAILABLE and j.attempt == 0
                for j in app.list_jobs(state="available", limit=100))
 
@@ -114,10 +114,10 @@ def test_a_queue_rate_limit_counts_every_task(clocked: tuple[App, FakeClock]) ->
     a.enqueue_many([() for _ in range(5)])
     b.enqueue_many([() for _ in range(5)])
     flow = claim_flow(app.runtime.registry, "default")
-    assert len(app.store.jobs_claim("default", 10, "w", 30, None, flow)) == 3
-    assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []
+    assert len(claim(app.store, "default", 10, "w", 30, None, flow)) == 3
+    assert claim(app.store, "default", 10, "w", 30, None, flow) == []
     clock.advance(1)
-    assert len(app.store.jobs_claim("default", 10, "w", 30, None, flow)) == 3
+    assert len(claim(app.store, "default", 10, "w", 30, None, flow)) == 3
 
 
 def test_a_group_cap_skips_busy_groups_not_the_others(clocked: tuple[App, FakeClock]) -> None:
@@ -129,15 +129,15 @@ def test_a_group_cap_skips_busy_groups_not_the_others(clocked: tuple[App, FakeCl
     for account in ["a"] * 300 + ["b", "b", "c"]:  # a's backlog is longer than a page
         sync.enqueue(account)
     flow = claim_flow(app.runtime.registry, "default")
-    first = app.store.jobs_claim("default", 10, "w", 30, None, flow)
+    first = claim(app.store, "default", 10, "w", 30, None, flow)
     assert sorted(j.meta["group"] for j in first) == ["a", "b", "c"]
-    assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []
+    assert claim(app.store, "default", 10, "w", 30, None, flow) == []
     done = next(j for j in first if j.meta["group"] == "b")
     app.store.jobs_complete_many([Outcome(done.id, done.attempt, JobState.SUCCEEDED)])
-    [again] = app.store.jobs_claim("default", 10, "w", 30, None, flow)
+    [again] = claim(app.store, "default", 10, "w", 30, None, flow)
     assert again.meta["group"] == "b"
     by_call = sync.using(group="vip").enqueue("a")  # the group given per call wins
-    [vip] = app.store.jobs_claim("default", 10, "w", 30, None, flow)
+    [vip] = claim(app.store, "default", 10, "w", 30, None, flow)
     assert vip.id == by_call.id
 
 
@@ -150,11 +150,11 @@ def test_each_group_has_its_own_rate_limit(clocked: tuple[App, FakeClock]) -> No
     for account in ["a"] * 5 + ["b"] * 5:
         sync.enqueue(account)
     flow = claim_flow(app.runtime.registry, "default")
-    first = app.store.jobs_claim("default", 10, "w", 30, None, flow)
+    first = claim(app.store, "default", 10, "w", 30, None, flow)
     assert Counter(j.meta["group"] for j in first) == Counter(a=2, b=2)
-    assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []
+    assert claim(app.store, "default", 10, "w", 30, None, flow) == []
     clock.advance(30)  # one token each
-    assert Counter(j.meta["group"] for j in app.store.jobs_claim(
+    assert Counter(j.meta["group"] for j in claim(app.store,
         "default", 10, "w", 30, None, flow)) == Counter(a=1, b=1)
 
 
@@ -177,9 +177,9 @@ def test_rate_limited_holds_the_task_back_and_spends_no_attempt(
     assert job.counted_attempt == 0
     flow = claim_flow(app.runtime.registry, "default")
     clock.advance(10)
-    assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []  # held back
+    assert claim(app.store, "default", 10, "w", 30, None, flow) == []  # held back
     clock.advance(21)
-    assert len(app.store.jobs_claim("default", 10, "w", 30, None, flow)) == 2
+    assert len(claim(app.store, "default", 10, "w", 30, None, flow)) == 2
 
 
 def test_claim_flow_is_empty_without_limits(app: App) -> None:

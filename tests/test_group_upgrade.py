@@ -73,11 +73,11 @@ def test_groups_in_flight_finish_after_the_upgrade(db: dict[str, str]) -> None:
         assert store.migrate() == [v for v, _, _ in everything if v > OLD_FORMAT]
         app.runtime._ready = False
         for group_id, callback in groups:
-            info = app.store.groups_get(group_id)
+            info = app.store.deps.group_get(group_id)
             assert info.callback_id == callback
-            assert app.store.groups_members(group_id) == sorted(app.store.groups_members(
-                group_id)) and len(app.store.groups_members(group_id)) == 4
-            assert app.store.jobs_dependencies(callback)[0] == []  # no edges left
+            assert app.store.deps.group_members(group_id) == sorted(app.store.deps.group_members(
+                group_id)) and len(app.store.deps.group_members(group_id)) == 4
+            assert app.store.deps.links_of(callback)[0] == []  # no edges left
         with running_worker(app):
             for _, callback in groups:
                 assert app.wait_result(callback, timeout=30) in (10, 7)

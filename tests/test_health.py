@@ -17,7 +17,7 @@ from .conftest import ROOT
 
 def _alive(app: App, queues: dict[str, int] | None = None) -> None:
     """A worker row with a fresh heartbeat (on the app's clock)."""
-    app.store.workers_upsert("w1", "host", 1, queues or {"emails": 1})
+    app.store.fleet.workers_upsert("w1", "host", 1, queues or {"emails": 1})
 
 
 def _kinds(app: App, **kwargs: Any) -> list[str]:

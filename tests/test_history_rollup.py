@@ -165,7 +165,7 @@ def test_history_is_pruned_past_its_retention(make_app: Callable[..., App],
     rollup.tick(1)
     assert app.history(queue="idle", hours=2)
     clock.advance(2 * 3600)
-    assert app.store.history_prune(app.settings.history_retention) == 2
+    assert app.store.observe.history_prune(app.settings.history_retention) == 2
     assert app.history(hours=24) == []
 
 

@@ -56,7 +56,7 @@ def test_records_are_kept_per_attempt_with_their_tracebacks(wapp: App) -> None:
     drain(wapp)
     drain(wapp)
     assert wapp.get_job(job_id).state is JobState.SUCCEEDED
-    lines = wapp.store.job_logs_list(job_id)
+    lines = wapp.store.job_logs.list_lines(job_id)
     assert [(ln.attempt, ln.seq, ln.level, ln.logger) for ln in lines] == [
         (1, 1, "INFO", "billing.charge"), (1, 2, "INFO", "shiftwork.job"),
         (1, 3, "ERROR", "billing.charge"),
@@ -67,8 +67,8 @@ def test_records_are_kept_per_attempt_with_their_tracebacks(wapp: App) -> None:
     assert "ConnectionError: gateway timeout" in lines[2].message
     assert all("elsewhere" not in ln.logger for ln in lines)
     # One attempt's, and after a place (how --follow reads on).
-    assert [ln.seq for ln in wapp.store.job_logs_list(job_id, attempt=2)] == [1, 2]
-    assert [(ln.attempt, ln.seq) for ln in wapp.store.job_logs_list(job_id, after=(1, 2))
+    assert [ln.seq for ln in wapp.store.job_logs.list_lines(job_id, attempt=2)] == [1, 2]
+    assert [(ln.attempt, ln.seq) for ln in wapp.store.job_logs.list_lines(job_id, after=(1, 2))
             ] == [(1, 3), (2, 1), (2, 2)]
 
 
@@ -81,7 +81,7 @@ def test_async_jobs_keep_their_own_records(wapp: App) -> None:
     ids = [async_charge.enqueue(n).id for n in range(3)]
     drain(wapp)
     for n, job_id in enumerate(ids):
-        assert [ln.message for ln in wapp.store.job_logs_list(job_id)] == [f"async {n}",
+        assert [ln.message for ln in wapp.store.job_logs.list_lines(job_id)] == [f"async {n}",
                                                                           f"done {n}"]
 
 
@@ -98,7 +98,7 @@ def test_odd_records_are_kept_escaped_on_both_engines(wapp: App) -> None:
 
     job_id = odd.enqueue().id
     drain(wapp)
-    messages = [ln.message for ln in wapp.store.job_logs_list(job_id)]
+    messages = [ln.message for ln in wapp.store.job_logs.list_lines(job_id)]
     assert messages[0] == "nul \\x00 here" and messages[1] == "surrogate \\ud800 here"
     assert "apples" in messages[2] and messages[3] == "the last one"
 
@@ -119,12 +119,12 @@ def test_each_attempt_is_bounded_and_says_what_it_dropped(make_app: Any) -> None
     many = chatty.enqueue(100).id
     big = wide.enqueue().id
     drain(app)
-    lines = app.store.job_logs_list(many)
+    lines = app.store.job_logs.list_lines(many)
     assert [ln.message for ln in lines[:5]] == [f"line {i}" for i in range(5)]
     assert len(lines) == 6 and lines[5].level == "WARNING"
     assert lines[5].message.startswith("95 more records not kept")
     assert "job_log_lines=5" in lines[5].message
-    cut = app.store.job_logs_list(big)
+    cut = app.store.job_logs.list_lines(big)
     assert len(cut[0].message.encode()) <= 2048 and cut[0].message.endswith("[cut: job_log_bytes]")
     assert cut[1].message.startswith("1 more records not kept")
 
@@ -132,7 +132,7 @@ def test_each_attempt_is_bounded_and_says_what_it_dropped(make_app: Any) -> None
     off.task(name="chatty")(chatty.fn)
     quiet = off.tasks["chatty"].enqueue(3).id
     drain(off)
-    assert off.store.job_logs_list(quiet) == []
+    assert off.store.job_logs.list_lines(quiet) == []
 
 
 @pytest.mark.parametrize("field, value", [("job_log_lines", -1), ("job_log_lines", 1.5),
@@ -151,13 +151,13 @@ def test_records_go_with_their_job(wapp: App, clock: FakeClock) -> None:
 
     done, dead = gone.enqueue(False).id, gone.enqueue(True).id
     drain(wapp)
-    assert wapp.store.job_logs_list(done) and wapp.store.job_logs_list(dead)
-    assert wapp.store.jobs_discard([dead]) == [dead]
-    assert wapp.store.job_logs_list(dead) == []
+    assert wapp.store.job_logs.list_lines(done) and wapp.store.job_logs.list_lines(dead)
+    assert wapp.store.observe.jobs_discard([dead]) == [dead]
+    assert wapp.store.job_logs.list_lines(dead) == []
     clock.advance(1)
     assert wapp.store.jobs_prune(0.5, 0.5)
-    assert wapp.store.job_logs_list(done) == []
-    wapp.store.job_logs_add(done, [])  # nothing to write: no statement, no error
+    assert wapp.store.job_logs.list_lines(done) == []
+    wapp.store.job_logs.add(done, [])  # nothing to write: no statement, no error
 
 
 def test_job_page_and_logs_page_show_records_escaped(app_on_sqlite: App) -> None:
@@ -218,7 +218,7 @@ def test_cli_prints_and_follows_a_running_jobs_records(db: dict[str, str],
 
     job_id = slow_import.enqueue().id
     with running_worker(app, {"default": 1}):
-        wait_for(lambda: app.store.job_logs_list(job_id), what="the first record written")
+        wait_for(lambda: app.store.job_logs.list_lines(job_id), what="the first record written")
         follower = _cli(db, "jobs", "logs", str(job_id), "--follow", "--interval", "0.2")
         assert follower.stdout is not None
         first = follower.stdout.readline()  # printed while the job still runs

@@ -260,7 +260,7 @@ def test_stale_transaction_rolls_back(clocked: tuple[App, FakeClock]) -> None:
         tx.once("note:2", lambda: tx.execute(
             f"INSERT INTO {user_table(app)} VALUES ({mark(app)})", ("stale",)) and None)
         tx.checkpoint("stale")
-    assert notes(app) == [] and app.store.effect_keys_get("note:2") is None
+    assert notes(app) == [] and app.store.long_jobs.effect_keys_get("note:2") is None
     assert app.get_job(job.id).checkpoint is None
     with fresh.transaction() as tx:
         tx.once("note:2", lambda: tx.execute(
@@ -279,7 +279,7 @@ def test_error_in_transaction_rolls_back_everything(clocked: tuple[App, FakeCloc
         tx.checkpoint("never")
         tx.once("k", lambda: tx.execute(
             f"INSERT INTO {user_table(app)} VALUES ({mark(app)})", ("x",)) and 1 / 0)
-    assert notes(app) == [] and app.store.effect_keys_get("k") is None
+    assert notes(app) == [] and app.store.long_jobs.effect_keys_get("k") is None
     ctx.flush_progress()  # the rolled-back progress is not pending either
     job = app.get_job(job_id)
     assert job.progress is None and job.checkpoint is None and ctx.last_checkpoint is None
@@ -300,13 +300,13 @@ def test_once_outside_returns_the_first_result_and_keys_expire(
     assert ctx.once(key, lambda: charge(key), keep=60) == {"charge": "ch_1", "amount": 1200}
     assert ctx.once(key, lambda: charge(key)) == {"charge": "ch_1", "amount": 1200}
     assert calls == [key]
-    record = app.store.effect_keys_get(key)
+    record = app.store.long_jobs.effect_keys_get(key)
     assert record is not None and record.job_id == ctx.job_id and record.attempt == 1
     clock.advance(30)
-    assert app.store.effect_keys_prune() == 0
+    assert app.store.long_jobs.effect_keys_prune() == 0
     clock.advance(31)
-    assert app.store.effect_keys_prune() == 1
-    assert app.store.effect_keys_get(key) is None
+    assert app.store.long_jobs.effect_keys_prune() == 1
+    assert app.store.long_jobs.effect_keys_get(key) is None
     with pytest.raises(ConfigurationError, match="effect key"):
         ctx.once("", lambda: 1)
     with pytest.raises(ConfigurationError, match="keep must be > 0 seconds"):

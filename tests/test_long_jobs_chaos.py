@@ -200,7 +200,7 @@ def test_effect_happens_once_under_forced_rescue(
     assert (1, "committed") not in tables.marks(job.id)
     final = app.get_job(job.id)
     assert final.result == {"charged_by_attempt": 2} and final.attempt == 2
-    record = app.store.effect_keys_get("charge:acme:2026-10")
+    record = app.store.long_jobs.effect_keys_get("charge:acme:2026-10")
     assert record is not None and record.attempt == 2
     assert record.result == {"charged_by_attempt": 2}
 

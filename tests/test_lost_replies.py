@@ -21,6 +21,7 @@ import psycopg
 import pytest
 
 from shiftwork import App, CommitUnknownError, JobContext, JobState, Workflow
+from shiftwork.schedules.stored import schedules_of
 
 from .conftest import FAST, PG_DSN, apps_on, require_pg, running_worker, wait_for
 from .faults.pgproxy import PgFaultProxy
@@ -266,9 +267,9 @@ def test_a_lost_schedule_firing_reply_fires_each_occurrence_once(
     fault = proxy.drop_reply(SCHEDULE_FIRE)
     with running_worker(app):
         wait_for(lambda: fault.fired == 1, what="a firing's reply lost")
-        wait_for(lambda: len(app.store.schedule_runs_list("tick", 100)) >= 5, timeout=20,
+        wait_for(lambda: len(schedules_of(app.store).runs_list("tick", 100)) >= 5, timeout=20,
                  what="five occurrences after the fault")
-    runs = app.store.schedule_runs_list("tick", 100)
+    runs = schedules_of(app.store).runs_list("tick", 100)
     fire_times = [r.fire_at for r in runs]
     assert len(fire_times) == len(set(fire_times))
     jobs = [r.job_id for r in runs if r.job_id is not None]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from shiftwork import App, FakeClock
 from shiftwork.core.service import Lifecycle, Service
 from shiftwork.registry import LeaderDuty
-from shiftwork.store.schedules import LEADER_NAME
+from shiftwork.store.fleet import LEADER_NAME
 from shiftwork.worker.maintenance.duties import leader_services
 from shiftwork.worker.maintenance.leader import Leader
 from shiftwork.worker.maintenance.maintainer import Maintainer
@@ -43,13 +43,13 @@ def test_services_start_on_election_and_stop_when_the_lease_is_lost(
     wait_for(lambda: made[0].ticks > 0, what="the leader-only service ticking")
 
     # Another worker takes the lease (this one's was released behind its back).
-    app.store.leader_release(LEADER_NAME, "w1")
-    assert app.store.leader_acquire(LEADER_NAME, "w2", 60) is not None
+    app.store.fleet.leader_release(LEADER_NAME, "w1")
+    assert app.store.fleet.leader_acquire(LEADER_NAME, "w2", 60) is not None
     leader.tick()
     assert leader.term is None
     wait_for(lambda: made[0].stopping, what="the service asked to stop")
 
-    app.store.leader_release(LEADER_NAME, "w2")
+    app.store.fleet.leader_release(LEADER_NAME, "w2")
     leader.tick()
     assert leader.term is not None
     assert len(made) == 2 and not made[1].stopping, "a new term makes the services afresh"

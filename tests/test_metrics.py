@@ -80,7 +80,7 @@ def test_exposition_after_a_known_set_of_jobs(app: App) -> None:
     assert value(found, "shiftwork_worker_last_heartbeat_timestamp_seconds",
                  worker=worker.id) is not None
     # The throughput recorder wrote per-minute counts on the way out.
-    minutes = app.store.queue_minutes_list(app.store.db_now().replace(year=2000))
+    minutes = app.store.observe.queue_minutes_list(app.store.db_now().replace(year=2000))
     assert sum(m.succeeded for m in minutes) == 3
     assert sum(m.dead for m in minutes) == 2
     assert sum(m.retried for m in minutes) == 1

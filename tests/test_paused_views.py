@@ -32,7 +32,7 @@ def paused_app(make_app: Any) -> App:
     mail.enqueue("a@example.com")
     app.pause_queue("backfill")
     app.pause_queue("idle")  # paused before it ever had a job
-    app.store.workers_upsert("w1", "host", 1, {"emails": 1})
+    app.store.fleet.workers_upsert("w1", "host", 1, {"emails": 1})
     return app
 
 

@@ -46,17 +46,17 @@ def test_a_group_is_pruned_once_all_its_jobs_are(make_app: Callable[..., App]) -
     assert done.callback is not None
     with running_worker(app):
         assert done.callback.result(timeout=30) == 3
-        wait_for(lambda: app.store.groups_members(done.id) == [], timeout=15,
+        wait_for(lambda: app.store.deps.group_members(done.id) == [], timeout=15,
                  what="the members pruned")
         wait_for(lambda: _gone(app, done.id), timeout=15, what="the group pruned")
-    assert app.store.groups_get(waiting.id).total == 1
+    assert app.store.deps.group_get(waiting.id).total == 1
 
 
 def _gone(app: App, group_id: int) -> bool:
     from shiftwork.core.errors import JobNotFoundError
 
     try:
-        app.store.groups_get(group_id)
+        app.store.deps.group_get(group_id)
     except JobNotFoundError:
         return True
     return False

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shiftwork import App, Backoff, FakeClock, JobContext, JobState, RetryIn
+from shiftwork.flow.claiming import claim
 from shiftwork.model.outcome import Outcome
 
 from .conftest import running_worker, wait_for
@@ -251,7 +252,7 @@ def test_claim_respects_limit_across_claimers(app: App) -> None:
 
     limited.enqueue_many([()] * 10)
     limits = app.runtime.registry.concurrency_limits("default")
-    got = [app.store.jobs_claim("default", 10, f"w{i}", 30, limits) for i in range(3)]
+    got = [claim(app.store, "default", 10, f"w{i}", 30, limits) for i in range(3)]
     assert [len(g) for g in got] == [3, 0, 0]
 
 

@@ -30,6 +30,7 @@ from shiftwork.model.records import EmptyRun, RunFigures
 from shiftwork.observe.health import check_health
 from shiftwork.observe.metrics import Metrics
 from shiftwork.schedules.definition import ScheduleDef, iso_z
+from shiftwork.schedules.stored import schedules_of
 from shiftwork.web import create_dashboard
 
 from .conftest import ROOT, imported_app, running_worker, spawn_worker, wait_for
@@ -142,7 +143,7 @@ def test_an_empty_run_is_reported_once_across_two_real_workers_until_one_has_ite
             wait_for(lambda: alerts.exists() and len(alerts.read_text().splitlines()) >= 3,
                      timeout=60, what="three empty runs alerted")
             first_alert_after = time.monotonic() - started
-            assert app.store.schedules_get(REPORT).empty()
+            assert schedules_of(app.store).get(REPORT).empty()
             health = cli(db, "tests.apps.quiet:app", "health", extra_env=env)
             assert health.returncode == 1, health.stdout + health.stderr
             assert (f"UNHEALTHY schedule_empty: schedule {REPORT} is empty: its run of "
@@ -167,7 +168,7 @@ def test_an_empty_run_is_reported_once_across_two_real_workers_until_one_has_ite
                      timeout=60, what="the next leader alerting")
 
             (tmp_path / "rows").write_text("3")
-            wait_for(lambda: not app.store.schedules_get(REPORT).empty(), timeout=60,
+            wait_for(lambda: not schedules_of(app.store).get(REPORT).empty(), timeout=60,
                      what="a run with items clears the empty mark")
             found = samples(metrics.exposition().decode())
             assert value(found, "shiftwork_schedule_empty", schedule=REPORT) == 0.0
@@ -185,11 +186,11 @@ def test_an_empty_run_is_reported_once_across_two_real_workers_until_one_has_ite
         fired = Counter(tuple(line.split()[:2]) for line in lines)
         assert set(fired.values()) == {1}, f"an empty run was alerted twice: {fired}"
         assert len({line.split()[2] for line in lines}) == 2, "both workers led in turn"
-        marked = {r.fire_at for r in app.store.schedule_runs_list(REPORT, 1000)
+        marked = {r.fire_at for r in schedules_of(app.store).runs_list(REPORT, 1000)
                   if r.items_check is ItemsCheck.EMPTY}
         alerted = {at for _, at in fired}
         assert alerted == {iso_z(t) for t in marked}, "marked and alerted runs differ"
-        full = [r for r in app.store.schedule_runs_list(REPORT, 1000)
+        full = [r for r in schedules_of(app.store).runs_list(REPORT, 1000)
                 if r.items_check is ItemsCheck.OK]
         assert full and all(r.items == 3 for r in full)
         print(f"\n{len(lines)} empty runs alerted once each by pids "
@@ -236,7 +237,7 @@ def test_a_rule_judges_each_run_and_a_rule_that_raises_marks_it_empty(
     assert "raised ValueError: the threshold table is missing" in bad.reason
     assert seen and seen[0].items == 4 and seen[0].job_id is not None
     assert seen[0].duration is not None and seen[0].duration >= 0
-    stored = app.store.schedules_get("small").defn
+    stored = schedules_of(app.store).get("small").defn
     assert stored.expect_items is None
     assert stored.expect_items_rule is not None
     assert stored.expect_items_rule.endswith("<locals>.at_least_ten")
@@ -262,10 +263,10 @@ def test_a_schedule_without_an_expectation_is_never_judged(make_app: Callable[..
     app.on_schedule_empty(alerts.append)
     with running_worker(app):
         wait_for(lambda: any(r.items_check is ItemsCheck.NONE
-                             for r in app.store.schedule_runs_list("plain")),
+                             for r in schedules_of(app.store).runs_list("plain")),
                  timeout=30, what="a run synced")
     assert alerts == []
-    assert not app.store.schedules_get("plain").empty()
+    assert not schedules_of(app.store).get("plain").empty()
 
 
 def test_bad_expectations_are_refused_at_declaration(app: App) -> None:

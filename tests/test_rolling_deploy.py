@@ -82,10 +82,10 @@ def test_health_names_a_queue_no_live_worker_serves(make_app: Any) -> None:
 
     invoice.enqueue()
     refresh.enqueue()
-    app.store.workers_upsert("w1", "host", 1, {"rates": 2}, [refresh.name, invoice.name])
+    app.store.fleet.workers_upsert("w1", "host", 1, {"rates": 2}, [refresh.name, invoice.name])
     assert [p.kind for p in check_health(app).problems] == []  # just enqueued: a grace
     clock.advance(120)
-    app.store.workers_upsert("w1", "host", 1, {"rates": 2}, [refresh.name, invoice.name])
+    app.store.fleet.workers_upsert("w1", "host", 1, {"rates": 2}, [refresh.name, invoice.name])
     problems = check_health(app).problems
     assert [(p.kind, p.subject) for p in problems] == [("queue_unserved", "default")]
     assert "1 job(s) wait, the oldest enqueued 120s ago" in problems[0].message
@@ -113,7 +113,7 @@ def test_metrics_count_the_jobs_no_live_worker_will_run(make_app: Any) -> None:
     refresh.enqueue()
     remind.enqueue()
     # One worker serves both queues but does not register billing.invoice.
-    app.store.workers_upsert("w1", "host", 1, {"rates": 1, "default": 1},
+    app.store.fleet.workers_upsert("w1", "host", 1, {"rates": 1, "default": 1},
                              ["rates.refresh", "billing.remind"])
     metrics = Metrics(app)
     try:
@@ -137,7 +137,7 @@ def test_the_dashboard_names_the_jobs_no_live_worker_will_run(make_app: Any) -> 
 
     invoice.enqueue()
     invoice.enqueue()
-    app.store.workers_upsert("w1", "host", 1, {"default": 1}, ["billing.remind"])
+    app.store.fleet.workers_upsert("w1", "host", 1, {"default": 1}, ["billing.remind"])
     with Served(create_dashboard(app, token=TOKEN)) as served, served.client() as c:
         login(c)
         page = c.get("/").text

@@ -10,11 +10,12 @@ import pytest
 
 from shiftwork import App
 from shiftwork.core.errors import ConfigurationError, PayloadError, UnknownTaskError
+from shiftwork.model.schedule_values import Catchup, Overlap
 from shiftwork.schedules.cron import CronError
-from shiftwork.schedules.definition import Catchup, Overlap
+from shiftwork.schedules.errors import UnknownScheduleError
+from shiftwork.schedules.origin import ScheduleNameTaken
 from shiftwork.schedules.scheduler import reconcile
-from shiftwork.store.runtime_schedules import ScheduleNameTaken
-from shiftwork.store.schedules import UnknownScheduleError
+from shiftwork.schedules.stored import schedules_of
 
 from .conftest import running_worker, wait_for
 
@@ -40,7 +41,7 @@ def test_add_stores_a_runtime_schedule_with_its_policies(make_app: Callable[...,
                              tz="Europe/Paris", catchup="all", overlap="allow_all",
                              jitter=5)
     assert defn.task == "report" and defn.tz == "Europe/Paris"
-    info = app.store.schedules_get("report-acme")
+    info = schedules_of(app.store).get("report-acme")
     assert info.origin == "runtime" and info.removed_at is None
     assert info.defn.catchup is Catchup.ALL and info.defn.overlap is Overlap.ALLOW_ALL
     assert info.defn.args_json == defn.args_json
@@ -59,7 +60,7 @@ def test_worker_start_reconcile_keeps_runtime_and_removes_stale_code(
     other.task(name="report")(lambda customer: customer)
     report = reconcile(other.runtime)
     assert report == {"nightly": "removed"}
-    live = {i.name: i.origin for i in other.store.schedules_list()}
+    live = {i.name: i.origin for i in schedules_of(other.store).overview()}
     assert live == {"report-acme": "runtime"}
 
 
@@ -70,7 +71,7 @@ def test_code_declaring_a_runtime_name_takes_it_over(make_app: Callable[..., App
     later.task(name="report")(lambda customer: customer)
     later.schedule("weekly", "0 7 * * MON", "report", ["acme"])
     assert reconcile(later.runtime)["weekly"] == "changed"
-    info = later.store.schedules_get("weekly")
+    info = schedules_of(later.store).get("weekly")
     assert info.origin == "code" and info.defn.cron == "0 7 * * MON"
     with pytest.raises(ConfigurationError, match="declared in code"):
         later.schedules.remove("weekly")
@@ -81,15 +82,15 @@ def test_remove_then_add_again_revives(make_app: Callable[..., App]) -> None:
     call = app.get_task("report").call("acme")
     app.schedules.add("r", "*/5 * * * *", call)
     app.schedules.remove("r")
-    assert "r" not in {i.name for i in app.store.schedules_list()}
-    assert app.store.schedules_get("r").removed_at is not None
+    assert "r" not in {i.name for i in schedules_of(app.store).overview()}
+    assert schedules_of(app.store).get("r").removed_at is not None
     app.schedules.add("r", "*/10 * * * *", call)
-    info = app.store.schedules_get("r")
+    info = schedules_of(app.store).get("r")
     assert info.removed_at is None and info.defn.cron == "*/10 * * * *"
     with pytest.raises(ScheduleNameTaken, match="already exists"):
         app.schedules.add("r", "*/10 * * * *", call)
     app.schedules.add("r", "*/15 * * * *", call, replace=True)
-    assert app.store.schedules_get("r").defn.cron == "*/15 * * * *"
+    assert schedules_of(app.store).get("r").defn.cron == "*/15 * * * *"
 
 
 def test_bad_input_is_refused_with_the_reason(make_app: Callable[..., App]) -> None:
@@ -117,11 +118,11 @@ def test_bad_input_is_refused_with_the_reason(make_app: Callable[..., App]) -> N
         app.schedules.remove("r")
     reconcile(app.runtime)  # stores "nightly" (code)
     with pytest.raises(ScheduleNameTaken, match="declared in code"):
-        app.store.schedules_add(app.store.schedules_get("nightly").defn,
+        schedules_of(app.store).add(schedules_of(app.store).get("nightly").defn,
                                 lambda d, now: now)
     with pytest.raises(ConfigurationError, match="declared in code"):
         app.schedules.remove("nightly")
-    assert "r" not in {i.name for i in app.store.schedules_list(include_removed=True)}
+    assert "r" not in {i.name for i in schedules_of(app.store).overview(include_removed=True)}
 
 
 def test_a_runtime_schedule_fires_in_a_worker_and_stops_when_removed(
@@ -138,8 +139,8 @@ def test_a_runtime_schedule_fires_in_a_worker_and_stops_when_removed(
                           overlap="allow_all")
         wait_for(lambda: len(seen) >= 2, timeout=20, what="two fires of the run-time schedule")
         app.schedules.remove("ping-every-second")
-        runs = len(app.store.schedule_runs_list("ping-every-second", 1000))
+        runs = len(schedules_of(app.store).runs_list("ping-every-second", 1000))
         wait_for(lambda: not app.list_jobs(state="available"), timeout=10, what="drained")
         time.sleep(2.5)
-        assert len(app.store.schedule_runs_list("ping-every-second", 1000)) <= runs + 1
+        assert len(schedules_of(app.store).runs_list("ping-every-second", 1000)) <= runs + 1
     assert set(seen) == {"rt"}

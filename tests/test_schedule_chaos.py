@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from shiftwork import App
-from shiftwork.schedules.definition import RunStatus
-from shiftwork.store.schedules import LEADER_NAME
+from shiftwork.model.schedule_values import RunStatus
+from shiftwork.schedules.stored import schedules_of
+from shiftwork.store.fleet import LEADER_NAME
 
 from .conftest import spawn_worker, wait_for
 
@@ -53,7 +54,7 @@ def _pid(owner: str) -> int:
 
 
 def _fired(app: App, name: str) -> list[Any]:
-    return app.store.schedule_runs_list(name, 100_000)
+    return schedules_of(app.store).runs_list(name, 100_000)
 
 
 def _stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
@@ -135,7 +136,7 @@ def test_downtime_then_each_catchup_policy(make_app: Callable[..., App], engine:
                  what="fires before the downtime")
     finally:
         _stop_all([worker])
-    cursor = {n: app.store.schedules_get(n).next_fire_at for n in names}
+    cursor = {n: schedules_of(app.store).get(n).next_fire_at for n in names}
     # All workers down for longer than the on-time grace (2.5 x leader_ttl = 3.75 s).
     down_until = max(c for c in cursor.values() if c) + timedelta(seconds=5)
     wait_for(lambda: app.store.db_now() > down_until, timeout=30, interval=0.2,
@@ -235,7 +236,7 @@ def test_ten_thousand_due_at_once_fire_once_with_the_leader_killed_mid_burst(
 
 def _has_schedules(app: App) -> bool:
     try:
-        return bool(app.store.schedules_exist())
+        return bool(schedules_of(app.store).exist())
     except Exception:  # the workers are still creating the tables
         return False
 
@@ -272,9 +273,9 @@ def test_runtime_schedule_fires_once_across_a_leader_kill_and_a_restart(
         n = len(_fired(app, "rt-every-second"))
         wait_for(lambda: len(_fired(app, "rt-every-second")) >= n + 3, timeout=30,
                  what="fires after a restart of every worker")
-        info = app.store.schedules_get("rt-every-second")
+        info = schedules_of(app.store).get("rt-every-second")
         assert info.origin == "runtime" and info.removed_at is None
-        assert app.store.schedules_get("code-minutely").origin == "code"
+        assert schedules_of(app.store).get("code-minutely").origin == "code"
     finally:
         _stop_all(procs)
     runs = sorted(_fired(app, "rt-every-second"), key=lambda r: r.fire_at)

@@ -17,10 +17,13 @@ import pytest
 from shiftwork import App, ConfigurationError, FakeClock, JobState, PayloadError
 from shiftwork.jobs.enqueue import insert_rows
 from shiftwork.model.outcome import Outcome
+from shiftwork.model.schedule_values import RunStatus
 from shiftwork.schedules.cron import CronError
-from shiftwork.schedules.definition import RunStatus, iso_z, jitter_offset, plan_tick
+from shiftwork.schedules.definition import iso_z, jitter_offset, plan_tick
+from shiftwork.schedules.errors import NotLeader
 from shiftwork.schedules.scheduler import reconcile, run_pass
-from shiftwork.store.schedules import LEADER_NAME, NotLeader
+from shiftwork.schedules.stored import schedules_of
+from shiftwork.store.fleet import LEADER_NAME
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -44,13 +47,13 @@ def noop() -> None:
 
 
 def leader_pass(app: App, owner: str = "test-leader") -> int:
-    term = app.store.leader_acquire(LEADER_NAME, owner, 3600)
+    term = app.store.fleet.leader_acquire(LEADER_NAME, owner, 3600)
     assert term is not None
     return run_pass(app.runtime, owner, term)
 
 
 def runs(app: App, name: str) -> dict[datetime, Any]:
-    return {r.fire_at: r for r in app.store.schedule_runs_list(name, 1000)}
+    return {r.fire_at: r for r in schedules_of(app.store).runs_list(name, 1000)}
 
 
 def statuses(app: App, name: str) -> dict[str, list[datetime]]:
@@ -110,7 +113,7 @@ def test_declaration_is_checked(sapp: App) -> None:
 def test_fires_each_occurrence_once_with_meta(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "berlin", "30 * * * *", tz="Europe/Berlin")
     assert reconcile(sapp.runtime) == {"berlin": "created"}
-    assert sapp.store.schedules_get("berlin").next_fire_at == at(30)
+    assert schedules_of(sapp.store).get("berlin").next_fire_at == at(30)
     assert leader_pass(sapp) == 0
     clock.set(at(30, 1))
     assert leader_pass(sapp) == 1
@@ -119,16 +122,16 @@ def test_fires_each_occurrence_once_with_meta(sapp: App, clock: FakeClock) -> No
     assert job.unique_key == "schedule:berlin:2030-01-01T00:30:00Z"
     assert job.meta["fire_at"] == "2030-01-01T00:30:00Z"
     assert job.meta["fire_local"] == "2030-01-01T01:30:00+01:00"
-    assert sapp.store.schedules_get("berlin").next_fire_at == at(90)
+    assert schedules_of(sapp.store).get("berlin").next_fire_at == at(90)
 
 
 def test_an_old_term_writes_nothing(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "s", overlap="allow_all")
     reconcile(sapp.runtime)
-    old = sapp.store.leader_acquire(LEADER_NAME, "old", 10)
+    old = sapp.store.fleet.leader_acquire(LEADER_NAME, "old", 10)
     assert old is not None
     clock.set(at(1, 11))  # the old lease has lapsed
-    new = sapp.store.leader_acquire(LEADER_NAME, "new", 10)
+    new = sapp.store.fleet.leader_acquire(LEADER_NAME, "new", 10)
     assert new is not None and new > old
     with pytest.raises(NotLeader):
         run_pass(sapp.runtime, "old", old)
@@ -139,9 +142,9 @@ def test_an_old_term_writes_nothing(sapp: App, clock: FakeClock) -> None:
 def test_a_leader_paused_mid_transaction_rolls_back(sapp: App, clock: FakeClock) -> None:
     declare(sapp, "s", overlap="allow_all")
     reconcile(sapp.runtime)
-    term = sapp.store.leader_acquire(LEADER_NAME, "slow", 10)
+    term = sapp.store.fleet.leader_acquire(LEADER_NAME, "slow", 10)
     clock.set(at(1, 1))
-    sapp.store.leader_acquire(LEADER_NAME, "slow", 10)
+    sapp.store.fleet.leader_acquire(LEADER_NAME, "slow", 10)
 
     def paused_planner(defn: Any, snap: Any, now: datetime) -> Any:
         plan = plan_tick(defn, defn.cron_schedule(), snap, now, timedelta(seconds=5))
@@ -149,10 +152,10 @@ def test_a_leader_paused_mid_transaction_rolls_back(sapp: App, clock: FakeClock)
         return plan
 
     with pytest.raises(NotLeader):
-        sapp.store.schedules_apply("s", paused_planner, "slow", term,
+        schedules_of(sapp.store).apply("s", paused_planner, "slow", term,
                                    insert=partial(insert_rows, sapp.runtime))
     assert sapp.list_jobs() == [] and runs(sapp, "s") == {}
-    assert sapp.store.schedules_get("s").next_fire_at == at(1)
+    assert schedules_of(sapp.store).get("s").next_fire_at == at(1)
 
 
 # -- catch-up after downtime ----------------------------------------------------------------
@@ -179,9 +182,9 @@ def test_catchup_policies_after_downtime(sapp: App, clock: FakeClock,
     reasons = {r.reason for r in runs(sapp, "skip").values()}
     assert reasons == {"missed during downtime (catchup=skip)"}
     for name in ("skip", "latest", "all"):  # the cursor moved past the gap
-        assert sapp.store.schedules_get(name).next_fire_at == at(11)
+        assert schedules_of(sapp.store).get(name).next_fire_at == at(11)
     # the missed ones are visible in the listing
-    assert {i.name: i.not_run for i in sapp.store.schedules_list()}["skip"] == 10
+    assert {i.name: i.not_run for i in schedules_of(sapp.store).overview()}["skip"] == 10
 
 
 def test_latest_prefers_an_on_time_occurrence(sapp: App, clock: FakeClock) -> None:
@@ -348,7 +351,8 @@ def test_backfill_never_duplicates(sapp: App, clock: FakeClock) -> None:
 def test_a_backfill_older_than_the_starting_deadline_runs(sapp: App, clock: FakeClock) -> None:
     """The deadline keeps the scheduler from starting stale runs of its own; occurrences
     a person asked for (a backfill of last week, a trigger) run however late they are."""
-    declare(sapp, "nightly", "0 0 * * *", catchup="skip", starting_deadline=1800)
+    declare(sapp, "nightly", "0 0 * * *", catchup="skip", starting_deadline=1800,
+            expect_success_within=3600)
     reconcile(sapp.runtime)
     clock.set(T0 + timedelta(days=7, hours=12))
     leader_pass(sapp)
@@ -363,6 +367,8 @@ def test_a_backfill_older_than_the_starting_deadline_runs(sapp: App, clock: Fake
     leader_pass(sapp)
     backfilled = [r for r in runs(sapp, "nightly").values() if r.kind.value == "backfill"]
     assert len(backfilled) == 6 and {r.status.value for r in backfilled} == {"succeeded"}
+    # nor does the dead-man switch judge them (they are last week's on purpose)
+    assert {r.dms.value for r in backfilled} == {"none"}
     assert not sapp.list_jobs(state="cancelled")
     job_id = sapp.schedules.trigger("nightly")
     clock.advance(7200)  # a busy queue: the triggered run starts two hours later
@@ -374,7 +380,8 @@ def test_a_job_made_for_an_occurrence_recorded_before_is_not_kept(sapp: App,
                                                                   clock: FakeClock) -> None:
     """The jobs of a batch are inserted before their occurrences; the occurrence's primary
     key still decides, and a job made for one recorded earlier is deleted before commit."""
-    from shiftwork.schedules.definition import Decision, Plan, RunKind
+    from shiftwork.model.schedule_values import RunKind
+    from shiftwork.schedules.definition import Decision, Plan
 
     declare(sapp, "d")
     reconcile(sapp.runtime)
@@ -387,7 +394,7 @@ def test_a_job_made_for_an_occurrence_recorded_before_is_not_kept(sapp: App,
     def stale(defn: Any, snap: Any, now: datetime) -> Plan:  # decides 00:01 once more
         return Plan(new=[Decision(at(1), RunKind.CRON, RunStatus.ENQUEUED, None, at(1))])
 
-    applied = sapp.store.schedules_apply("d", stale, insert=partial(insert_rows, sapp.runtime))
+    applied = schedules_of(sapp.store).apply("d", stale, insert=partial(insert_rows, sapp.runtime))
     assert applied.enqueued == [] and applied.written == []
     assert [j.id for j in sapp.list_jobs()] == [job.id]
     assert statuses(sapp, "d") == {"succeeded": [at(1)]}
@@ -395,9 +402,9 @@ def test_a_job_made_for_an_occurrence_recorded_before_is_not_kept(sapp: App,
     # In a batch where only some occurrences are new: those get their jobs.
     declare(sapp, "e")
     reconcile(sapp.runtime)
-    term = sapp.store.leader_acquire(LEADER_NAME, "test-leader", 3600)
+    term = sapp.store.fleet.leader_acquire(LEADER_NAME, "test-leader", 3600)
     assert term is not None
-    fired = dict(sapp.store.schedules_fire(["d", "e"], stale, "test-leader", term,
+    fired = dict(schedules_of(sapp.store).fire(["d", "e"], stale, "test-leader", term,
                                            insert=partial(insert_rows, sapp.runtime)))
     assert fired["d"].enqueued == []
     [(fire_at, e_job)] = fired["e"].enqueued
@@ -425,9 +432,9 @@ def test_reconcile_keeps_cursors_of_unchanged_schedules(make_app: Callable[..., 
     report = reconcile(a2.runtime)
     assert report == {"same": "unchanged", "retimed": "changed", "requeued": "changed",
                       "new": "created", "gone": "removed"}
-    cursor = {i.name: i.next_fire_at for i in a2.store.schedules_list()}
+    cursor = {i.name: i.next_fire_at for i in schedules_of(a2.store).overview()}
     assert cursor == {"same": at(5), "requeued": at(5), "retimed": at(14), "new": at(15)}
-    assert "gone" not in a2.store.schedules_due()
+    assert "gone" not in schedules_of(a2.store).due()
 
 
 # -- dead-man switch ----------------------------------------------------------------------------
@@ -444,13 +451,13 @@ def test_dead_man_switch_reports_late_and_alerts_once(sapp: App, clock: FakeCloc
     finish(sapp, job.id, JobState.DEAD)  # the run fails
     clock.set(at(11, 59))
     leader_pass(sapp)
-    assert alerts == [] and not sapp.store.schedules_get("dms").late()
+    assert alerts == [] and not schedules_of(sapp.store).get("dms").late()
     clock.set(at(12, 1))  # its window has passed without a success
     leader_pass(sapp)
     leader_pass(sapp)
     assert [(a.schedule, a.fire_at, a.status) for a in alerts] == [
         ("dms", at(10), RunStatus.FAILED)]
-    assert sapp.store.schedules_get("dms").late()
+    assert schedules_of(sapp.store).get("dms").late()
     assert any("dms is late" in p for p in sapp.schedules.health())
     (status,) = sapp.observers.schedules_status()
     assert status.late and "no success within 120s" in status.reason
@@ -463,7 +470,7 @@ def test_dead_man_switch_reports_late_and_alerts_once(sapp: App, clock: FakeCloc
     (nxt,) = claim(sapp)
     finish(sapp, nxt.id)
     leader_pass(sapp)
-    assert not sapp.store.schedules_get("dms").late()
+    assert not schedules_of(sapp.store).get("dms").late()
     assert sapp.schedules.health() == []
 
 
@@ -476,7 +483,7 @@ def test_pause_on_failure(sapp: App, clock: FakeClock) -> None:
     finish(sapp, job.id, JobState.DEAD)
     clock.set(at(1, 3))
     leader_pass(sapp)
-    info = sapp.store.schedules_get("pf")
+    info = schedules_of(sapp.store).get("pf")
     assert info.paused and "paused on failure" in (info.paused_reason or "")
     assert any("paused on failure" in p for p in sapp.schedules.health())
     clock.set(at(3, 1))

@@ -17,10 +17,11 @@ import psycopg
 import pytest
 
 from shiftwork import App
+from shiftwork.schedules import reconcile as reconcile_module
 from shiftwork.schedules.definition import ScheduleDef
+from shiftwork.schedules.reconcile import fingerprint
 from shiftwork.schedules.scheduler import reconcile
-from shiftwork.store import reconcile as reconcile_module
-from shiftwork.store.reconcile import fingerprint
+from shiftwork.schedules.stored import schedules_of
 
 from .conftest import wait_for
 
@@ -43,14 +44,14 @@ def queries(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     seen: list[str] = []
     for cls in (PostgresSchedules, SQLiteSchedules):
-        original = cls._s_rows
+        original = cls.rows
 
         def spy(self: Any, c: Any, query: str, _original: Any = original, **params: Any
                 ) -> Any:
             seen.append(query)
             return _original(self, c, query, **params)
 
-        monkeypatch.setattr(cls, "_s_rows", spy)
+        monkeypatch.setattr(cls, "rows", spy)
     yield seen
 
 
@@ -75,14 +76,14 @@ def test_an_unchanged_start_reads_the_fingerprint_and_writes_nothing(
     app = make_app()
     declare(app, ["a", "b", "c"])
     assert reconcile(app.runtime) == {"a": "created", "b": "created", "c": "created"}
-    before = {i.name: i.updated_at for i in app.store.schedules_list()}
+    before = {i.name: i.updated_at for i in schedules_of(app.store).overview()}
     again = make_app()  # the next worker start: the same code
     declare(again, ["c", "a", "b"])  # declared in another order: the same set
     queries.clear()
     assert reconcile(again.runtime) == {"c": "unchanged", "a": "unchanged", "b": "unchanged"}
     assert not full_path(queries)
     assert queries == ["schedules_lock_all", "schedules_reconciled_get"]
-    assert {i.name: i.updated_at for i in app.store.schedules_list()} == before
+    assert {i.name: i.updated_at for i in schedules_of(app.store).overview()} == before
 
 
 def test_runtime_add_and_remove_send_the_next_start_through_the_full_comparison(
@@ -94,7 +95,7 @@ def test_runtime_add_and_remove_send_the_next_start_through_the_full_comparison(
     queries.clear()
     assert reconcile(app.runtime) == {"nightly": "unchanged"}
     assert full_path(queries)
-    assert {i.name: i.origin for i in app.store.schedules_list()} == {
+    assert {i.name: i.origin for i in schedules_of(app.store).overview()} == {
         "nightly": "code", "report-acme": "runtime"}
     queries.clear()
     reconcile(app.runtime)
@@ -110,7 +111,7 @@ def test_runtime_add_and_remove_send_the_next_start_through_the_full_comparison(
     declare(later, ["weekly"], cron="0 6 * * MON")
     # The same definition: unchanged, and code owns it from here on.
     assert reconcile(later.runtime) == {"nightly": "unchanged", "weekly": "unchanged"}
-    assert later.store.schedules_get("weekly").origin == "code"
+    assert schedules_of(later.store).get("weekly").origin == "code"
 
 
 def test_a_pause_or_a_fire_keeps_the_fast_path(make_app: Callable[..., App],
@@ -123,7 +124,7 @@ def test_a_pause_or_a_fire_keeps_the_fast_path(make_app: Callable[..., App],
     queries.clear()
     assert reconcile(app.runtime) == {"a": "unchanged", "b": "unchanged"}
     assert not full_path(queries)
-    assert app.store.schedules_get("a").paused
+    assert schedules_of(app.store).get("a").paused
 
 
 @pytest.mark.parametrize("edit, expect", [
@@ -138,20 +139,20 @@ def test_a_write_behind_shiftworks_back_is_seen_by_the_next_start(
     app = make_app()
     declare(app, ["a", "b"])
     reconcile(app.runtime)
-    cursor = app.store.schedules_get("b").next_fire_at
+    cursor = schedules_of(app.store).get("b").next_fire_at
     sql(db, edit)
     queries.clear()
     assert reconcile(app.runtime) == {"a": expect, "b": "unchanged"}
     assert full_path(queries)
-    assert app.store.schedules_get("a").defn == app.schedules["a"]
-    assert app.store.schedules_get("b").next_fire_at == cursor
+    assert schedules_of(app.store).get("a").defn == app.schedules["a"]
+    assert schedules_of(app.store).get("b").next_fire_at == cursor
 
 
 def test_changed_and_removed_are_found_and_written(make_app: Callable[..., App]) -> None:
     first = make_app()
     declare(first, ["same", "requeued", "retimed", "gone", "gone-too"])
     reconcile(first.runtime)
-    cursors = {i.name: i.next_fire_at for i in first.store.schedules_list()}
+    cursors = {i.name: i.next_fire_at for i in schedules_of(first.store).overview()}
     second = make_app()
     declare(second, ["same"])
     declare(second, ["requeued"], priority=3)
@@ -159,7 +160,7 @@ def test_changed_and_removed_are_found_and_written(make_app: Callable[..., App])
     assert reconcile(second.runtime) == {"same": "unchanged", "requeued": "changed",
                                  "retimed": "changed", "gone": "removed",
                                  "gone-too": "removed"}
-    infos = {i.name: i for i in second.store.schedules_list(include_removed=True)}
+    infos = {i.name: i for i in schedules_of(second.store).overview(include_removed=True)}
     assert infos["requeued"].defn.priority == 3
     assert infos["requeued"].next_fire_at == cursors["requeued"]  # cursor kept
     assert infos["retimed"].next_fire_at.minute == 0  # cron changed: cursor afresh
@@ -188,7 +189,7 @@ def test_a_batch_of_created_schedules_stores_every_field(
     report = reconcile(app.runtime)
     assert set(report.values()) == {"created"} and len(report) == 9
     assert queries.count("schedules_insert_batch") == 3
-    stored = {i.name: i for i in app.store.schedules_list()}
+    stored = {i.name: i for i in schedules_of(app.store).overview()}
     for name, defn in app.schedules.items():
         assert stored[name].defn == defn
         assert stored[name].origin == "code"

@@ -18,10 +18,11 @@ import psycopg
 import pytest
 
 from shiftwork import App, FakeClock
+from shiftwork.model.schedule_values import RunKind, RunStatus
 from shiftwork.schedules import scheduler
-from shiftwork.schedules.definition import RunKind, RunStatus
 from shiftwork.schedules.scheduler import reconcile, run_pass
-from shiftwork.store.schedules import LEADER_NAME
+from shiftwork.schedules.stored import StoredSchedules, schedules_of
+from shiftwork.store.fleet import LEADER_NAME
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 NOT_DUE = 100_000
@@ -42,7 +43,7 @@ def noop() -> None:
 
 
 def leader_pass(app: App) -> int:
-    term = app.store.leader_acquire(LEADER_NAME, "test-leader", 3600)
+    term = app.store.fleet.leader_acquire(LEADER_NAME, "test-leader", 3600)
     assert term is not None
     return run_pass(app.runtime, "test-leader", term)
 
@@ -130,7 +131,7 @@ def test_a_tick_with_100000_not_due_schedules_reads_none_of_them(
         return real_plan_tick(defn, *args)
 
     monkeypatch.setattr(scheduler, "plan_tick", spy)
-    assert sapp.store.schedules_due() == ["due-0", "due-1", "due-2"]
+    assert schedules_of(sapp.store).due() == ["due-0", "due-1", "due-2"]
     if sapp.store.engine == "postgres":
         read, scans = _schedules_read_pg(sapp, db)
         assert "Seq Scan" not in scans, scans
@@ -155,13 +156,13 @@ def test_one_pass_fires_thousands_in_batched_transactions(
     sapp.schedule("buffered", "* * * * *", task, overlap="buffer_one")
     reconcile(sapp.runtime)
     batches: list[int] = []
-    real_fire = type(sapp.store).schedules_fire
+    real_fire = StoredSchedules.fire
 
     def counting(store: Any, names: list[str], *args: Any, **kwargs: Any) -> Any:
         batches.append(len(names))
         return real_fire(store, names, *args, **kwargs)
 
-    monkeypatch.setattr(type(sapp.store), "schedules_fire", counting)
+    monkeypatch.setattr(StoredSchedules, "fire", counting)
     clock.set(T0 + timedelta(minutes=1))
     assert leader_pass(sapp) == count + 1
     assert sorted(batches, reverse=True) == [1000, 1000, 501]
@@ -171,11 +172,11 @@ def test_one_pass_fires_thousands_in_batched_transactions(
     jobs = sapp.list_jobs(limit=10_000)
     keys = Counter(j.unique_key for j in jobs)
     assert len(keys) == 2 * count + 1 and set(keys.values()) == {1}
-    runs = sapp.store.schedule_runs_list("s-00042")
+    runs = schedules_of(sapp.store).runs_list("s-00042")
     assert [(r.status, r.kind, r.job_id is not None) for r in runs] == [
         (RunStatus.ENQUEUED, RunKind.CRON, True)] * 2
     assert {r.job_id for r in runs} <= {j.id for j in jobs}
-    assert [r.status for r in sapp.store.schedule_runs_list("buffered")] == [
+    assert [r.status for r in schedules_of(sapp.store).runs_list("buffered")] == [
         RunStatus.PENDING, RunStatus.ENQUEUED]
     assert leader_pass(sapp) == 0  # nothing new is due
 
@@ -189,17 +190,17 @@ def test_a_late_batch_is_judged_as_of_its_pass_start(
         sapp.schedule(f"s-{i}", "* * * * *", task, starting_deadline=1, catchup="skip")
     reconcile(sapp.runtime)
     monkeypatch.setattr(scheduler, "FIRE_BATCH", 1)
-    real_fire = type(sapp.store).schedules_fire
+    real_fire = StoredSchedules.fire
 
     def slow(store: Any, *args: Any, **kwargs: Any) -> Any:
         clock.advance(5)  # each batch takes 5 s: past the deadline and the on-time grace
         return real_fire(store, *args, **kwargs)
 
-    monkeypatch.setattr(type(sapp.store), "schedules_fire", slow)
+    monkeypatch.setattr(StoredSchedules, "fire", slow)
     clock.set(T0 + timedelta(minutes=1))
     assert leader_pass(sapp) == 3
     for i in range(3):
-        [run] = sapp.store.schedule_runs_list(f"s-{i}")
+        [run] = schedules_of(sapp.store).runs_list(f"s-{i}")
         assert (run.status, run.kind) == (RunStatus.ENQUEUED, RunKind.CRON)
 
 
@@ -222,8 +223,8 @@ def test_a_broken_schedule_in_a_batch_does_not_starve_the_others(
     clock.set(T0 + timedelta(minutes=1))
     assert leader_pass(sapp) == 4
     assert "firing them one by one" in caplog.text and "schedule s-2" in caplog.text
-    assert sapp.store.schedule_runs_list("s-2") == []
-    assert all(len(sapp.store.schedule_runs_list(f"s-{i}")) == 1 for i in (0, 1, 3, 4))
+    assert schedules_of(sapp.store).runs_list("s-2") == []
+    assert all(len(schedules_of(sapp.store).runs_list(f"s-{i}")) == 1 for i in (0, 1, 3, 4))
 
 
 def test_the_common_case_plan_is_the_general_one() -> None:
@@ -231,10 +232,9 @@ def test_the_common_case_plan_is_the_general_one() -> None:
     general machinery; every snapshot here gets the plan the general path makes."""
     from itertools import product
 
+    from shiftwork.model.schedule_values import Catchup, Overlap
     from shiftwork.schedules.definition import (
         ActiveRun,
-        Catchup,
-        Overlap,
         PendingRun,
         ScheduleDef,
         Snapshot,
@@ -284,12 +284,12 @@ def test_the_leader_wakes_at_the_next_cursor(sapp: App, clock: FakeClock) -> Non
     before its pass interval: a burst starts at its instant, not up to an interval late."""
     from shiftwork.schedules.scheduler import WAKE_MARGIN, Scheduler
 
-    assert sapp.store.schedules_next_fire_in() is None
+    assert schedules_of(sapp.store).next_fire_in() is None
     sapp.schedule("every-minute", "* * * * *", sapp.task(name="noop")(noop))
     reconcile(sapp.runtime)
-    assert sapp.store.schedules_next_fire_in() == 60.0
+    assert schedules_of(sapp.store).next_fire_in() == 60.0
     clock.set(T0 + timedelta(seconds=59.9))
-    term = sapp.store.leader_acquire(LEADER_NAME, "test-leader", 3600)
+    term = sapp.store.fleet.leader_acquire(LEADER_NAME, "test-leader", 3600)
     assert term is not None
     service = Scheduler(sapp.runtime, "test-leader", SimpleNamespace(term=term))
     service.tick()

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from shiftwork import App, JobContext, JobState
-from shiftwork.schedules.definition import RunStatus
+from shiftwork.model.schedule_values import RunStatus
+from shiftwork.schedules.stored import schedules_of
 
 from .conftest import running_worker, wait_for
 
@@ -41,7 +42,7 @@ def test_cancel_other_stops_a_long_run_before_the_next_starts(
     done = sorted(s for s in spans.values() if len(s) == 2)
     for (_, end), (start, _) in itertools.pairwise(done):
         assert start >= end, "the next run started before the cancelled one stopped"
-    runs = app.store.schedule_runs_list("long", 1000)
+    runs = schedules_of(app.store).runs_list("long", 1000)
     assert all(r.status is not RunStatus.SKIPPED for r in runs)
     assert len(done) >= 2
 
@@ -69,6 +70,6 @@ def test_dead_man_alerts_once_per_late_occurrence_across_workers(
     assert set(keys.values()) == {1}, "an occurrence was alerted twice"
     assert all(a.status is RunStatus.FAILED for a in alerts if a.job_id
                and apps[0].get_job(a.job_id).state is JobState.DEAD)
-    info = apps[0].store.schedules_get("fails")
+    info = schedules_of(apps[0].store).get("fails")
     assert info.late()
     assert any("fails is late" in p for p in apps[0].schedules.health())

@@ -94,7 +94,7 @@ def test_1_forged_host_header_opens_nothing(app: App) -> None:
         assert c.get("/jobs", headers=forged).status_code == 401
         response = c.post("/queues/emails/pause", data={"csrf": "x"}, headers=forged)
         assert response.status_code == 401
-        assert app.store.queues_paused() == set()
+        assert app.store.long_jobs.queues_paused() == set()
         # The public pages stay public, whatever the Host.
         assert c.get("/login", headers=forged).status_code == 200
 
@@ -685,7 +685,7 @@ def test_the_history_charts_are_behind_the_gate_and_escape_names(app: App) -> No
     from shiftwork.model.records import HistoryBucket
 
     hostile = '"><script>alert(1)</script>/../x'
-    app.store.history_add([HistoryBucket("", hostile, app.clock.now(), 1, 1, 0, 0, 1,
+    app.store.observe.history_add([HistoryBucket("", hostile, app.clock.now(), 1, 1, 0, 0, 1,
                                          0.1, 0.2, 3.0)])
     path = "/history/tasks/" + quote(hostile, safe="")
     with Served(create_dashboard(app, token=TOKEN)) as served, served.client() as c:

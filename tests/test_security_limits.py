@@ -23,9 +23,11 @@ from shiftwork import App, ConfigurationError, FakeClock, JobContext, JobState, 
 from shiftwork.core.control import RetryIn, Snooze
 from shiftwork.core.errors import PayloadError
 from shiftwork.flow.claim import claim_flow
-from shiftwork.flow.limits import RateLimit
+from shiftwork.flow.claiming import claim
 from shiftwork.jobs.enqueue import insert_rows
+from shiftwork.model.limits import RateLimit
 from shiftwork.observe.metrics import Metrics
+from shiftwork.schedules.stored import schedules_of
 from shiftwork.testing import drain
 from shiftwork.web import create_dashboard
 
@@ -115,9 +117,9 @@ def test_a_long_retry_after_is_cut_to_the_setting_and_logged(
     assert job.run_at is not None and job.run_at <= T0 + timedelta(seconds=601)
     flow = claim_flow(app.runtime.registry, "default")
     clock.advance(599)
-    assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []  # still held
+    assert claim(app.store, "default", 10, "w", 30, None, flow) == []  # still held
     clock.advance(2)
-    assert [j.id for j in app.store.jobs_claim("default", 10, "w", 30, None, flow)] \
+    assert [j.id for j in claim(app.store, "default", 10, "w", 30, None, flow)] \
         == [first.id]
     assert Settings().max_retry_after == 3600.0
     with pytest.raises(ConfigurationError, match="max_retry_after"):
@@ -137,9 +139,9 @@ def test_clear_backoff_ends_a_hold_by_api_and_by_command(
     partner.enqueue()
     flow = claim_flow(app.runtime.registry, "default")
     app.store.rate_limit_push_back("task:partner", 3000)
-    assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []
+    assert claim(app.store, "default", 10, "w", 30, None, flow) == []
     assert app.clear_backoff("task:partner") is True
-    assert len(app.store.jobs_claim("default", 10, "w", 30, None, flow)) == 1
+    assert len(claim(app.store, "default", 10, "w", 30, None, flow)) == 1
     assert app.clear_backoff("task:partner") is True  # the claim wrote a bucket again
     assert app.clear_backoff("task:partner") is False
     with pytest.raises(ConfigurationError, match="'task:<name>' or 'queue:<name>'"):
@@ -168,12 +170,12 @@ def test_a_cleared_hold_frees_the_one_statement_claims_of_the_same_store(
 
     flow = claim_flow(app.runtime.registry, "default")
     partner.enqueue()
-    assert len(app.store.jobs_claim("default", 10, "w", 30, None, flow)) == 1
+    assert len(claim(app.store, "default", 10, "w", 30, None, flow)) == 1
     app.store.rate_limit_push_back("task:partner", 3000)
     partner.enqueue()
-    assert app.store.jobs_claim("default", 10, "w", 30, None, flow) == []
+    assert claim(app.store, "default", 10, "w", 30, None, flow) == []
     assert app.clear_backoff("task:partner") is True
-    assert len(app.store.jobs_claim("default", 10, "w", 30, None, flow)) == 1
+    assert len(claim(app.store, "default", 10, "w", 30, None, flow)) == 1
     assert all(key != "task:partner" or tokens < 100 for key, tokens, _ in app.store.rate_buckets())
 
 
@@ -295,7 +297,7 @@ def test_deep_json_in_the_add_schedule_form_is_refused_with_the_payload_message(
             assert response.status_code == 303, response.text
             message = parse_qs(urlsplit(response.headers["location"]).query)["msg"][0]
             assert TOO_DEEP in message and "not added" in message
-    assert app.store.schedules_list() == []  # nothing added
+    assert schedules_of(app.store).overview() == []  # nothing added
 
 
 @pytest.mark.parametrize("argv", [
@@ -393,7 +395,7 @@ def test_a_bad_step_name_stops_the_workflow_without_dooming_it(
     assert got.state is JobState.DEAD
     assert got.errors[-1]["type"].endswith("StepNameError")
     assert said in got.errors[-1]["message"]
-    assert compensated == [] and list(app.store.workflow_steps_get(job.id)) == ["first"]
+    assert compensated == [] and list(app.store.workflows.steps_get(job.id)) == ["first"]
     names["step"] = "second"  # the fix, deployed
     app.retry_job(job.id)
     drain(app)
@@ -463,7 +465,7 @@ def test_the_internal_task_is_never_offered_or_accepted(
     with pytest.raises(UnknownTaskError) as unknown:
         app.get_task("nope")
     assert CALL_TASK not in str(unknown.value)
-    assert app.list_jobs() == [] and app.store.schedules_list() == []
+    assert app.list_jobs() == [] and schedules_of(app.store).overview() == []
     with Served(create_dashboard(app, token=TOKEN)) as served, served.client() as c:
         login(c)
         page = c.get("/")

@@ -27,6 +27,7 @@ from shiftwork import App
 from shiftwork.core.errors import ConfigurationError
 from shiftwork.core.redact import redact
 from shiftwork.schedules.definition import ScheduleDef
+from shiftwork.schedules.stored import schedules_of
 from shiftwork.web import create_dashboard
 
 from .conftest import FAST, ROOT, wait_for
@@ -64,7 +65,7 @@ def store_unchecked(app: App, name: str, next_fire: datetime | None = None) -> N
     storage seam, past ``app.schedules.add``'s check."""
     defn = ScheduleDef(name=name, cron="0 6 * * *", tz="UTC", task="report", args_json="[]",
                        queue="default")
-    app.store.schedules_add(
+    schedules_of(app.store).add(
         defn, lambda d, now: next_fire or d.cron_schedule().next_after(now))
 
 
@@ -81,7 +82,7 @@ def test_3_bad_schedule_names_are_refused_by_add_and_by_code(app: App, name: str
     assert "\x1b" not in str(caught.value) and "\u202e" not in str(caught.value)
     with pytest.raises(ConfigurationError, match="bad schedule name"):
         app.schedule(name, "0 6 * * *", "report")
-    assert app.store.schedules_list() == []
+    assert schedules_of(app.store).overview() == []
 
 
 def test_3_good_names_still_pass(app: App) -> None:
@@ -90,7 +91,7 @@ def test_3_good_names_still_pass(app: App) -> None:
     for name in ("report-acme", "nightly.cleanup", "app.tasks:<locals>.sync", "rapport-été",
                  "a" * 200, "a.b", "...x"):
         app.schedules.add(name, "0 6 * * *", "report")
-    assert len(app.store.schedules_list()) == 7
+    assert len(schedules_of(app.store).overview()) == 7
 
 
 def test_3_the_command_line_and_the_form_refuse_bad_names(app: App, tmp_path: Path) -> None:
@@ -112,7 +113,7 @@ def test_3_the_command_line_and_the_form_refuse_bad_names(app: App, tmp_path: Pa
                         follow_redirects=True)
         assert answer.status_code == 200
         assert "schedule not added: bad schedule name" in answer.text
-    assert app.store.schedules_list() == []
+    assert schedules_of(app.store).overview() == []
 
 
 def test_3_every_path_segment_from_data_escapes_slashes(app: App) -> None:
@@ -148,8 +149,8 @@ def test_3_pause_in_chromium_pauses_the_schedule_not_a_queue(app: App,
             row.locator("button:has-text('Pause')").click()
             page.wait_for_load_state()
             assert page.inner_text(".flash") == f"schedule {name} paused"
-        assert app.store.queues_paused() == set()
-        paused = {i.name: i.paused for i in app.store.schedules_list()}
+        assert app.store.long_jobs.queues_paused() == set()
+        paused = {i.name: i.paused for i in schedules_of(app.store).overview()}
         assert paused == {"code-sched": False, PATHS[0]: True, PATHS[1]: True}
         row = page.locator(f"tr[data-schedule='{PATHS[0]}']")
         row.locator("button:has-text('Resume')").click()
@@ -158,7 +159,7 @@ def test_3_pause_in_chromium_pauses_the_schedule_not_a_queue(app: App,
         page.locator(f"tr[data-schedule='{PATHS[1]}']").locator(
             "button:has-text('Remove')").click()
         page.wait_for_load_state()
-    infos = {i.name: i for i in app.store.schedules_list()}  # a removed one is not listed
+    infos = {i.name: i for i in schedules_of(app.store).overview()}  # a removed one is not listed
     assert set(infos) == {"code-sched", PATHS[0]}
     assert not infos[PATHS[0]].paused and not infos["code-sched"].paused
 
@@ -177,7 +178,7 @@ def test_3_stored_bad_names_are_managed_by_id_from_the_command_line(app: App) ->
     for name in ids:
         paused = cli("schedules", "pause", ids[name], "--dsn", app.dsn)
         assert paused.returncode == 0, paused.stderr
-    assert all(i.paused for i in app.store.schedules_list())
+    assert all(i.paused for i in schedules_of(app.store).overview())
     bad = cli("schedules", "pause", "~not*base64", "--dsn", app.dsn)
     assert bad.returncode == 2 and "bad schedule id" in bad.stderr
 

@@ -253,7 +253,7 @@ def test_info_dependency_and_group_links_carry_the_mount_prefix(app: App) -> Non
         assert login_page.status_code == 303
         page = c.get(f"/ops/jobs/{first}").text
         assert f'href="/ops/jobs/{second}"' in page
-        member = app.store.groups_members(group_id)[0]
+        member = app.store.deps.group_members(group_id)[0]
         assert f'href="/ops/groups/{group_id}"' in c.get(f"/ops/jobs/{member}").text
         assert f'href="/ops/jobs/{member}"' in c.get(f"/ops/groups/{group_id}").text
         assert 'href="/jobs/' not in page and 'href="/groups/' not in page
@@ -320,7 +320,7 @@ def test_info_a_500_carries_the_security_headers(app: App) -> None:  # noqa: F81
 
     with Served(create_dashboard(app, token=TOKEN)) as served, served.client() as c:
         login(c)
-        app.store.jobs_page = broken  # type: ignore[method-assign]
+        app.store.console.page = broken  # type: ignore[method-assign]
         failed = c.get("/jobs")
         assert failed.status_code == 500 and "storage fault" not in failed.text
         for header in ("content-security-policy", "x-frame-options", "x-content-type-options"):

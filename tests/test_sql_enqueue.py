@@ -249,7 +249,7 @@ def test_a_trigger_enqueues_what_commits_and_a_worker_process_runs_it(
         sql.conn.execute(ORDERS.replace("{s}", f'"{schema}"'))
         proc = spawn_worker(db, "outbox", ["receipts"])
         try:
-            wait_for(lambda: outbox.app.store.workers_list(), what="the worker to register")
+            wait_for(lambda: outbox.app.store.fleet.workers_list(), what="the worker to register")
             with psycopg.connect(PG_DSN) as c:  # one transaction, committed
                 for order_id in (1, 2):
                     c.execute(f'INSERT INTO "{schema}".orders VALUES (%s, %s)',

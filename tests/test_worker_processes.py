@@ -47,7 +47,7 @@ class Host:
 
     def children(self) -> set[int]:
         """The pids of the live worker processes (registered, and running)."""
-        return {w.pid for w in self.app.store.workers_list()
+        return {w.pid for w in self.app.store.fleet.workers_list()
                 if w.pid != self.proc.pid and alive(w.pid)}
 
     def log(self) -> str:
@@ -106,7 +106,7 @@ def test_a_sigkilled_child_is_replaced_and_its_jobs_rescued(
         ids = [host.module.pid_of.enqueue(1.0).id for _ in range(12)]
         running = wait_for(lambda: [j for j in map(host.app.get_job, ids)
                                     if j.state.value == "running"], what="jobs running")
-        victim = next(w.pid for w in host.app.store.workers_list()
+        victim = next(w.pid for w in host.app.store.fleet.workers_list()
                       if w.id == running[0].worker_id)
         os.kill(victim, signal.SIGKILL)
         # A fresh process takes its slot ...

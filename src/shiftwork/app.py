@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
+from shiftwork.composition import settling
 from shiftwork.composition.compose import Chain, Group, make_chain, make_graph, make_group
 from shiftwork.core.backoff import DEFAULT_BACKOFF, Backoff
 from shiftwork.core.bounds import MAX_LIST, whole
@@ -23,14 +24,6 @@ from shiftwork.core.names import check_queue, check_task_name
 from shiftwork.core.settings import Settings
 from shiftwork.core.states import JobState
 from shiftwork.decorators import TaskDecorator, WorkflowDecorator
-from shiftwork.flow.limits import (
-    GroupBy,
-    LimitStatus,
-    RateLimit,
-    group_weights,
-    tokens_now,
-)
-from shiftwork.flow.limits import rate_limit as flow_rate_limit
 from shiftwork.jobs.bulk import BulkResult, bulk_apply
 from shiftwork.jobs.context import JobContext
 from shiftwork.jobs.enqueue import Enqueuer, enqueue_requests, enqueue_requests_async
@@ -39,14 +32,15 @@ from shiftwork.jobs.task import EnqueueOptions, JobRequest, Task, TaskOptions
 from shiftwork.jobs.waiting import wait_result, wait_result_async
 from shiftwork.model.filter import check_sort, filter_of
 from shiftwork.model.items import ItemsExpectation, task_items_expectation
-from shiftwork.model.records import (
-    EmptyRun,
-    EnqueueResult,
-    HistoryBucket,
-    Job,
-    LateRun,
-    QueueStats,
+from shiftwork.model.limits import (
+    GroupBy,
+    LimitStatus,
+    RateLimit,
+    group_weights,
+    tokens_now,
 )
+from shiftwork.model.limits import rate_limit as flow_rate_limit
+from shiftwork.model.records import EmptyRun, EnqueueResult, HistoryBucket, Job, LateRun, QueueStats
 from shiftwork.model.tags import check_tags
 from shiftwork.observers import Observers
 from shiftwork.registry import LeaderDuty, QueueOptions
@@ -133,7 +127,7 @@ class App:
             install(self.runtime, self.inline_results)
 
     def _sweep_dependencies(self, term: int) -> None:
-        self.runtime.store.deps_sweep()
+        settling.sweep(self.runtime.store.deps)
 
     # -- what the App is made of ---------------------------------------------------------
 
@@ -259,7 +253,7 @@ class App:
         job's context; the task's arguments are the others, checked at enqueue.
 
         Flow control (docs/flow-control.md): ``rate_limit`` ("100/s", "10/m", "5/h" or a
-        :class:`~shiftwork.flow.limits.RateLimit`) caps starts fleet-wide; ``group_by`` names the
+        :class:`~shiftwork.model.limits.RateLimit`) caps starts fleet-wide; ``group_by`` names the
         argument (or a callable of the arguments) whose value is a job's group, and
         ``group_concurrency`` caps each group's running jobs fleet-wide, and
         ``group_rate_limit`` gives each group its own rate limit.
@@ -345,13 +339,13 @@ class App:
 
     def workflow_history(self, workflow_id: int) -> list[Any]:
         """The recorded steps of a workflow, in the order they were first recorded."""
-        steps = self.store.workflow_steps_get(workflow_id)
+        steps = self.store.workflows.steps_get(workflow_id)
         return list(steps.values())
 
     def get_workflow(self, workflow_id: int) -> Any:
         """The workflow's status (running, compensating, succeeded, failed, compensated,
         cancelled), code version and cause; None before its first run."""
-        return self.store.workflow_run_read(workflow_id)
+        return self.store.workflows.run_read(workflow_id)
 
     def get_task(self, name: str) -> Task[Any, Any]:
         """The task registered as ``name``; the error names the closest ones."""
@@ -556,9 +550,9 @@ class App:
 
     def get_group(self, group_id: int) -> Group:
         """A group enqueued earlier (``g.id``), to add its callback or read its progress."""
-        members = self.store.groups_members(group_id)
+        members = self.store.deps.group_members(group_id)
         if not members:
-            self.store.groups_get(group_id)  # raises JobNotFoundError naming the group
+            self.store.deps.group_get(group_id)  # raises JobNotFoundError naming the group
         return Group(self.runtime, group_id, [EnqueueResult(m, False) for m in members])
 
     def wait_result(self, job_id: int, timeout: float | None = 30.0) -> Any:
@@ -589,7 +583,7 @@ class App:
         ``finished_from``/``finished_to``, ``unique_key``, ``id``), newest first by
         ``sort`` (created, run_at, finished); ``after``: the last job of the page before."""
         whole(limit, "find_jobs: limit", 0, MAX_LIST)
-        return self.store.jobs_page(filter_of(filters), check_sort(sort), after, limit)
+        return self.store.console.page(filter_of(filters), check_sort(sort), after, limit)
 
     def bulk(self, action: str, *, who: str = "python", **filters: Any) -> BulkResult:
         """``action`` (retry, cancel or delete) on every job the filter matches (the
@@ -608,7 +602,7 @@ class App:
         """Per queue counts (paused flag included); ``include_finished=False`` skips
         counting retained history."""
         stats = self.store.queues_stats(include_finished=include_finished)
-        paused = self.store.queues_paused()
+        paused = self.store.long_jobs.queues_paused()
         seen = {s.queue for s in stats}
         out = [replace(s, paused=s.queue in paused) for s in stats]
         out += [QueueStats(q, 0, 0, 0, 0, 0, 0, None, paused=True) for q in paused - seen]
@@ -626,10 +620,10 @@ class App:
                                      f"not {hours!r}")
         since = self.clock.now() - timedelta(hours=hours)
         if queue is not None:
-            return self.store.history_list(since, queue=queue, task="")
+            return self.store.observe.history_list(since, queue=queue, task="")
         if task is not None:
-            return self.store.history_list(since, queue="", task=task)
-        return self.store.history_list(since)
+            return self.store.observe.history_list(since, queue="", task=task)
+        return self.store.observe.history_list(since)
 
     def known_queues(self) -> set[str]:
         """Queues declared in code (tasks, ``app.queue``, schedules) or seen in the table
@@ -642,8 +636,8 @@ class App:
 
     def pause_queue(self, queue: str) -> None:
         """Stop claims on ``queue``; running jobs stop at their next checkpoint."""
-        self.store.queues_set_paused(check_queue(queue), True)
+        self.store.long_jobs.queues_set_paused(check_queue(queue), True)
 
     def resume_queue(self, queue: str) -> None:
         """Claim from ``queue`` again; paused jobs resume from their checkpoints."""
-        self.store.queues_set_paused(check_queue(queue), False)
+        self.store.long_jobs.queues_set_paused(check_queue(queue), False)

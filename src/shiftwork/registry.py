@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from shiftwork.core.errors import UnknownTaskError
 from shiftwork.core.names import did_you_mean
-from shiftwork.flow.limits import RateLimit
+from shiftwork.model.limits import RateLimit
 from shiftwork.model.records import EmptyRun, EnqueueResult, LateRun
 from shiftwork.observers import Observers
 from shiftwork.schedules.definition import ScheduleDef
@@ -106,7 +106,7 @@ class Registry:
         paused queues). Reads no finished history."""
         known = self.declared_queues()
         known |= {s.queue for s in store.queues_stats(include_finished=False)}
-        return known | store.queues_paused()
+        return known | store.long_jobs.queues_paused()
 
     def unknown_queue_warning(self, store: Store, queue: str) -> str | None:
         """A warning naming the known queues when ``queue`` is none of them (a typo?)."""

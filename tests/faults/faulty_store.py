@@ -5,11 +5,17 @@ next two claims raise :class:`StorageError` without touching the database;
 ``lose_reply("jobs_complete_many")`` lets the next one run and commit, then raises
 :class:`CommitUnknownError`, as a lost reply would on PostgreSQL (and as SQLite cannot
 show otherwise). Everything else passes straight through.
+
+A claim reaches the database through the store's claim statements (``store.claims``,
+chosen by flow/claiming.py): their wrapper here answers to the plan named ``jobs_claim``,
+for a one-statement claim and for a limited claim's transaction alike.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,28 +51,57 @@ class FaultyStore:
             self._plans[method] = plan
         return plan
 
-    def __getattr__(self, name: str) -> Any:
-        real = getattr(self._inner, name)
-        if not callable(real) or name.startswith("_"):
-            return real
+    def _take(self, name: str) -> _Plan | None:
+        """The plan of ``name`` if it fires on this call (counting the call)."""
+        with self._lock:
+            plan = self._plans.get(name)
+            fire = plan is not None and plan.raised < plan.times
+            if plan is not None:
+                plan.calls += 1
+                if fire:
+                    plan.raised += 1
+        return plan if fire else None
 
+    def _wrap(self, name: str, real: Any) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                plan = self._plans.get(name)
-                fire = plan is not None and plan.raised < plan.times
-                if plan is not None:
-                    plan.calls += 1
-                    if fire:
-                        plan.raised += 1
-            if not fire:
+            plan = self._take(name)
+            if plan is None:
                 return real(*args, **kwargs)
-            assert plan is not None
             if plan.after:
                 real(*args, **kwargs)
                 raise CommitUnknownError(f"injected: the reply of {name} was lost")
             raise StorageError(f"injected: {name} failed")
 
         return call
+
+    @property
+    def claims(self) -> _FaultyClaims:
+        return _FaultyClaims(self, self._inner.claims)
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self._inner, name)
+        if not callable(real) or name.startswith("_"):
+            return real
+        return self._wrap(name, real)
+
+
+class _FaultyClaims:
+    """The store's claim statements, the ``jobs_claim`` plan applied to each claim."""
+
+    def __init__(self, faults: FaultyStore, inner: Any) -> None:
+        self._faults, self._inner = faults, inner
+        self.in_one_statement = inner.in_one_statement
+        self.claim = faults._wrap("jobs_claim", inner.claim)
+
+    @contextmanager
+    def begin(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        plan = self._faults._take("jobs_claim")
+        if plan is not None and not plan.after:
+            raise StorageError("injected: jobs_claim failed")
+        with self._inner.begin(*args, **kwargs) as tx:
+            yield tx
+        if plan is not None:  # committed: the reply is lost
+            raise CommitUnknownError("injected: the reply of jobs_claim was lost")
 
 
 def inject_faults(app: App) -> FaultyStore:

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from shiftwork.core.states import JobState
+from shiftwork.flow import claiming
 from shiftwork.model.new_job import NewJob
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import ClaimedJob
@@ -29,7 +30,7 @@ def insert(store: Store, count: int = 1, **kwargs: Any) -> list[int]:
 
 def claim(store: Store, queue: str = "q", limit: int = 10, worker: str = "w1",
           limits: dict[str, int] | None = None) -> list[ClaimedJob]:
-    return store.jobs_claim(queue, limit, worker, LEASE, limits)
+    return claiming.claim(store, queue, limit, worker, LEASE, limits)
 
 
 def claim_one(store: Store, queue: str = "q", worker: str = "w1") -> ClaimedJob:

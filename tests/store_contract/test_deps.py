@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from shiftwork import FakeClock
+from shiftwork.composition.settling import insert_graph, sweep
 from shiftwork.core.errors import DependencyError
 from shiftwork.core.states import JobState
 from shiftwork.store.base import Store
@@ -18,7 +19,7 @@ from .helpers import LEASE, claim, claim_one, done, insert, new_job, state
 
 def test_a_dependent_is_not_claimable_until_its_parent_succeeds(store: Store) -> None:
     [a] = insert(store)
-    results, _ = store.jobs_insert_graph([replace(new_job(), after=(a,))])
+    results, _ = insert_graph(store.deps, [replace(new_job(), after=(a,))])
     b = results[0].id
     assert state(store, b) is JobState.SCHEDULED
     job = claim_one(store)
@@ -26,16 +27,16 @@ def test_a_dependent_is_not_claimable_until_its_parent_succeeds(store: Store) ->
     assert store.jobs_complete_many([done(job)]) == {a}
     assert state(store, b) is JobState.AVAILABLE
     assert [j.id for j in claim(store)] == [b]
-    parents, _ = store.jobs_dependencies(b)
+    parents, _ = store.deps.links_of(b)
     assert [(p.job_id, p.resolved) for p in parents] == [(a, True)]
-    assert store.jobs_dependencies(a)[1][0].job_id == b
+    assert store.deps.links_of(a)[1][0].job_id == b
 
 
 @pytest.mark.parametrize("on_failure, expected", [("cancel", JobState.CANCELLED),
                                                   ("run", JobState.AVAILABLE)])
 def test_a_dead_parent(store: Store, on_failure: str, expected: JobState) -> None:
     [a] = insert(store)
-    b = store.jobs_insert_graph([replace(new_job(), after=(a,), on_failure=on_failure)]
+    b = insert_graph(store.deps, [replace(new_job(), after=(a,), on_failure=on_failure)]
                                 )[0][0].id
     store.jobs_complete_many([done(claim_one(store), JobState.DEAD)])
     assert state(store, b) is expected
@@ -43,37 +44,37 @@ def test_a_dead_parent(store: Store, on_failure: str, expected: JobState) -> Non
 
 def test_new_parents_in_one_insert_and_a_cancel_runs_down(store: Store) -> None:
     rows = [new_job(), replace(new_job(), after_new=(0,)), replace(new_job(), after_new=(1,))]
-    ids = [r.id for r in store.jobs_insert_graph(rows)[0]]
+    ids = [r.id for r in insert_graph(store.deps, rows)[0]]
     store.jobs_cancel(ids[0])
     assert [state(store, i) for i in ids] == [JobState.CANCELLED] * 3
 
 
 def test_an_unknown_parent_writes_nothing(store: Store) -> None:
     with pytest.raises(DependencyError, match="no job with id 4242"):
-        store.jobs_insert_graph([new_job(), replace(new_job(), after=(4242,))])
+        insert_graph(store.deps, [new_job(), replace(new_job(), after=(4242,))])
     assert store.jobs_list() == []
 
 
 def test_groups_and_their_callback(store: Store) -> None:
-    results, group = store.jobs_insert_graph([new_job(), new_job()], group=True)
+    results, group = insert_graph(store.deps, [new_job(), new_job()], group=True)
     assert group is not None
     members = [r.id for r in results]
-    cb = store.jobs_insert_graph([replace(new_job(), on_failure="run")],
+    cb = insert_graph(store.deps, [replace(new_job(), on_failure="run")],
                                  callback_of=group)[0][0].id
     with pytest.raises(DependencyError, match="already has a callback"):
-        store.jobs_insert_graph([new_job()], callback_of=group)
+        insert_graph(store.deps, [new_job()], callback_of=group)
     assert state(store, cb) is JobState.SCHEDULED
-    assert store.jobs_dependencies(cb) == ([], [])  # it waits for the group: no edges
+    assert store.deps.links_of(cb) == ([], [])  # it waits for the group: no edges
     jobs = {j.id: j for j in claim(store)}
     assert set(jobs) == set(members)
     store.jobs_complete_many([done(jobs[members[0]], result_json='"x"'),
                               done(jobs[members[1]], JobState.DEAD)])
-    info = store.groups_get(group)
+    info = store.deps.group_get(group)
     assert (info.done, info.failed, info.total, info.callback_id) == (1, 1, 2, cb)
     assert state(store, cb) is JobState.AVAILABLE
-    assert store.groups_of_job(cb) == ([], group)
-    assert store.groups_members(group) == members
-    res = store.groups_results(group)
+    assert store.deps.groups_of_job(cb) == ([], group)
+    assert store.deps.group_members(group) == members
+    res = store.deps.group_results(group)
     assert res[0] is not None and res[0].result == "x"
 
 
@@ -82,7 +83,7 @@ def test_members_finished_at_the_same_instant_release_the_callback_once(
     """Eight completers, each finishing its share of the members at once: the group's
     count reaches zero once and the callback is made available once."""
     n = 64
-    results, group = store.jobs_insert_graph([new_job() for _ in range(n)] + [new_job()],
+    results, group = insert_graph(store.deps, [new_job() for _ in range(n)] + [new_job()],
                                              group=True, with_callback=True)
     assert group is not None
     cb = results[-1].id
@@ -100,14 +101,14 @@ def test_members_finished_at_the_same_instant_release_the_callback_once(
         t.start()
     for t in threads:
         t.join()
-    info = store.groups_get(group)
+    info = store.deps.group_get(group)
     assert (info.done, info.failed, info.total) == (n, 0, n)
     assert [j.id for j in claim(store)] == [cb]
     assert store.jobs_get(cb).errors == []
 
 
 def test_a_failed_member_cancels_a_cancel_on_failure_callback_at_once(store: Store) -> None:
-    results, group = store.jobs_insert_graph(
+    results, group = insert_graph(store.deps,
         [new_job(), new_job(), replace(new_job(), on_failure="cancel")],
         group=True, with_callback=True)
     cb = results[-1].id
@@ -120,7 +121,7 @@ def test_a_failed_member_cancels_a_cancel_on_failure_callback_at_once(store: Sto
 
 def test_a_member_rescued_as_dead_is_counted_by_the_sweep(store: Store,
                                                           clock: FakeClock) -> None:
-    results, group = store.jobs_insert_graph(
+    results, group = insert_graph(store.deps,
         [new_job(max_attempts=1), replace(new_job(), on_failure="run")],
         group=True, with_callback=True)
     member, cb = results[0].id, results[1].id
@@ -129,25 +130,25 @@ def test_a_member_rescued_as_dead_is_counted_by_the_sweep(store: Store,
     [rescued] = store.jobs_rescue()  # the rescuer's own resolve is what a crash skips
     assert rescued.id == member and rescued.state is JobState.DEAD
     assert state(store, cb) is JobState.SCHEDULED
-    assert store.deps_sweep() == 1
+    assert sweep(store.deps) == 1
     assert state(store, cb) is JobState.AVAILABLE
-    assert store.groups_get(group).failed == 1
-    assert store.deps_sweep() == 0
+    assert store.deps.group_get(group).failed == 1
+    assert sweep(store.deps) == 0
 
 
 def test_watch_and_finished(store: Store) -> None:
     [a, b] = insert(store, 2)
-    finished, missing = store.jobs_watch([a, 999])
+    finished, missing = store.deps.watch_jobs([a, 999])
     assert finished == [] and missing == [999]
     job = claim(store, limit=1)[0]
     store.jobs_complete_many([done(job, result_json="[1]")])
-    [f] = store.jobs_finished([a, b])
+    [f] = store.deps.finished([a, b])
     assert (f.id, f.state, f.result) == (job.id, JobState.SUCCEEDED, [1])
 
 
 def test_sweep_resolves_edges_left_open(store: Store) -> None:
     [a] = insert(store)
-    b = store.jobs_insert_graph([replace(new_job(), after=(a,))])[0][0].id
+    b = insert_graph(store.deps, [replace(new_job(), after=(a,))])[0][0].id
     store.jobs_cancel(a)  # resolves at once; a second pass finds nothing
     assert state(store, b) is JobState.CANCELLED
-    assert store.deps_sweep() == 0
+    assert sweep(store.deps) == 0

@@ -6,7 +6,8 @@ from __future__ import annotations
 import threading
 
 from shiftwork import FakeClock
-from shiftwork.flow.limits import ClaimFlow, RateLimit
+from shiftwork.flow import claiming
+from shiftwork.model.limits import ClaimFlow, RateLimit
 from shiftwork.model.records import GroupStats, QueueGroups
 from shiftwork.store.base import Store
 
@@ -23,7 +24,7 @@ def test_a_fair_claim_takes_groups_in_turn(store: Store) -> None:
     store.jobs_insert([new_job("t", "q")])  # no group: a turn of its own per round
     fair = ClaimFlow(fair=True)
     got = [str(j.meta.get("group")) for _ in range(6)
-           for j in store.jobs_claim("q", 1, "w", LEASE, None, fair)]
+           for j in claiming.claim(store, "q", 1, "w", LEASE, None, fair)]
     assert got == ["a", "b", "None", "a", "b", "a"]
 
 
@@ -33,10 +34,10 @@ def test_group_counts_show_the_busiest_groups(store: Store) -> None:
     _grouped(store, "c", 1, queue="r")
     store.jobs_insert([new_job("t", "q")])
     claim(store, limit=6)  # claim order: a's five first, then one of b's
-    assert store.groups_busiest() == [GroupStats("q", "a", 0, 5), GroupStats("q", "b", 1, 1),
-                                      GroupStats("r", "c", 1, 0)]
-    assert store.groups_busiest("r", 1) == [GroupStats("r", "c", 1, 0)]
-    assert store.queue_group_counts() == [QueueGroups("q", 1, 2), QueueGroups("r", 1, 0)]
+    assert store.observe.groups_busiest() == [
+        GroupStats("q", "a", 0, 5), GroupStats("q", "b", 1, 1), GroupStats("r", "c", 1, 0)]
+    assert store.observe.groups_busiest("r", 1) == [GroupStats("r", "c", 1, 0)]
+    assert store.observe.queue_group_counts() == [QueueGroups("q", 1, 2), QueueGroups("r", 1, 0)]
 
 
 def test_idle_group_buckets_are_pruned(store: Store, clock: FakeClock) -> None:
@@ -44,7 +45,7 @@ def test_idle_group_buckets_are_pruned(store: Store, clock: FakeClock) -> None:
     flow = ClaimFlow(group_rates={"t": limit})
     _grouped(store, "a", 1)
     _grouped(store, "b", 1)
-    store.jobs_claim("q", 10, "w", LEASE, None, flow)
+    claiming.claim(store, "q", 10, "w", LEASE, None, flow)
     store.rate_limit_push_back("task:t", 60)
     keys = sorted(k for k, _, _ in store.rate_buckets())
     assert keys == ["group:t:a", "group:t:b", "task:t"]
@@ -68,18 +69,18 @@ def test_task_rate_limits_claim_each_task_within_its_own_tokens(
     store.jobs_insert([new_job("fast", priority=5) for _ in range(8)])
     store.jobs_insert([new_job("free") for _ in range(3)])
     flow = _task_rates()
-    got = [j.task for j in store.jobs_claim("q", 20, "w", LEASE, None, flow)]
+    got = [j.task for j in claiming.claim(store, "q", 20, "w", LEASE, None, flow)]
     assert got == ["slow"] * 2 + ["fast"] * 5 + ["free"] * 3  # claim order, each in budget
-    assert store.jobs_claim("q", 20, "w", LEASE, None, flow) == []  # none, no error
+    assert claiming.claim(store, "q", 20, "w", LEASE, None, flow) == []  # none, no error
     tokens = {k: t for k, t, _ in store.rate_buckets()}
     assert tokens == {"task:fast": 0, "task:slow": 0}  # spent exactly, never below zero
     clock.advance(0.5)  # 2.5 tokens for fast, 1 for slow: whole tokens only
-    got = [j.task for j in store.jobs_claim("q", 20, "w", LEASE, None, flow)]
+    got = [j.task for j in claiming.claim(store, "q", 20, "w", LEASE, None, flow)]
     assert got == ["slow", "fast", "fast"]
     tokens = {k: t for k, t, _ in store.rate_buckets()}
     assert abs(tokens["task:fast"] - 0.5) < 1e-6 and abs(tokens["task:slow"]) < 1e-6
     clock.advance(0.05)  # 0.75 and 0.1 tokens: not a whole one
-    assert store.jobs_claim("q", 1, "w", LEASE, None, flow) == []
+    assert claiming.claim(store, "q", 1, "w", LEASE, None, flow) == []
     # The jobs over the limit stay waiting, their attempt not spent.
     waiting = store.jobs_claim("q", 100, "w", LEASE)  # no limits: everything left
     assert sorted(j.task for j in waiting) == ["fast"] * 1 + ["slow"] * 3
@@ -95,7 +96,7 @@ def test_task_rate_limits_hold_across_concurrent_claimers(
 
     def claimer(s: Store) -> None:
         for _ in range(6):
-            jobs = s.jobs_claim("q", 4, "w", LEASE, None, flow)
+            jobs = claiming.claim(s, "q", 4, "w", LEASE, None, flow)
             with lock:
                 got.extend(j.task for j in jobs)
 
@@ -111,11 +112,11 @@ def test_task_rate_limits_hold_across_concurrent_claimers(
 
 def test_a_paused_queue_claims_nothing_under_task_rate_limits(store: Store) -> None:
     store.jobs_insert([new_job(t) for t in ("fast", "slow", "free")])
-    store.queues_set_paused("q", True)
+    store.long_jobs.queues_set_paused("q", True)
     one = ClaimFlow(task_rates={"fast": RateLimit(5, per=1, burst=5)})
     for flow in (one, _task_rates()):
-        assert store.jobs_claim("q", 10, "w", LEASE, None, flow) == []
-    store.queues_set_paused("q", False)
-    assert sorted(j.task for j in store.jobs_claim("q", 10, "w", LEASE, None, one)) == [
+        assert claiming.claim(store, "q", 10, "w", LEASE, None, flow) == []
+    store.long_jobs.queues_set_paused("q", False)
+    assert sorted(j.task for j in claiming.claim(store, "q", 10, "w", LEASE, None, one)) == [
         "fast", "free", "slow"]
     assert {k: t for k, t, _ in store.rate_buckets()}["task:fast"] == 4

@@ -31,13 +31,14 @@ def test_filters_combine_and_task_is_a_substring_in_any_case(store: Store) -> No
     insert(store, 1, task="other", queue="billing")
     f = parse_filter({"state": "dead", "queue": "billing", "task": "CHARGE_customer",
                       "error": "timeout"})
-    assert [j.id for j in store.jobs_page(f)] == billing[::-1]
-    assert store.jobs_count_upto(f, 100) == 3
-    assert store.jobs_count_upto(parse_filter({"queue": "billing"}), 4) == 4  # capped
+    assert [j.id for j in store.console.page(f)] == billing[::-1]
+    assert store.console.count_upto(f, 100) == 3
+    assert store.console.count_upto(parse_filter({"queue": "billing"}), 4) == 4  # capped
     # a LIKE wildcard in the text is literal
-    assert store.jobs_page(parse_filter({"task": "charge%"})) == []
-    assert len(store.jobs_page(parse_filter({"task": "e_c"}))) == 6  # _ literal: "charge_customer"
-    assert store.jobs_page(parse_filter({"task": "ex_c"})) == []
+    assert store.console.page(parse_filter({"task": "charge%"})) == []
+    # _ literal: "charge_customer"
+    assert len(store.console.page(parse_filter({"task": "e_c"}))) == 6
+    assert store.console.page(parse_filter({"task": "ex_c"})) == []
 
 
 def test_states_combine_and_waiting_is_available(store: Store, clock: FakeClock) -> None:
@@ -46,8 +47,8 @@ def test_states_combine_and_waiting_is_available(store: Store, clock: FakeClock)
     [later] = insert(store, run_at=clock.now() + timedelta(hours=1))
     [due] = insert(store)
     claim_one(store)  # the oldest: `running`
-    assert [j.id for j in store.jobs_page(parse_filter({"state": "waiting"}))] == [due]
-    assert [j.id for j in store.jobs_page(parse_filter({"state": "scheduled,running"}))
+    assert [j.id for j in store.console.page(parse_filter({"state": "waiting"}))] == [due]
+    assert [j.id for j in store.console.page(parse_filter({"state": "scheduled,running"}))
             ] == [later, running]
     assert state(store, running) is JobState.RUNNING
 
@@ -61,7 +62,7 @@ def test_keyset_pages_cover_every_job_once_in_each_sort(store: Store,
         seen: list[int] = []
         after = None
         while True:
-            page = store.jobs_page(JobFilter(), sort=sort, after=after, limit=3)
+            page = store.console.page(JobFilter(), sort=sort, after=after, limit=3)
             if not page:
                 break
             seen += [j.id for j in page]
@@ -75,7 +76,7 @@ def test_keyset_pages_cover_every_job_once_in_each_sort(store: Store,
 def test_sort_by_finished_lists_finished_jobs_only(store: Store, clock: FakeClock) -> None:
     dead = _dead(store, 2)
     insert(store)
-    assert [j.id for j in store.jobs_page(JobFilter(), sort="finished")] == dead[::-1]
+    assert [j.id for j in store.console.page(JobFilter(), sort="finished")] == dead[::-1]
 
 
 def test_time_range_unique_key_and_id(store: Store, clock: FakeClock) -> None:
@@ -83,36 +84,36 @@ def test_time_range_unique_key_and_id(store: Store, clock: FakeClock) -> None:
     clock.advance(3600)
     [new] = insert(store, unique_key="invoice:7")
     cut = clock.now() - timedelta(minutes=30)
-    assert [j.id for j in store.jobs_page(JobFilter(created_from=cut))] == [new]
-    assert [j.id for j in store.jobs_page(JobFilter(created_to=cut))] == [old]
-    assert [j.id for j in store.jobs_page(JobFilter(unique_key="invoice:7"))] == [new]
-    assert [j.id for j in store.jobs_page(JobFilter(id=old))] == [old]
+    assert [j.id for j in store.console.page(JobFilter(created_from=cut))] == [new]
+    assert [j.id for j in store.console.page(JobFilter(created_to=cut))] == [old]
+    assert [j.id for j in store.console.page(JobFilter(unique_key="invoice:7"))] == [new]
+    assert [j.id for j in store.console.page(JobFilter(id=old))] == [old]
 
 
 def test_match_ids_batches_and_the_batch_actions(store: Store) -> None:
     dead = _dead(store, 5)
     [waiting] = insert(store)
     f = JobFilter(states=(JobState.DEAD,))
-    assert store.jobs_match_ids(f, None, 2) == dead[:2]
-    assert store.jobs_match_ids(f, dead[1], 10) == dead[2:]
-    assert store.jobs_retry_batch([*dead[:2], waiting]) == dead[:2]  # waiting: not moved
+    assert store.console.match_ids(f, None, 2) == dead[:2]
+    assert store.console.match_ids(f, dead[1], 10) == dead[2:]
+    assert store.console.retry_batch([*dead[:2], waiting]) == dead[:2]  # waiting: not moved
     assert [state(store, i) for i in dead[:2]] == [JobState.AVAILABLE] * 2
-    assert store.jobs_delete_finished([*dead, waiting]) == dead[2:]  # finished ones only
-    assert store.jobs_count_upto(JobFilter(), 100) == 3
+    assert store.console.delete_finished([*dead, waiting]) == dead[2:]  # finished ones only
+    assert store.console.count_upto(JobFilter(), 100) == 3
 
 
 def test_a_retry_batch_leaves_a_job_whose_key_is_taken(store: Store) -> None:
     [blocked] = _dead(store, 1, unique_key="k")
     [free] = _dead(store, 1)
     insert(store, unique_key="k")  # a live job holds the key now
-    assert store.jobs_retry_batch([blocked, free]) == [free]
+    assert store.console.retry_batch([blocked, free]) == [free]
     assert state(store, blocked) is JobState.DEAD
 
 
 def test_bulk_actions_audit_is_newest_first_and_pruned(store: Store) -> None:
     for n in range(4):
-        store.bulk_actions_add("alice", "retry", f"state=dead n={n}", n, n)
-    store.bulk_actions_prune(2)
-    rows = store.bulk_actions_list()
+        store.console.bulk_actions_add("alice", "retry", f"state=dead n={n}", n, n)
+    store.console.bulk_actions_prune(2)
+    rows = store.console.bulk_actions_list()
     assert [(r.who, r.action, r.filter, r.matched) for r in rows] == [
         ("alice", "retry", "state=dead n=3", 3), ("alice", "retry", "state=dead n=2", 2)]

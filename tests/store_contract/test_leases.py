@@ -32,10 +32,10 @@ def test_heartbeat_is_fenced_by_attempt_and_worker(store: Store) -> None:
 
 
 def test_heartbeat_marks_the_worker_alive(store: Store, clock: FakeClock) -> None:
-    store.workers_upsert("w1", "host", 1, {"q": 1})
+    store.fleet.workers_upsert("w1", "host", 1, {"q": 1})
     clock.advance(20)
     store.jobs_heartbeat("w1", LEASE, [])
-    [worker] = store.workers_list()
+    [worker] = store.fleet.workers_list()
     assert worker.heartbeat_at == clock.now()
 
 
@@ -117,8 +117,8 @@ def test_rescue_spares_a_workflow_run_that_never_began_or_lost_its_last_attempt(
     [unbegun, lost_last, compensating, plain] = insert(store, 4, max_attempts=1)
     jobs = {j.id: j for j in claim(store)}
     for job_id in (unbegun, lost_last, compensating):  # these runs began their body
-        assert store.workflow_begin(job_id, jobs[job_id].attempt, "v1") is not None
-    assert store.workflow_run_set(compensating, jobs[compensating].attempt, "compensating",
+        assert store.workflows.begin(job_id, jobs[job_id].attempt, "v1") is not None
+    assert store.workflows.run_set(compensating, jobs[compensating].attempt, "compensating",
                                   cancelled=False, cause="b failed")
     # unbegun suspends (not counted), and its next run is claimed but never begins
     store.jobs_complete_many([done(jobs[unbegun], JobState.SCHEDULED, run_at=clock.now())])
@@ -131,7 +131,7 @@ def test_rescue_spares_a_workflow_run_that_never_began_or_lost_its_last_attempt(
     for job_id in (unbegun, lost_last):
         job = store.jobs_get(job_id)
         assert (job.counted_attempt, job.max_attempts) == (0, 1)  # the lost run not counted
-    assert store.workflow_run_read(unbegun).last_attempt is None  # nothing of it happened
-    assert store.workflow_run_read(lost_last).last_attempt == jobs[lost_last].attempt
-    ended = store.workflow_run_read(compensating)
+    assert store.workflows.run_read(unbegun).last_attempt is None  # nothing of it happened
+    assert store.workflows.run_read(lost_last).last_attempt == jobs[lost_last].attempt
+    ended = store.workflows.run_read(compensating)
     assert ended.status == "failed" and "died on the last attempt" in (ended.cause or "")

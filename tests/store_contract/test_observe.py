@@ -13,29 +13,29 @@ from .helpers import claim, claim_one, done, insert, new_job
 
 
 def test_queue_minutes_add_sums_and_list_reads_since(store: Store, clock: FakeClock) -> None:
-    store.queue_minutes_add([])
+    store.observe.queue_minutes_add([])
     minute = clock.now().replace(second=0)
     before = minute - timedelta(minutes=1)
-    store.queue_minutes_add([QueueMinute("q", minute, succeeded=2, retried=1),
+    store.observe.queue_minutes_add([QueueMinute("q", minute, succeeded=2, retried=1),
                              QueueMinute("q", before, dead=1)])
-    store.queue_minutes_add([QueueMinute("q", minute, succeeded=3, cancelled=1),
+    store.observe.queue_minutes_add([QueueMinute("q", minute, succeeded=3, cancelled=1),
                              QueueMinute("r", minute, dead=4)])
-    assert store.queue_minutes_list(minute) == [QueueMinute("q", minute, 5, 1, 0, 1),
+    assert store.observe.queue_minutes_list(minute) == [QueueMinute("q", minute, 5, 1, 0, 1),
                                                 QueueMinute("r", minute, 0, 0, 4, 0)]
-    assert store.queue_minutes_list(before)[0] == QueueMinute("q", before, 0, 0, 1, 0)
+    assert store.observe.queue_minutes_list(before)[0] == QueueMinute("q", before, 0, 0, 1, 0)
 
 
 def test_history_counts_sum_the_minutes_of_a_bucket_per_queue_and_task(
         store: Store, clock: FakeClock) -> None:
     start = clock.now().replace(second=0, microsecond=0)
     end = start + timedelta(minutes=5)
-    store.queue_minutes_add([QueueMinute("q", start, 2, 1, 1, 0),
+    store.observe.queue_minutes_add([QueueMinute("q", start, 2, 1, 1, 0),
                              QueueMinute("q", start + timedelta(minutes=4), 1, 0, 0, 1),
                              QueueMinute("q", end, 9, 9, 9, 9)])  # the next bucket's
-    store.task_minutes_add([TaskMinute("t", start, 2, 7, 1, 1, 0),
+    store.observe.task_minutes_add([TaskMinute("t", start, 2, 7, 1, 1, 0),
                             TaskMinute("t", start + timedelta(minutes=1), 1, 0, 0, 0, 1)])
-    assert store.history_counts(start, end) == ({"q": (3, 1, 1, 1)}, {"t": (3, 1, 1, 1)})
-    assert store.history_counts(end, end + timedelta(minutes=5))[1] == {}
+    assert store.observe.history_counts(start, end) == ({"q": (3, 1, 1, 1)}, {"t": (3, 1, 1, 1)})
+    assert store.observe.history_counts(end, end + timedelta(minutes=5))[1] == {}
 
 
 def test_history_add_keeps_a_bucket_written_and_lists_by_kind(
@@ -43,37 +43,39 @@ def test_history_add_keeps_a_bucket_written_and_lists_by_kind(
     start = clock.now().replace(second=0, microsecond=0)
     first = [HistoryBucket("q", "", start, 3, 1, 0, 0, 3, 0.5, 2.0, 4.0),
              HistoryBucket("", "t", start, 3, 1, 0, 0, 3, 0.5, 2.0, None)]
-    store.history_add(first)
-    store.history_add([HistoryBucket("q", "", start, 99)])  # a second leader's: kept out
-    assert store.history_list(start) == sorted(first, key=lambda r: (r.queue, r.task))
-    assert store.history_list(start, queue="q", task="") == [first[0]]
-    assert store.history_list(start, queue="", task="t") == [first[1]]
-    assert store.history_last() == start
+    store.observe.history_add(first)
+    store.observe.history_add([HistoryBucket("q", "", start, 99)])  # a second leader's: kept out
+    assert store.observe.history_list(start) == sorted(first, key=lambda r: (r.queue, r.task))
+    assert store.observe.history_list(start, queue="q", task="") == [first[0]]
+    assert store.observe.history_list(start, queue="", task="t") == [first[1]]
+    assert store.observe.history_last() == start
     clock.advance(7200)
-    assert store.history_prune(keep_seconds=3600) == 2 and store.history_list(start) == []
+    assert store.observe.history_prune(keep_seconds=3600) == 2
+    assert store.observe.history_list(start) == []
 
 
 def test_queue_minutes_prune_keeps_the_recent_ones(store: Store, clock: FakeClock) -> None:
     minute = clock.now().replace(second=0)
-    store.queue_minutes_add([QueueMinute("q", minute - timedelta(hours=2), 1),
+    store.observe.queue_minutes_add([QueueMinute("q", minute - timedelta(hours=2), 1),
                              QueueMinute("q", minute, 1)])
-    assert store.queue_minutes_prune(keep_seconds=3600) == 1
-    assert [m.minute for m in store.queue_minutes_list(minute - timedelta(days=1))] == [minute]
+    assert store.observe.queue_minutes_prune(keep_seconds=3600) == 1
+    since = minute - timedelta(days=1)
+    assert [m.minute for m in store.observe.queue_minutes_list(since)] == [minute]
 
 
 def test_task_minutes_add_sums_and_since_totals_per_task(store: Store, clock: FakeClock
                                                           ) -> None:
     """Per task, per minute: succeeded jobs and items (what @app.task(expect_items=) reads)."""
-    store.task_minutes_add([])
+    store.observe.task_minutes_add([])
     minute = clock.now().replace(second=0, microsecond=0)
     old = minute - timedelta(hours=2)
-    store.task_minutes_add([TaskMinute("a", minute, 2, 10), TaskMinute("a", old, 1, 5)])
-    store.task_minutes_add([TaskMinute("a", minute, 1, 0), TaskMinute("b", minute, 3, 0)])
-    assert store.task_minutes_since(minute - timedelta(minutes=1)) == {"a": (3, 10),
+    store.observe.task_minutes_add([TaskMinute("a", minute, 2, 10), TaskMinute("a", old, 1, 5)])
+    store.observe.task_minutes_add([TaskMinute("a", minute, 1, 0), TaskMinute("b", minute, 3, 0)])
+    assert store.observe.task_minutes_since(minute - timedelta(minutes=1)) == {"a": (3, 10),
                                                                        "b": (3, 0)}
-    assert store.task_minutes_since(old)["a"] == (4, 15)
-    assert store.task_minutes_prune(keep_seconds=3600) == 1
-    assert store.task_minutes_since(old)["a"] == (3, 10)
+    assert store.observe.task_minutes_since(old)["a"] == (4, 15)
+    assert store.observe.task_minutes_prune(keep_seconds=3600) == 1
+    assert store.observe.task_minutes_since(old)["a"] == (3, 10)
 
 
 def test_search_by_id_task_or_key_newest_first(store: Store) -> None:
@@ -82,24 +84,24 @@ def test_search_by_id_task_or_key_newest_first(store: Store) -> None:
     # and a search for "42" also finds job 42 (seen when xdist ran this test later).
     [(b, _)] = store.jobs_insert([new_job("send", unique_key="send:987654321")])
     [c] = insert(store, task="other", queue="r")
-    assert [j.id for j in store.jobs_search()] == [c, b, a]
-    assert [j.id for j in store.jobs_search(str(a))] == [a]
-    assert [j.id for j in store.jobs_search("send")] == [b, a]
-    assert [j.id for j in store.jobs_search("send:987654321")] == [b]
-    assert [j.id for j in store.jobs_search("987654321")] == [b]  # the key after "task:"
-    assert [j.id for j in store.jobs_search(queue="r")] == [c]
-    assert [j.id for j in store.jobs_search(limit=1)] == [c]
-    assert store.jobs_search("nothing") == []
+    assert [j.id for j in store.observe.jobs_search()] == [c, b, a]
+    assert [j.id for j in store.observe.jobs_search(str(a))] == [a]
+    assert [j.id for j in store.observe.jobs_search("send")] == [b, a]
+    assert [j.id for j in store.observe.jobs_search("send:987654321")] == [b]
+    assert [j.id for j in store.observe.jobs_search("987654321")] == [b]  # the key after "task:"
+    assert [j.id for j in store.observe.jobs_search(queue="r")] == [c]
+    assert [j.id for j in store.observe.jobs_search(limit=1)] == [c]
+    assert store.observe.jobs_search("nothing") == []
     claim_one(store)
-    assert [j.id for j in store.jobs_search(state=JobState.RUNNING)] == [a]
+    assert [j.id for j in store.observe.jobs_search(state=JobState.RUNNING)] == [a]
 
 
 def test_discard_deletes_dead_jobs_only(store: Store) -> None:
-    assert store.jobs_discard([]) == []
+    assert store.observe.jobs_discard([]) == []
     insert(store, 3)
     dead, ok, running = claim(store)
     store.jobs_complete_many([done(dead, JobState.DEAD), done(ok)])
-    assert store.jobs_discard([running.id, ok.id, dead.id, 9999]) == [dead.id]
+    assert store.observe.jobs_discard([running.id, ok.id, dead.id, 9999]) == [dead.id]
     assert sorted(j.id for j in store.jobs_list()) == [ok.id, running.id]
 
 

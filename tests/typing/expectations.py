@@ -8,7 +8,7 @@ from collections.abc import Coroutine
 from typing import Any, assert_type
 
 from shiftwork import App, JobContext, JobHandle, Task, Workflow
-from shiftwork.schedules.definition import Catchup
+from shiftwork.model.schedule_values import Catchup
 
 app = App("sqlite:///typing.db")
 

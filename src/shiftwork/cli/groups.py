@@ -23,8 +23,8 @@ def groups() -> None:
 def groups_show(group_id: int, limit: int, as_json: bool) -> None:
     """A group's progress, its callback and its first members."""
     app = open_app()
-    info = app.store.groups_get(group_id)
-    members = app.store.groups_members(group_id)
+    info = app.store.deps.group_get(group_id)
+    members = app.store.deps.group_members(group_id)
     callback = app.get_job(info.callback_id) if info.callback_id is not None else None
     if as_json:
         echo_json({"id": info.id, "total": info.total, "done": info.done,

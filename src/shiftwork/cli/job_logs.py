@@ -44,7 +44,7 @@ def jobs_logs(job_id: int, attempt: int | None, follow: bool, interval: float,
         # are then all read below (an attempt writes its last records before its outcome).
         job = app.get_job(job_id)
         while True:
-            lines = app.store.job_logs_list(job_id, attempt or 0, after, BATCH)
+            lines = app.store.job_logs.list_lines(job_id, attempt or 0, after, BATCH)
             for line in lines:
                 _print(line, as_json)
             printed += len(lines)

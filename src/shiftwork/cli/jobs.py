@@ -103,7 +103,7 @@ def jobs_list(states: tuple[str, ...], sort: str, after_id: int | None, limit: i
     """List jobs, newest first; the options filter them."""
     app = open_app()
     f = read_filter(states, given)
-    found = app.store.jobs_page(f, sort, after_id, limit)
+    found = app.store.console.page(f, sort, after_id, limit)
     if f.task and not found:
         hint_unknown_task(app, f.task)
     if as_json:
@@ -141,7 +141,7 @@ def jobs_list(states: tuple[str, ...], sort: str, after_id: int | None, limit: i
     if below:
         console.print("last errors:\n" + "\n".join(f"  {line}" for line in below),
                       markup=False, highlight=False)
-    count = app.store.jobs_count_upto(f, COUNT_CAP + 1)
+    count = app.store.console.count_upto(f, COUNT_CAP + 1)
     total = f"more than {COUNT_CAP:,}" if count > COUNT_CAP else f"{count:,}"
     tail = f"; the next page: --after {found[-1].id}" if found and len(found) == limit \
         and count > limit else ""
@@ -173,8 +173,8 @@ def jobs_show(job_id: int, as_json: bool) -> None:
     """Everything about one job, with its error history."""
     app = open_app()
     job = app.get_job(job_id)
-    parents, children = app.store.jobs_dependencies(job_id)
-    member_of, callback_of = app.store.groups_of_job(job_id)
+    parents, children = app.store.deps.links_of(job_id)
+    member_of, callback_of = app.store.deps.groups_of_job(job_id)
     if as_json:
         echo_json({**job_dict(job), "dependencies": [link_dict(p) for p in parents],
                    "dependents": [link_dict(c) for c in children],
@@ -258,7 +258,7 @@ def run_bulk(action: str, states: tuple[str, ...], dry_run: bool, yes: bool,
     run in batches and audited (bulk.py)."""
     app = open_app()
     f = bulk_filter(action, read_filter(states, given))
-    count = app.store.jobs_count_upto(f, BULK_COUNT_CAP + 1)
+    count = app.store.console.count_upto(f, BULK_COUNT_CAP + 1)
     counted = f"more than {BULK_COUNT_CAP:,}" if count > BULK_COUNT_CAP else f"{count:,}"
     if dry_run:
         click.echo(f"{counted} jobs match {f.describe()}: would {action} them (dry run)")
@@ -344,7 +344,7 @@ def jobs_delete(job_ids: tuple[int, ...], states: tuple[str, ...], dry_run: bool
         run_bulk("delete", states, dry_run, yes, given)
         return
     app = open_app()
-    deleted = set(app.store.jobs_delete_finished(list(job_ids)))
+    deleted = set(app.store.console.delete_finished(list(job_ids)))
     for job_id in job_ids:
         click.echo(f"job {job_id}: " + ("deleted" if job_id in deleted
                                         else "not deleted (missing, or not finished)"))

@@ -56,7 +56,7 @@ def queues(ctx: click.Context, as_json: bool, per_task: bool, hours: float) -> N
                 tokens = "full" if s.tokens is None else f"{s.tokens:.1f}"
             table.add_row(s.key, str(s.limit), tokens)
         console.print(table)
-    groups = app.store.groups_busiest(limit=BUSIEST_GROUPS)
+    groups = app.store.observe.groups_busiest(limit=BUSIEST_GROUPS)
     if groups:
         table = make_table(("queue", "group", "waiting", "running"),
                            right=("waiting", "running"), title="busiest groups")

@@ -24,9 +24,11 @@ from shiftwork.core.errors import PayloadError
 from shiftwork.core.names import did_you_mean, schedule_id, schedule_ref
 from shiftwork.core.payload import parse_json
 from shiftwork.model.items import ItemsCheck
-from shiftwork.model.records import ScheduleInfo
+from shiftwork.model.schedule_values import Catchup, DeadManCheck, Overlap
 from shiftwork.observe.text import format_time, make_table
-from shiftwork.schedules.definition import Catchup, DeadManCheck, Overlap, iso_z
+from shiftwork.schedules.definition import iso_z
+from shiftwork.schedules.records import ScheduleInfo
+from shiftwork.schedules.stored import schedules_of
 
 if TYPE_CHECKING:
     from shiftwork.app import App
@@ -65,7 +67,7 @@ def schedules(ctx: click.Context, as_json: bool) -> None:
     if ctx.invoked_subcommand is not None:
         return
     app = open_app()
-    infos = app.store.schedules_list()
+    infos = schedules_of(app.store).overview()
     if as_json:
         echo_json([info_dict(i) for i in infos])
         return
@@ -107,11 +109,11 @@ def _app(name: str) -> App:
 
 def check_schedule_name(app: App, name: str) -> None:
     """Refuse a name that is neither declared in code nor stored, naming the known ones."""
-    from shiftwork.store.schedules import UnknownScheduleError
+    from shiftwork.schedules.errors import UnknownScheduleError
 
     if name in app.schedules:
         return
-    stored = {i.name for i in app.store.schedules_list() if i.removed_at is None}
+    stored = {i.name for i in schedules_of(app.store).overview() if i.removed_at is None}
     if name in stored:
         return
     known = sorted(set(app.schedules) | stored)
@@ -130,7 +132,7 @@ def schedules_next(name: str, count: int, after: str | None) -> None:
     """Preview NAME's next fire times in UTC and local time (check DST before deploying)."""
     app = _app(name)
     start = parse_instant(after, "--after") if after else None
-    defn = app.schedules.get(name) or app.store.schedules_get(name).defn
+    defn = app.schedules.get(name) or schedules_of(app.store).get(name).defn
     cron = defn.cron_schedule()
     for f in app.schedules.preview(name, count, start):
         console.print(f"{iso_z(f)}  {cron.local(f).isoformat()}", highlight=False)
@@ -199,7 +201,7 @@ def schedules_runs(name: str, limit: int) -> None:
     app = _app(name)
     table = make_table(("fire (UTC)", "kind", "status", "job", "items", "alert", "reason"),
                        title=f"{name}: recent occurrences")
-    for r in app.store.schedule_runs_list(name, limit):
+    for r in schedules_of(app.store).runs_list(name, limit):
         alert = " ".join(w for w, on in (("LATE", r.dms is DeadManCheck.LATE),
                                          ("EMPTY", r.items_check is ItemsCheck.EMPTY)) if on)
         reason = "; ".join(x for x in (r.reason, r.items_note if alert else None) if x)

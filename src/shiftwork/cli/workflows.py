@@ -38,7 +38,7 @@ def workflows_list(status: str | None, task: str | None, limit: int) -> None:
     app = open_app()
     table = make_table(("id", "workflow", "status", "job state", "steps", "version",
                         "updated (UTC)"), right=("id", "steps"))
-    for w in app.store.workflows_list(status=status, task=task, limit=limit):
+    for w in app.store.workflows.summaries(status=status, task=task, limit=limit):
         table.add_row(str(w.id), w.task, w.status, w.state, str(w.steps), w.version or "-",
                       format_time(w.updated_at))
     console.print(table)
@@ -104,7 +104,7 @@ def workflows_signal(workflow_id: int, event: str, payload: str, key: str | None
         value = json.loads(payload)
     except json.JSONDecodeError as exc:
         raise PayloadError(f"--payload must be JSON: {exc}") from None
-    before = app.store.workflow_event_find(workflow_id, event, key) if key else None
+    before = app.store.workflows.event_find(workflow_id, event, key) if key else None
     event_id = app.send_event(workflow_id, event, value, key=key)
     if before is not None and before == event_id:
         console.print(f"event {event_id} was already sent to workflow {workflow_id} under "
@@ -129,7 +129,7 @@ def workflows_export(workflow_ids: tuple[int, ...], status: str | None, task: st
     shiftwork.testing.assert_replays (keep a few in your repository: CI replays them
     against each change of the workflow code)."""
     app = open_app()
-    ids = list(workflow_ids) or [w.id for w in app.store.workflows_list(
+    ids = list(workflow_ids) or [w.id for w in app.store.workflows.summaries(
         status=status, task=task, limit=limit)]
     histories = [read_history(app.runtime, i) for i in ids]
     text = json.dumps(export(histories), indent=1)

@@ -104,7 +104,7 @@ class Group:
 
     def progress(self) -> GroupInfo:
         """How far the group got: ``done`` (succeeded), ``failed``, ``total``."""
-        return self._rt.store.groups_get(self.id)
+        return self._rt.store.deps.group_get(self.id)
 
 
 def _callback_row(rt: Runtime, request: JobRequest, on_failure: str) -> NewJob:
@@ -209,7 +209,7 @@ def with_input(store: Store, job: ClaimedJob) -> ClaimedJob:
     """A claimed chain link or group callback with its input as its last argument."""
     kind = job.meta.get(INPUT_META_KEY)
     if kind == "after":
-        value = store.jobs_input(job.id)
+        value = store.deps.input_of(job.id)
     elif kind == "group":
         value = group_results(store, job.id)
     else:
@@ -219,9 +219,9 @@ def with_input(store: Store, job: ClaimedJob) -> ClaimedJob:
 
 def group_results(store: Store, callback_id: int) -> list[Any]:
     """The results of the members of the group ``callback_id`` is the callback of."""
-    _, group_id = store.groups_of_job(callback_id)
+    _, group_id = store.deps.groups_of_job(callback_id)
     if group_id is None:
         raise DependencyError(f"job {callback_id} is not a group's callback")
     return [r.result if r is not None and r.state is JobState.SUCCEEDED else None
-            for r in store.groups_results(group_id)]
+            for r in store.deps.group_results(group_id)]
 

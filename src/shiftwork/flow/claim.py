@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shiftwork.flow.limits import ClaimFlow
+from shiftwork.model.limits import ClaimFlow
 
 if TYPE_CHECKING:
     from shiftwork.registry import Registry

@@ -82,15 +82,15 @@ def bulk_apply(app: BulkHost, action: str, f: JobFilter, who: str, batch: int = 
     matched = done = 0
     after: int | None = None
     while True:
-        ids = store.jobs_match_ids(f, after, batch)
+        ids = store.console.match_ids(f, after, batch)
         if not ids:
             break
         after = ids[-1]
         matched += len(ids)
         if action == "retry":
-            done += len(store.jobs_retry_batch(ids))
+            done += len(store.console.retry_batch(ids))
         elif action == "delete":
-            done += len(store.jobs_delete_finished(ids))
+            done += len(store.console.delete_finished(ids))
         else:
             done += _cancel(app, ids)
         if progress is not None:
@@ -98,8 +98,8 @@ def bulk_apply(app: BulkHost, action: str, f: JobFilter, who: str, batch: int = 
         if len(ids) < batch:
             break
     text = f.describe()
-    store.bulk_actions_add(who, action, text, matched, done)
-    store.bulk_actions_prune(AUDIT_KEEP)
+    store.console.bulk_actions_add(who, action, text, matched, done)
+    store.console.bulk_actions_prune(AUDIT_KEEP)
     app.events.emit("jobs.bulk", action=action, who=who, filter=text, matched=matched,
                     done=done)
     return BulkResult(action, f, matched, done)

@@ -112,7 +112,7 @@ class JobContext:
 
     def _touch_once(self, checkpoint: str | None, set_checkpoint: bool, conn: Any) -> Touch | None:
         def write() -> Touch | None:
-            return self.runtime.store.jobs_touch(
+            return self.runtime.store.long_jobs.touch(
                 self.job_id, self.attempt, self.runtime.settings.lease_seconds,
                 checkpoint=checkpoint, set_checkpoint=set_checkpoint,
                 progress=self._pending_progress, yield_if_paused=set_checkpoint, conn=conn)

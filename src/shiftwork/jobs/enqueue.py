@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from shiftwork.composition import settling
 from shiftwork.core.errors import DependencyError
 from shiftwork.jobs.sessions import enqueue_in_async_session, session_connection
 from shiftwork.model.new_job import NewJob
@@ -118,13 +119,14 @@ def insert_graph(rt: Runtime, rows: list[NewJob], conn: Any = None, *, group: bo
                  callback_of: int | None = None, with_callback: bool = False
                  ) -> tuple[list[EnqueueResult], int | None]:
     """Insert jobs with dependencies, a group, or a group's callback (compose.py):
-    ``Store.jobs_insert_graph`` in one transaction, on the same pipeline as every other
-    enqueue (tracing context, an ambient transaction, the inline mode's hooks)."""
+    composition/settling.py's ``insert_graph`` in one transaction, on the same pipeline
+    as every other enqueue (tracing context, an ambient transaction, the inline mode's hooks)."""
     made: list[int | None] = [None]
 
     def write(rows: list[NewJob], c: Any) -> list[EnqueueResult]:
-        results, made[0] = rt.store.jobs_insert_graph(
-            rows, c, group=group, callback_of=callback_of, with_callback=with_callback)
+        results, made[0] = settling.insert_graph(
+            rt.store.deps, rows, c, group=group, callback_of=callback_of,
+            with_callback=with_callback)
         return results
 
     return _insert(rt, rows, conn, write), made[0]

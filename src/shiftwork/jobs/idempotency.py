@@ -76,12 +76,12 @@ class Transaction:
         """
         check_key(key)
         store = self.ctx.runtime.store
-        if not store.effect_keys_insert(key, self.ctx.job_id, self.ctx.attempt,
+        if not store.long_jobs.effect_keys_insert(key, self.ctx.job_id, self.ctx.attempt,
                                         _keep(self.ctx, keep), None, conn=self.conn):
-            found = store.effect_keys_get(key, conn=self.conn)
+            found = store.long_jobs.effect_keys_get(key, conn=self.conn)
             return found.result if found is not None else None  # type: ignore[return-value]
         data = encode_json(fn(), f"effect {key!r}: result", _result_limit(self.ctx))
-        store.effect_keys_set_result(key, data, conn=self.conn)
+        store.long_jobs.effect_keys_set_result(key, data, conn=self.conn)
         return json.loads(data)  # type: ignore[no-any-return]
 
     def commit_fence(self) -> Touch:
@@ -105,17 +105,17 @@ def once_outside(ctx: RunningJob, key: str, fn: Callable[[], R], keep: float | N
     check_key(key)
     seconds = _keep(ctx, keep)
     store = ctx.runtime.store
-    found = store.effect_keys_get(key)
+    found = store.long_jobs.effect_keys_get(key)
     if found is not None:
         return found.result  # type: ignore[no-any-return]
     data = encode_json(fn(), f"effect {key!r}: result", _result_limit(ctx))
     # Recorded with the job's fenced write: a stale attempt's record is rolled back.
     with transaction() as tx:
-        if not store.effect_keys_insert(key, ctx.job_id, ctx.attempt, seconds, data,
+        if not store.long_jobs.effect_keys_insert(key, ctx.job_id, ctx.attempt, seconds, data,
                                         conn=tx.conn):
             # Another attempt recorded it first: both ran fn; the key passed
             # downstream is what keeps the other system from doing it twice.
-            first = store.effect_keys_get(key, conn=tx.conn)
+            first = store.long_jobs.effect_keys_get(key, conn=tx.conn)
             if first is not None:
                 data = encode_json(first.result, f"effect {key!r}: result", _result_limit(ctx))
     return json.loads(data)  # type: ignore[no-any-return]

@@ -21,8 +21,8 @@ from shiftwork.core.errors import (
 from shiftwork.core.memory import MEMORY_META_KEY, parse_memory_limit
 from shiftwork.core.names import check_queue, check_task_name
 from shiftwork.core.payload import check_text, encode_args, encode_json, unique_digest
-from shiftwork.flow.limits import GROUP_META_KEY, GroupBy, RateLimit, check_group, positive_int
 from shiftwork.jobs.handle import JobHandle, check_on_failure, dependency_ids
+from shiftwork.model.limits import GROUP_META_KEY, GroupBy, RateLimit, check_group, positive_int
 from shiftwork.model.new_job import NewJob
 from shiftwork.model.records import EnqueueResult
 from shiftwork.model.tags import TAGS_META_KEY, merged_tags

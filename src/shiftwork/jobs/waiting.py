@@ -1,6 +1,6 @@
 """Waiting for jobs to finish: one listener per App, shared by every waiter in the process.
 
-A waiter registers its job, then marks the job as watched (``Store.jobs_watch``): from
+A waiter registers its job, then marks the job as watched (``Store.deps.watch_jobs``): from
 then on the job's completion sends a wake-up on the "done" topic (NOTIFY on Postgres,
 a commit seen through ``data_version`` on SQLite). One thread holds the one listener
 (store/wakeups.py) and, on each wake-up, asks in one query which of all the awaited jobs
@@ -122,7 +122,7 @@ class ResultWaiter:
             if not batch:
                 continue
             try:
-                finished, missing = self._store().jobs_watch(sorted({i for i, _ in batch}))
+                finished, missing = self._store().deps.watch_jobs(sorted({i for i, _ in batch}))
             except Exception as exc:
                 log.warning("could not mark %d awaited jobs (%s); retrying", len(batch), exc)
                 with self._lock:
@@ -138,7 +138,7 @@ class ResultWaiter:
         with self._lock:
             ids = list(self._waiting)
         if ids:
-            for job in self._store().jobs_finished(ids):
+            for job in self._store().deps.finished(ids):
                 self._deliver(job)
 
     def _listen(self) -> None:

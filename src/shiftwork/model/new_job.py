@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 #: The run_at of a job waiting for the jobs it runs after: it waits as 'scheduled', so
 #: the claim never sees it; the completion of its last parent makes it available.
@@ -26,3 +27,15 @@ class NewJob:
     after: tuple[int, ...] = ()  # ids of existing jobs it runs after
     after_new: tuple[int, ...] = ()  # positions of earlier jobs in the same insert
     on_failure: str = "cancel"  # after a parent dies or is cancelled: "cancel" or "run"
+
+
+class Mark(NamedTuple):
+    """What a job of a graph is written with besides its row (composition/settling.py
+    decides, the store writes it)."""
+
+    deps_pending: int = 0  # how many jobs (a group: one) it waits for
+    watched: bool = False  # a job of the same insert waits for it
+    group_id: int | None = None  # the group it is a member of
+
+
+NO_MARK = Mark()

@@ -147,7 +147,7 @@ def task_items(app: App, now: datetime) -> list[TaskItems]:
     for t in sorted(tasks, key=lambda t: t.name):
         within = t.options.expect_items_within
         if within not in counts:
-            counts[within] = app.store.task_minutes_since(now - timedelta(seconds=within))
+            counts[within] = app.store.observe.task_minutes_since(now - timedelta(seconds=within))
         succeeded, items = counts[within].get(t.name, (0, 0))
         out.append(TaskItems(t.name, t.options.expect_items or 0, within, succeeded, items))
     return out
@@ -180,7 +180,7 @@ def last_seen(app: App, workers: list[WorkerInfo], now: datetime) -> str:
     if last is not None:
         return f"last seen {format_age((now - last).total_seconds())} ago, its last heartbeat"
     try:
-        minutes = app.store.queue_minutes_list(now - timedelta(days=1))
+        minutes = app.store.observe.queue_minutes_list(now - timedelta(days=1))
     except StorageError:
         minutes = []
     finished = max((m.minute for m in minutes), default=None)
@@ -200,8 +200,8 @@ def check_health(app: App, *, default_max_wait: float | None = None,
     try:
         now = store.db_now()
         stats = app.queue_stats(include_finished=False)
-        workers = store.workers_list()
-        waiting = store.jobs_waiting_by_task()
+        workers = store.fleet.workers_list()
+        waiting = store.observe.jobs_waiting_by_task()
     except StorageError as exc:
         return HealthReport(None, [Problem("database", "database",
                                            f"cannot read the job tables: {exc}")])

@@ -120,8 +120,8 @@ class _StoreCollector:
         store = app.store
         stats = app.queue_stats(include_finished=False)
         now = store.db_now()
-        workers = store.workers_list()
-        running = store.workers_running()
+        workers = store.fleet.workers_list()
+        running = store.observe.workers_running()
         g = {
             "waiting": _family(m.QUEUE_WAITING),
             "scheduled": _family(m.QUEUE_SCHEDULED),
@@ -158,7 +158,7 @@ class _StoreCollector:
                                   else status.tokens)
         yield tokens
         groups = _family(m.QUEUE_GROUPS)
-        for counts in app.store.queue_group_counts():
+        for counts in app.store.observe.queue_group_counts():
             groups.add_metric([counts.queue, "waiting"], counts.waiting)
             groups.add_metric([counts.queue, "running"], counts.running)
         yield groups
@@ -166,7 +166,7 @@ class _StoreCollector:
         live = alive_workers(app, workers, now)
         alive = {w.id for w in live}
         stranded = _family(m.UNSERVED)
-        for waiting, why in unserved(app.store.jobs_waiting_by_task(), live):
+        for waiting, why in unserved(app.store.observe.jobs_waiting_by_task(), live):
             stranded.add_metric([waiting.queue, waiting.task, why], waiting.jobs)
         yield stranded
         expecting = task_items(app, now)

@@ -52,7 +52,7 @@ class HistoryRollup:
         now = self.clock.now().timestamp()
         ready = (now - GRACE) // BUCKET * BUCKET  # the end of the newest closed bucket
         if self._next is None:
-            last = self.store.history_last()
+            last = self.store.observe.history_last()
             oldest = (now - self.settings.history_retention) // BUCKET * BUCKET + BUCKET
             self._next = max(last.timestamp() + BUCKET if last else ready - BUCKET, oldest)
         written = 0
@@ -66,12 +66,12 @@ class HistoryRollup:
         """Write the bucket beginning at ``start`` (epoch seconds, a multiple of BUCKET)."""
         since = datetime.fromtimestamp(start, UTC)
         until = datetime.fromtimestamp(start + BUCKET, UTC)
-        queues, tasks = self.store.history_counts(since, until)
-        durations = self.store.history_durations(since, until)
+        queues, tasks = self.store.observe.history_counts(since, until)
+        durations = self.store.observe.history_durations(since, until)
         waits: dict[tuple[str, str], float] = {}
         if sample_waiting:
             now = self.clock.now()
-            for queue, task, run_at in self.store.history_waiting():
+            for queue, task, run_at in self.store.observe.history_waiting():
                 age = max((now - run_at).total_seconds(), 0.0)
                 for key in ((queue, ""), ("", task)):
                     waits[key] = max(waits.get(key, 0.0), age)
@@ -85,5 +85,5 @@ class HistoryRollup:
                 key[0], key[1], since, succeeded, retried, dead, cancelled,
                 d.runs if d else 0, d.p50 if d else None, d.p95 if d else None,
                 waits.get(key)))
-        self.store.history_add(rows)
+        self.store.observe.history_add(rows)
         log.debug("history bucket %s: %d rows", since.isoformat(), len(rows))

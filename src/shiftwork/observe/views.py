@@ -75,7 +75,7 @@ def overview(app: App, window: float = 3600.0) -> Overview:
     store = app.store
     now = store.db_now()
     stats = {s.queue: s for s in app.queue_stats(include_finished=False)}
-    minutes = store.queue_minutes_list(now - timedelta(seconds=window))
+    minutes = store.observe.queue_minutes_list(now - timedelta(seconds=window))
     by_queue: dict[str, list[QueueMinute]] = {}
     for m in minutes:
         by_queue.setdefault(m.queue, []).append(m)
@@ -89,12 +89,12 @@ def overview(app: App, window: float = 3600.0) -> Overview:
         finished = sum(m.finished for m in history if m.minute >= recent)
         rows.append(QueueRow(s, max_wait_for(app, queue), finished / 5.0, history,
                              finished_in_last_60s(history, now)))
-    workers = store.workers_list()
+    workers = store.fleet.workers_list()
     live = alive_workers(app, workers, now)
     alive = {w.id for w in live}
-    running = store.workers_running()
+    running = store.observe.workers_running()
     wrows = [WorkerRow(w, w.id in alive, running.get(w.id, 0),
                        (now - w.heartbeat_at).total_seconds()) for w in workers]
-    stranded = unserved(store.jobs_waiting_by_task(), live) if live else []
+    stranded = unserved(store.observe.jobs_waiting_by_task(), live) if live else []
     return Overview(now, rows, wrows, app.observers.schedules_status(),
-                    store.groups_busiest(limit=BUSIEST_GROUPS), stranded)
+                    store.observe.groups_busiest(limit=BUSIEST_GROUPS), stranded)

@@ -80,7 +80,7 @@ class ThroughputRecorder(Service):
             rows = [QueueMinute(q, datetime.fromtimestamp(m * 60, UTC), *c)
                     for (q, m), c in sorted(counts.items())]
             try:
-                self.rt.store.queue_minutes_add(rows)
+                self.rt.store.observe.queue_minutes_add(rows)
             except Exception:
                 self._keep(self._counts, counts, 4)
                 self._keep(self._tasks, tasks, 5)
@@ -89,7 +89,7 @@ class ThroughputRecorder(Service):
             task_rows = [TaskMinute(t, datetime.fromtimestamp(m * 60, UTC), *c)
                          for (t, m), c in sorted(tasks.items())]
             try:
-                self.rt.store.task_minutes_add(task_rows)
+                self.rt.store.observe.task_minutes_add(task_rows)
             except Exception:
                 self._keep(self._tasks, tasks, 5)
                 raise

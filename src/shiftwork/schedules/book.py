@@ -16,15 +16,11 @@ from typing import TYPE_CHECKING, Any
 from shiftwork.core.errors import ConfigurationError
 from shiftwork.core.settings import Settings
 from shiftwork.jobs.enqueue import insert_rows
-from shiftwork.model.records import ScheduleInfo
+from shiftwork.model.schedule_values import Catchup, Overlap, RunKind, RunStatus
 from shiftwork.model.visibility import Problem, ScheduleStatus
 from shiftwork.schedules.definition import (
-    Catchup,
     Decision,
-    Overlap,
     Plan,
-    RunKind,
-    RunStatus,
     ScheduleDef,
     Snapshot,
     backfill_instants,
@@ -32,6 +28,8 @@ from shiftwork.schedules.definition import (
     jitter_offset,
     skipped_while_paused,
 )
+from shiftwork.schedules.records import ScheduleInfo
+from shiftwork.schedules.stored import schedules_of
 
 if TYPE_CHECKING:
     from shiftwork.jobs.task import JobRequest
@@ -79,14 +77,14 @@ class ScheduleBook(dict[str, ScheduleDef]):
 
         defn = runtime_def(self._rt.registry, self, name, cron, call, args, kwargs,
                            queue=queue, priority=priority, **policy)
-        how = self._rt.store.schedules_add(
+        how = schedules_of(self._rt.store).add(
             defn, lambda d, now: d.cron_schedule().next_after(now), replace=replace)
         self._rt.events.emit("schedule.added", schedule=name, how=how)
         return defn
 
     def remove(self, name: str) -> None:
         """Remove a run-time schedule (its history stays; code schedules are refused)."""
-        self._rt.store.schedules_remove(name)
+        schedules_of(self._rt.store).remove(name)
         self._rt.events.emit("schedule.removed", schedule=name)
 
     def trigger(self, name: str) -> int:
@@ -97,7 +95,7 @@ class ScheduleBook(dict[str, ScheduleDef]):
             return Plan(new=[Decision(now, RunKind.TRIGGER, RunStatus.ENQUEUED, "triggered by hand",
                                       now)])
 
-        applied = self._rt.store.schedules_apply(name, planner,
+        applied = schedules_of(self._rt.store).apply(name, planner,
                                                  insert=partial(insert_rows, self._rt))
         report(self._rt, name, applied.plan, applied.enqueued)
         return applied.enqueued[0][1]
@@ -134,7 +132,7 @@ class ScheduleBook(dict[str, ScheduleDef]):
                 plan.revive.append(d)
             return plan
 
-        applied = self._rt.store.schedules_apply(name, planner,
+        applied = schedules_of(self._rt.store).apply(name, planner,
                                                  insert=partial(insert_rows, self._rt))
         counts["new"] = sum(1 for how, _ in applied.written if how == "new")
         counts["rerun"] = sum(1 for how, _ in applied.written if how == "revived")
@@ -145,7 +143,7 @@ class ScheduleBook(dict[str, ScheduleDef]):
 
     def pause(self, name: str, reason: str = "paused by hand") -> None:
         """Stop firing ``name`` until :meth:`resume` (occurrences meanwhile are skipped)."""
-        self._rt.store.schedules_set_paused(name, True, reason)
+        schedules_of(self._rt.store).set_paused(name, True, reason)
         self._rt.events.emit("schedule.paused", schedule=name, reason=reason)
 
 
@@ -167,7 +165,7 @@ class ScheduleBook(dict[str, ScheduleDef]):
             p.new = [Decision(f, RunKind.CRON, RunStatus.SKIPPED, "paused") for f in kept]
             return p, None
 
-        out = self._rt.store.schedules_resume(name, plan)
+        out = schedules_of(self._rt.store).resume(name, plan)
         self._rt.events.emit("schedule.resumed", schedule=name,
                                catchup=policy.value if policy else None)
         return out
@@ -178,7 +176,7 @@ class ScheduleBook(dict[str, ScheduleDef]):
         """The next ``n`` fire instants of a stored or declared schedule."""
         defn = self.get(name)
         if defn is None:
-            defn = self._rt.store.schedules_get(name).defn
+            defn = schedules_of(self._rt.store).get(name).defn
         cron = defn.cron_schedule()
         t = after or self._rt.store.db_now()
         out: list[datetime] = []
@@ -196,7 +194,7 @@ class ScheduleBook(dict[str, ScheduleDef]):
         (no leader is firing them), and schedules paused after a failure.
         """
         problems: list[str] = []
-        infos = self._rt.store.schedules_list()
+        infos = schedules_of(self._rt.store).overview()
         grace = on_time_grace(self._rt.settings)
         for info in infos:
             problems += _problems(info, grace)
@@ -212,7 +210,7 @@ class ScheduleBook(dict[str, ScheduleDef]):
         """
         grace = on_time_grace(self._rt.settings)
         out = []
-        for info in self._rt.store.schedules_list():
+        for info in schedules_of(self._rt.store).overview():
             why = lateness(info, grace)
             empty = info.empty()
             out.append(ScheduleStatus(
@@ -230,7 +228,7 @@ class ScheduleBook(dict[str, ScheduleDef]):
         """A health check: schedules that paused themselves after a failed run (``app``:
         what every health check is given; this one reads its own store)."""
         return [Problem("schedule_paused", i.name, f"schedule {i.name} is {i.paused_reason}")
-                for i in self._rt.store.schedules_list()
+                for i in schedules_of(self._rt.store).overview()
                 if i.paused and (i.paused_reason or "").startswith("paused on failure")]
 
 

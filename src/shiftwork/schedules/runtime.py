@@ -11,7 +11,7 @@ from shiftwork.core.errors import ConfigurationError, UnknownTaskError
 from shiftwork.core.names import check_schedule_name
 from shiftwork.jobs.task import EnqueueOptions, JobRequest
 from shiftwork.schedules.definition import ScheduleDef, declare_schedule
-from shiftwork.store.runtime_schedules import ScheduleNameTaken
+from shiftwork.schedules.origin import ScheduleNameTaken
 
 if TYPE_CHECKING:
     from shiftwork.registry import Registry

@@ -38,10 +38,14 @@ from shiftwork.core.errors import StorageError
 from shiftwork.core.service import LeaderTerm, Service
 from shiftwork.jobs.enqueue import insert_rows
 from shiftwork.model.items import ItemsCheck, RunFigures, judge_items
-from shiftwork.model.records import Applied, EmptyRun, LateRun
+from shiftwork.model.records import EmptyRun, LateRun
+from shiftwork.model.schedule_values import RunStatus
 from shiftwork.schedules.book import on_time_grace, report
-from shiftwork.schedules.definition import Plan, RunStatus, ScheduleDef, Snapshot, iso_z, plan_tick
-from shiftwork.store.schedules import NotLeader, Planner
+from shiftwork.schedules.definition import Plan, ScheduleDef, Snapshot, iso_z, plan_tick
+from shiftwork.schedules.errors import NotLeader
+from shiftwork.schedules.firing import Planner
+from shiftwork.schedules.records import Applied
+from shiftwork.schedules.stored import schedules_of
 
 if TYPE_CHECKING:
     from shiftwork.runtime import Runtime
@@ -64,7 +68,7 @@ HOUSEKEEPING_INTERVAL = 1.0
 
 def reconcile(rt: Runtime) -> dict[str, str]:
     """Make the database's schedules match those declared on ``app``."""
-    report = rt.store.schedules_reconcile(
+    report = schedules_of(rt.store).reconcile(
         list(rt.registry.schedules.values()), lambda d, now: d.cron_schedule().next_after(now))
     changed = {k: v for k, v in report.items() if v != "unchanged"}
     if changed:
@@ -78,7 +82,7 @@ def _one_by_one(rt: Runtime, names: list[str], planner: Planner, owner: str, ter
     out = []
     for name in names:
         try:
-            out.append((name, rt.store.schedules_apply(name, planner, owner, term,
+            out.append((name, schedules_of(rt.store).apply(name, planner, owner, term,
                                                         insert=partial(insert_rows, rt))))
         except (NotLeader, StorageError):  # the database, not this schedule: the pass ends
             raise
@@ -95,25 +99,25 @@ def run_pass(rt: Runtime, owner: str, term: int, housekeeping: bool = True) -> i
     """
     store = rt.store
     if housekeeping:
-        for schedule, fire_at, status, job_id in store.schedule_runs_sync(owner, term):
+        for schedule, fire_at, status, job_id in schedules_of(store).runs_sync(owner, term):
             if status is RunStatus.FAILED:
                 rt.events.emit("schedule.run_failed", schedule=schedule,
                                 fire_at=iso_z(fire_at), job_id=job_id)
-        for schedule, fire_at, job_id in store.schedule_runs_expire(owner, term):
+        for schedule, fire_at, job_id in schedules_of(store).runs_expire(owner, term):
             rt.events.emit("schedule.missed", schedule=schedule, fire_at=iso_z(fire_at),
                             job_id=job_id, reason="starting deadline")
     grace = on_time_grace(rt.settings)
     # Every occurrence this pass takes is judged as of the pass's start: when a live
     # leader took it. A burst that takes seconds to write is not late by its own work
     # (on-time vs caught-up, starting deadline: docs/scheduling.md).
-    as_of, names = store.schedules_due_as_of()
+    as_of, names = schedules_of(store).due_as_of()
 
     def planner(defn: ScheduleDef, snap: Snapshot, now: datetime) -> Plan:
         return plan_tick(defn, defn.cron_schedule(), snap, min(now, as_of), grace)
 
     def fire(batch: list[str]) -> list[tuple[str, Applied]]:
         try:
-            return store.schedules_fire(batch, planner, owner, term,
+            return schedules_of(store).fire(batch, planner, owner, term,
                                         insert=partial(insert_rows, rt))
         except (NotLeader, StorageError):  # the database, not a schedule: the pass ends
             raise
@@ -145,7 +149,7 @@ def run_pass(rt: Runtime, owner: str, term: int, housekeeping: bool = True) -> i
             count += announce(fire(batch))
     if housekeeping:
         check_items(rt, owner, term)
-        for late in store.schedule_runs_check_late(owner, term):
+        for late in schedules_of(store).runs_check_late(owner, term):
             rt.events.emit("schedule.late", schedule=late.schedule,
                             fire_at=iso_z(late.fire_at), status=late.status.value,
                             job_id=late.job_id, within=late.expect_success_within)
@@ -172,7 +176,7 @@ def check_items(rt: Runtime, owner: str, term: int) -> None:
         rule = declared.items_rule if declared is not None else None
         return judge_items(figures, expect_items, rule_name, rule)
 
-    for empty in rt.store.schedule_runs_check_items(owner, term, judge):
+    for empty in schedules_of(rt.store).runs_check_items(owner, term, judge):
         rt.events.emit("schedule.empty", schedule=empty.schedule,
                         fire_at=iso_z(empty.fire_at), job_id=empty.job_id, items=empty.items,
                         expect_items=empty.expect_items, reason=empty.reason)
@@ -233,7 +237,7 @@ class Scheduler(Service):
         if housekeeping:
             self._last_housekeeping = now
             # An app without schedules writes nothing; another deploy may add some.
-            self._any = self._any or self.rt.store.schedules_exist()
+            self._any = self._any or schedules_of(self.rt.store).exist()
         if not self._any:
             return
         try:
@@ -245,6 +249,6 @@ class Scheduler(Service):
         # schedules due at a cron boundary starts then, not up to an interval later).
         # (the query's own length, off a real wait: time.monotonic, as the wait is real)
         asked = time.monotonic()
-        soon = self.rt.store.schedules_next_fire_in()
+        soon = schedules_of(self.rt.store).next_fire_in()
         if soon is not None and 0 < soon < self.interval:
             self.next_wait = soon + WAKE_MARGIN - (time.monotonic() - asked)

@@ -8,25 +8,22 @@ expects and, where a worker writes, by the attempt number (the fencing token).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
 from shiftwork.core.states import JobState
-from shiftwork.flow.limits import ClaimFlow
 from shiftwork.model.filter import JobFilter
-from shiftwork.model.items import ItemsCheck
-from shiftwork.model.new_job import NewJob
+from shiftwork.model.limits import ClaimFlow, ClaimKind, RateLimit
+from shiftwork.model.new_job import Mark, NewJob
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import (
     SHUTDOWN,
-    Applied,
     BulkAction,
     ClaimedJob,
     DepLink,
     EffectRecord,
-    EmptyRun,
     EnqueueResult,
     FinishedJob,
     GroupInfo,
@@ -35,15 +32,10 @@ from shiftwork.model.records import (
     HistoryBucket,
     Job,
     JobLogLine,
-    LateRun,
     QueueGroups,
     QueueMinute,
     QueueStats,
     RescuedJob,
-    RunFigures,
-    ScheduleInfo,
-    ScheduleRun,
-    ScheduleRunLine,
     StepRecord,
     TaskMinute,
     Touch,
@@ -56,13 +48,420 @@ from shiftwork.model.records import (
     WorkflowSummary,
 )
 from shiftwork.model.table_health import TableHealth
-from shiftwork.schedules.definition import Plan, RunStatus, ScheduleDef
 from shiftwork.store.history import Counts, Durations
+from shiftwork.store.jobs import Row
 from shiftwork.store.wakeups import WakeListener
+
+
+class ScheduleStatements(Protocol):
+    """An engine's schedule statements (its ``schedules.sql``), run on its connections.
+
+    The transactions made of them, and every decision in them, are the schedule
+    component's (schedules/firing.py, schedules/reconcile.py, schedules/stored.py).
+    """
+
+    def tx(self) -> AbstractContextManager[Any]:
+        """A write transaction (SQLite: BEGIN IMMEDIATE)."""
+
+    def read(self) -> AbstractContextManager[Any]:
+        """A connection for reads."""
+
+    def rows(self, c: Any, query: str, **params: Any) -> list[dict[str, Any]]:
+        """Run the named statement on ``c`` (the engine adds the clock's instant); its rows
+        as dicts, instants (``TIME_COLUMNS``, store/rows.py) as aware UTC datetimes."""
+
+    def one(self, c: Any, query: str, **params: Any) -> dict[str, Any] | None:
+        """:meth:`rows`' first row (None: no row)."""
+
+    def json(self, value: Any) -> str:
+        """A JSON text for a batch statement, instants in the engine's own form."""
+
+    def instant(self, value: datetime | None) -> Any:
+        """An instant as :meth:`json` writes it, for rows built in bulk."""
+
+
+class ClaimTx(Protocol):
+    """A claim's statements, bound to one connection inside its transaction: the steps
+    flow/claim_limited.py and flow/claim_fair.py are made of (rows: ``jobs.sql``'s)."""
+
+    def running(self, task: str) -> int:
+        """A task's running jobs (takes the task's lock on Postgres)."""
+
+    def claim(self, n: int, only_task: str | None, exclude: list[str]) -> list[Row]:
+        """Claim up to ``n``: of ``only_task``, or of any task but ``exclude``."""
+
+    def lock_task(self, task: str) -> None:
+        """Make the claimers of ``task`` take turns (until commit)."""
+
+    def bucket(self, key: str, rate: RateLimit) -> float:
+        """The bucket's tokens now (made full if missing), its row locked."""
+
+    def set_bucket(self, key: str, tokens: float) -> None: ...
+
+    def group_running(self, task: str) -> dict[str, int]:
+        """The running jobs of each group of ``task``."""
+
+    def candidates(self, task: str, n: int, after: tuple[Any, Any, int] | None
+                   ) -> list[Row]:
+        """Up to ``n`` due jobs of ``task`` after (priority, run_at, id): (id, group,
+        priority, run_at)."""
+
+    def claim_ids(self, ids: list[int]) -> list[Row]:
+        """Claim these jobs (chosen by the loop), in this order."""
+
+    def fair_cursor(self) -> tuple[str, int]:
+        """The last group served and how many of its turn it had (the row locked)."""
+
+    def fair_set_cursor(self, group: str, served: int) -> None: ...
+
+    def fair_groups(self, after: str, n: int) -> list[str]:
+        """Up to ``n`` groups with waiting jobs after the key ``after``."""
+
+    def fair_heads(self, groups: list[str], take: list[int], skip: list[int]) -> list[Row]:
+        """Each group's first due jobs (id, group, task): ``take`` after ``skip``."""
+
+    def fair_ungrouped(self, take: int, skip: int, peek: int) -> list[Row]:
+        """Due jobs without a group, among the queue's first ``peek`` waiting."""
+
+
+class ClaimStatements(Protocol):
+    """An engine's claims (``store.claims``); which one a queue's limits call for is
+    flow/claiming.py's choice."""
+
+    def in_one_statement(self, kind: ClaimKind) -> bool:
+        """Whether :meth:`claim` runs this kind (else: the loops, on :meth:`begin`)."""
+
+    def claim(self, kind: ClaimKind, queue: str, limit: int, worker_id: str,
+              lease_seconds: float, flow: ClaimFlow) -> list[ClaimedJob]:
+        """A claim of a kind that is one statement."""
+
+    def begin(self, queue: str, worker_id: str, lease_seconds: float
+              ) -> AbstractContextManager[ClaimTx]:
+        """A claim's transaction and its statements (rows to ``claimed_jobs`` after)."""
+
+
+class DepsStatements(Protocol):
+    """The dependency statements composition/settling.py runs (each engine's
+    ``deps.sql``), each on the caller's connection ``c``, in :meth:`transaction`."""
+
+    def transaction(self) -> AbstractContextManager[Any]: ...
+
+    def watch(self, c: Any, ids: list[int]) -> dict[int, str]:
+        """Mark jobs as watched; the state of each that exists."""
+
+    def group_insert(self, c: Any, members: int) -> int:
+        """A new group of ``members`` jobs; its id."""
+
+    def insert_marked(self, c: Any, jobs: list[NewJob], marks: list[Mark]
+                      ) -> list[EnqueueResult]:
+        """Insert ``jobs`` with their marks (jobs awaited, watched, group)."""
+
+    def link(self, c: Any, edges: list[tuple[int, int, str]]) -> None:
+        """Write the edges (dependent, parent, on_failure)."""
+
+    def set_callback(self, c: Any, group: int, callback: int, on_failure: str
+                     ) -> tuple[int, bool] | None:
+        """Make ``callback`` the group's; (group id, due already), None if it has one."""
+
+    def resolve(self, c: Any, parent_ids: list[int]) -> None:
+        """Resolve finished parents: their dependents' edges, their groups' counts."""
+
+    def settle_groups(self, c: Any, group_ids: list[int]) -> None:
+        """Release (or cancel) the callbacks of these due groups."""
+
+    def sweep_parents(self, c: Any, limit: int) -> list[int]:
+        """Finished parents with edges left open."""
+
+    def sweep_groups(self, c: Any, limit: int) -> tuple[list[int], list[int]]:
+        """Group members finished but not counted, and groups due but not settled."""
+
+    # reads: groups, finished jobs, links
+    def watch_jobs(self, ids: list[int]) -> tuple[list[FinishedJob], list[int]]:
+        """Mark jobs as waited on; those already finished, and ids naming no job."""
+
+    def finished(self, ids: list[int]) -> list[FinishedJob]: ...
+
+    def links_of(self, job_id: int) -> tuple[list[DepLink], list[DepLink]]:
+        """The jobs ``job_id`` runs after, and the jobs that run after it."""
+
+    def input_of(self, job_id: int) -> Any:
+        """A chain link's input: the result of the job it runs after."""
+
+    def group_get(self, group_id: int) -> GroupInfo: ...
+
+    def group_members(self, group_id: int) -> list[int]: ...
+
+    def groups_prune(self, older_than: float, limit: int = 10_000) -> int:
+        """Delete groups older than ``older_than`` seconds whose jobs were all pruned."""
+
+    def groups_of_job(self, job_id: int) -> tuple[list[int], int | None]: ...
+
+    def group_results(self, group_id: int) -> list[FinishedJob | None]: ...
+
+
+class WorkflowStatements(Protocol):
+    """Durable workflows' storage (``store.workflows``): instances, recorded steps, events."""
+
+    def steps_get(self, job_id: int) -> dict[str, StepRecord]: ...
+
+    def begin(self, job_id: int, attempt: int, version: str
+                       ) -> tuple[WorkflowRun, dict[str, StepRecord]] | None:
+        """Create the instance row on its first run; read it and its steps. None: lease lost."""
+
+    def run_set(self, job_id: int, attempt: int, status: str, *, cancelled: bool,
+                         cause: str | None = None, last_attempt: int | None = None,
+                         extend_attempts: int | None = None) -> bool:
+        """Record the instance's status (fenced); ``extend_attempts`` gives the job room."""
+
+    def run_read(self, job_id: int) -> WorkflowRun | None: ...
+
+    def step_record(self, job_id: int, attempt: int, name: str, status: str,
+                             result_json: str | None, wake_at: datetime | None, *,
+                             position: int | None = None, kind: str = "step",
+                             digest: str | None = None, outcome: str | None = None,
+                             tries: int = 0, started_at: datetime | None = None) -> bool | None:
+        """Record a step, fenced by attempt: None if this attempt no longer holds the job,
+        else whether a cancel was requested."""
+
+    def event_take(self, job_id: int, attempt: int, name: str, step: str, *,
+                            position: int | None = None, digest: str | None = None,
+                            started_at: datetime | None = None) -> tuple[bool, Any]:
+        """Consume the oldest pending event ``name`` and record it as ``step``, atomically."""
+
+    def events_take(self, job_id: int, attempt: int, names: list[str], *,
+                             started_at: datetime | None = None) -> list[tuple[bool, Any]]:
+        """:meth:`workflow_event_take` for many events in one transaction, each recorded as
+        the step of its own name (a join taking its members' reports); ``(False, None)``
+        for a name with no pending event. Raises LeaseLost like the single take."""
+
+    def event_find(self, job_id: int, name: str, key: str) -> int | None:
+        """The id of the event sent to this workflow under ``name`` and ``key``, if any
+        (a second send with that key would deliver nothing)."""
+
+    def event_send(self, job_id: int, name: str, payload_json: str,
+                            key: str | None = None, *,
+                            join: tuple[str, int] | None = None) -> int:
+        """Store an event for a workflow and wake it; a repeated ``key`` stores nothing.
+
+        With ``join=(prefix, total)`` (a member's report to a parallel join; needs ``key``)
+        the workflow is woken only once at least ``total`` events under ``key`` whose names
+        start with ``prefix`` are stored, counted in the same transaction as the insert,
+        under a lock on the workflow's row: one wake per join instead of one per member."""
+
+    def cancel(self, job_id: int) -> bool:
+        """Flag a started workflow for cancel and wake it; False if it is not one."""
+
+    def summaries(self, status: str | None = None, task: str | None = None,
+                       limit: int = 50) -> list[WorkflowSummary]: ...
+
+    def page(self, status: str | None = None, task: str | None = None,
+                       before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
+        """Workflows with an id below ``before``, newest first, each with its current step;
+        ``task``: a part of the name (any case); ``status``: a workflow status or job state."""
+
+    def events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
+        """The newest events sent to a workflow, taken or not."""
+
+    def live(self, job_id: int) -> WorkflowLive | None:
+        """The job, its workflow status and steps, in one statement (None: no such job)."""
+
+
+class ObserveStatements(Protocol):
+    """What people and the leader read and roll up (``store.observe``): per-minute counts,
+    the history buckets, the views of waiting and running work, search; and the discard
+    of dead jobs (the dashboard's, beside its search)."""
+
+    def queue_minutes_add(self, rows: list[QueueMinute]) -> None:
+        """Add per-minute finished counts (an upsert that sums)."""
+
+    def queue_minutes_list(self, since: datetime) -> list[QueueMinute]: ...
+
+    def queue_minutes_prune(self, keep_seconds: float) -> int: ...
+
+    def task_minutes_add(self, rows: list[TaskMinute]) -> None:
+        """Add per-task, per-minute succeeded and item counts (upsert, summing)."""
+
+    def task_minutes_since(self, since: datetime) -> dict[str, tuple[int, int]]:
+        """Per task: jobs succeeded and items they reported since ``since``."""
+
+    def task_minutes_prune(self, keep_seconds: float) -> int: ...
+
+    # The history rollup (observe/rollup.py): what the leader reads and writes per bucket.
+
+    def history_last(self) -> datetime | None:
+        """The newest bucket written (None: none yet)."""
+
+    def history_counts(self, since: datetime, until: datetime
+                       ) -> tuple[dict[str, Counts], dict[str, Counts]]:
+        """Finished counts per queue and per task of the minutes in [since, until)."""
+
+    def history_durations(self, since: datetime, until: datetime
+                          ) -> dict[tuple[str, str], Durations]:
+        """p50/p95 run time of the jobs finished in [since, until), per queue
+        (``(queue, "")``) and per task (``("", task)``)."""
+
+    def history_waiting(self) -> list[tuple[str, str, datetime]]:
+        """(queue, task, run_at of the oldest due job) for every queue and task waiting."""
+
+    def history_add(self, rows: list[HistoryBucket]) -> None:
+        """Write one bucket's rows in one transaction; rows already there are kept."""
+
+    def history_list(self, since: datetime, queue: str | None = None,
+                     task: str | None = None) -> list[HistoryBucket]:
+        """Rows from ``since`` (None: any queue or task; ``""`` picks the other kind)."""
+
+    def history_prune(self, keep_seconds: float) -> int: ...
+
+    def workers_running(self) -> dict[str, int]:
+        """Running jobs per worker id (a partial index)."""
+
+    def jobs_waiting_by_task(self) -> list[WaitingTask]:
+        """Waiting jobs (due or not) per queue and task: reads every waiting job."""
+
+    def groups_busiest(self, queue: str | None = None, limit: int = 10) -> list[GroupStats]:
+        """The groups with the most waiting and running jobs (of ``queue``, or every queue),
+        busiest first: reads every waiting or running job that has a group."""
+
+    def queue_group_counts(self) -> list[QueueGroups]:
+        """Per queue, how many groups have waiting jobs and how many have running ones."""
+
+    def jobs_search(self, text: str | None = None, state: JobState | None = None,
+                    queue: str | None = None, limit: int = 50) -> list[Job]:
+        """Newest first; ``text`` matches a job id, a task name or a unique key."""
+
+    def jobs_discard(self, ids: list[int]) -> list[int]:
+        """Delete dead jobs (deleting is not a state change); returns the ids deleted."""
+
+
+class JobLogStatements(Protocol):
+    """What a job logged while it ran (``store.job_logs``; deleted with the job)."""
+
+    def add(self, job_id: int, lines: list[JobLogLine]) -> None:
+        """Keep these records of ``job_id`` (nothing if the job is gone; a line kept
+        already, by its attempt and seq, is kept once)."""
+
+    def list_lines(self, job_id: int, attempt: int = 0, after: tuple[int, int] = (0, 0),
+                      limit: int = 1000) -> list[JobLogLine]:
+        """The job's records after ``(attempt, seq)`` in order; ``attempt`` 0: all."""
+
+
+class FleetStatements(Protocol):
+    """The fleet (``store.fleet``): the worker registry and the named leader lease."""
+
+    def workers_upsert(self, worker_id: str, host: str, pid: int,
+                       queues: dict[str, int], tasks: list[str] | None = None) -> None:
+        """Register or refresh a worker: its queues and the task names it registers
+        (None: not said, as by a worker of an older release)."""
+
+    def workers_delete(self, worker_id: str) -> None: ...
+
+    def workers_list(self) -> list[WorkerInfo]: ...
+
+    def workers_prune(self, stale_after: float) -> int: ...
+
+    def leader_acquire(self, name: str, owner: str, ttl: float) -> int | None:
+        """Take or renew the named lease; returns the term held, or None."""
+
+    def leader_release(self, name: str, owner: str) -> None: ...
+
+
+class ConsoleStatements(Protocol):
+    """The operations console (``store.console``, store/console.py): pages of jobs by a
+    filter, and the bulk actions on them."""
+
+    def page(self, f: JobFilter, sort: str = "created", after: int | None = None,
+                  limit: int = 50) -> list[Job]:
+        """A page of the jobs ``f`` matches, newest first by ``sort``, after job ``after``."""
+
+    def count_upto(self, f: JobFilter, cap: int) -> int:
+        """How many jobs ``f`` matches, counted up to ``cap``."""
+
+    def match_ids(self, f: JobFilter, after: int | None, limit: int) -> list[int]:
+        """The next ``limit`` ids ``f`` matches after ``after``, in id order."""
+
+    def retry_batch(self, ids: Sequence[int]) -> list[int]:
+        """``jobs_retry`` for many ids at once; the ids moved."""
+
+    def delete_finished(self, ids: Sequence[int]) -> list[int]:
+        """Delete the finished jobs among ``ids``; the ids deleted."""
+
+    def bulk_actions_add(self, who: str, action: str, filter_text: str, matched: int,
+                         done: int) -> None: ...
+
+    def bulk_actions_list(self, limit: int = 20) -> list[BulkAction]: ...
+
+    def bulk_actions_prune(self, keep: int) -> None: ...
+
+
+class LongJobStatements(Protocol):
+    """Long jobs (``store.long_jobs``): the fenced touch (checkpoint, progress, lease),
+    paused queues, effect keys."""
+
+    def touch(self, job_id: int, attempt: int, lease_seconds: float, *,
+                   checkpoint: str | None = None, set_checkpoint: bool = False,
+                   progress: str | None = None, yield_if_paused: bool = False,
+                   conn: Any = None) -> Touch | None:
+        """Save a checkpoint and/or progress and extend the lease, fenced by attempt.
+
+        None when this attempt no longer holds the job. With ``yield_if_paused`` and the
+        job's queue paused, the same transaction gives the job back to its queue.
+        """
+
+    def queues_set_paused(self, queue: str, paused: bool) -> None: ...
+
+    def queues_paused(self) -> set[str]: ...
+
+    def effect_keys_insert(self, key: str, job_id: int | None, attempt: int | None,
+                           keep_seconds: float, result: str | None = None,
+                           conn: Any = None) -> bool:
+        """Record an effect key (JSON ``result``); False if the key is already recorded."""
+
+    def effect_keys_set_result(self, key: str, result: str, conn: Any = None) -> None: ...
+
+    def effect_keys_get(self, key: str, conn: Any = None) -> EffectRecord | None: ...
+
+    def effect_keys_prune(self, limit: int = 10_000) -> int:
+        """Delete effect keys past their retention; returns how many."""
 
 
 class Store(Protocol):
     engine: str  # "sqlite" or "postgres"
+
+    @property
+    def long_jobs(self) -> LongJobStatements:
+        """Long jobs' statements (store/long_jobs.py)."""
+
+    @property
+    def console(self) -> ConsoleStatements:
+        """The operations console's pages and bulk actions (store/console.py)."""
+
+    @property
+    def fleet(self) -> FleetStatements:
+        """The worker registry and the leader lease (store/fleet.py)."""
+
+    @property
+    def job_logs(self) -> JobLogStatements:
+        """Per-job logs (store/<engine>/job_logs.py)."""
+
+    @property
+    def observe(self) -> ObserveStatements:
+        """Counts, history and views (store/<engine>/observe.py)."""
+
+    @property
+    def workflows(self) -> WorkflowStatements:
+        """Durable workflows: instances, steps, events (store/<engine>/workflows.py)."""
+
+    @property
+    def claims(self) -> ClaimStatements:
+        """The claim statements (which claim, and the loops of the limited ones: flow/)."""
+
+    @property
+    def deps(self) -> DepsStatements:
+        """The dependency statements (the decisions on them: composition/settling.py)."""
+
+    @property
+    def schedules(self) -> ScheduleStatements:
+        """The schedule statements (the transactions on them: schedules/stored.py)."""
 
     # -- life cycle ---------------------------------------------------------
     def migrate(self) -> list[int]:
@@ -118,14 +517,10 @@ class Store(Protocol):
         streams them to the server while later ones are still being built.
         """
 
-    def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
-                   limits: dict[str, int] | None = None,
-                   flow: ClaimFlow | None = None) -> list[ClaimedJob]:
-        """Claim up to ``limit`` due jobs; each claim increments ``attempt``.
-
-        ``limits`` maps task names to fleet-wide concurrency limits; ``flow`` adds rate
-        buckets and per-group caps (store/flow_claim.py), spent only for jobs claimed.
-        """
+    def jobs_claim(self, queue: str, limit: int, worker_id: str,
+                   lease_seconds: float) -> list[ClaimedJob]:
+        """Claim up to ``limit`` due jobs, no limit but ``limit``; each claim increments
+        ``attempt``. (A claim under limits: flow/claiming.py, on :attr:`claims`.)"""
 
     def rate_buckets_prune(self, prefix: str, idle_seconds: float) -> int:
         """Delete buckets whose key starts with ``prefix`` untouched for ``idle_seconds``
@@ -196,332 +591,16 @@ class Store(Protocol):
 
 
     # -- visibility (store/<engine>/observe.py) -----------------------------------------
-    def queue_minutes_add(self, rows: list[QueueMinute]) -> None:
-        """Add per-minute finished counts (an upsert that sums)."""
-
-    def queue_minutes_list(self, since: datetime) -> list[QueueMinute]: ...
-
-    def queue_minutes_prune(self, keep_seconds: float) -> int: ...
-
-    def task_minutes_add(self, rows: list[TaskMinute]) -> None:
-        """Add per-task, per-minute succeeded and item counts (upsert, summing)."""
-
-    def task_minutes_since(self, since: datetime) -> dict[str, tuple[int, int]]:
-        """Per task: jobs succeeded and items they reported since ``since``."""
-
-    def task_minutes_prune(self, keep_seconds: float) -> int: ...
-
-    # The history rollup (observe/rollup.py): what the leader reads and writes per bucket.
-    def history_last(self) -> datetime | None:
-        """The newest bucket written (None: none yet)."""
-
-    def history_counts(self, since: datetime, until: datetime
-                       ) -> tuple[dict[str, Counts], dict[str, Counts]]:
-        """Finished counts per queue and per task of the minutes in [since, until)."""
-
-    def history_durations(self, since: datetime, until: datetime
-                          ) -> dict[tuple[str, str], Durations]:
-        """p50/p95 run time of the jobs finished in [since, until), per queue
-        (``(queue, "")``) and per task (``("", task)``)."""
-
-    def history_waiting(self) -> list[tuple[str, str, datetime]]:
-        """(queue, task, run_at of the oldest due job) for every queue and task waiting."""
-
-    def history_add(self, rows: list[HistoryBucket]) -> None:
-        """Write one bucket's rows in one transaction; rows already there are kept."""
-
-    def history_list(self, since: datetime, queue: str | None = None,
-                     task: str | None = None) -> list[HistoryBucket]:
-        """Rows from ``since`` (None: any queue or task; ``""`` picks the other kind)."""
-
-    def history_prune(self, keep_seconds: float) -> int: ...
-
-    def workers_running(self) -> dict[str, int]:
-        """Running jobs per worker id (a partial index)."""
-
-    def jobs_waiting_by_task(self) -> list[WaitingTask]:
-        """Waiting jobs (due or not) per queue and task: reads every waiting job."""
-
-    def groups_busiest(self, queue: str | None = None, limit: int = 10) -> list[GroupStats]:
-        """The groups with the most waiting and running jobs (of ``queue``, or every queue),
-        busiest first: reads every waiting or running job that has a group."""
-
-    def queue_group_counts(self) -> list[QueueGroups]:
-        """Per queue, how many groups have waiting jobs and how many have running ones."""
-
-    def jobs_search(self, text: str | None = None, state: JobState | None = None,
-                    queue: str | None = None, limit: int = 50) -> list[Job]:
-        """Newest first; ``text`` matches a job id, a task name or a unique key."""
-
-    def jobs_discard(self, ids: list[int]) -> list[int]:
-        """Delete dead jobs (deleting is not a state change); returns the ids deleted."""
-
     # -- the operations console (store/console.py) ---------------------------------------
-    def jobs_page(self, f: JobFilter, sort: str = "created", after: int | None = None,
-                  limit: int = 50) -> list[Job]:
-        """A page of the jobs ``f`` matches, newest first by ``sort``, after job ``after``."""
-
-    def jobs_count_upto(self, f: JobFilter, cap: int) -> int:
-        """How many jobs ``f`` matches, counted up to ``cap``."""
-
-    def jobs_match_ids(self, f: JobFilter, after: int | None, limit: int) -> list[int]:
-        """The next ``limit`` ids ``f`` matches after ``after``, in id order."""
-
-    def jobs_retry_batch(self, ids: Sequence[int]) -> list[int]:
-        """``jobs_retry`` for many ids at once; the ids moved."""
-
-    def jobs_delete_finished(self, ids: Sequence[int]) -> list[int]:
-        """Delete the finished jobs among ``ids``; the ids deleted."""
-
-    def bulk_actions_add(self, who: str, action: str, filter_text: str, matched: int,
-                         done: int) -> None: ...
-
-    def bulk_actions_list(self, limit: int = 20) -> list[BulkAction]: ...
-
-    def bulk_actions_prune(self, keep: int) -> None: ...
-
     # -- workers and leadership ---------------------------------------------------
-    def workers_upsert(self, worker_id: str, host: str, pid: int,
-                       queues: dict[str, int], tasks: list[str] | None = None) -> None:
-        """Register or refresh a worker: its queues and the task names it registers
-        (None: not said, as by a worker of an older release)."""
-
-    def workers_delete(self, worker_id: str) -> None: ...
-
-    def workers_list(self) -> list[WorkerInfo]: ...
-
-    def workers_prune(self, stale_after: float) -> int: ...
-
-    def leader_acquire(self, name: str, owner: str, ttl: float) -> int | None:
-        """Take or renew the named lease; returns the term held, or None."""
-
-    def leader_release(self, name: str, owner: str) -> None: ...
-
     # -- long jobs: checkpoints, progress, paused queues, effect keys -------------------
     def transaction(self) -> AbstractContextManager[Any]:
         """A native connection (psycopg / sqlite3) in a transaction on the queue's database."""
 
-    def jobs_touch(self, job_id: int, attempt: int, lease_seconds: float, *,
-                   checkpoint: str | None = None, set_checkpoint: bool = False,
-                   progress: str | None = None, yield_if_paused: bool = False,
-                   conn: Any = None) -> Touch | None:
-        """Save a checkpoint and/or progress and extend the lease, fenced by attempt.
-
-        None when this attempt no longer holds the job. With ``yield_if_paused`` and the
-        job's queue paused, the same transaction gives the job back to its queue.
-        """
-
-    def queues_set_paused(self, queue: str, paused: bool) -> None: ...
-
-    def queues_paused(self) -> set[str]: ...
-
-    def effect_keys_insert(self, key: str, job_id: int | None, attempt: int | None,
-                           keep_seconds: float, result: str | None = None,
-                           conn: Any = None) -> bool:
-        """Record an effect key (JSON ``result``); False if the key is already recorded."""
-
-    def effect_keys_set_result(self, key: str, result: str, conn: Any = None) -> None: ...
-
-    def effect_keys_get(self, key: str, conn: Any = None) -> EffectRecord | None: ...
-
-    def effect_keys_prune(self, limit: int = 10_000) -> int:
-        """Delete effect keys past their retention; returns how many."""
-
-
-    # -- schedules (shared logic in store/schedules.py, SQL in each engine's schedules.sql) --
-    def schedules_reconcile(self, defs: list[ScheduleDef],
-                            first_fire: Callable[[ScheduleDef, datetime], datetime]
-                            ) -> dict[str, str]:
-        """Make stored schedules match the declared ones, keeping unchanged cursors."""
-
-    def schedules_add(self, defn: ScheduleDef,
-                      first_fire: Callable[[ScheduleDef, datetime], datetime],
-                      replace: bool = False) -> str:
-        """Store a run-time schedule (origin 'runtime'); created | revived | replaced."""
-
-    def schedules_remove(self, name: str) -> None:
-        """Mark a run-time schedule removed; refuses code-declared ones."""
-
-    def schedules_exist(self) -> bool:
-        """Whether any schedule was ever stored."""
-
-    def schedules_due(self) -> list[str]:
-        """Names of schedules with a cursor due or buffered runs to release."""
-
-    def schedules_due_as_of(self) -> tuple[datetime, list[str]]:
-        """The database's instant and the schedules due then, earliest cursor first;
-        reads only those (indexes), however many are not due."""
-
-    def schedules_next_fire_in(self) -> float | None:
-        """Seconds from the database's instant to the earliest cursor after it (None:
-        none); the first entry of an index."""
-
-    def schedules_fire(self, names: list[str],
-                       planner: Callable[[ScheduleDef, Any, datetime], Plan],
-                       owner: str, term: int, *,
-                       insert: Callable[[list[NewJob], Any], list[EnqueueResult]]
-                       ) -> list[tuple[str, Applied]]:
-        """The leader's batch: many schedules decided and written in one transaction
-        (a few statements in all); ones another transaction holds are skipped. Raises
-        NotLeader unless ``(owner, term)`` holds."""
-
-    def schedules_apply(self, name: str,
-                        planner: Callable[[ScheduleDef, Any, datetime], Plan],
-                        owner: str | None = None, term: int | None = None, *,
-                        insert: Callable[[list[NewJob], Any], list[EnqueueResult]]
-                        ) -> Applied:
-        """One transaction: snapshot, plan, write (jobs, occurrences, cursor).
-
-        With ``term``, raises NotLeader unless that leadership still holds. Jobs go in
-        through ``insert(jobs, conn)``: the App's insert path, so a fired job is enqueued
-        as every other (validation, tracing).
-        """
-
-    def schedule_runs_sync(self, owner: str, term: int
-                           ) -> list[tuple[str, datetime, RunStatus, int | None]]:
-        """Copy finished jobs' outcomes onto their occurrences."""
-
-    def schedule_runs_expire(self, owner: str, term: int) -> list[tuple[str, datetime, int]]:
-        """Cancel as missed the jobs not started by fire instant + starting deadline."""
-
-    def schedule_runs_check_late(self, owner: str, term: int) -> list[LateRun]:
-        """Dead-man switch: returns each newly late occurrence once."""
-
-    def schedule_runs_check_items(self, owner: str, term: int,
-                                  judge: Callable[[RunFigures, int | None, str | None],
-                                                  tuple[ItemsCheck, str]]
-                                  ) -> list[EmptyRun]:
-        """The items check (``expect_items``): returns each newly empty occurrence once."""
-
-    def schedule_runs_prune(self, older_than: float) -> int: ...
-
-    def schedules_list(self, include_removed: bool = False) -> list[ScheduleInfo]: ...
-
-    def schedules_get(self, name: str) -> ScheduleInfo: ...
-
-    def schedule_runs_list(self, name: str, limit: int = 50) -> list[ScheduleRun]: ...
-
-    def schedule_runs_history(self, name: str, before: datetime | None = None,
-                              limit: int = 50) -> list[ScheduleRunLine]:
-        """Occurrences fired before ``before``, newest first, each with its job's state."""
-
-    def schedules_set_paused(self, name: str, paused: bool, reason: str | None = None
-                             ) -> None: ...
-
-    def schedules_resume(self, name: str,
-                         resume: Callable[[ScheduleDef, datetime | None, datetime],
-                                          tuple[Plan, str | None]]) -> Plan | None: ...
     # -- durable workflows ------------------------------------------------------------
-    def workflow_steps_get(self, job_id: int) -> dict[str, StepRecord]: ...
-
-    def workflow_begin(self, job_id: int, attempt: int, version: str
-                       ) -> tuple[WorkflowRun, dict[str, StepRecord]] | None:
-        """Create the instance row on its first run; read it and its steps. None: lease lost."""
-
-    def workflow_run_set(self, job_id: int, attempt: int, status: str, *, cancelled: bool,
-                         cause: str | None = None, last_attempt: int | None = None,
-                         extend_attempts: int | None = None) -> bool:
-        """Record the instance's status (fenced); ``extend_attempts`` gives the job room."""
-
-    def workflow_run_read(self, job_id: int) -> WorkflowRun | None: ...
-
-    def workflow_step_record(self, job_id: int, attempt: int, name: str, status: str,
-                             result_json: str | None, wake_at: datetime | None, *,
-                             position: int | None = None, kind: str = "step",
-                             digest: str | None = None, outcome: str | None = None,
-                             tries: int = 0, started_at: datetime | None = None) -> bool | None:
-        """Record a step, fenced by attempt: None if this attempt no longer holds the job,
-        else whether a cancel was requested."""
-
-    def workflow_event_take(self, job_id: int, attempt: int, name: str, step: str, *,
-                            position: int | None = None, digest: str | None = None,
-                            started_at: datetime | None = None) -> tuple[bool, Any]:
-        """Consume the oldest pending event ``name`` and record it as ``step``, atomically."""
-
-    def workflow_events_take(self, job_id: int, attempt: int, names: list[str], *,
-                             started_at: datetime | None = None) -> list[tuple[bool, Any]]:
-        """:meth:`workflow_event_take` for many events in one transaction, each recorded as
-        the step of its own name (a join taking its members' reports); ``(False, None)``
-        for a name with no pending event. Raises LeaseLost like the single take."""
-
-    def workflow_event_find(self, job_id: int, name: str, key: str) -> int | None:
-        """The id of the event sent to this workflow under ``name`` and ``key``, if any
-        (a second send with that key would deliver nothing)."""
-
-    def workflow_event_send(self, job_id: int, name: str, payload_json: str,
-                            key: str | None = None, *,
-                            join: tuple[str, int] | None = None) -> int:
-        """Store an event for a workflow and wake it; a repeated ``key`` stores nothing.
-
-        With ``join=(prefix, total)`` (a member's report to a parallel join; needs ``key``)
-        the workflow is woken only once at least ``total`` events under ``key`` whose names
-        start with ``prefix`` are stored, counted in the same transaction as the insert,
-        under a lock on the workflow's row: one wake per join instead of one per member."""
-
-    def workflow_cancel(self, job_id: int) -> bool:
-        """Flag a started workflow for cancel and wake it; False if it is not one."""
-
-    def workflows_list(self, status: str | None = None, task: str | None = None,
-                       limit: int = 50) -> list[WorkflowSummary]: ...
-
-    def workflows_page(self, status: str | None = None, task: str | None = None,
-                       before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
-        """Workflows with an id below ``before``, newest first, each with its current step;
-        ``task``: a part of the name (any case); ``status``: a workflow status or job state."""
-
-    def workflow_events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
-        """The newest events sent to a workflow, taken or not."""
-
-    def workflow_live(self, job_id: int) -> WorkflowLive | None:
-        """The job, its workflow status and steps, in one statement (None: no such job)."""
-
     # -- per-job logs (what a job logged while it ran; deleted with the job) ------------
-    def job_logs_add(self, job_id: int, lines: list[JobLogLine]) -> None:
-        """Keep these records of ``job_id`` (nothing if the job is gone; a line kept
-        already, by its attempt and seq, is kept once)."""
-
-    def job_logs_list(self, job_id: int, attempt: int = 0, after: tuple[int, int] = (0, 0),
-                      limit: int = 1000) -> list[JobLogLine]:
-        """The job's records after ``(attempt, seq)`` in order; ``attempt`` 0: all."""
-
-    # -- composition: dependencies, groups, results (store/deps.py) ---------------------
-    def jobs_insert_graph(self, jobs: list[NewJob], conn: Any = None, *,
-                          group: bool = False, callback_of: int | None = None,
-                          with_callback: bool = False
-                          ) -> tuple[list[EnqueueResult], int | None]:
-        """Insert jobs and their dependencies (``NewJob.after`` / ``after_new``) in one
-        transaction; with ``group``, also a group of them (its id is returned), whose
-        callback is the last job with ``with_callback``; ``callback_of``: the last job
-        becomes that existing group's callback."""
-
-    def deps_resolve(self, parent_ids: list[int]) -> None:
-        """Count down the dependents of these finished jobs (each edge once)."""
-
-    def deps_sweep(self, limit: int = 1000) -> int:
-        """Resolve edges left open although their parent finished; how many parents."""
-
-    def jobs_watch(self, ids: list[int]) -> tuple[list[FinishedJob], list[int]]:
-        """Mark jobs as waited on; those already finished, and ids naming no job."""
-
-    def jobs_finished(self, ids: list[int]) -> list[FinishedJob]: ...
-
-    def jobs_dependencies(self, job_id: int) -> tuple[list[DepLink], list[DepLink]]:
-        """The jobs ``job_id`` runs after, and the jobs that run after it."""
-
-    def jobs_input(self, job_id: int) -> Any:
-        """A chain link's input: the result of the job it runs after."""
-
-    def groups_get(self, group_id: int) -> GroupInfo: ...
-
-    def groups_members(self, group_id: int) -> list[int]: ...
-
-    def groups_prune(self, older_than: float, limit: int = 10_000) -> int:
-        """Delete groups older than ``older_than`` seconds whose jobs were all pruned."""
-
-    def groups_of_job(self, job_id: int) -> tuple[list[int], int | None]: ...
-
-    def groups_results(self, group_id: int) -> list[FinishedJob | None]: ...
-
+    # -- composition: waiting on results, groups (store/deps.py; writing a graph and
+    #    settling it: composition/settling.py) ------------------------------------------
     # -- test support ----------------------------------------------------------------
     def debug_install_transition_guard(self) -> None:
         """Install a trigger that rejects any state change not in TRANSITIONS."""

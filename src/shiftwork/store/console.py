@@ -9,13 +9,12 @@ filter sets (``where``), so each statement names only its own conditions: no
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shiftwork.model.filter import JobFilter, check_sort, like_pattern
 from shiftwork.model.records import BulkAction, Job
-from shiftwork.store.engine_sql import EngineSql
 from shiftwork.store.rows import from_ts
 from shiftwork.store.wakeups import ANY_QUEUE
 
@@ -41,17 +40,19 @@ def where(queries: dict[str, str], params: dict[str, Any], keyset: str | None = 
     return "\n  AND ".join(parts) or "1 = 1"
 
 
-class JobsConsole(EngineSql):
-    engine: str
-    q: dict[str, str]
-    _unique_violation: type[Exception]
+class JobsConsole:
+    """The console's statements (``store.console``), on the engine store's sessions."""
 
-    if TYPE_CHECKING:  # each engine's observe.py
-        def _read(self, sql: str, params: dict[str, Any], jobs: bool = False) -> list[Any]:
-            """Run a read query (its text) outside any write transaction: its rows (as
-            ``Job`` with ``jobs``). Lists in ``params`` are arrays (JSON on SQLite)."""
-
-        def _rows(self, c: Any, query: str, **params: Any) -> list[Any]: ...
+    def __init__(self, core: Any) -> None:
+        self._core = core  # the engine's store: sessions, queries, reads
+        self.q = core.q
+        self._session = core._session
+        self._rows = core._rows
+        self._notify = core._notify
+        #: Rows of a query's text (as ``Job`` with ``jobs``), outside any write transaction.
+        self._read: Callable[..., list[Any]] = core._read
+        self._unique_violation = core._unique_violation
+        self.engine = core.engine
 
     def _filtered(self, query: str, f: JobFilter, keyset: str | None = None,
                   **params: Any) -> tuple[str, dict[str, Any]]:
@@ -82,25 +83,25 @@ class JobsConsole(EngineSql):
                 "finished_from": when(f.finished_from), "finished_to": when(f.finished_to),
                 "unique_key": f.unique_key, "id": f.id, "tag": f.tag}
 
-    def jobs_page(self, f: JobFilter, sort: str = "created", after: int | None = None,
-                  limit: int = 50) -> list[Job]:
+    def page(self, f: JobFilter, sort: str = "created", after: int | None = None,
+             limit: int = 50) -> list[Job]:
         """One page of the jobs ``f`` matches, newest first by ``sort`` (created, run_at,
         finished), after job ``after`` (the previous page's last): keyset paging."""
         sort = check_sort(sort)
         name, values = self._filtered(f"jobs_page_{sort}", f, sort, after=after, limit=limit)
         return self._read(name, values, jobs=True)
 
-    def jobs_count_upto(self, f: JobFilter, cap: int) -> int:
+    def count_upto(self, f: JobFilter, cap: int) -> int:
         """How many jobs ``f`` matches, counted up to ``cap`` (``cap`` means "at least")."""
         rows = self._read(*self._filtered("jobs_count_upto", f, cap=cap))
         return int(rows[0][0]) if rows else 0
 
-    def jobs_match_ids(self, f: JobFilter, after: int | None, limit: int) -> list[int]:
+    def match_ids(self, f: JobFilter, after: int | None, limit: int) -> list[int]:
         """The next ``limit`` ids ``f`` matches after ``after``, in id order."""
         name, values = self._filtered("jobs_match_ids", f, "ids", after=after, limit=limit)
         return [int(r[0]) for r in self._read(name, values)]
 
-    def jobs_retry_batch(self, ids: Sequence[int]) -> list[int]:
+    def retry_batch(self, ids: Sequence[int]) -> list[int]:
         """``jobs_retry`` for many ids in one statement; the ids it moved. A job whose
         unique key a live job now holds cannot move, and fails the whole statement: the
         batch is then retried one by one, and those stay where they are."""
@@ -125,7 +126,7 @@ class JobsConsole(EngineSql):
                 continue
         return moved
 
-    def jobs_delete_finished(self, ids: Sequence[int]) -> list[int]:
+    def delete_finished(self, ids: Sequence[int]) -> list[int]:
         """Delete the finished (succeeded, dead, cancelled) jobs among ``ids``."""
         if not ids:
             return []

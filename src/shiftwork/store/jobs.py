@@ -1,12 +1,12 @@
 """Jobs' engine-neutral Python, written once: claimed rows to ClaimedJob, outcomes to
-parameters, retry and cancel (the claim loops are in flow_claim.py). Each engine supplies
+parameters, retry and cancel (the claim loops are flow/'s). Each engine supplies
 its SQL and driver calls (store/engine_sql.py); nothing here knows which engine runs it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from shiftwork.core.states import JobState
@@ -17,8 +17,6 @@ from shiftwork.store.rows import not_retryable, retry_blocked_by_key, split_args
 from shiftwork.store.wakeups import ANY_QUEUE
 
 Row = Sequence[Any]
-#: (how many, only this task or None, tasks to leave out) -> the rows claimed
-ClaimRows = Callable[[int, "str | None", list[str]], list[Row]]
 
 
 def claimed_jobs(rows: list[Row]) -> list[ClaimedJob]:

@@ -9,15 +9,22 @@ from __future__ import annotations
 from typing import Any
 
 from shiftwork.model.records import Touch
-from shiftwork.store.engine_sql import EngineSql
 from shiftwork.store.rows import log_rejected
 
 
-class LongJobsWrites(EngineSql):
-    def jobs_touch(self, job_id: int, attempt: int, lease_seconds: float, *,
-                   checkpoint: str | None = None, set_checkpoint: bool = False,
-                   progress: str | None = None, yield_if_paused: bool = False,
-                   conn: Any = None) -> Touch | None:
+class LongJobsWrites:
+    """Long jobs' statements (``store.long_jobs``) on the engine store's sessions; each
+    engine's subclass adds paused queues and reading effect keys."""
+
+    def __init__(self, core: Any) -> None:
+        self._core = core  # the engine's store: _session, _one (store/engine_sql.py)
+        self._session = core._session
+        self._one = core._one
+
+    def touch(self, job_id: int, attempt: int, lease_seconds: float, *,
+              checkpoint: str | None = None, set_checkpoint: bool = False,
+              progress: str | None = None, yield_if_paused: bool = False,
+              conn: Any = None) -> Touch | None:
         with self._session(conn) as c:
             row = self._one(c, "jobs_touch", id=job_id, attempt=attempt, lease=lease_seconds,
                             set_checkpoint=set_checkpoint, checkpoint=checkpoint,

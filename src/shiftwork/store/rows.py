@@ -14,6 +14,15 @@ from shiftwork.model.records import Job, QueueStats
 
 log = logging.getLogger("shiftwork.store")
 
+#: Columns of the schedule statements that hold instants, converted from each engine's
+#: representation on read.
+TIME_COLUMNS = frozenset({
+    "now", "fire_at", "run_at", "recorded_at", "finished_at", "dms_at", "next_fire_at",
+    "created_at", "updated_at", "removed_at", "last_fire_at", "last_success_at",
+    "last_late_fire_at", "last_empty_fire_at", "last_full_fire_at", "job_started_at",
+    "job_finished_at",
+})
+
 
 def loads(value: Any) -> Any:
     """Decode a JSON column stored as text (SQLite)."""

@@ -9,6 +9,7 @@ from typing import Any
 from shiftwork.composition.compose import with_input
 from shiftwork.core.states import WAITING, JobState
 from shiftwork.flow.claim import claim_flow
+from shiftwork.flow.claiming import claim
 from shiftwork.jobs.task import Task
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import ClaimedJob, Job
@@ -77,7 +78,7 @@ def claim_due(rt: Runtime, queues: list[str], limit: int = 100) -> list[ClaimedJ
     """Claim the due jobs of ``queues`` (up to ``limit`` each), as a worker's producer
     would: within the tasks' concurrency limits and the queues' flow control."""
     return [job for q in queues
-            for job in rt.store.jobs_claim(q, limit, INLINE_WORKER, INLINE_LEASE,
+            for job in claim(rt.store, q, limit, INLINE_WORKER, INLINE_LEASE,
                                             rt.registry.concurrency_limits(q),
                                             claim_flow(rt.registry, q) or None)]
 

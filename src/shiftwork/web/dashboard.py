@@ -463,10 +463,10 @@ class Dashboard:
         # A workflow's job page shows its status and step timeline.
         workflow = await run_in_threadpool(self.app.get_workflow, job.id)
         steps = await run_in_threadpool(self.app.workflow_history, job.id) if workflow else []
-        parents, children = await run_in_threadpool(self.app.store.jobs_dependencies, job.id)
-        member_of, callback_of = await run_in_threadpool(self.app.store.groups_of_job, job.id)
+        parents, children = await run_in_threadpool(self.app.store.deps.links_of, job.id)
+        member_of, callback_of = await run_in_threadpool(self.app.store.deps.groups_of_job, job.id)
         q = request.query_params  # a page of each long list: 50,000 dependants once made 4 MB
-        lines = await run_in_threadpool(self.app.store.job_logs_list, job.id, job.attempt,
+        lines = await run_in_threadpool(self.app.store.job_logs.list_lines, job.id, job.attempt,
                                         (0, 0), 200) if job.attempt else []  # its latest logs
         return self.page(request, "job.html", job=job, workflow=workflow,
                          steps=page_of(steps, q, "steps"), parents=page_of(parents, q, "parents"),
@@ -483,10 +483,10 @@ class Dashboard:
         if group_id > MAX_ID:
             return self.page(request, "error.html", status=404, error="no such group")
         try:
-            info = await run_in_threadpool(self.app.store.groups_get, group_id)
+            info = await run_in_threadpool(self.app.store.deps.group_get, group_id)
         except JobNotFoundError as exc:
             return self.page(request, "error.html", status=404, error=str(exc))
-        members = await run_in_threadpool(self.app.store.groups_members, group_id)
+        members = await run_in_threadpool(self.app.store.deps.group_members, group_id)
         shown = [await run_in_threadpool(self.app.get_job, m) for m in members[:50]]
         callback = None if info.callback_id is None else await run_in_threadpool(
             self.app.get_job, info.callback_id)
@@ -511,7 +511,7 @@ class Dashboard:
                     if job.state is JobState.RUNNING else ""
                 return self.back(request, to, f"job {job_id} is {job.state.value}{note}")
             if action == "discard":
-                done = await run_in_threadpool(self.app.store.jobs_discard, [job_id])
+                done = await run_in_threadpool(self.app.store.observe.jobs_discard, [job_id])
                 if done:
                     return self.back(request, "/dead", f"job {job_id} discarded (deleted)")
                 return self.back(request, to,
@@ -532,7 +532,7 @@ class Dashboard:
         if not ids:
             return self.back(request, "/dead", "select some dead jobs first")
         if action == "discard":
-            done = await run_in_threadpool(self.app.store.jobs_discard, ids)
+            done = await run_in_threadpool(self.app.store.observe.jobs_discard, ids)
             return self.back(request, "/dead", f"discarded {len(done)} of {len(ids)} jobs")
         if action == "retry":
             retried, failed = 0, []

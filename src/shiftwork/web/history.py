@@ -106,7 +106,7 @@ class HistoryPages:
             return PlainTextResponse(f"status must be one of {', '.join(STATUSES)} (or a job "
                                      f"state), not {status!r}", status_code=400)
         name = (q.get("name") or "").strip()
-        lines = await run_in_threadpool(self.app.store.workflows_page, status or None,
+        lines = await run_in_threadpool(self.app.store.workflows.page, status or None,
                                         name or None, before, PAGE + 1)
         now = self.app.clock.now()
         shown = lines[:PAGE]
@@ -124,7 +124,7 @@ class HistoryPages:
             return self.board.page(request, "error.html", status=404, error="no such workflow")
         now = self.app.clock.now()
         if _live(request):  # its timeline and what it waits for: one query per refresh
-            live = await run_in_threadpool(self.app.store.workflow_live, job_id)
+            live = await run_in_threadpool(self.app.store.workflows.live, job_id)
             if live is None:
                 return PlainTextResponse("no such workflow", status_code=404)
             return self.board.page(request, "_workflow_live.html", view=live_view(live, now),
@@ -139,7 +139,7 @@ class HistoryPages:
         if run is None and not steps and getattr(task, "workflow_version", None) is None:
             return self.board.page(request, "error.html", status=404,
                                    error=f"job {job_id} is not a workflow")
-        events = await run_in_threadpool(self.app.store.workflow_events_list, job_id, EVENTS)
+        events = await run_in_threadpool(self.app.store.workflows.events_list, job_id, EVENTS)
         view = live_view(WorkflowLive(job.state, job.created_at, job.attempted_at,
                                       job.finished_at, job.run_at,
                                       run.status if run else None, steps), now)
@@ -172,7 +172,8 @@ class HistoryPages:
     # -- schedules ---------------------------------------------------------------------
 
     async def schedule(self, request: Request) -> Response:
-        from shiftwork.store.schedules import UnknownScheduleError
+        from shiftwork.schedules.errors import UnknownScheduleError
+        from shiftwork.schedules.stored import schedules_of
 
         try:
             name = schedule_name(request.path_params["name"])  # a name, or an id (~...)
@@ -182,14 +183,14 @@ class HistoryPages:
         if isinstance(before, Response):
             return before
         if _live(request):  # the occurrences alone: one query per refresh
-            runs = await run_in_threadpool(self.app.store.schedule_runs_history, name, None,
+            runs = await run_in_threadpool(schedules_of(self.app.store).runs_history, name, None,
                                            PAGE)
             return self.board.page(request, "_occurrences.html", runs=runs)
         try:
-            info = await run_in_threadpool(self.app.store.schedules_get, name)
+            info = await run_in_threadpool(schedules_of(self.app.store).get, name)
         except UnknownScheduleError as exc:
             return self.board.page(request, "error.html", status=404, error=str(exc))
-        runs = await run_in_threadpool(self.app.store.schedule_runs_history, name, before,
+        runs = await run_in_threadpool(schedules_of(self.app.store).runs_history, name, before,
                                        PAGE + 1)
         upcoming: list[datetime] = []
         if info.removed_at is None:
@@ -219,14 +220,14 @@ class HistoryPages:
         if job_id > MAX_ID:
             return self.board.page(request, "error.html", status=404, error="no such job")
         if _live(request):  # the records alone: one query per refresh
-            lines = await run_in_threadpool(self.app.store.job_logs_list, job_id, attempt,
+            lines = await run_in_threadpool(self.app.store.job_logs.list_lines, job_id, attempt,
                                             since, LOG_PAGE)
             return self.board.page(request, "_job_logs.html", lines=lines, attempt=attempt)
         try:
             job = await run_in_threadpool(self.app.get_job, job_id)
         except JobNotFoundError as exc:
             return self.board.page(request, "error.html", status=404, error=str(exc))
-        lines = await run_in_threadpool(self.app.store.job_logs_list, job_id, attempt, since,
+        lines = await run_in_threadpool(self.app.store.job_logs.list_lines, job_id, attempt, since,
                                         LOG_PAGE + 1)
         shown = lines[:LOG_PAGE]
         following = None

@@ -121,9 +121,9 @@ class JobsPages:
                                   hint="", bulk=[], audit=[], states=_states(), queue="")
         if states:
             f = replace(f, states=states)
-        found: list[Job] = await run_in_threadpool(self.app.store.jobs_page, f, sort, after,
+        found: list[Job] = await run_in_threadpool(self.app.store.console.page, f, sort, after,
                                                    PAGE + 1)
-        count = await run_in_threadpool(self.app.store.jobs_count_upto, f, COUNT_CAP + 1)
+        count = await run_in_threadpool(self.app.store.console.count_upto, f, COUNT_CAP + 1)
         here = f.query() if not states else {k: v for k, v in f.query().items()
                                              if k != "state"}
         if sort != SORTS[0]:
@@ -140,7 +140,7 @@ class JobsPages:
             (action, f"{request.scope.get('root_path', '').rstrip('/')}/jobs/bulk?"
                      f"{urlencode({**f.query(), 'action': action})}")
             for action in ACTIONS if _allowed(action, f)]
-        audit = await run_in_threadpool(self.app.store.bulk_actions_list, 5)
+        audit = await run_in_threadpool(self.app.store.console.bulk_actions_list, 5)
         return self.dash.page(request, template, jobs=found[:PAGE], form=form, sorts=SORTS,
                               total=total_text(count), more=more, first=first, hint=hint,
                               bulk=bulk, audit=audit, states=_states(),
@@ -148,7 +148,7 @@ class JobsPages:
 
     def _known_tasks(self) -> list[str]:
         """Task names the code declares and recent jobs carry (what "did you mean" offers)."""
-        recent = self.app.store.jobs_page(JobFilter(), limit=500)
+        recent = self.app.store.console.page(JobFilter(), limit=500)
         return sorted(set(self.app.task_names()) | {j.task for j in recent})
 
     async def bulk_confirm(self, request: Request) -> Response:
@@ -160,7 +160,7 @@ class JobsPages:
             return self.dash.page(request, "bulk.html", status=400, error=str(exc),
                                   action=action, fields={}, count="0", described="",
                                   back=self._back(JobFilter()))
-        count = await run_in_threadpool(self.app.store.jobs_count_upto, f, BULK_COUNT_CAP + 1)
+        count = await run_in_threadpool(self.app.store.console.count_upto, f, BULK_COUNT_CAP + 1)
         return self.dash.page(request, "bulk.html", action=action, fields=f.query(),
                               count=total_text(count, BULK_COUNT_CAP), described=f.describe(),
                               back=self._back(f))

@@ -162,7 +162,7 @@ def write_logs(rt: Runtime, job_log: JobLog, final: bool = False) -> None:
     if not lines:
         return
     try:
-        rt.store.job_logs_add(job_log.job_id, lines)
+        rt.store.job_logs.add(job_log.job_id, lines)
     except Exception:
         if final:
             log.warning("job %s: %d log records not written", job_log.job_id, len(lines),

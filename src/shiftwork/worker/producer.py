@@ -29,6 +29,7 @@ from shiftwork.core.backoff import Retrying
 from shiftwork.core.errors import StorageError
 from shiftwork.core.service import ThreadService
 from shiftwork.flow.claim import claim_flow
+from shiftwork.flow.claiming import claim
 from shiftwork.model.records import ClaimedJob
 from shiftwork.worker.outage import OutageLog, outage_log
 
@@ -133,7 +134,7 @@ class Producer(ThreadService):
                     unsure = False
                 started = time.monotonic()
                 claim_started = self.outage.now()
-                jobs = self.rt.store.jobs_claim(
+                jobs = claim(self.rt.store,
                     self.queue, want, self.worker_id, settings.lease_seconds,
                     self._claim_limits, self.flow or None)
                 if jobs:

@@ -60,7 +60,7 @@ class WakeShare:
         with self._lock:
             self._read_at = self.rt.clock.monotonic()
             try:
-                workers = self.rt.store.workers_list()
+                workers = self.rt.store.fleet.workers_list()
             except Exception:  # no roster: every wake-up wakes (the old behaviour)
                 log.debug("cannot read the worker roster", exc_info=True)
                 self._ranks = {}

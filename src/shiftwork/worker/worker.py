@@ -152,7 +152,7 @@ class Worker:
                     unknown = self.rt.registry.unknown_queue_warning(self.rt.store, queue)
                     if unknown:
                         log.warning("%s", unknown)
-                self.rt.store.workers_upsert(self.id, socket.gethostname(), os.getpid(),
+                self.rt.store.fleet.workers_upsert(self.id, socket.gethostname(), os.getpid(),
                                               self.queues, list(self.rt.registry.tasks))
                 # The options of this release's tasks, for SQL producers (a deploy that
                 # changed them reaches the table without a migrate).
@@ -437,7 +437,7 @@ class Worker:
         for pool in self.pools.values():
             pool.shutdown()
         try:
-            self.rt.store.workers_delete(self.id)
+            self.rt.store.fleet.workers_delete(self.id)
         except StorageError:
             log.debug("could not remove worker row", exc_info=True)
         if self.loop is not None:

@@ -144,7 +144,7 @@ def join(wf: Workflow, step: str, kind: str, members: list[tuple[str, Task[Any, 
     if out:
         # Take every report that is in, in one transaction; the join's last report wakes
         # us for the rest (store/joins.py).
-        for sub, (took, payload) in zip(out, wf._store.workflow_events_take(
+        for sub, (took, payload) in zip(out, wf._store.workflows.events_take(
                 wf.id, wf.ctx.attempt, out, started_at=now), strict=True):
             if took:
                 taken[sub] = payload
@@ -279,7 +279,7 @@ def _send(rt: Runtime, workflow: int, event: str, payload: dict[str, Any], of: A
         return
     body = encode_json(payload, f"event {event!r}: payload",
                        rt.settings.limit("max_event_payload_bytes"))
-    rt.store.workflow_event_send(workflow, event, body, "done",
+    rt.store.workflows.event_send(workflow, event, body, "done",
                                   join=(event.rsplit("/", 1)[0] + "/", of))
 
 
@@ -306,7 +306,7 @@ def call_task(rt: Runtime) -> InternalTask:
                       kwargs: dict[str, Any]) -> None:
         parent = ctx.meta.get(PARENT_META) or {}
         step = str(parent.get("event", "")).rsplit("/", 1)[0]
-        record = rt.store.workflow_steps_get(int(parent.get("workflow", 0))).get(step) \
+        record = rt.store.workflows.steps_get(int(parent.get("workflow", 0))).get(step) \
             if parent else None
         if record is None or ctx.job_id not in (record.result or {}).get("jobs", []):
             raise CallFailed(f"job {ctx.job_id}: {CALL_TASK} runs only the calls a "
@@ -329,7 +329,7 @@ class CallFailed(ShiftworkError):
 
 def cancel_members(wf: Workflow) -> None:
     """The parent is cancelled: cancel every child and call it started (idempotent)."""
-    steps = wf._store.workflow_steps_get(wf.id)
+    steps = wf._store.workflows.steps_get(wf.id)
     for rec in steps.values():
         if rec.kind not in ("child", "parallel") or rec.status is StepStatus.DONE:
             continue
@@ -344,7 +344,7 @@ def cancel_job(rt: Runtime, job_id: int) -> Job:
     """The one cancel path (``App.cancel_job``, a parent's members): a waiting job is
     cancelled, a running one asked to stop; a started workflow is woken to cancel itself,
     so its compensations run; a member cancelled before it ran tells its parent."""
-    if rt.store.workflow_cancel(job_id):
+    if rt.store.workflows.cancel(job_id):
         return rt.store.jobs_get(job_id)
     job = rt.store.jobs_cancel(job_id)
     if job.state is JobState.CANCELLED:

@@ -107,7 +107,7 @@ class Workflow:
     def begin(cls, ctx: JobContext, version: str) -> Workflow:
         """The workflow of this run: its recorded history, read once (the runner's)."""
         loaded = repeat_on_storage_error(
-            lambda: ctx.runtime.store.workflow_begin(ctx.job_id, ctx.attempt, version))
+            lambda: ctx.runtime.store.workflows.begin(ctx.job_id, ctx.attempt, version))
         if loaded is None:
             raise LeaseLost(f"workflow {ctx.job_id} attempt {ctx.attempt} lost its lease "
                             "before it began")
@@ -145,7 +145,7 @@ class Workflow:
                 wake_at: datetime | None = None, **fields: Any) -> None:
         # An upsert fenced by attempt: safe to repeat after a lost reply.
         boundary(self.id, f"before:{name}:{status}")
-        flag = repeat_on_storage_error(lambda: self._store.workflow_step_record(
+        flag = repeat_on_storage_error(lambda: self._store.workflows.step_record(
             self.id, self.ctx.attempt, name, status, result_json, wake_at, **fields))
         if flag is None:
             raise LeaseLost(f"workflow {self.id} attempt {self.ctx.attempt} lost its lease "
@@ -264,7 +264,7 @@ class Workflow:
             return rec.result
         now = self.runtime.clock.now()
         boundary(self.id, f"before:{step_name}:take")
-        took, payload = self._store.workflow_event_take(
+        took, payload = self._store.workflows.event_take(
             self.id, self.ctx.attempt, name, step_name, position=pos,
             started_at=rec.started_at if rec else now)
         boundary(self.id, f"after:{step_name}:take")

@@ -22,7 +22,7 @@ def send_event(rt: Runtime, workflow_id: int, name: str, payload: Any = None, *,
     body = encode_json(payload, f"event {name!r}: payload",
                        rt.settings.limit("max_event_payload_bytes"))
     _require_workflow(rt, workflow_id, name)
-    return rt.store.workflow_event_send(workflow_id, name, body, key)
+    return rt.store.workflows.event_send(workflow_id, name, body, key)
 
 
 def _require_workflow(rt: Runtime, job_id: int, event: str) -> None:
@@ -32,7 +32,7 @@ def _require_workflow(rt: Runtime, job_id: int, event: str) -> None:
     if task is not None:
         known = getattr(task, "workflow_version", None) is not None
     else:  # a task this app does not register: a workflow has begun a run
-        known = rt.store.workflow_run_read(job_id) is not None
+        known = rt.store.workflows.run_read(job_id) is not None
     if not known:
         raise WorkflowError(f"event {event!r}: job {job_id} runs task {job.task!r}, which "
                             "is not a workflow; events are delivered to workflows only")

@@ -98,13 +98,13 @@ class ReplayReport:
 def read_history(rt: Runtime, workflow_id: int) -> History:
     """The recorded history of one workflow instance, read from the database."""
     job = rt.store.jobs_get(workflow_id)
-    run = rt.store.workflow_run_read(workflow_id)
+    run = rt.store.workflows.run_read(workflow_id)
     if run is None and getattr(rt.registry.tasks.get(job.task), "workflow_version",
                                None) is None:
         raise ConfigurationError(f"job {workflow_id} ({job.task}) is not a workflow")
     return History(workflow_id=job.id, task=job.task, version=run.version if run else None,
                    status=run.status.value if run else None, args=list(job.args),
-                   kwargs=dict(job.kwargs), steps=rt.store.workflow_steps_get(workflow_id))
+                   kwargs=dict(job.kwargs), steps=rt.store.workflows.steps_get(workflow_id))
 
 
 def export(histories: Iterable[History]) -> dict[str, Any]:

@@ -238,7 +238,7 @@ def _set(wf: Workflow, status: WorkflowStatus, *, cause: str | None = None,
     flag = wf.run.cancelled if cancelled is None else cancelled
     label = "decide" if status is WorkflowStatus.COMPENSATING else "finish"
     boundary(wf.id, f"before:{label}:{status}")
-    ok = repeat_on_storage_error(lambda: wf.runtime.store.workflow_run_set(
+    ok = repeat_on_storage_error(lambda: wf.runtime.store.workflows.run_set(
         wf.id, wf.ctx.attempt, status, cancelled=flag, cause=cause, last_attempt=last_attempt,
         extend_attempts=extend))
     if not ok:

@@ -20,7 +20,7 @@ from psycopg.pq import Format
 from shiftwork.model.new_job import NewJob
 
 if TYPE_CHECKING:
-    from shiftwork.store.deps import Mark
+    from shiftwork.model.new_job import Mark
 
 _JSONB_VERSION = b"\x01"
 COLUMNS = ["int8", "text", "text", "jsonb", "text", "int2", "int4", "timestamptz",

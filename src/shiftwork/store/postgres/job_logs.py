@@ -9,10 +9,14 @@ from shiftwork.store.rows import aware
 
 
 class PostgresJobLogs:
-    q: dict[str, str]
-    _conn: Any
+    """PostgreSQL's statements of ``store.job_logs``, on the store's connections."""
 
-    def job_logs_add(self, job_id: int, lines: list[JobLogLine]) -> None:
+    def __init__(self, core: Any) -> None:
+        self._core = core  # the PostgresStore: connections, queries
+        self.q = core.q
+        self._conn = core._conn
+
+    def add(self, job_id: int, lines: list[JobLogLine]) -> None:
         if not lines:
             return
         with self._conn() as c:
@@ -22,8 +26,8 @@ class PostgresJobLogs:
                 "levels": [ln.level for ln in lines], "loggers": [ln.logger for ln in lines],
                 "messages": [ln.message for ln in lines]})
 
-    def job_logs_list(self, job_id: int, attempt: int = 0, after: tuple[int, int] = (0, 0),
-                      limit: int = 1000) -> list[JobLogLine]:
+    def list_lines(self, job_id: int, attempt: int = 0, after: tuple[int, int] = (0, 0),
+                   limit: int = 1000) -> list[JobLogLine]:
         with self._conn() as c:
             rows = c.execute(self.q["job_logs_list"], {
                 "job": job_id, "attempt": attempt, "after_attempt": after[0],

@@ -1,36 +1,24 @@
 """PostgreSQL: paused queues, reading effect keys, the caller's transaction
-(touch and effect key writes: ../long_jobs.py)."""
+(touch and effect key writes: ../long_jobs.py); the caller's transaction is the store's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any
-
-import psycopg
+from typing import Any
 
 from shiftwork.model.records import EffectRecord
+from shiftwork.store.long_jobs import LongJobsWrites
 from shiftwork.store.rows import aware
 
-if TYPE_CHECKING:
-    from psycopg import Connection
 
+class PostgresLongJobs(LongJobsWrites):
+    """``store.long_jobs`` on PostgreSQL; the SQL is in ``long_jobs.sql``."""
 
-class PostgresLongJobs:
-    """Mixed into :class:`PostgresStore`; the SQL is in ``long_jobs.sql``."""
-
-    q: dict[str, str]
-    channel: str
-
-    if TYPE_CHECKING:
-        def _conn(self, conn: Any = None) -> AbstractContextManager[Connection[Any]]: ...
-        def _p(self, **params: Any) -> dict[str, Any]: ...
-
-    @contextmanager
-    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection inside a transaction: commits on exit, rolls back on error."""
-        with self._conn() as c, c.transaction():
-            yield c
+    def __init__(self, core: Any) -> None:
+        super().__init__(core)
+        self.q = core.q
+        self._conn = core._conn
+        self._p = core._p
+        self.channel = core.channel
 
     def queues_set_paused(self, queue: str, paused: bool) -> None:
         with self._conn() as c:
@@ -52,4 +40,4 @@ class PostgresLongJobs:
 
     def effect_keys_prune(self, limit: int = 10_000) -> int:
         with self._conn() as c:
-            return c.execute(self.q["effect_keys_prune"], self._p(limit=limit)).rowcount
+            return int(c.execute(self.q["effect_keys_prune"], self._p(limit=limit)).rowcount)

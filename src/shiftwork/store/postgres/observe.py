@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from psycopg.rows import dict_row
 
@@ -23,11 +22,13 @@ from shiftwork.store.rows import aware, decoded, job_from_row, search_params
 
 
 class PostgresObserve:
-    q: dict[str, str]
+    """PostgreSQL's statements of ``store.observe``, on the store's connections."""
 
-    if TYPE_CHECKING:  # provided by the store class
-        def _conn(self, conn: Any = None) -> AbstractContextManager[Any]: ...
-        def _p(self, **params: Any) -> dict[str, Any]: ...
+    def __init__(self, core: Any) -> None:
+        self._core = core  # the PostgresStore: connections, queries
+        self.q = core.q
+        self._conn = core._conn
+        self._p = core._p
 
     def queue_minutes_add(self, rows: list[QueueMinute]) -> None:
         if not rows:
@@ -142,12 +143,6 @@ class PostgresObserve:
             cur = c.cursor(row_factory=dict_row)
             rows = cur.execute(self.q["jobs_search"], search_params(text, state, queue, limit))
             return [job_from_row(r, aware, decoded) for r in rows.fetchall()]
-
-    def _read(self, sql: str, params: dict[str, Any], jobs: bool = False) -> list[Any]:
-        with self._conn() as c:
-            cur = c.cursor(row_factory=dict_row) if jobs else c.cursor()
-            rows = cur.execute(sql, self._p(**params)).fetchall()
-        return [job_from_row(r, aware, decoded) for r in rows] if jobs else rows
 
     def jobs_discard(self, ids: list[int]) -> list[int]:
         if not ids:

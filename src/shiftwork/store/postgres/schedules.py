@@ -1,39 +1,49 @@
-"""PostgreSQL primitives for the schedule store (the transactions live in ../schedules.py)."""
+"""PostgreSQL's schedule statements (``store.schedules``): the transactions that use them
+are the schedule component's (schedules/firing.py, schedules/reconcile.py)."""
 
 from __future__ import annotations
 
 import functools
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from psycopg.rows import dict_row
 
-from shiftwork.store.schedules import TIME_COLUMNS, ScheduleStoreLogic
+from shiftwork.store.rows import TIME_COLUMNS
 
 
-class PostgresSchedules(ScheduleStoreLogic):
-    """Mixed into :class:`PostgresStore`; uses its ``_conn``, ``_p`` and ``q``."""
+class _Engine(Protocol):
+    """What the statements use of the PostgreSQL store: its connections and queries."""
 
-    _conn: Any
-    _p: Any
     q: dict[str, str]
 
+    def _conn(self, conn: Any = None) -> AbstractContextManager[Any]: ...
+
+    def _p(self, **params: Any) -> dict[str, Any]: ...
+
+
+class PostgresSchedules:
+    """The schedule statements on a PostgreSQL store's connections and queries."""
+
+    def __init__(self, store: _Engine) -> None:
+        self._store = store
+
     @contextmanager
-    def _s_tx(self) -> Iterator[Any]:
-        with self._conn() as c, c.transaction():
+    def tx(self) -> Iterator[Any]:
+        with self._store._conn() as c, c.transaction():
             yield c
 
     @contextmanager
-    def _s_read(self) -> Iterator[Any]:
-        with self._conn() as c:
+    def read(self) -> Iterator[Any]:
+        with self._store._conn() as c:
             yield c
 
-    def _s_rows(self, c: Any, query: str, **params: Any) -> list[dict[str, Any]]:
+    def rows(self, c: Any, query: str, **params: Any) -> list[dict[str, Any]]:
         cur = c.cursor(row_factory=dict_row)
-        cur.execute(self.q[query], self._p(**params))
+        cur.execute(self._store.q[query], self._store._p(**params))
         if cur.description is None:
             return []
         rows = cur.fetchall()
@@ -45,10 +55,14 @@ class PostgresSchedules(ScheduleStoreLogic):
                     r[k] = t.astimezone(UTC) if t.tzinfo else t.replace(tzinfo=UTC)
         return rows  # type: ignore[no-any-return]
 
-    def _s_instant(self, value: datetime | None) -> Any:
+    def one(self, c: Any, query: str, **params: Any) -> dict[str, Any] | None:
+        rows = self.rows(c, query, **params)
+        return rows[0] if rows else None
+
+    def instant(self, value: datetime | None) -> Any:
         return None if value is None else _isoformat(value)
 
-    def _s_json(self, value: Any) -> str:
+    def json(self, value: Any) -> str:
         # Instants as ISO 8601 with their offset: timestamptz reads them exactly.
         return json.dumps(value, separators=(",", ":"), default=_iso)
 

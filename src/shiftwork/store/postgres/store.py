@@ -25,8 +25,8 @@ from shiftwork.core.errors import (
 from shiftwork.core.names import check_schema
 from shiftwork.core.redact import describe_dsn, redact
 from shiftwork.core.states import JobState
-from shiftwork.flow.limits import ClaimFlow, RateLimit
-from shiftwork.model.new_job import NewJob
+from shiftwork.model.limits import ClaimFlow, ClaimKind
+from shiftwork.model.new_job import Mark, NewJob
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import (
     SHUTDOWN,
@@ -36,40 +36,27 @@ from shiftwork.model.records import (
     Job,
     QueueStats,
     RescuedJob,
-    WorkerInfo,
 )
 from shiftwork.model.table_health import TableHealth
 from shiftwork.store.connections import Connections, application_name
 from shiftwork.store.console import JobsConsole
-from shiftwork.store.deps import DepsActions, Mark
-from shiftwork.store.fleet import FleetWrites
-from shiftwork.store.flow_claim import (
-    FAIR_PEEK,
-    ClaimKind,
-    ClaimSteps,
-    FairSteps,
-    claim_fair,
-    claim_kind,
-    claim_with_flow,
-)
+from shiftwork.store.deps import DepsActions, DepsSql
 from shiftwork.store.jobs import (
     JobsActions,
-    claimed_jobs,
     error_json,
     held_jobs,
     rescued_jobs,
 )
-from shiftwork.store.long_jobs import LongJobsWrites
 from shiftwork.store.postgres.arrays import (
-    float_array,
     int_array,
     or_null,
-    text_array,
     word_array,
 )
 from shiftwork.store.postgres.async_jobs import PostgresAsyncJobs
+from shiftwork.store.postgres.claims import PostgresClaims
 from shiftwork.store.postgres.connect_errors import libpq_text, lost_reply, read_only, refusal
 from shiftwork.store.postgres.copy_rows import copy_jobs, copy_staged
+from shiftwork.store.postgres.fleet import PostgresFleet
 from shiftwork.store.postgres.job_logs import PostgresJobLogs
 from shiftwork.store.postgres.keyed import keys_taken, settle_keys
 from shiftwork.store.postgres.long_jobs import PostgresLongJobs
@@ -92,16 +79,11 @@ DONE_CHANNEL_PREFIX = "shiftwork_done_"
 _UNIQUE = "jobs_unique_key_idx"
 #: Jobs with unique keys go in statements of at most this many rows.
 KEYED_BATCH = 5000
-#: The named query of each claim kind that runs in one statement.
-_ONE_STATEMENT = {ClaimKind.PLAIN: "jobs_claim", ClaimKind.QUEUE_RATE: "jobs_claim_queue_rate",
-                  ClaimKind.TASK_RATES: "jobs_claim_task_rates", ClaimKind.FAIR: "jobs_claim_fair"}
 _NO_FLOW = ClaimFlow()
 COPY_MIN_ROWS = 200  # from this many jobs, COPY beats one INSERT (keyed ones: into a stage)
 
 
-class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, PostgresObserve,
-                    PostgresSchedules, PostgresJobLogs, DepsActions, JobsActions,
-                    LongJobsWrites, FleetWrites, JobsConsole):
+class PostgresStore(PostgresAsyncJobs, DepsActions, JobsActions):
     engine = "postgres"
 
     def __init__(self, dsn: str, schema: str = "shiftwork", clock: Clock | None = None,
@@ -125,7 +107,6 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         self.schema = check_schema(schema)
         self.clock = clock or SystemClock()
         self.channel = NOTIFY_CHANNEL_PREFIX + self.schema
-        self._buckets_made: set[str] = set()  # queue/task buckets known to exist (never deleted)
         self.done_channel = DONE_CHANNEL_PREFIX + self.schema
         quoted = f'"{self.schema}"'
         now = "coalesce(%(now)s::timestamptz, now())"
@@ -135,6 +116,24 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
         self._connect_timeout = connect_timeout
         self._pool: ConnectionPool | None = None
         self._pool_lock = threading.Lock()
+        #: The claim statements (which claim, and the limited ones' loops: flow/).
+        self.claims = PostgresClaims(self)
+        #: The dependency statements (the decisions are composition/settling.py's).
+        self.deps = DepsSql(self)
+        #: Long jobs: the fenced touch, paused queues, effect keys.
+        self.long_jobs = PostgresLongJobs(self)
+        #: The operations console's pages and bulk actions.
+        self.console = JobsConsole(self)
+        #: The worker registry and the leader lease.
+        self.fleet = PostgresFleet(self)
+        #: Counts, history and views for people and the leader.
+        self.observe = PostgresObserve(self)
+        #: What each job logged.
+        self.job_logs = PostgresJobLogs(self)
+        #: The durable workflows' statements.
+        self.workflows = PostgresWorkflows(self)
+        #: The schedule statements (the transactions are schedules/firing.py's).
+        self.schedules = PostgresSchedules(self)
 
     # -- connections -----------------------------------------------------------
 
@@ -434,130 +433,10 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
 
     # -- claim / complete ------------------------------------------------------------------
 
-    def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
-                   limits: dict[str, int] | None = None,
-                   flow: ClaimFlow | None = None) -> list[ClaimedJob]:
-        limits, flow = limits or {}, flow or _NO_FLOW
-        kind = claim_kind(limits, flow)
-        # Rows are turned into jobs after the connection (and any lock) is given back.
-        if kind is ClaimKind.LIMITED or kind is ClaimKind.FAIR_LIMITED:
-            with self._conn() as c, c.transaction():
-                steps = self._claim_steps(c, queue, worker_id, lease_seconds)
-                if kind is ClaimKind.FAIR_LIMITED:
-                    rows = claim_fair(queue, limit, limits, flow, steps,
-                                      self._fair_steps(c, queue))
-                else:
-                    rows = claim_with_flow(queue, limit, limits, flow, steps)
-            return claimed_jobs(rows)
-        # The other kinds are one statement each (a function, migrations/functions.sql),
-        # prepared: planning it would cost more than running it.
-        params = self._p(queue=queue, limit=limit, worker=worker_id, lease=lease_seconds)
-        with self._conn() as c:
-            if kind is ClaimKind.QUEUE_RATE:
-                assert flow.queue_rate is not None
-                params |= self._queue_rate_params(c, queue, flow.queue_rate)
-            elif kind is ClaimKind.TASK_RATES:
-                params |= self._task_rates_params(c, flow.task_rates)
-            rows = c.execute(self.q[_ONE_STATEMENT[kind]], params,
-                             prepare=self._prepare).fetchall()
-        return claimed_jobs(rows)
-
-    def _ensure_bucket(self, c: psycopg.Connection[Any], key: str, capacity: float) -> None:
-        """Make a queue's or task's bucket (full) if missing: the one-statement claims lock
-        it, so it must exist first."""
-        if key not in self._buckets_made:
-            c.execute(self.q["rate_bucket_ensure"], self._p(key=key, capacity=capacity))
-            self._buckets_made.add(key)
-
-    def _queue_rate_params(self, c: psycopg.Connection[Any], queue: str,
-                           rate: RateLimit) -> dict[str, Any]:
-        key = f"queue:{queue}"
-        self._ensure_bucket(c, key, rate.capacity)
-        return {"key": key, "capacity": rate.capacity, "rate": rate.rate}
-
-    def _task_rates_params(self, c: psycopg.Connection[Any],
-                           rates: dict[str, RateLimit]) -> dict[str, Any]:
-        tasks = sorted(rates)  # claimers lock the buckets in one order
-        for task in tasks:
-            self._ensure_bucket(c, f"task:{task}", rates[task].capacity)
-        return {"tasks": text_array(tasks),  # (literals: cheaper to send than lists)
-                "capacities": float_array(rates[t].capacity for t in tasks),
-                "rates": float_array(rates[t].rate for t in tasks)}
-
-    def _fair_steps(self, c: psycopg.Connection[Any], queue: str) -> FairSteps:
-        q = self.q
-
-        def cursor() -> tuple[str, int]:
-            row = c.execute(q["fair_cursor_lock"], {"queue": queue}).fetchone()
-            if row is None:  # the queue's first fair claim
-                c.execute(q["fair_cursor_ensure"], {"queue": queue})
-                row = c.execute(q["fair_cursor_lock"], {"queue": queue}).fetchone()
-            assert row is not None  # ensured just before, and never deleted
-            return str(row[0]), int(row[1])
-
-        def set_cursor(group: str, served: int) -> None:
-            c.execute(q["fair_cursor_set"], {"queue": queue, "group": group, "served": served})
-
-        def groups(after: str, n: int) -> list[str]:
-            return [r[0] for r in c.execute(q["fair_groups"],
-                                            {"queue": queue, "after": after, "n": n})]
-
-        def heads(groups: list[str], take: list[int], skip: list[int]) -> list[Any]:
-            return c.execute(q["fair_heads"], self._p(
-                queue=queue, groups=groups, take=take, skip=skip)).fetchall()
-
-        def ungrouped(take: int, skip: int) -> list[Any]:
-            return c.execute(q["fair_ungrouped"], self._p(
-                queue=queue, take=take, skip=skip, peek=FAIR_PEEK)).fetchall()
-
-        return FairSteps(cursor, set_cursor, groups, heads, ungrouped)
-
-    def _claim_steps(self, c: psycopg.Connection[Any], queue: str, worker: str,
-                     lease: float) -> ClaimSteps:
-        """The claim's statements on ``c`` (never prepared: planned for the values)."""
-        q = self.q
-
-        def lock_task(task: str) -> None:
-            c.execute(q["jobs_lock_task_limit"], {"task": task})
-
-        def running(task: str) -> int:
-            lock_task(task)
-            row = c.execute(q["jobs_count_running_task"], {"task": task}).fetchone()
-            return int(row[0]) if row else 0
-
-        def claim(n: int, only_task: str | None, exclude: list[str]) -> list[Any]:
-            if only_task is None and not exclude:  # a queue-wide limit only: the common claim
-                return c.execute(q["jobs_claim"], self._p(
-                    queue=queue, limit=n, worker=worker, lease=lease),
-                    prepare=self._prepare).fetchall()
-            return c.execute(q["jobs_claim_filtered"], self._p(
-                queue=queue, limit=n, worker=worker, lease=lease, only_task=only_task,
-                exclude=exclude), prepare=False).fetchall()
-
-        def bucket(key: str, rate: RateLimit) -> float:
-            row = c.execute(q["rate_bucket_lock"], self._p(
-                key=key, capacity=rate.capacity, rate=rate.rate), prepare=self._prepare).fetchone()
-            assert row is not None  # made (full) if missing, and locked, by the statement
-            return float(row[0])
-
-        def set_bucket(key: str, tokens: float) -> None:
-            c.execute(q["rate_bucket_set"], self._p(key=key, tokens=tokens), prepare=self._prepare)
-
-        def group_running(task: str) -> dict[str, int]:
-            return {r[0]: int(r[1]) for r in c.execute(q["jobs_group_running"], {"task": task})}
-
-        def candidates(task: str, n: int, after: tuple[Any, Any, int] | None) -> list[Any]:
-            return c.execute(q["jobs_group_candidates"], self._p(
-                queue=queue, task=task, limit=n, after_priority=after and after[0],
-                after_run_at=after and after[1], after_id=after and after[2]),
-                prepare=False).fetchall()
-
-        def claim_ids(ids: list[int]) -> list[Any]:
-            return c.execute(q["jobs_claim_ids"], self._p(
-                ids=ids, worker=worker, lease=lease), prepare=False).fetchall()
-
-        return ClaimSteps(running, claim, lock_task, bucket, set_bucket, group_running,
-                          candidates, claim_ids)
+    def jobs_claim(self, queue: str, limit: int, worker_id: str,
+                   lease_seconds: float) -> list[ClaimedJob]:
+        return self.claims.claim(ClaimKind.PLAIN, queue, limit, worker_id, lease_seconds,
+                                 _NO_FLOW)
 
     def rate_buckets_prune(self, prefix: str, idle_seconds: float) -> int:
         with self._conn() as c:
@@ -621,7 +500,7 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                 worker=worker_id, lease=lease_seconds, ids=[h[0] for h in held],
                 attempts=[h[1] for h in held]), prepare=False).fetchall()
             if any(r[0] is None for r in rows):  # its workers row is gone
-                self._worker_back(c, worker_id)
+                self.fleet.worker_back(c, worker_id)
         return held_jobs([r for r in rows if r[0] is not None])
 
     def jobs_release_unknown(self, worker_id: str, queue: str,
@@ -692,17 +571,18 @@ class PostgresStore(PostgresAsyncJobs, PostgresLongJobs, PostgresWorkflows, Post
                         } if include_finished else {}
         return queue_stats_from_rows(active, finished)
 
-    # -- workers and leadership ---------------------------------------------------------
-
-    def workers_list(self) -> list[WorkerInfo]:
+    def _read(self, sql: str, params: dict[str, Any], jobs: bool = False) -> list[Any]:
+        """Rows of ``sql`` (a console or observe query), as jobs with ``jobs``."""
         with self._conn() as c:
-            rows = c.execute(self.q["workers_list"]).fetchall()
-        return [WorkerInfo(r[0], r[1], r[2], r[3], aware(r[4]), aware(r[5]),  # type: ignore[arg-type]
-                           None if r[6] is None else frozenset(r[6])) for r in rows]
+            cur = c.cursor(row_factory=dict_row) if jobs else c.cursor()
+            rows = cur.execute(sql, self._p(**params)).fetchall()
+        return [job_from_row(r, aware, decoded) for r in rows] if jobs else rows
 
-    def workers_prune(self, stale_after: float) -> int:
-        with self._conn() as c:
-            return c.execute(self.q["workers_prune"], self._p(stale=stale_after)).rowcount
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection inside a transaction: commits on exit, rolls back on error."""
+        with self._conn() as c, c.transaction():
+            yield c
 
     # -- test support ---------------------------------------------------------------
 

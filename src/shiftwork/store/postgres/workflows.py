@@ -21,17 +21,22 @@ from shiftwork.store.rows import FIRST_PAGE, aware
 
 
 class PostgresWorkflows:
-    q: dict[str, str]
-    _conn: Any
-    _p: Any
+    """PostgreSQL's workflow statements (``store.workflows``), on the store's connections."""
 
-    def workflow_steps_get(self, job_id: int) -> dict[str, StepRecord]:
+    def __init__(self, core: Any) -> None:
+        self._core = core  # the PostgresStore: connections, queries
+        self.q = core.q
+        self._conn = core._conn
+        self._p = core._p
+        self.channel = core.channel
+
+    def steps_get(self, job_id: int) -> dict[str, StepRecord]:
         with self._conn() as c:
             rows = c.execute(self.q["workflow_steps_get"], {"job": job_id}).fetchall()
         return {r[0]: _step(r) for r in rows}
 
-    def workflow_begin(self, job_id: int, attempt: int, version: str
-                       ) -> tuple[WorkflowRun, dict[str, StepRecord]] | None:
+    def begin(self, job_id: int, attempt: int, version: str
+              ) -> tuple[WorkflowRun, dict[str, StepRecord]] | None:
         with self._conn() as c, c.transaction():
             c.execute(self.q["workflow_run_insert"], self._p(job=job_id, attempt=attempt,
                                                              version=version))
@@ -42,9 +47,9 @@ class PostgresWorkflows:
             steps = c.execute(self.q["workflow_steps_get"], {"job": job_id}).fetchall()
         return WorkflowRun(*row), {r[0]: _step(r) for r in steps}
 
-    def workflow_run_set(self, job_id: int, attempt: int, status: str, *, cancelled: bool,
-                         cause: str | None = None, last_attempt: int | None = None,
-                         extend_attempts: int | None = None) -> bool:
+    def run_set(self, job_id: int, attempt: int, status: str, *, cancelled: bool,
+                cause: str | None = None, last_attempt: int | None = None,
+                extend_attempts: int | None = None) -> bool:
         with self._conn() as c, c.transaction():
             done = c.execute(self.q["workflow_run_set"], self._p(
                 job=job_id, attempt=attempt, status=status, cancelled=cancelled, cause=cause,
@@ -54,16 +59,16 @@ class PostgresWorkflows:
                           {"job": job_id, "attempt": attempt, "extra": extend_attempts})
             return bool(done)
 
-    def workflow_run_read(self, job_id: int) -> WorkflowRun | None:
+    def run_read(self, job_id: int) -> WorkflowRun | None:
         with self._conn() as c:
             row = c.execute(self.q["workflow_run_read"], {"job": job_id}).fetchone()
         return WorkflowRun(*row) if row else None
 
-    def workflow_step_record(self, job_id: int, attempt: int, name: str, status: str,
-                             result_json: str | None, wake_at: datetime | None, *,
-                             position: int | None = None, kind: str = "step",
-                             digest: str | None = None, outcome: str | None = None,
-                             tries: int = 0, started_at: datetime | None = None) -> bool | None:
+    def step_record(self, job_id: int, attempt: int, name: str, status: str,
+                    result_json: str | None, wake_at: datetime | None, *,
+                    position: int | None = None, kind: str = "step",
+                    digest: str | None = None, outcome: str | None = None,
+                    tries: int = 0, started_at: datetime | None = None) -> bool | None:
         with self._conn() as c:
             row = c.execute(self.q["workflow_step_record"], self._p(
                 job=job_id, attempt=attempt, name=name, status=status, result=result_json,
@@ -71,9 +76,9 @@ class PostgresWorkflows:
                 tries=tries, started_at=started_at)).fetchone()
         return None if row is None else bool(row[0])
 
-    def workflow_event_take(self, job_id: int, attempt: int, name: str, step: str, *,
-                            position: int | None = None, digest: str | None = None,
-                            started_at: datetime | None = None) -> tuple[bool, Any]:
+    def event_take(self, job_id: int, attempt: int, name: str, step: str, *,
+                   position: int | None = None, digest: str | None = None,
+                   started_at: datetime | None = None) -> tuple[bool, Any]:
         """Consume the oldest pending event and record it as ``step``, in one transaction."""
         with self._conn() as c, c.transaction():
             if c.execute(self.q["workflow_job_lock"], {"job": job_id, "attempt": attempt}
@@ -89,8 +94,8 @@ class PostgresWorkflows:
                 digest=digest, outcome=None, tries=0, started_at=started_at))
             return True, row[0]
 
-    def workflow_events_take(self, job_id: int, attempt: int, names: list[str], *,
-                             started_at: datetime | None = None) -> list[tuple[bool, Any]]:
+    def events_take(self, job_id: int, attempt: int, names: list[str], *,
+                    started_at: datetime | None = None) -> list[tuple[bool, Any]]:
         out: list[tuple[bool, Any]] = []
         with self._conn() as c, c.transaction():
             if c.execute(self.q["workflow_job_lock"], {"job": job_id, "attempt": attempt}
@@ -109,15 +114,15 @@ class PostgresWorkflows:
                 out.append((True, row[0]))
         return out
 
-    def workflow_event_find(self, job_id: int, name: str, key: str) -> int | None:
+    def event_find(self, job_id: int, name: str, key: str) -> int | None:
         with self._conn() as c:
             row = c.execute(self.q["workflow_event_by_key"],
                             {"job": job_id, "name": name, "key": key}).fetchone()
         return int(row[0]) if row else None
 
-    def workflow_event_send(self, job_id: int, name: str, payload_json: str,
-                            key: str | None = None, *,
-                            join: tuple[str, int] | None = None) -> int:
+    def event_send(self, job_id: int, name: str, payload_json: str,
+                   key: str | None = None, *,
+                   join: tuple[str, int] | None = None) -> int:
         check_join(key, join)
         with self._conn() as c, c.transaction():
             if join is not None:
@@ -135,20 +140,20 @@ class PostgresWorkflows:
             if join is not None and join_reported(c, self.q, job_id, key, join) < join[1]:
                 return int(row[0])  # members still out: the last one's report wakes it
             c.execute(self.q["workflow_wake"], self._p(job=job_id))
-            c.execute(self.q["jobs_notify"], {"channel": self.channel,  # type: ignore[attr-defined]
+            c.execute(self.q["jobs_notify"], {"channel": self.channel,
                                               "queues": ["*"]})
             return int(row[0])
 
-    def workflow_cancel(self, job_id: int) -> bool:
+    def cancel(self, job_id: int) -> bool:
         with self._conn() as c, c.transaction():
             row = c.execute(self.q["workflow_cancel"], self._p(job=job_id)).fetchone()
             if row is not None:
-                c.execute(self.q["jobs_notify"], {"channel": self.channel,  # type: ignore[attr-defined]
+                c.execute(self.q["jobs_notify"], {"channel": self.channel,
                                                   "queues": ["*"]})
             return row is not None
 
-    def workflows_list(self, status: str | None = None, task: str | None = None,
-                       limit: int = 50) -> list[WorkflowSummary]:
+    def summaries(self, status: str | None = None, task: str | None = None,
+                  limit: int = 50) -> list[WorkflowSummary]:
         with self._conn() as c:
             rows = c.execute(self.q["workflows_list"],
                              {"status": status, "task": task, "limit": limit}).fetchall()
@@ -156,8 +161,8 @@ class PostgresWorkflows:
                                 aware(r[7])) for r in rows]
 
 
-    def workflows_page(self, status: str | None = None, task: str | None = None,
-                       before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
+    def page(self, status: str | None = None, task: str | None = None,
+             before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
         with self._conn() as c:
             rows = c.execute(self.q[_page_query(status)], {
                 "status": status, "state": status, "task": task,
@@ -165,13 +170,13 @@ class PostgresWorkflows:
         return [WorkflowLine(r[0], r[1], r[2], r[3], r[4], _at(r[5]), _at(r[6]), aware(r[7]),
                              _at(r[8]), r[9], r[10], r[11], aware(r[12]), r[13]) for r in rows]
 
-    def workflow_events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
+    def events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
         with self._conn() as c:
             rows = c.execute(self.q["workflow_events_list"],
                              {"job": job_id, "limit": limit}).fetchall()
         return [WorkflowEvent(r[0], r[1], r[2], r[3], _at(r[4]), r[5]) for r in rows]
 
-    def workflow_live(self, job_id: int) -> WorkflowLive | None:
+    def live(self, job_id: int) -> WorkflowLive | None:
         with self._conn() as c:
             r = c.execute(self.q["workflow_live"], {"job": job_id}).fetchone()
         if r is None:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shiftwork.core.states import JobState
 from shiftwork.model.records import (
@@ -29,13 +26,13 @@ def _from_ts(value: float) -> datetime:
 
 
 class SQLiteObserve:
-    q: dict[str, str]
+    """SQLite's statements of ``store.observe``, on the store's connections."""
 
-    if TYPE_CHECKING:  # provided by the store class
-        @property
-        def conn(self) -> sqlite3.Connection: ...
-        def _tx(self, conn: Any = None, immediate: bool = True) -> AbstractContextManager[Any]: ...
-        def _now(self) -> float: ...
+    def __init__(self, core: Any) -> None:
+        self._core = core  # the SQLiteStore: connection, queries, clock
+        self.q = core.q
+        self._tx = core._tx
+        self._now = core._now
 
     def queue_minutes_add(self, rows: list[QueueMinute]) -> None:
         if not rows:
@@ -46,7 +43,7 @@ class SQLiteObserve:
                 "retried": r.retried, "dead": r.dead, "cancelled": r.cancelled} for r in rows])
 
     def queue_minutes_list(self, since: datetime) -> list[QueueMinute]:
-        rows = self.conn.execute(self.q["queue_minutes_list"], {"since": since.timestamp()})
+        rows = self._core.conn.execute(self.q["queue_minutes_list"], {"since": since.timestamp()})
         return [QueueMinute(r[0], _from_ts(r[1]), r[2], r[3], r[4], r[5]) for r in rows]
 
     def queue_minutes_prune(self, keep_seconds: float) -> int:
@@ -64,7 +61,7 @@ class SQLiteObserve:
                 "cancelled": r.cancelled} for r in rows])
 
     def task_minutes_since(self, since: datetime) -> dict[str, tuple[int, int]]:
-        rows = self.conn.execute(self.q["task_minutes_since"], {"since": since.timestamp()})
+        rows = self._core.conn.execute(self.q["task_minutes_since"], {"since": since.timestamp()})
         return {r[0]: (int(r[1]), int(r[2])) for r in rows}
 
     def task_minutes_prune(self, keep_seconds: float) -> int:
@@ -73,24 +70,24 @@ class SQLiteObserve:
                                  {"now": self._now(), "keep": keep_seconds}).rowcount)
 
     def history_last(self) -> datetime | None:
-        row = self.conn.execute(self.q["history_last"]).fetchone()
+        row = self._core.conn.execute(self.q["history_last"]).fetchone()
         return _from_ts(row[0]) if row and row[0] is not None else None
 
     def history_counts(self, since: datetime, until: datetime
                        ) -> tuple[dict[str, Counts], dict[str, Counts]]:
         params = {"since": since.timestamp(), "until": until.timestamp()}
-        queues = self.conn.execute(self.q["history_queue_counts"], params).fetchall()
-        tasks = self.conn.execute(self.q["history_task_counts"], params).fetchall()
+        queues = self._core.conn.execute(self.q["history_queue_counts"], params).fetchall()
+        tasks = self._core.conn.execute(self.q["history_task_counts"], params).fetchall()
         return ({r[0]: (int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in queues},
                 {r[0]: (int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in tasks})
 
     def history_durations(self, since: datetime, until: datetime
                           ) -> dict[tuple[str, str], Durations]:
-        return percentiles(self.conn.execute(self.q["history_durations"], {
+        return percentiles(self._core.conn.execute(self.q["history_durations"], {
             "since": since.timestamp(), "until": until.timestamp()}).fetchall())
 
     def history_waiting(self) -> list[tuple[str, str, datetime]]:
-        rows = self.conn.execute(self.q["history_waiting"], {"now": self._now()}).fetchall()
+        rows = self._core.conn.execute(self.q["history_waiting"], {"now": self._now()}).fetchall()
         return [(r[0], r[1], _from_ts(r[2])) for r in rows]
 
     def history_add(self, rows: list[HistoryBucket]) -> None:
@@ -105,7 +102,7 @@ class SQLiteObserve:
 
     def history_list(self, since: datetime, queue: str | None = None,
                      task: str | None = None) -> list[HistoryBucket]:
-        rows = self.conn.execute(self.q["history_list"], {
+        rows = self._core.conn.execute(self.q["history_list"], {
             "since": since.timestamp(), "queue": queue, "task": task}).fetchall()
         return [HistoryBucket(r[0], r[1], _from_ts(r[2]), *r[3:]) for r in rows]
 
@@ -115,31 +112,25 @@ class SQLiteObserve:
                                  {"now": self._now(), "keep": keep_seconds}).rowcount)
 
     def workers_running(self) -> dict[str, int]:
-        return {r[0]: r[1] for r in self.conn.execute(self.q["workers_running"])}
+        return {r[0]: r[1] for r in self._core.conn.execute(self.q["workers_running"])}
 
     def jobs_waiting_by_task(self) -> list[WaitingTask]:
         return [WaitingTask(r[0], r[1], int(r[2]), from_ts(r[3]))  # type: ignore[arg-type]
-                for r in self.conn.execute(self.q["jobs_waiting_by_task"])]
+                for r in self._core.conn.execute(self.q["jobs_waiting_by_task"])]
 
     def groups_busiest(self, queue: str | None = None, limit: int = 10) -> list[GroupStats]:
-        rows = self.conn.execute(self.q["groups_busiest"], {"queue": queue, "limit": limit})
+        rows = self._core.conn.execute(self.q["groups_busiest"], {"queue": queue, "limit": limit})
         return [GroupStats(r[0], str(r[1]), int(r[2]), int(r[3])) for r in rows]
 
     def queue_group_counts(self) -> list[QueueGroups]:
         return [QueueGroups(r[0], int(r[1]), int(r[2]))
-                for r in self.conn.execute(self.q["queue_group_counts"])]
+                for r in self._core.conn.execute(self.q["queue_group_counts"])]
 
     def jobs_search(self, text: str | None = None, state: JobState | None = None,
                     queue: str | None = None, limit: int = 50) -> list[Job]:
-        rows = self.conn.execute(self.q["jobs_search"], search_params(text, state, queue, limit))
+        rows = self._core.conn.execute(self.q["jobs_search"],
+                                       search_params(text, state, queue, limit))
         return [job_from_row(dict(r), from_ts, loads) for r in rows]
-
-    def _read(self, sql: str, params: dict[str, Any], jobs: bool = False) -> list[Any]:
-        values = {k: json.dumps(v) if isinstance(v, (list, tuple)) else v
-                  for k, v in params.items()}
-        values["now"] = self._now()
-        rows = self.conn.execute(sql, values).fetchall()
-        return [job_from_row(dict(r), from_ts, loads) for r in rows] if jobs else rows
 
     def jobs_discard(self, ids: list[int]) -> list[int]:
         done = []

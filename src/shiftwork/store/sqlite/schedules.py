@@ -1,14 +1,15 @@
-"""SQLite primitives for the schedule store (the transactions live in ../schedules.py)."""
+"""SQLite's schedule statements (``store.schedules``): the transactions that use them are
+the schedule component's (schedules/firing.py, schedules/reconcile.py)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
-from shiftwork.store.schedules import TIME_COLUMNS, ScheduleStoreLogic
+from shiftwork.store.rows import TIME_COLUMNS
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -26,34 +27,49 @@ def _from_ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
-class SQLiteSchedules(ScheduleStoreLogic):
-    """Mixed into :class:`SQLiteStore`; uses its ``_tx``, ``conn``, ``_now`` and ``q``."""
+class _Engine(Protocol):
+    """What the statements use of the SQLite store: its connections, queries, clock."""
 
-    _tx: Any
-    conn: Any
-    _now: Any
     q: dict[str, str]
 
+    @property
+    def conn(self) -> Any: ...
+
+    def _tx(self) -> AbstractContextManager[Any]: ...
+
+    def _now(self) -> float: ...
+
+
+class SQLiteSchedules:
+    """The schedule statements on a SQLite store's connection and queries."""
+
+    def __init__(self, store: _Engine) -> None:
+        self._store = store
+
     @contextmanager
-    def _s_tx(self) -> Iterator[Any]:
-        with self._tx() as c:
+    def tx(self) -> Iterator[Any]:
+        with self._store._tx() as c:
             yield c
 
     @contextmanager
-    def _s_read(self) -> Iterator[Any]:
-        yield self.conn
+    def read(self) -> Iterator[Any]:
+        yield self._store.conn
 
-    def _s_rows(self, c: Any, query: str, **params: Any) -> list[dict[str, Any]]:
+    def rows(self, c: Any, query: str, **params: Any) -> list[dict[str, Any]]:
         bound = {k: v.timestamp() if isinstance(v, datetime) else v for k, v in params.items()}
-        bound["now"] = self._now()
-        rows = [dict(r) for r in c.execute(self.q[query], bound).fetchall()]
+        bound["now"] = self._store._now()
+        rows = [dict(r) for r in c.execute(self._store.q[query], bound).fetchall()]
         for r in rows:
             for k in TIME_COLUMNS.intersection(r):
                 r[k] = _from_ts(r[k])
         return rows
 
-    def _s_instant(self, value: datetime | None) -> Any:
+    def one(self, c: Any, query: str, **params: Any) -> dict[str, Any] | None:
+        rows = self.rows(c, query, **params)
+        return rows[0] if rows else None
+
+    def instant(self, value: datetime | None) -> Any:
         return None if value is None else _micros(value)
 
-    def _s_json(self, value: Any) -> str:
+    def json(self, value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), default=_micros)

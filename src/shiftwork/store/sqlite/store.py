@@ -19,8 +19,8 @@ from typing import Any
 from shiftwork.core.clock import Clock, SystemClock
 from shiftwork.core.errors import ConfigurationError, JobNotFoundError, StorageError
 from shiftwork.core.states import FINAL, JobState
-from shiftwork.flow.limits import ClaimFlow, RateLimit
-from shiftwork.model.new_job import NewJob
+from shiftwork.model.limits import ClaimFlow, ClaimKind
+from shiftwork.model.new_job import NO_MARK, Mark, NewJob
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import (
     SHUTDOWN,
@@ -30,23 +30,20 @@ from shiftwork.model.records import (
     Job,
     QueueStats,
     RescuedJob,
-    WorkerInfo,
 )
 from shiftwork.model.table_health import TableHealth
 from shiftwork.store.console import JobsConsole
-from shiftwork.store.deps import NO_MARK, DepsActions, Mark
-from shiftwork.store.fleet import FleetWrites
-from shiftwork.store.flow_claim import FAIR_PEEK, ClaimSteps, FairSteps, claim_fair, claim_with_flow
+from shiftwork.store.deps import DepsActions, DepsSql
 from shiftwork.store.jobs import (
     JobsActions,
-    claimed_jobs,
     error_json,
     held_jobs,
     rescued_jobs,
 )
-from shiftwork.store.long_jobs import LongJobsWrites
 from shiftwork.store.rows import from_ts, job_from_row, legal_pairs, loads, queue_stats_from_rows
 from shiftwork.store.sqlfile import load_all_queries, load_migrations
+from shiftwork.store.sqlite.claims import SQLiteClaims
+from shiftwork.store.sqlite.fleet import SQLiteFleet
 from shiftwork.store.sqlite.job_logs import SQLiteJobLogs
 from shiftwork.store.sqlite.long_jobs import SQLiteLongJobs
 from shiftwork.store.sqlite.observe import SQLiteObserve
@@ -123,10 +120,9 @@ FILE_MODE = 0o600
 
 #: Page cache per connection (KiB); see _connect.
 PAGE_CACHE_KIB = 16 * 1024
+_NO_FLOW = ClaimFlow()
 
-class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedules,
-                  SQLiteJobLogs, DepsActions, JobsActions, LongJobsWrites, FleetWrites,
-                  JobsConsole):
+class SQLiteStore(DepsActions, JobsActions):
     engine = "sqlite"
 
     def __init__(self, path: str, clock: Clock | None = None, busy_timeout: float = 30.0) -> None:
@@ -143,6 +139,24 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        #: The claim statements (which claim, and the loops of the limited ones: flow/).
+        self.claims = SQLiteClaims(self)
+        #: The dependency statements (the decisions are composition/settling.py's).
+        self.deps = DepsSql(self)
+        #: Long jobs: the fenced touch, paused queues, effect keys.
+        self.long_jobs = SQLiteLongJobs(self)
+        #: The operations console's pages and bulk actions.
+        self.console = JobsConsole(self)
+        #: The worker registry and the leader lease.
+        self.fleet = SQLiteFleet(self)
+        #: Counts, history and views for people and the leader.
+        self.observe = SQLiteObserve(self)
+        #: What each job logged.
+        self.job_logs = SQLiteJobLogs(self)
+        #: The durable workflows' statements.
+        self.workflows = SQLiteWorkflows(self)
+        #: The schedule statements (the transactions are schedules/firing.py's).
+        self.schedules = SQLiteSchedules(self)
 
     # -- connections -------------------------------------------------------------
 
@@ -455,90 +469,10 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
 
     # -- claim / complete -----------------------------------------------------------------
 
-    def jobs_claim(self, queue: str, limit: int, worker_id: str, lease_seconds: float,
-                   limits: dict[str, int] | None = None,
-                   flow: ClaimFlow | None = None) -> list[ClaimedJob]:
-        limits, flow = limits or {}, flow or ClaimFlow()
-        now = self._now()
-        base = {"queue": queue, "worker": worker_id, "lease": lease_seconds, "now": now}
-        with self._tx() as c:
-            # BEGIN IMMEDIATE serializes claimers: the write lock guards counts and tokens.
-            q = self.q
-
-            def running(task: str) -> int:
-                return int(c.execute(q["jobs_count_running_task"], {"task": task}).fetchone()[0])
-
-            def claim(n: int, only_task: str | None, exclude: list[str]) -> list[Any]:
-                return c.execute(q["jobs_claim"], {
-                    **base, "limit": n, "only_task": only_task,
-                    "exclude": json.dumps(exclude)}).fetchall()
-
-
-            def bucket(key: str, rate: RateLimit) -> float:
-                c.execute(q["rate_bucket_ensure"], {"key": key, "capacity": rate.capacity,
-                                                    "now": now})
-                return float(c.execute(q["rate_bucket_lock"], {
-                    "key": key, "capacity": rate.capacity, "rate": rate.rate,
-                    "now": now}).fetchone()[0])
-
-            def set_bucket(key: str, tokens: float) -> None:
-                c.execute(q["rate_bucket_set"], {"key": key, "tokens": tokens, "now": now})
-
-            def group_running(task: str) -> dict[str, int]:
-                return {str(r[0]): int(r[1])
-                        for r in c.execute(q["jobs_group_running"], {"task": task})}
-
-            def candidates(task: str, n: int, after: tuple[Any, Any, int] | None
-                           ) -> list[Any]:
-                return c.execute(q["jobs_group_candidates"], {
-                    **base, "task": task, "limit": n,
-                    "after_priority": after and after[0], "after_run_at": after and after[1],
-                    "after_id": after and after[2]}).fetchall()
-
-            def claim_ids(ids: list[int]) -> list[Any]:
-                return c.execute(q["jobs_claim_ids"], {**base, "ids": json.dumps(ids)}
-                                 ).fetchall()
-
-            steps = ClaimSteps(running, claim, lambda task: None, bucket, set_bucket,
-                               group_running, candidates, claim_ids)
-            # Every kind of claim is the Python loop here (ClaimKind): no other claimer runs
-            # meanwhile, so its steps cost no more than one statement would.
-            if flow.fair:
-                rows = claim_fair(queue, limit, limits, flow, steps,
-                                  self._fair_steps(c, queue, now))
-            else:
-                rows = claim_with_flow(queue, limit, limits, flow, steps)
-        return claimed_jobs(rows)
-
-    def _fair_steps(self, c: sqlite3.Connection, queue: str, now: float) -> FairSteps:
-        q = self.q
-
-        def cursor() -> tuple[str, int]:
-            c.execute(q["fair_cursor_ensure"], {"queue": queue})
-            row = c.execute(q["fair_cursor_lock"], {"queue": queue}).fetchone()
-            return str(row[0]), int(row[1])
-
-        def set_cursor(group: str, served: int) -> None:
-            c.execute(q["fair_cursor_set"], {"queue": queue, "group": group, "served": served})
-
-        def groups(after: str, n: int) -> list[str]:
-            return [r[0] for r in c.execute(q["fair_groups"],
-                                            {"queue": queue, "after": after, "n": n})]
-
-        def heads(groups: list[str], take: list[int], skip: list[int]) -> list[Any]:
-            # In-process: one indexed query per group costs no round trip.
-            rows: list[Any] = []
-            for group, n, k in zip(groups, take, skip, strict=True):
-                rows += c.execute(q["fair_heads"], {"queue": queue, "group": group, "take": n,
-                                                    "skip": k, "now": now}).fetchall()
-            return rows
-
-        def ungrouped(take: int, skip: int) -> list[Any]:
-            return list(c.execute(q["fair_ungrouped"], {"queue": queue, "take": take,
-                                                        "skip": skip, "now": now,
-                                                        "peek": FAIR_PEEK}))
-
-        return FairSteps(cursor, set_cursor, groups, heads, ungrouped)
+    def jobs_claim(self, queue: str, limit: int, worker_id: str,
+                   lease_seconds: float) -> list[ClaimedJob]:
+        return self.claims.claim(ClaimKind.PLAIN, queue, limit, worker_id, lease_seconds,
+                                 _NO_FLOW)
 
     def rate_buckets_prune(self, prefix: str, idle_seconds: float) -> int:
         with self._tx() as c:
@@ -618,7 +552,7 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
         with self._tx() as c:
             beat = c.execute(self.q["jobs_heartbeat_worker"], {"worker": worker_id, "now": now})
             if beat.rowcount == 0:  # its workers row is gone (pruned while it was stopped)
-                self._worker_back(c, worker_id)
+                self.fleet.worker_back(c, worker_id)
             rows = c.execute(self.q["jobs_heartbeat"], {
                 "worker": worker_id, "now": now, "lease": lease_seconds,
                 "held": json.dumps(held)}).fetchall()
@@ -691,17 +625,22 @@ class SQLiteStore(SQLiteLongJobs, SQLiteWorkflows, SQLiteObserve, SQLiteSchedule
                     } if include_finished else {}
         return queue_stats_from_rows(active, finished)
 
-    # -- workers and leadership --------------------------------------------------------
+    def _read(self, sql: str, params: dict[str, Any], jobs: bool = False) -> list[Any]:
+        """Rows of ``sql`` (a console or observe query), as jobs with ``jobs``."""
+        values = {k: json.dumps(v) if isinstance(v, (list, tuple)) else v
+                  for k, v in params.items()}
+        values["now"] = self._now()
+        rows = self.conn.execute(sql, values).fetchall()
+        return [job_from_row(dict(r), from_ts, loads) for r in rows] if jobs else rows
 
-    def workers_list(self) -> list[WorkerInfo]:
-        return [WorkerInfo(r[0], r[1], r[2], json.loads(r[3]), from_ts(r[4]), from_ts(r[5]),  # type: ignore[arg-type]
-                           None if r[6] is None else frozenset(json.loads(r[6])))
-                for r in self.conn.execute(self.q["workers_list"])]
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection in ``BEGIN IMMEDIATE``: commits on exit, rolls back on error.
 
-    def workers_prune(self, stale_after: float) -> int:
+        SQLite has one writer at a time: keep these transactions short.
+        """
         with self._tx() as c:
-            return c.execute(self.q["workers_prune"],
-                             {"now": self._now(), "stale": stale_after}).rowcount
+            yield c
 
     # -- test support ------------------------------------------------------------------
 

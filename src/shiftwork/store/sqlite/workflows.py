@@ -21,17 +21,20 @@ from shiftwork.store.rows import FIRST_PAGE, from_ts
 
 
 class SQLiteWorkflows:
-    q: dict[str, str]
-    conn: Any
-    _tx: Any
-    _now: Any
+    """SQLite's workflow statements (``store.workflows``), on the store's connections."""
 
-    def workflow_steps_get(self, job_id: int) -> dict[str, StepRecord]:
-        rows = self.conn.execute(self.q["workflow_steps_get"], {"job": job_id}).fetchall()
+    def __init__(self, core: Any) -> None:
+        self._core = core  # the SQLiteStore: connection, queries, clock
+        self.q = core.q
+        self._tx = core._tx
+        self._now = core._now
+
+    def steps_get(self, job_id: int) -> dict[str, StepRecord]:
+        rows = self._core.conn.execute(self.q["workflow_steps_get"], {"job": job_id}).fetchall()
         return {r[0]: _step(r) for r in rows}
 
-    def workflow_begin(self, job_id: int, attempt: int, version: str
-                       ) -> tuple[WorkflowRun, dict[str, StepRecord]] | None:
+    def begin(self, job_id: int, attempt: int, version: str
+              ) -> tuple[WorkflowRun, dict[str, StepRecord]] | None:
         with self._tx() as c:
             c.execute(self.q["workflow_run_insert"], {"job": job_id, "attempt": attempt,
                                                       "version": version, "now": self._now()})
@@ -42,9 +45,9 @@ class SQLiteWorkflows:
             steps = c.execute(self.q["workflow_steps_get"], {"job": job_id}).fetchall()
         return _run(row), {r[0]: _step(r) for r in steps}
 
-    def workflow_run_set(self, job_id: int, attempt: int, status: str, *, cancelled: bool,
-                         cause: str | None = None, last_attempt: int | None = None,
-                         extend_attempts: int | None = None) -> bool:
+    def run_set(self, job_id: int, attempt: int, status: str, *, cancelled: bool,
+                cause: str | None = None, last_attempt: int | None = None,
+                extend_attempts: int | None = None) -> bool:
         with self._tx() as c:
             done = c.execute(self.q["workflow_run_set"], {
                 "job": job_id, "attempt": attempt, "status": status, "cancelled": int(cancelled),
@@ -54,15 +57,15 @@ class SQLiteWorkflows:
                           {"job": job_id, "attempt": attempt, "extra": extend_attempts})
             return bool(done)
 
-    def workflow_run_read(self, job_id: int) -> WorkflowRun | None:
-        row = self.conn.execute(self.q["workflow_run_read"], {"job": job_id}).fetchone()
+    def run_read(self, job_id: int) -> WorkflowRun | None:
+        row = self._core.conn.execute(self.q["workflow_run_read"], {"job": job_id}).fetchone()
         return _run(row) if row else None
 
-    def workflow_step_record(self, job_id: int, attempt: int, name: str, status: str,
-                             result_json: str | None, wake_at: datetime | None, *,
-                             position: int | None = None, kind: str = "step",
-                             digest: str | None = None, outcome: str | None = None,
-                             tries: int = 0, started_at: datetime | None = None) -> bool | None:
+    def step_record(self, job_id: int, attempt: int, name: str, status: str,
+                    result_json: str | None, wake_at: datetime | None, *,
+                    position: int | None = None, kind: str = "step",
+                    digest: str | None = None, outcome: str | None = None,
+                    tries: int = 0, started_at: datetime | None = None) -> bool | None:
         with self._tx() as c:
             cur = c.execute(self.q["workflow_step_record"], {
                 "job": job_id, "attempt": attempt, "name": name, "status": status,
@@ -74,9 +77,9 @@ class SQLiteWorkflows:
             flag = c.execute(self.q["workflow_cancel_flag"], {"job": job_id}).fetchone()
             return bool(flag[0])
 
-    def workflow_event_take(self, job_id: int, attempt: int, name: str, step: str, *,
-                            position: int | None = None, digest: str | None = None,
-                            started_at: datetime | None = None) -> tuple[bool, Any]:
+    def event_take(self, job_id: int, attempt: int, name: str, step: str, *,
+                   position: int | None = None, digest: str | None = None,
+                   started_at: datetime | None = None) -> tuple[bool, Any]:
         with self._tx() as c:
             if c.execute(self.q["workflow_job_held"], {"job": job_id, "attempt": attempt}
                          ).fetchone() is None:
@@ -92,8 +95,8 @@ class SQLiteWorkflows:
                 "started_at": _ts(started_at)})
             return True, json.loads(row[0]) if row[0] is not None else None
 
-    def workflow_events_take(self, job_id: int, attempt: int, names: list[str], *,
-                             started_at: datetime | None = None) -> list[tuple[bool, Any]]:
+    def events_take(self, job_id: int, attempt: int, names: list[str], *,
+                    started_at: datetime | None = None) -> list[tuple[bool, Any]]:
         out: list[tuple[bool, Any]] = []
         with self._tx() as c:
             if c.execute(self.q["workflow_job_held"], {"job": job_id, "attempt": attempt}
@@ -114,14 +117,14 @@ class SQLiteWorkflows:
                 out.append((True, json.loads(row[0]) if row[0] is not None else None))
         return out
 
-    def workflow_event_find(self, job_id: int, name: str, key: str) -> int | None:
-        row = self.conn.execute(self.q["workflow_event_by_key"],
+    def event_find(self, job_id: int, name: str, key: str) -> int | None:
+        row = self._core.conn.execute(self.q["workflow_event_by_key"],
                                 {"job": job_id, "name": name, "key": key}).fetchone()
         return int(row[0]) if row else None
 
-    def workflow_event_send(self, job_id: int, name: str, payload_json: str,
-                            key: str | None = None, *,
-                            join: tuple[str, int] | None = None) -> int:
+    def event_send(self, job_id: int, name: str, payload_json: str,
+                   key: str | None = None, *,
+                   join: tuple[str, int] | None = None) -> int:
         check_join(key, join)
         with self._tx() as c:
             now = self._now()
@@ -141,37 +144,37 @@ class SQLiteWorkflows:
             c.execute(self.q["workflow_wake"], {"job": job_id, "now": now})
             return int(row[0])
 
-    def workflow_cancel(self, job_id: int) -> bool:
+    def cancel(self, job_id: int) -> bool:
         with self._tx() as c:
             row = c.execute(self.q["workflow_cancel"], {"job": job_id, "now": self._now()}
                             ).fetchone()
             return row is not None
 
-    def workflows_list(self, status: str | None = None, task: str | None = None,
-                       limit: int = 50) -> list[WorkflowSummary]:
-        rows = self.conn.execute(self.q["workflows_list"],
+    def summaries(self, status: str | None = None, task: str | None = None,
+                  limit: int = 50) -> list[WorkflowSummary]:
+        rows = self._core.conn.execute(self.q["workflows_list"],
                                  {"status": status, "task": task, "limit": limit}).fetchall()
         return [WorkflowSummary(r[0], r[1], r[2], r[3], r[4], int(r[5]), from_ts(r[6]),
                                 from_ts(r[7])) for r in rows]
 
 
-    def workflows_page(self, status: str | None = None, task: str | None = None,
-                       before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
-        rows = self.conn.execute(self.q[_page_query(status)], {
+    def page(self, status: str | None = None, task: str | None = None,
+             before: int | None = None, limit: int = 50) -> list[WorkflowLine]:
+        rows = self._core.conn.execute(self.q[_page_query(status)], {
             "status": status, "state": status, "task": task,
                 "before": FIRST_PAGE if before is None else before, "limit": limit}).fetchall()
         return [WorkflowLine(r[0], r[1], r[2], r[3], r[4], _at(r[5]), _at(r[6]), from_ts(r[7]),
                              _at(r[8]), r[9], r[10], r[11], from_ts(r[12]),
                              json.loads(r[13]) if r[13] is not None else None) for r in rows]
 
-    def workflow_events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
-        rows = self.conn.execute(self.q["workflow_events_list"],
+    def events_list(self, job_id: int, limit: int = 100) -> list[WorkflowEvent]:
+        rows = self._core.conn.execute(self.q["workflow_events_list"],
                                  {"job": job_id, "limit": limit}).fetchall()
         return [WorkflowEvent(r[0], r[1], json.loads(r[2]) if r[2] is not None else None, r[3],
                               _at(r[4]), r[5]) for r in rows]
 
-    def workflow_live(self, job_id: int) -> WorkflowLive | None:
-        r = self.conn.execute(self.q["workflow_live"], {"job": job_id}).fetchone()
+    def live(self, job_id: int) -> WorkflowLive | None:
+        r = self._core.conn.execute(self.q["workflow_live"], {"job": job_id}).fetchone()
         if r is None:
             return None
         steps = sorted(json.loads(r[6] or "[]"), key=lambda s: s[12])

@@ -8,7 +8,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from shiftwork.core.service import Service
-from shiftwork.store.schedules import LEADER_NAME
+from shiftwork.store.fleet import LEADER_NAME
 from shiftwork.worker.maintenance.maintainer import Maintainer
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class Leader(Service):
         return self._term
 
     def tick(self) -> None:
-        term = self.rt.store.leader_acquire(LEADER_NAME, self.worker_id,
+        term = self.rt.store.fleet.leader_acquire(LEADER_NAME, self.worker_id,
                                             self.rt.settings.leader_ttl)
         if term is not None:
             self._renewed = self.rt.clock.monotonic()
@@ -68,7 +68,7 @@ class Leader(Service):
         self.maintainer.stop(timeout)
         if self._term is not None:
             try:
-                self.rt.store.leader_release(LEADER_NAME, self.worker_id)
+                self.rt.store.fleet.leader_release(LEADER_NAME, self.worker_id)
             except Exception:
                 log.debug("could not release leadership", exc_info=True)
             self._term = None

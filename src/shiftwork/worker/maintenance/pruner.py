@@ -13,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from shiftwork.model.records import MINUTES_KEPT
+from shiftwork.schedules.stored import schedules_of
 
 if TYPE_CHECKING:
     from shiftwork.runtime import Runtime
@@ -29,13 +30,13 @@ class Pruner:
     def prune(self) -> None:
         store, s = self.rt.store, self.rt.settings
         pruned = store.jobs_prune(s.retention_finished, s.retention_dead)
-        store.workers_prune(max(3 * s.heartbeat_interval, s.lease_seconds))
-        store.effect_keys_prune()
-        store.schedule_runs_prune(s.retention_dead)
-        store.groups_prune(max(s.retention_finished, s.retention_dead))
-        store.queue_minutes_prune(MINUTES_KEPT)
-        store.task_minutes_prune(MINUTES_KEPT)
-        store.history_prune(s.history_retention)
+        store.fleet.workers_prune(max(3 * s.heartbeat_interval, s.lease_seconds))
+        store.long_jobs.effect_keys_prune()
+        schedules_of(store).runs_prune(s.retention_dead)
+        store.deps.groups_prune(max(s.retention_finished, s.retention_dead))
+        store.observe.queue_minutes_prune(MINUTES_KEPT)
+        store.observe.task_minutes_prune(MINUTES_KEPT)
+        store.observe.history_prune(s.history_retention)
         for task in self.rt.registry.tasks.values():
             limit = task.options.group_rate_limit
             if limit is not None:  # a bucket refills from empty in capacity / rate seconds

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from shiftwork.composition import settling
 from shiftwork.core.service import Service
 from shiftwork.core.states import JobState
 
@@ -36,7 +37,7 @@ class Rescuer(Service):
         rescued = self.rt.store.jobs_rescue()
         dead = [job.id for job in rescued if job.state is JobState.DEAD]
         if dead:  # their dependents: cancelled, or run anyway (on_failure="run")
-            self.rt.store.deps_resolve(dead)
+            settling.resolve(self.rt.store.deps, dead)
         for job in rescued:
             fields = {"job_id": job.id, "task": job.task, "queue": job.queue,
                       "attempt": job.attempt}

@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from shiftwork.core.bounds import seconds
@@ -165,3 +166,18 @@ class LimitStatus:
 def tokens_now(tokens: float, updated_at: float, now: float, limit: RateLimit) -> float:
     """A bucket's tokens at ``now`` (seconds), refilled since it was last written."""
     return min(limit.capacity, tokens + max(0.0, now - updated_at) * limit.rate)
+
+
+class ClaimKind(Enum):
+    """The claims that really differ (flow/claiming.py chooses). On Postgres each of the
+    first four is one statement (a function, store/postgres/migrations/functions.sql) and
+    the last two are the Python loops of flow/claim_limited.py and flow/claim_fair.py over
+    the engine's statements; on SQLite, whose write lock already makes claimers take
+    turns, every kind but the plain one runs those loops."""
+
+    PLAIN = "plain"  # no limit but the worker's slots
+    QUEUE_RATE = "queue_rate"  # only the queue's own rate
+    TASK_RATES = "task_rates"  # only task rate limits
+    FAIR = "fair"  # a fair queue with no other limit (no weights either)
+    LIMITED = "limited"  # anything else: claim_with_flow
+    FAIR_LIMITED = "fair_limited"  # a fair queue with more: claim_fair
