@@ -15,7 +15,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from . import ours
-from .common import PG_DSN, load, machine
+from .common import load, machine, settle
 from .report import rows_for, targets
 from .soak import soak
 
@@ -30,22 +30,6 @@ def _list(value: str, allowed: list[str], what: str) -> list[str]:
     if bad:
         raise click.BadParameter(f"unknown {what} {bad}; choose from {', '.join(allowed)}")
     return items
-
-
-def settle(seconds: float = 3.0) -> None:
-    """Start each workload on a quiet machine, as pgbench does: the last one's dirty pages
-    written out (a 1M-job SQLite file left behind made the next workload's fsyncs several
-    times slower), a Postgres CHECKPOINT (so no checkpoint's writes land in the middle of
-    a latency run; skipped without the privilege), and a moment for the load to fall."""
-    os.sync()
-    try:
-        import psycopg
-
-        with psycopg.connect(PG_DSN, autocommit=True, connect_timeout=3) as conn:
-            conn.execute("CHECKPOINT")
-    except Exception:  # not reachable, or not allowed: the pause still helps
-        pass
-    time.sleep(seconds)
 
 
 @click.group()

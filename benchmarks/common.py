@@ -163,3 +163,19 @@ def machine() -> dict[str, Any]:
             "python": platform.python_version(), "kernel": platform.release(),
             "postgres": pg, "sqlite": sqlite3.sqlite_version,
             "sqlite_sync": "WAL, synchronous=FULL"}
+
+
+def settle(seconds: float = 3.0) -> None:
+    """Start each workload on a quiet machine, as pgbench does: the last one's dirty pages
+    written out (a 1M-job SQLite file left behind made the next workload's fsyncs several
+    times slower), a Postgres CHECKPOINT (so no checkpoint's writes land in the middle of
+    a latency run; skipped without the privilege), and a moment for the load to fall."""
+    os.sync()
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_DSN, autocommit=True, connect_timeout=3) as conn:
+            conn.execute("CHECKPOINT")
+    except Exception:  # not reachable, or not allowed: the pause still helps
+        pass
+    time.sleep(seconds)

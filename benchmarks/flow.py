@@ -31,7 +31,6 @@ import time
 from typing import Any
 
 from shiftwork import App
-from shiftwork.flow.claim import claim_flow
 from shiftwork.flow.claiming import claim
 from shiftwork.model.limits import ClaimFlow, RateLimit
 
@@ -167,7 +166,7 @@ def claim_cost(engine: str, rounds: int = 300) -> dict[str, float]:
         store = app.store
         limited = ClaimFlow(queue_rate=RateLimit(1e9, burst=1e9))
         task_limited = ClaimFlow(task_rates={plain.name: RateLimit(1e9, burst=1e9)})
-        fair_flow = claim_flow(app.runtime.registry, "fair")
+        fair_flow = app.runtime.registry.claim_flow("fair")
         cases: dict[str, list[float]] = {"unlimited": [], "rate limit": [], "task rate": [],
                                          "fair": []}
         for _ in range(rounds):

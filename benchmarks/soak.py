@@ -214,7 +214,7 @@ def autovacuum_on(dsn: str) -> bool:
 
 def run(plan: Plan, label: str = "", own_cluster: bool = False) -> Path:
     """Run the soak; returns the CSV's path (the SVG is written next to it)."""
-    from .cli import settle
+    from .common import settle
 
     RESULTS.mkdir(exist_ok=True)
     stem = f"soak-{time.strftime('%Y%m%d-%H%M')}" + (f"-{label}" if label else "")

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from shiftwork import App, ConfigurationError, FakeClock, JobState
-from shiftwork.flow.claim import claim_flow
 from shiftwork.flow.claiming import claim
 from shiftwork.model.outcome import Outcome
 
@@ -35,7 +34,7 @@ def fair_app(make_app: Callable[..., App], request: pytest.FixtureRequest) -> Ap
 
 def _claim(app: App, n: int) -> list[str]:
     jobs = claim(app.store, "emails", n, "w", 30, None,
-                                  claim_flow(app.runtime.registry, "emails"))
+                                  app.runtime.registry.claim_flow("emails"))
     return sorted(str(j.meta.get("group")) for j in jobs)  # one claim's jobs: as a set
 
 
@@ -68,12 +67,12 @@ def test_priority_wins_within_a_group_and_weights_give_more_turns(fair_app: App)
     send.enqueue_many([("vip", i) for i in range(10)] + [("z", i) for i in range(5)])
     urgent = send.using(priority=10).enqueue("z", 99)
     jobs = claim(fair_app.store, "emails", 3, "w", 30, None,
-                                  claim_flow(fair_app.runtime.registry, "emails"))
+                                  fair_app.runtime.registry.claim_flow("emails"))
     assert sorted(j.meta["group"] for j in jobs) == ["vip", "vip", "z"]
     assert urgent.id in {j.id for j in jobs}
     # A weight is kept across claims of one job each.
     turns = [g for _ in range(6) for g in _claim(fair_app, 1)]
-    if claim_flow(fair_app.runtime.registry, "emails").weights:
+    if fair_app.runtime.registry.claim_flow("emails").weights:
         assert turns == ["vip", "vip", "z", "vip", "vip", "z"]
     else:
         assert turns in (["vip", "z"] * 3, ["z", "vip"] * 3), turns
@@ -113,7 +112,7 @@ def test_a_rescued_job_returns_to_its_groups_turn(fair_app: App) -> None:
     send.enqueue_many([("a",)] * 20)
     [b] = [send.enqueue("b")]
     jobs = claim(fair_app.store, "emails", 2, "w", 30, None,
-                                  claim_flow(fair_app.runtime.registry, "emails"))
+                                  fair_app.runtime.registry.claim_flow("emails"))
     assert sorted(j.meta["group"] for j in jobs) == ["a", "b"]
     held = next(j for j in jobs if j.id == b.id)
     # It fails (as a rescue would send it back): it waits again, and b gets its turn.
@@ -252,7 +251,7 @@ def test_the_busiest_groups_are_visible(flow_app: Any, db: dict[str, str]) -> No
 
     app = flow_app.app
     flow_app.fair_job.enqueue_many([("big",)] * 30 + [(f"g{i}",) for i in range(12)])
-    claim(app.store, "fair", 2, "w", 30, None, claim_flow(app.runtime.registry, "fair"))
+    claim(app.store, "fair", 2, "w", 30, None, app.runtime.registry.claim_flow("fair"))
     env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}", "COLUMNS": "200",
            "SHIFTWORK_TEST_DSN": db["dsn"], "SHIFTWORK_TEST_SCHEMA": db["schema"],
            "SHIFTWORK_APP": "tests.apps.flow:app"}

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from shiftwork import App, ConfigurationError, FakeClock, JobContext, JobState
-from shiftwork.flow.claim import claim_flow
 from shiftwork.flow.claiming import claim, claim_kind
 from shiftwork.model.limits import ClaimFlow, ClaimKind, RateLimit, rate_limit
 from shiftwork.model.outcome import Outcome
@@ -87,7 +86,7 @@ def test_a_rate_limit_spends_tokens_only_for_jobs_claimed(clocked: tuple[App, Fa
     def free() -> None: ...
 
     limited.enqueue_many([() for _ in range(20)])
-    flow = claim_flow(app.runtime.registry, "default")
+    flow = app.runtime.registry.claim_flow("default")
     store = app.store
     assert len(claim(store, "default", 10, "w", 30, None, flow)) == 5  # a full bucket
     assert claim(store, "default", 10, "w", 30, None, flow) == []  # empty until it refills
@@ -113,7 +112,7 @@ def test_a_queue_rate_limit_counts_every_task(clocked: tuple[App, FakeClock]) ->
 
     a.enqueue_many([() for _ in range(5)])
     b.enqueue_many([() for _ in range(5)])
-    flow = claim_flow(app.runtime.registry, "default")
+    flow = app.runtime.registry.claim_flow("default")
     assert len(claim(app.store, "default", 10, "w", 30, None, flow)) == 3
     assert claim(app.store, "default", 10, "w", 30, None, flow) == []
     clock.advance(1)
@@ -128,7 +127,7 @@ def test_a_group_cap_skips_busy_groups_not_the_others(clocked: tuple[App, FakeCl
 
     for account in ["a"] * 300 + ["b", "b", "c"]:  # a's backlog is longer than a page
         sync.enqueue(account)
-    flow = claim_flow(app.runtime.registry, "default")
+    flow = app.runtime.registry.claim_flow("default")
     first = claim(app.store, "default", 10, "w", 30, None, flow)
     assert sorted(j.meta["group"] for j in first) == ["a", "b", "c"]
     assert claim(app.store, "default", 10, "w", 30, None, flow) == []
@@ -149,7 +148,7 @@ def test_each_group_has_its_own_rate_limit(clocked: tuple[App, FakeClock]) -> No
 
     for account in ["a"] * 5 + ["b"] * 5:
         sync.enqueue(account)
-    flow = claim_flow(app.runtime.registry, "default")
+    flow = app.runtime.registry.claim_flow("default")
     first = claim(app.store, "default", 10, "w", 30, None, flow)
     assert Counter(j.meta["group"] for j in first) == Counter(a=2, b=2)
     assert claim(app.store, "default", 10, "w", 30, None, flow) == []
@@ -175,7 +174,7 @@ def test_rate_limited_holds_the_task_back_and_spends_no_attempt(
     assert job.state is JobState.SCHEDULED and job.attempt == 1
     assert job.max_attempts == call_partner.options.max_attempts  # not spent
     assert job.counted_attempt == 0
-    flow = claim_flow(app.runtime.registry, "default")
+    flow = app.runtime.registry.claim_flow("default")
     clock.advance(10)
     assert claim(app.store, "default", 10, "w", 30, None, flow) == []  # held back
     clock.advance(21)
@@ -186,8 +185,8 @@ def test_claim_flow_is_empty_without_limits(app: App) -> None:
     @app.task
     def plain() -> None: ...
 
-    assert not claim_flow(app.runtime.registry, "default")
-    assert isinstance(claim_flow(app.runtime.registry, "default"), ClaimFlow)
+    assert not app.runtime.registry.claim_flow("default")
+    assert isinstance(app.runtime.registry.claim_flow("default"), ClaimFlow)
 
 
 # -- real worker processes ---------------------------------------------------------------

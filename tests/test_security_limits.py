@@ -22,7 +22,6 @@ import pytest
 from shiftwork import App, ConfigurationError, FakeClock, JobContext, JobState, Settings
 from shiftwork.core.control import RetryIn, Snooze
 from shiftwork.core.errors import PayloadError
-from shiftwork.flow.claim import claim_flow
 from shiftwork.flow.claiming import claim
 from shiftwork.jobs.enqueue import insert_rows
 from shiftwork.model.limits import RateLimit
@@ -115,7 +114,7 @@ def test_a_long_retry_after_is_cut_to_the_setting_and_logged(
     job = app.get_job(first.id)
     assert job.state is JobState.SCHEDULED
     assert job.run_at is not None and job.run_at <= T0 + timedelta(seconds=601)
-    flow = claim_flow(app.runtime.registry, "default")
+    flow = app.runtime.registry.claim_flow("default")
     clock.advance(599)
     assert claim(app.store, "default", 10, "w", 30, None, flow) == []  # still held
     clock.advance(2)
@@ -137,7 +136,7 @@ def test_clear_backoff_ends_a_hold_by_api_and_by_command(
 
     app.queue("default", rate_limit="100/s")
     partner.enqueue()
-    flow = claim_flow(app.runtime.registry, "default")
+    flow = app.runtime.registry.claim_flow("default")
     app.store.rate_limit_push_back("task:partner", 3000)
     assert claim(app.store, "default", 10, "w", 30, None, flow) == []
     assert app.clear_backoff("task:partner") is True
@@ -168,7 +167,7 @@ def test_a_cleared_hold_frees_the_one_statement_claims_of_the_same_store(
     @app.task(name="partner", rate_limit="100/s")
     def partner(ctx: JobContext) -> None: ...
 
-    flow = claim_flow(app.runtime.registry, "default")
+    flow = app.runtime.registry.claim_flow("default")
     partner.enqueue()
     assert len(claim(app.store, "default", 10, "w", 30, None, flow)) == 1
     app.store.rate_limit_push_back("task:partner", 3000)

@@ -28,6 +28,7 @@ from shiftwork.jobs.bulk import BulkResult, bulk_apply
 from shiftwork.jobs.context import JobContext
 from shiftwork.jobs.enqueue import Enqueuer, enqueue_requests, enqueue_requests_async
 from shiftwork.jobs.handle import JobHandle
+from shiftwork.jobs.known_queues import known_queues, unknown_queue_warning
 from shiftwork.jobs.task import EnqueueOptions, JobRequest, Task, TaskOptions
 from shiftwork.jobs.waiting import wait_result, wait_result_async
 from shiftwork.model.filter import check_sort, filter_of
@@ -42,8 +43,7 @@ from shiftwork.model.limits import (
 from shiftwork.model.limits import rate_limit as flow_rate_limit
 from shiftwork.model.records import EmptyRun, EnqueueResult, HistoryBucket, Job, LateRun, QueueStats
 from shiftwork.model.tags import check_tags
-from shiftwork.observers import Observers
-from shiftwork.registry import LeaderDuty, QueueOptions
+from shiftwork.registry import LeaderDuty, Observers, QueueOptions
 from shiftwork.runtime import Runtime
 from shiftwork.schedules.book import ScheduleBook
 from shiftwork.schedules.definition import (
@@ -628,11 +628,11 @@ class App:
     def known_queues(self) -> set[str]:
         """Queues declared in code (tasks, ``app.queue``, schedules) or seen in the table
         (jobs waiting, running or dead; paused queues). Reads no finished history."""
-        return self.runtime.registry.known_queues(self.store)
+        return known_queues(self.runtime.registry, self.store)
 
     def unknown_queue_warning(self, queue: str) -> str | None:
         """A warning naming the known queues when ``queue`` is none of them (a typo?)."""
-        return self.runtime.registry.unknown_queue_warning(self.store, queue)
+        return unknown_queue_warning(self.runtime.registry, self.store, queue)
 
     def pause_queue(self, queue: str) -> None:
         """Stop claims on ``queue``; running jobs stop at their next checkpoint."""

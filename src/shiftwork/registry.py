@@ -8,25 +8,59 @@ the ``on_*`` hooks).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from shiftwork.core.errors import UnknownTaskError
+from shiftwork.core.errors import ConfigurationError, UnknownTaskError
 from shiftwork.core.names import did_you_mean
-from shiftwork.model.limits import RateLimit
-from shiftwork.model.records import EmptyRun, EnqueueResult, LateRun
-from shiftwork.observers import Observers
-from shiftwork.schedules.definition import ScheduleDef
-from shiftwork.store.task_defaults import TaskDefaults
+from shiftwork.model.limits import ClaimFlow, RateLimit
+from shiftwork.model.records import EmptyRun, EnqueueResult, LateRun, TaskDefaults
+from shiftwork.model.visibility import Problem, ScheduleStatus
 
 if TYPE_CHECKING:
     from shiftwork.jobs.task import Task
-    from shiftwork.store.base import Store
+    from shiftwork.schedules.definition import ScheduleDef
 
 #: Called after jobs are committed by an enqueue outside a caller's transaction, with their
 #: results and queues (None: not known); the inline test mode's hook.
 EnqueueHook = Callable[[list[EnqueueResult], "set[str] | None"], None]
+
+
+# -- the hooks visibility features plug into (app.observers) -----------------------------
+# Checks and collectors are called with the App (observe/health.py, observe/metrics.py);
+# the registry only stores them, so it names no App: it sits below it
+# (``shiftwork.observe.hooks`` has the public aliases, typed with the App).
+
+@runtime_checkable
+class SchedulesSource(Protocol):
+    def schedules_status(self) -> list[ScheduleStatus]:
+        """Every schedule's state now (one or two cheap queries)."""
+
+
+#: Called with the App (shiftwork.observe.hooks.HealthCheck names it).
+HealthCheck = Callable[[Any], Iterable[Problem]]
+#: Called with the App; yields ``prometheus_client`` metric families.
+MetricCollector = Callable[[Any], Iterable[Any]]
+
+
+@dataclass
+class Observers:
+    schedules: SchedulesSource | None = None
+    health_checks: list[HealthCheck] = field(default_factory=list)
+    metric_collectors: list[MetricCollector] = field(default_factory=list)
+
+    def schedules_status(self) -> list[ScheduleStatus]:
+        return self.schedules.schedules_status() if self.schedules is not None else []
+
+    def can_trigger(self) -> bool:
+        return callable(getattr(self.schedules, "schedule_trigger", None))
+
+    def trigger(self, name: str) -> Any:
+        trigger = getattr(self.schedules, "schedule_trigger", None)
+        if trigger is None:
+            raise ConfigurationError("this app's schedules cannot be triggered by hand")
+        return trigger(name)
 
 
 @dataclass(frozen=True)
@@ -101,17 +135,16 @@ class Registry:
         known = {t.options.queue for t in self.tasks.values()} | set(self.queue_options)
         return known | {d.queue for d in self.schedules.values()}
 
-    def known_queues(self, store: Store) -> set[str]:
-        """Queues declared in code or seen in the table (jobs waiting, running or dead;
-        paused queues). Reads no finished history."""
-        known = self.declared_queues()
-        known |= {s.queue for s in store.queues_stats(include_finished=False)}
-        return known | store.long_jobs.queues_paused()
-
-    def unknown_queue_warning(self, store: Store, queue: str) -> str | None:
-        """A warning naming the known queues when ``queue`` is none of them (a typo?)."""
-        known = sorted(self.known_queues(store))
-        if queue in known:
-            return None
-        return (f"queue {queue!r} is not known: no task declares it and no job is in it"
-                f"{did_you_mean(queue, known)} (known queues: {', '.join(known) or 'none'})")
+    def claim_flow(self, queue: str) -> ClaimFlow:
+        """The rate limits and group caps a claim for ``queue`` must respect."""
+        tasks = [t for t in self.tasks.values() if t.options.queue == queue]
+        declared = self.queue_options.get(queue)
+        return ClaimFlow(
+            queue_rate=declared.rate_limit if declared else None,
+            task_rates={t.name: t.options.rate_limit for t in tasks if t.options.rate_limit},
+            group_caps={t.name: t.options.group_concurrency for t in tasks
+                        if t.options.group_concurrency},
+            group_rates={t.name: t.options.group_rate_limit for t in tasks
+                         if t.options.group_rate_limit},
+            fair=bool(declared and declared.fair),
+            weights=dict(declared.weights) if declared else {})

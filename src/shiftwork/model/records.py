@@ -527,3 +527,14 @@ class BulkAction:
     filter: str  # JobFilter.describe()
     matched: int
     done: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskDefaults:
+    """What a SQL enqueue of ``name`` takes when the call leaves it out."""
+
+    name: str
+    queue: str
+    priority: int
+    max_attempts: int
+    timeout: float | None

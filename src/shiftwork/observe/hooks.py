@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from shiftwork.model.visibility import Problem, ScheduleStatus
-from shiftwork.observers import Observers, SchedulesSource
+from shiftwork.registry import Observers, SchedulesSource
 
 if TYPE_CHECKING:
     from shiftwork.app import App  # the checks and collectors people write are given it
@@ -26,6 +26,6 @@ __all__ = ["HealthCheck", "MetricCollector", "Observers", "Problem", "ScheduleSt
            "SchedulesSource"]
 
 # Called with the App (typed by what every check may rely on: its store and settings).
-# The registry below the App stores them as callables of anything (shiftwork/observers.py).
+# The registry below the App stores them as callables of anything (shiftwork/registry.py).
 HealthCheck = Callable[["App"], Iterable[Problem]]
 MetricCollector = Callable[["App"], Iterable[Any]]

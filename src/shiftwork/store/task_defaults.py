@@ -7,24 +7,13 @@ start write them to ``task_defaults``. SQLite has no server-side function: nothi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from shiftwork.model.records import TaskDefaults
 from shiftwork.store.engine_sql import EngineSql
 
 if TYPE_CHECKING:
     from shiftwork.store.base import Store
-
-
-@dataclass(frozen=True, slots=True)
-class TaskDefaults:
-    """What a SQL enqueue of ``name`` takes when the call leaves it out."""
-
-    name: str
-    queue: str
-    priority: int
-    max_attempts: int
-    timeout: float | None
 
 
 def publish_task_defaults(store: Store, tasks: list[TaskDefaults]) -> None:

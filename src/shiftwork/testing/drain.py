@@ -8,7 +8,6 @@ from typing import Any
 
 from shiftwork.composition.compose import with_input
 from shiftwork.core.states import WAITING, JobState
-from shiftwork.flow.claim import claim_flow
 from shiftwork.flow.claiming import claim
 from shiftwork.jobs.task import Task
 from shiftwork.model.outcome import Outcome
@@ -80,7 +79,7 @@ def claim_due(rt: Runtime, queues: list[str], limit: int = 100) -> list[ClaimedJ
     return [job for q in queues
             for job in claim(rt.store, q, limit, INLINE_WORKER, INLINE_LEASE,
                                             rt.registry.concurrency_limits(q),
-                                            claim_flow(rt.registry, q) or None)]
+                                            rt.registry.claim_flow(q) or None)]
 
 
 def run_attempt(rt: Runtime, executor: Executor, job: ClaimedJob) -> list[Outcome]:

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 from shiftwork.core.backoff import Retrying
 from shiftwork.core.errors import StorageError
 from shiftwork.core.service import ThreadService
-from shiftwork.flow.claim import claim_flow
 from shiftwork.flow.claiming import claim
 from shiftwork.model.records import ClaimedJob
 from shiftwork.worker.outage import OutageLog, outage_log
@@ -58,7 +57,7 @@ class Producer(ThreadService):
         # What the claim gets: the limits, and a limit of 0 for each task met that this
         # worker does not register (replaced whole, never changed in place)
         self._claim_limits = dict(self.limits)
-        self.flow = claim_flow(rt.registry, queue)  # rate buckets and group caps, if any
+        self.flow = rt.registry.claim_flow(queue)  # rate buckets and group caps, if any
         # Once a limit stopped a claim, try again when the next token is due.
         token_in = self.flow.next_token_in()
         self._retry_in = (rt.settings.poll_interval if token_in is None

@@ -28,6 +28,7 @@ from shiftwork.core.memory import ceiling_of, parse_memory_limit
 from shiftwork.core.names import check_queue
 from shiftwork.core.service import Lifecycle, Service
 from shiftwork.core.states import JobState
+from shiftwork.jobs.known_queues import unknown_queue_warning
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import ClaimedJob, HandBack
 from shiftwork.observe.worker import worker_services
@@ -149,7 +150,7 @@ class Worker:
                     self.rt.migrate()  # before the first use, which checks the schema
                 self.rt.store.ping()
                 for queue in self.queues:  # a typo in -q would wait forever for jobs: say so
-                    unknown = self.rt.registry.unknown_queue_warning(self.rt.store, queue)
+                    unknown = unknown_queue_warning(self.rt.registry, self.rt.store, queue)
                     if unknown:
                         log.warning("%s", unknown)
                 self.rt.store.fleet.workers_upsert(self.id, socket.gethostname(), os.getpid(),
