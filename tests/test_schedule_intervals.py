@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 from itertools import pairwise
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -146,3 +147,49 @@ def test_too_many_excluded_dates_are_refused() -> None:
     with pytest.raises(CronError, match="at most 1000 excluded dates"):
         timetable("0 2 1 1 * except " + every_day + "," + every_day.replace("2026", "2028")
                   + "," + every_day.replace("2026", "2030"), "UTC")
+
+
+# -- declared on an App, fired by the leader (both engines) -------------------------------
+
+def test_an_interval_schedule_fires_at_its_anchored_instants(
+        make_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from shiftwork import FakeClock
+    from shiftwork.schedules.scheduler import reconcile
+
+    from .test_schedule_policies import leader_pass, statuses
+
+    start = datetime(2026, 3, 8, 4, 10, tzinfo=UTC)  # New York's spring-forward night
+    clock = FakeClock(start)
+    app = make_app(clock=clock)
+    noop = app.task(name="noop")(lambda: None)
+    app.schedule("sync", every="90m", task=noop, tz="America/New_York",
+                 exclude=["2026-03-09"], catchup="all", overlap="allow_all")
+    reconcile(app.runtime)
+    clock.set(start + timedelta(hours=6))
+    leader_pass(app)  # the hours since the start: caught up, 90 minutes apart
+    fired = statuses(app, "sync")["enqueued"]
+    assert fired == [datetime(2026, 3, 8, 4, 30, tzinfo=UTC) + k * timedelta(minutes=90)
+                     for k in range(4)]
+    # The 9th (local) is excluded: from 04:00Z on the 9th (00:00 EDT) to the 10th nothing.
+    clock.set(datetime(2026, 3, 10, 5, 0, tzinfo=UTC))
+    leader_pass(app)
+    local_days = {f.astimezone(ZoneInfo("America/New_York")).date()
+                  for s in statuses(app, "sync").values() for f in s}
+    assert date(2026, 3, 9) not in local_days and date(2026, 3, 10) in local_days
+
+
+def test_bad_interval_declarations_are_refused_where_written(make_app: Any) -> None:
+    from shiftwork import ConfigurationError
+
+    app = make_app()
+    noop = app.task(name="noop")(lambda: None)
+    with pytest.raises(CronError, match="bad interval '90'"):
+        app.schedule("a", every="90", task=noop)
+    with pytest.raises(CronError, match="not both"):
+        app.schedule("b", "0 2 * * *", noop, every="1h")
+    with pytest.raises(ConfigurationError, match="give the task"):
+        app.schedule("c", every="1h")
+    with pytest.raises(CronError, match="bad excluded date"):
+        app.schedule("d", "0 2 * * *", noop, exclude=["Christmas"])
+    assert app.schedule("e", "every 2h except 2026-12-25", noop).cron == \
+        "every 2h except 2026-12-25"  # the expression itself says it too

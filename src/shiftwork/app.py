@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from datetime import timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from shiftwork.composition import settling
@@ -54,6 +54,7 @@ from shiftwork.schedules.definition import (
     ScheduleDef,
     declare_schedule,
 )
+from shiftwork.schedules.interval import expression as schedule_expression
 from shiftwork.store import Store
 from shiftwork.store.connections import Connections
 from shiftwork.workflow import Workflow
@@ -420,9 +421,12 @@ class App:
 
     # -- schedules -----------------------------------------------------------------------
 
-    def schedule(self, name: str, cron: str, task: Task[Any, Any] | str,
+    def schedule(self, name: str, cron: str | None = None,
+                 task: Task[Any, Any] | str | None = None,
                  args: tuple[Any, ...] | list[Any] = (), kwargs: dict[str, Any] | None = None,
-                 *, tz: str = "UTC", catchup: CatchupPolicy = "latest",
+                 *, every: str | timedelta | None = None, anchor: datetime | None = None,
+                 exclude: Iterable[date | str] | date | str | None = None,
+                 tz: str = "UTC", catchup: CatchupPolicy = "latest",
                  catchup_window: Duration | None = None,
                  catchup_cap: int = DEFAULT_CATCHUP_CAP, overlap: OverlapPolicy = "skip",
                  starting_deadline: Duration | None = None, jitter: Duration | None = None,
@@ -431,6 +435,10 @@ class App:
                  priority: int | None = None,
                  expect_items: ItemsExpectation | None = None) -> ScheduleDef:
         """Declare a schedule that enqueues ``task(*args, **kwargs)`` at each fire.
+
+        When: a ``cron`` string, or ``every="90m"`` (a ``timedelta`` too), elapsed time from
+        ``anchor`` (default 2000-01-01T00:00:00Z, so every host and deploy agrees);
+        ``exclude`` names dates (on ``tz``'s calendar) on which nothing fires.
 
         ``policy``: ``tz``, ``catchup``, ``catchup_window``, ``catchup_cap``, ``overlap``,
         ``starting_deadline``, ``jitter``, ``expect_success_within``, ``pause_on_failure``,
@@ -444,13 +452,16 @@ class App:
         (``on_schedule_empty``, ``shiftwork health``; docs/alerting.md).
         """
         try:
+            if task is None:
+                raise ConfigurationError(f"schedule {name}: give the task it enqueues")
             t = task if isinstance(task, Task) else self.get_task(task)
             if name in self.schedules:
                 raise ConfigurationError(f"schedule {name!r} is declared twice")
+            when = schedule_expression(cron, every=every, anchor=anchor, exclude=exclude)
             job = t.build(tuple(args), dict(kwargs or {}),
                           EnqueueOptions(queue=queue, priority=priority), None)
             defn = declare_schedule(
-                name, cron, t.name, job, tz=tz, catchup=catchup,
+                name, when, t.name, job, tz=tz, catchup=catchup,
                 catchup_window=catchup_window, catchup_cap=catchup_cap, overlap=overlap,
                 starting_deadline=starting_deadline, jitter=jitter,
                 expect_success_within=expect_success_within, pause_on_failure=pause_on_failure,

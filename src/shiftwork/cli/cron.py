@@ -1,4 +1,5 @@
-"""``shiftwork cron``: check a cron expression by printing its next fire instants."""
+"""``shiftwork cron``: check a schedule's expression (cron, ``every 90m``, ``... except
+DATES``) by printing its next fire instants."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import click
 
 from shiftwork.cli.format import console, echo_json
 from shiftwork.cli.options import after_option, count_option, json_flag, parse_instant
-from shiftwork.schedules.cron import CronSchedule
 from shiftwork.schedules.definition import iso_z
+from shiftwork.schedules.interval import timetable
 
 
 @click.command("cron")
@@ -19,10 +20,11 @@ from shiftwork.schedules.definition import iso_z
 @count_option(5, "How many fire instants.")
 @json_flag("Print a JSON list of UTC instants (ISO 8601 with Z).")
 def cron(expr: str, tz: str, after: str | None, count: int, as_json: bool) -> None:
-    """Check a cron expression: print its next fire instants in UTC and local time."""
+    """Check a schedule's expression (a cron string, `every 90m [from INSTANT]`, either
+    with `except DATE,...`): print its next fire instants in UTC and local time."""
     if count < 1:
         raise click.BadParameter("must be at least 1", param_hint="-n")
-    sched = CronSchedule(expr, tz)  # a CronError names the bad field; the root group prints it
+    sched = timetable(expr, tz)  # a CronError names the bad part; the root group prints it
     start = parse_instant(after, "--after") if after else datetime.now(UTC)
     fires = []
     for f in sched.iter_after(start):

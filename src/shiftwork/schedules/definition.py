@@ -35,7 +35,8 @@ from shiftwork.core.names import check_queue, check_schedule_name
 from shiftwork.model.items import ItemsExpectation, RunFigures, items_expectation
 from shiftwork.model.new_job import NewJob
 from shiftwork.model.schedule_values import Catchup, Overlap, RunKind, RunStatus
-from shiftwork.schedules.cron import CronError, CronSchedule
+from shiftwork.schedules.cron import CronError
+from shiftwork.schedules.interval import Timetable, timetable
 
 #: What ``catchup=`` accepts: the enum or its value.
 CatchupPolicy = Catchup | Literal["skip", "latest", "all"]
@@ -119,7 +120,7 @@ class ScheduleDef:
                 "be cancelled as missed")
         self.cron_schedule()  # validates the expression and the zone
 
-    def cron_schedule(self) -> CronSchedule:
+    def cron_schedule(self) -> Timetable:
         try:
             return cron_for(self.cron, self.tz)
         except CronError as exc:
@@ -142,7 +143,7 @@ class ScheduleDef:
             self.__dict__["_definition_hash"] = known  # not a field: eq and repr ignore it
         return known
 
-    def window(self, cron: CronSchedule) -> timedelta | None:
+    def window(self, cron: Timetable) -> timedelta | None:
         """How far back the catch-up policy looks; None: no bound (``all`` by default)."""
         if self.catchup_window is not None:
             return timedelta(seconds=self.catchup_window)
@@ -189,7 +190,7 @@ def jitter_offset(schedule: str, fire_at: datetime, jitter: float) -> timedelta:
     return timedelta(microseconds=int(fraction * jitter * 1_000_000))
 
 
-def job_meta(defn: ScheduleDef, cron: CronSchedule, fire_at: datetime, kind: RunKind
+def job_meta(defn: ScheduleDef, cron: Timetable, fire_at: datetime, kind: RunKind
              ) -> dict[str, Any]:
     """What the job records about the occurrence that made it."""
     return {"schedule": defn.name, "fire_at": iso_z(fire_at),
@@ -199,7 +200,7 @@ def job_meta(defn: ScheduleDef, cron: CronSchedule, fire_at: datetime, kind: Run
 _LOCAL_ISO: dict[tuple[str, datetime], str] = {}
 
 
-def _local_iso(cron: CronSchedule, tz: str, fire_at: datetime) -> str:
+def _local_iso(cron: Timetable, tz: str, fire_at: datetime) -> str:
     """A fire instant on the zone's clock, as text; remembered per (zone, instant)."""
     key = (tz, fire_at)
     text = _LOCAL_ISO.get(key)
@@ -210,7 +211,7 @@ def _local_iso(cron: CronSchedule, tz: str, fire_at: datetime) -> str:
     return text
 
 
-def job_meta_json(defn: ScheduleDef, cron: CronSchedule, fire_at: datetime, kind: RunKind
+def job_meta_json(defn: ScheduleDef, cron: Timetable, fire_at: datetime, kind: RunKind
                   ) -> str:
     """:func:`job_meta` as compact JSON text, written without building the dict (the same
     text ``json.dumps`` gives: the instants need no escaping, the names are escaped)."""
@@ -289,7 +290,7 @@ def _deadline_reason(defn: ScheduleDef) -> str:
     return f"starting deadline ({defn.starting_deadline:g}s after the fire instant) passed"
 
 
-def plan_tick(defn: ScheduleDef, cron: CronSchedule, snap: Snapshot, now: datetime,
+def plan_tick(defn: ScheduleDef, cron: Timetable, snap: Snapshot, now: datetime,
               grace: timedelta) -> Plan:
     """Decide what one scheduler pass does for one schedule at ``now``.
 
@@ -315,7 +316,7 @@ def plan_tick(defn: ScheduleDef, cron: CronSchedule, snap: Snapshot, now: dateti
     return _plan_general(defn, cron, snap, now, grace)
 
 
-def _plan_general(defn: ScheduleDef, cron: CronSchedule, snap: Snapshot, now: datetime,
+def _plan_general(defn: ScheduleDef, cron: Timetable, snap: Snapshot, now: datetime,
                   grace: timedelta) -> Plan:
     plan = Plan()
     if snap.paused:
@@ -435,7 +436,7 @@ def _plan_general(defn: ScheduleDef, cron: CronSchedule, snap: Snapshot, now: da
     return plan
 
 
-def skipped_while_paused(cron: CronSchedule, cursor: datetime, now: datetime,
+def skipped_while_paused(cron: Timetable, cursor: datetime, now: datetime,
                          limit: int = MISSED_RECORD_CAP) -> tuple[list[datetime], int, datetime]:
     """At resume without catch-up: the fires in [cursor, now] (newest ``limit``), how many
     there were in all, and the new cursor."""
@@ -451,7 +452,7 @@ def skipped_while_paused(cron: CronSchedule, cursor: datetime, now: datetime,
     return list(kept), count, f
 
 
-def backfill_instants(cron: CronSchedule, start: datetime, end: datetime,
+def backfill_instants(cron: Timetable, start: datetime, end: datetime,
                       limit: int = 10_000) -> list[datetime]:
     """Fire instants in [start, end], both inclusive; refuses more than ``limit``."""
     if end < start:
@@ -469,9 +470,9 @@ def backfill_instants(cron: CronSchedule, start: datetime, end: datetime,
 
 
 @functools.lru_cache(maxsize=512)
-def cron_for(cron: str, tz: str) -> CronSchedule:
+def cron_for(cron: str, tz: str) -> Timetable:
     """Parsed schedules, cached: the leader reads definitions from the database each pass."""
-    return CronSchedule(cron, tz)
+    return timetable(cron, tz)
 
 
 def declare_schedule(name: str, cron: str, task: str, job: NewJob, *, tz: str = "UTC",
