@@ -147,6 +147,16 @@ def pg_dsn_for(engine: str, request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
+def pg_schema() -> Iterator[str]:
+    """A fresh schema's name on the test server, dropped after the test (Postgres only)."""
+    require_pg()
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    yield name
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+@pytest.fixture
 def db(engine: str, tmp_path: Path, request: pytest.FixtureRequest
        ) -> Iterator[dict[str, str]]:
     """Where a test's app lives: a fresh SQLite file, or a fresh Postgres schema (reached

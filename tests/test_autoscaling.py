@@ -4,7 +4,6 @@ a real PostgreSQL, return what the page says and what the metrics report."""
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,7 +15,7 @@ import yaml
 from shiftwork import App, JobState
 from shiftwork.testing import drain
 
-from .conftest import PG_DSN, ROOT, apps_on, require_pg
+from .conftest import PG_DSN, ROOT, apps_on
 
 DEPLOY = ROOT / "docs" / "deploy.md"
 
@@ -32,12 +31,8 @@ def _scaled_object() -> dict[str, Any]:
 
 
 @pytest.fixture
-def schema() -> Iterator[str]:
-    require_pg()
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    yield name
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+def schema(pg_schema: str) -> str:
+    return pg_schema
 
 
 @pytest.fixture

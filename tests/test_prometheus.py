@@ -17,12 +17,9 @@ import subprocess
 import sys
 import urllib.parse
 import urllib.request
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 import yaml
 
@@ -30,7 +27,7 @@ from shiftwork import ShiftworkError
 from shiftwork.observe import metric_defs as m
 from shiftwork.observe.metric_defs import ALL_METRICS, MetricDef
 
-from .conftest import IN_CI, PG_DSN, ROOT, imported_app, require_pg, spawn_worker, wait_for
+from .conftest import IN_CI, PG_DSN, ROOT, imported_app, spawn_worker, wait_for
 
 pytestmark = pytest.mark.prometheus
 
@@ -228,12 +225,8 @@ def _labels_seen(prom: Prometheus, d: MetricDef) -> set[str] | None:
 
 
 @pytest.fixture
-def pg_schema() -> Iterator[dict[str, str]]:
-    require_pg()
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    yield {"dsn": PG_DSN, "schema": schema}
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+def pg_where(pg_schema: str) -> dict[str, str]:
+    return {"dsn": PG_DSN, "schema": pg_schema}
 
 
 #: Documented, and rightly absent from this run (on Postgres, a fresh schema): SQLite's own
@@ -244,9 +237,9 @@ ABSENT_HERE = {d.exposed for d in (m.SQLITE_PAGES, m.SQLITE_WAL, m.TABLE_AUTOVAC
 
 
 def test_prometheus_scrapes_every_documented_metric_from_a_worker_and_the_dashboard(
-        pg_schema: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        pg_where: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _binary("prometheus")
-    with imported_app(monkeypatch, "metered", pg_schema["dsn"], pg_schema["schema"]) as m:
+    with imported_app(monkeypatch, "metered", pg_where["dsn"], pg_where["schema"]) as m:
         app = m.app
         ids = [m.ok.enqueue(i + 1).id for i in range(3)] + [
             m.flaky.enqueue().id, m.hog.enqueue().id, m.throttled.enqueue().id]
@@ -262,10 +255,10 @@ def test_prometheus_scrapes_every_documented_metric_from_a_worker_and_the_dashbo
         token.chmod(0o600)
         worker_port, dash_port = _free_port(), _free_port()
         log = tmp_path / "worker.log"
-        worker = spawn_worker(pg_schema, "metered", ["work=4"],
+        worker = spawn_worker(pg_where, "metered", ["work=4"],
                               ["--metrics-port", str(worker_port), "--grace", "2"], log_path=log)
-        env = {**os.environ, "SHIFTWORK_TEST_DSN": pg_schema["dsn"],
-               "SHIFTWORK_TEST_SCHEMA": pg_schema["schema"],
+        env = {**os.environ, "SHIFTWORK_TEST_DSN": pg_where["dsn"],
+               "SHIFTWORK_TEST_SCHEMA": pg_where["schema"],
                "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
         with open(tmp_path / "dashboard.log", "wb") as out:
             dashboard = subprocess.Popen(

@@ -8,7 +8,6 @@ import json
 import re
 import signal
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,7 +22,6 @@ from .conftest import (
     PG_DSN,
     apps_on,
     imported_app,
-    require_pg,
     running_worker,
     spawn_worker,
     wait_for,
@@ -31,12 +29,8 @@ from .conftest import (
 
 
 @pytest.fixture
-def schema() -> Iterator[str]:
-    require_pg()
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    yield name
-    with psycopg.connect(PG_DSN, autocommit=True) as c:
-        c.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+def schema(pg_schema: str) -> str:
+    return pg_schema
 
 
 @pytest.fixture
