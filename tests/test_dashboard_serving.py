@@ -47,6 +47,21 @@ def test_public_health_says_only_ok_or_not_ok(tmp_path: Path) -> None:
     assert (answer.status_code, answer.text) == (200, "ok\n")
 
 
+def test_detailed_health_lists_warnings_and_stays_200(tmp_path: Path) -> None:
+    """A warning (here: the -wal file past a 1-byte threshold) is listed after the
+    problems, and leaves the answer 200 as it leaves `shiftwork health` at exit 0."""
+    import dataclasses
+
+    app = App(f"sqlite:///{tmp_path / 'jobs.db'}",
+              settings=dataclasses.replace(FAST, sqlite_wal_bytes_warning=1))
+    app.migrate()
+    client = TestClient(create_dashboard(app, token=TOKEN))
+    with running_worker(app, {"default": 1}):
+        answer = client.get("/health", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert answer.status_code == 200, answer.text
+    assert answer.text.startswith("warning sqlite_wal"), answer.text
+
+
 def test_second_dashboard_on_a_busy_port_fails_before_its_url(tmp_path: Path) -> None:
     _app(tmp_path)
     (tmp_path / "dash_app.py").write_text(

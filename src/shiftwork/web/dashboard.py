@@ -635,6 +635,9 @@ class Dashboard:
         from shiftwork.observe.health import check_health
 
         report = await run_in_threadpool(check_health, self.app)
-        text = "ok\n" if report.ok else "".join(f"{p.kind}: {p.message}\n"
-                                                for p in report.problems)
+        # The problems first, then the warnings (which leave the answer 200), as
+        # `shiftwork health` prints them.
+        lines = [f"{p.kind}: {p.message}\n" for p in report.problems]
+        lines += [f"warning {p.kind}: {p.message}\n" for p in report.warnings]
+        text = "".join(lines) if lines else "ok\n"
         return PlainTextResponse(text, status_code=200 if report.ok else 503)
