@@ -105,7 +105,7 @@ class Registry:
         """Queues declared in code or seen in the table (jobs waiting, running or dead;
         paused queues). Reads no finished history."""
         known = self.declared_queues()
-        known |= {s.queue for s in store.queues_stats(include_finished=False)}
+        known |= {s.queue for s in store.jobs.queues_stats(include_finished=False)}
         return known | store.long_jobs.queues_paused()
 
     def unknown_queue_warning(self, store: Store, queue: str) -> str | None:

@@ -102,7 +102,7 @@ class JobsConsole:
         return [int(r[0]) for r in self._read(name, values)]
 
     def retry_batch(self, ids: Sequence[int]) -> list[int]:
-        """``jobs_retry`` for many ids in one statement; the ids it moved. A job whose
+        """``jobs.retry`` for many ids in one statement; the ids it moved. A job whose
         unique key a live job now holds cannot move, and fails the whole statement: the
         batch is then retried one by one, and those stay where they are."""
         if not ids:

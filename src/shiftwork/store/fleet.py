@@ -1,5 +1,5 @@
 """The fleet (``store.fleet``): the worker registry and the named leader lease, written once
-over each engine's primitives (store/engine_sql.py); the SQL is in each engine's
+over each engine's primitives (store/core.py); the SQL is in each engine's
 ``jobs.sql``. Each engine adds its reads (``postgres/fleet.py``, ``sqlite/fleet.py``)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ class FleetWrites:
     """The fleet's writes, on the engine store's sessions."""
 
     def __init__(self, core: Any) -> None:
-        self._core = core  # the engine's store: _session, _one (store/engine_sql.py)
+        self._core = core  # the engine's store: _session, _one (store/core.py)
         self._session = core._session
         self._one = core._one
         #: worker id -> its workers_upsert parameters, for :meth:`worker_back`.

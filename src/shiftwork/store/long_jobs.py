@@ -1,7 +1,7 @@
 """Long jobs' engine-neutral Python, written once: the fenced touch and its yield, and
 writing effect keys (reading them decodes per engine).
 
-The SQL is in each engine's ``long_jobs.sql``; the primitives in store/engine_sql.py.
+The SQL is in each engine's ``long_jobs.sql``; the primitives in store/core.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ class LongJobsWrites:
     engine's subclass adds paused queues and reading effect keys."""
 
     def __init__(self, core: Any) -> None:
-        self._core = core  # the engine's store: _session, _one (store/engine_sql.py)
+        self._core = core  # the engine's store: _session, _one (store/core.py)
         self._session = core._session
         self._one = core._one
 
