@@ -15,6 +15,7 @@ from typing import Any
 
 from shiftwork.model.filter import JobFilter, check_sort, like_pattern
 from shiftwork.model.records import BulkAction, Job
+from shiftwork.store.core import EngineCore
 from shiftwork.store.rows import from_ts
 from shiftwork.store.wakeups import ANY_QUEUE
 
@@ -43,7 +44,7 @@ def where(queries: dict[str, str], params: dict[str, Any], keyset: str | None = 
 class JobsConsole:
     """The console's statements (``store.console``), on the engine store's sessions."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: EngineCore) -> None:
         self._core = core  # the engine's store: sessions, queries, reads
         self.q = core.q
         self._session = core._session

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from shiftwork.store.core import EngineCore
+
 #: The lease the fleet's leader holds (the scheduler's writes check it too).
 LEADER_NAME = "shiftwork.leader"
 
@@ -14,7 +16,7 @@ LEADER_NAME = "shiftwork.leader"
 class FleetWrites:
     """The fleet's writes, on the engine store's sessions."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: EngineCore) -> None:
         self._core = core  # the engine's store: _session, _one (store/core.py)
         self._session = core._session
         self._one = core._one

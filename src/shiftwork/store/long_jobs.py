@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from shiftwork.model.records import Touch
+from shiftwork.store.core import EngineCore
 from shiftwork.store.rows import log_rejected
 
 
@@ -16,7 +17,7 @@ class LongJobsWrites:
     """Long jobs' statements (``store.long_jobs``) on the engine store's sessions; each
     engine's subclass adds paused queues and reading effect keys."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: EngineCore) -> None:
         self._core = core  # the engine's store: _session, _one (store/core.py)
         self._session = core._session
         self._one = core._one
