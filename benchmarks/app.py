@@ -40,18 +40,18 @@ def _trace_store(a: App) -> None:
 
     from .recorder import DIR
 
-    store = a.store
+    jobs = a.store.jobs
     stats: dict[str, list[float]] = {}
     lock = threading.Lock()
 
     def wrap(name: str) -> None:
-        inner = getattr(store, name)
+        inner = getattr(jobs, name)
 
         def timed(*args: object, **kwargs: object) -> object:
             t0 = time.perf_counter()
             out = inner(*args, **kwargs)
             dt = time.perf_counter() - t0
-            rows = len(args[0]) if name == "jobs_complete_many" else len(out)  # type: ignore[arg-type]
+            rows = len(args[0]) if name == "complete_many" else len(out)  # type: ignore[arg-type]
             with lock:
                 s = stats.setdefault(name, [0, 0, 0.0])
                 s[0] += 1
@@ -59,9 +59,9 @@ def _trace_store(a: App) -> None:
                 s[2] += dt
             return out
 
-        setattr(store, name, timed)
+        setattr(jobs, name, timed)
 
-    for n in ("jobs_claim", "jobs_complete_many"):
+    for n in ("claim", "complete_many"):
         wrap(n)
 
     def dump() -> None:

@@ -48,7 +48,7 @@ def run(label: str, app: App, n: int) -> None:
     def long(ctx: JobContext) -> None: ...
 
     long.enqueue()
-    [c] = app.store.jobs_claim("bench", 1, "bench-worker", 3600)
+    [c] = app.store.jobs.claim("bench", 1, "bench-worker", 3600)
     ctx = JobContext(app, c.id, c.task, c.queue, c.attempt, c.max_attempts)
     samples = timed(lambda i: ctx.checkpoint({"after": i, "done": i}), n)
     print(f"{label}: ctx.checkpoint(cursor)            {summary(samples)}")
@@ -72,7 +72,7 @@ def run(label: str, app: App, n: int) -> None:
     def claim(text: str, into: list[float]) -> None:
         store.q["jobs_claim"] = text
         start = time.perf_counter()
-        got = store.jobs_claim("bench", 1, "bench-worker", 3600)
+        got = store.jobs.claim("bench", 1, "bench-worker", 3600)
         into.append((time.perf_counter() - start) * 1e6)
         assert len(got) == 1
 

@@ -127,7 +127,7 @@ def _run(cluster_dsn: str, bouncer: Any | None, processes: int, jobs: int,
     prefixes = {kind: _prefix(admin.store.q[name]) for kind, name in KINDS.items()}  # type: ignore[attr-defined]
     _PREFIXES.update(prefixes)
     admin.pause_queue("bench")
-    admin.store.jobs_insert_stream(jobs, (_job(admin) for _ in range(jobs)))  # COPY
+    admin.store.jobs.insert_stream(jobs, (_job(admin) for _ in range(jobs)))  # COPY
     with psycopg.connect(cluster_dsn, autocommit=True) as conn:
         conn.execute(f'ANALYZE "{schema}".jobs')  # as a running system's autovacuum would
     env = {"BENCH_DSN": bouncer.dsn("postgres") if bouncer else cluster_dsn,

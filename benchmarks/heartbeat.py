@@ -39,15 +39,15 @@ def run(label: str, app: App, jobs: int, n: int) -> None:
     store: Any = app.store
     # History beside the held jobs, as a real table has: other workers' running jobs.
     app.enqueue_many([held.call() for _ in range(jobs * 5)])
-    store.jobs_claim("bench", jobs * 4, "someone-else", 3600)
-    claimed = store.jobs_claim("bench", jobs, "bench-worker", 3600)
+    store.jobs.claim("bench", jobs * 4, "someone-else", 3600)
+    claimed = store.jobs.claim("bench", jobs, "bench-worker", 3600)
     pairs = [(c.id, c.attempt) for c in claimed]
     assert len(pairs) == jobs
     store.fleet.workers_upsert("bench-worker", "host", 1, {"bench": jobs})
     old_sql = OLD_SQL[store.engine].replace("{schema}", f'"{app.schema}"')
 
     def new(_: int) -> None:
-        assert len(store.jobs_heartbeat("bench-worker", 3600, pairs)) == jobs
+        assert len(store.jobs.heartbeat("bench-worker", 3600, pairs)) == jobs
 
     def old(_: int) -> None:
         if store.engine == "postgres":

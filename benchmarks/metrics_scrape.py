@@ -90,9 +90,10 @@ def main() -> None:
         print(summary("Metrics.exposition() (whole scrape)", timed(metrics.exposition,
                                                                       args.runs)))
         print(summary("queues_stats(include_finished=False)",
-                      timed(lambda: app.store.queues_stats(include_finished=False), args.runs)))
+                      timed(lambda: app.store.jobs.queues_stats(include_finished=False),
+                            args.runs)))
         print(summary("queues_stats(include_finished=True)",
-                      timed(lambda: app.store.queues_stats(include_finished=True),
+                      timed(lambda: app.store.jobs.queues_stats(include_finished=True),
                             max(3, args.runs // 5))))
         with psycopg.connect(args.dsn, autocommit=True) as conn:
             conn.execute(f"SET search_path TO {s}".encode())

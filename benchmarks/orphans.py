@@ -47,7 +47,7 @@ def one_run(make: Any, case: str) -> float:
     faulty = inject_faults(app)
     if case == "give-back":  # the worker's first claim commits, and its reply is lost
         orphan.enqueue()
-        faulty.lose_reply("jobs_claim")
+        faulty.lose_reply("jobs.claim")
     worker = Worker(app, {"default": 2} if case == "give-back" else {"other": 1})
     thread = threading.Thread(target=worker.run, kwargs={"install_signals": False}, daemon=True)
     started = time.monotonic()
@@ -56,7 +56,7 @@ def one_run(make: Any, case: str) -> float:
         assert worker.started.wait(15)
         if case == "rescue":  # a ghost claim under the live worker's id, for a queue it
             orphan.enqueue()  # does not serve
-            app.store.jobs_claim("default", 1, worker.id, app.settings.lease_seconds)
+            app.store.jobs.claim("default", 1, worker.id, app.settings.lease_seconds)
             started = time.monotonic()
         _wait(seen, name)
         return time.monotonic() - started

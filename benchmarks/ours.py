@@ -431,7 +431,7 @@ def _claim_cost(app: App, jobs: int, batch: int) -> dict[str, float]:
 
     while True:
         t0 = time.perf_counter()
-        got = store.jobs_claim("bench", batch, "bench-history", 60.0)
+        got = store.jobs.claim("bench", batch, "bench-history", 60.0)
         t1 = time.perf_counter()
         if not got:
             break
@@ -439,7 +439,7 @@ def _claim_cost(app: App, jobs: int, batch: int) -> dict[str, float]:
         outcomes = [Outcome(j.id, j.attempt, JobState.SUCCEEDED, task=j.task, queue=j.queue)
                     for j in got]
         t2 = time.perf_counter()
-        store.jobs_complete_many(outcomes)
+        store.jobs.complete_many(outcomes)
         completes.append((time.perf_counter() - t2) * 1000)
     claims.sort()
     return {"claim_ms_mean": sum(claims) / len(claims), "claim_ms_p50": claims[len(claims) // 2],

@@ -41,10 +41,10 @@ def test_bulk_enqueue_with_delays_and_options(make_app) -> None:  # type: ignore
     assert (last.state, last.priority, last.meta) == (JobState.SCHEDULED, 7, {"who": "me"})
     assert last.run_at == clock.now() + timedelta(seconds=60)
     assert first.created_at == clock.now()
-    claimed = app.store.jobs_claim("q1", 1000, "w", 30)
+    claimed = app.store.jobs.claim("q1", 1000, "w", 30)
     assert len(claimed) == 300
     clock.advance(61)
-    assert len(app.store.jobs_claim("q1", 1000, "w", 30)) == 300
+    assert len(app.store.jobs.claim("q1", 1000, "w", 30)) == 300
 
 
 def test_bulk_enqueue_mixing_tasks_and_options_keeps_each_jobs_row(app: App) -> None:
@@ -75,16 +75,16 @@ def test_batched_completion_is_fenced_per_attempt(app: App) -> None:
     def noop(n: int) -> None: ...
 
     noop.enqueue_many([(i,) for i in range(5)])
-    claimed = app.store.jobs_claim("default", 10, "w", 30)
+    claimed = app.store.jobs.claim("default", 10, "w", 30)
     assert len(claimed) == 5
     good = [Outcome(c.id, c.attempt, JobState.SUCCEEDED) for c in claimed[:3]]
     stale = [Outcome(c.id, c.attempt + 1, JobState.SUCCEEDED) for c in claimed[3:]]
-    done = app.store.jobs_complete_many(good + stale + [Outcome(10**9, 1, JobState.SUCCEEDED)])
+    done = app.store.jobs.complete_many(good + stale + [Outcome(10**9, 1, JobState.SUCCEEDED)])
     assert done == {c.id for c in claimed[:3]}
     assert [app.get_job(c.id).state for c in claimed] == [JobState.SUCCEEDED] * 3 + [
         JobState.RUNNING] * 2
     # completing again is rejected: the job is no longer running
-    assert app.store.jobs_complete_many(good) == set()
+    assert app.store.jobs.complete_many(good) == set()
 
 
 def test_a_bad_job_in_a_streamed_bulk_enqueue_inserts_nothing(app: App) -> None:
@@ -137,10 +137,10 @@ def test_sqlite_writer_waits_for_the_write_lock_then_gives_up_naming_it(tmp_path
     other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
     with pytest.raises(StorageError, match="database is locked"):
-        store.jobs_prune(0, 0)
+        store.jobs.prune(0, 0)
     releaser = threading.Timer(0.1, lambda: other.execute("COMMIT"))
     releaser.start()
-    assert store.jobs_prune(0, 0) == 0  # waited for the lock, then ran
+    assert store.jobs.prune(0, 0) == 0  # waited for the lock, then ran
     releaser.join()
     other.close()
     store.close()

@@ -316,8 +316,8 @@ def test_a_callback_left_due_by_a_failed_settle_is_settled_by_the_sweep(
     t = register(app)
     g = app.group(t["double"].call(i) for i in range(3))
     cb = g.then(t["total"].call("swept"))
-    store: Any = app.store
-    real = store._groups_settle_step
+    cascade: Any = app.store.jobs._cascade  # type: ignore[attr-defined]
+    real = cascade._groups_settle_step
     failed: list[list[int]] = []
 
     def settle_fails_once(c: Any, group_ids: list[int]) -> Any:
@@ -326,7 +326,7 @@ def test_a_callback_left_due_by_a_failed_settle_is_settled_by_the_sweep(
             raise psycopg.OperationalError("injected: connection lost before the settle")
         return real(c, group_ids)
 
-    store._groups_settle_step = settle_fails_once
+    cascade._groups_settle_step = settle_fails_once
     with running_worker(app):
         assert cb.result(timeout=30) == "swept:6"
     assert failed == [[g.id]]

@@ -41,12 +41,12 @@ def app(tmp_path: Path) -> Iterator[App]:
 def add_jobs(app: App, count: int, task: str = TASK, queue: str = "billing",
              dead: str | None = None, key: str | None = None) -> list[int]:
     """``count`` jobs; with ``dead``, each dies with that error message."""
-    ids = [r.id for r in app.store.jobs_insert([
+    ids = [r.id for r in app.store.jobs.insert([
         NewJob(task, queue, '{"args": []}', max_attempts=1, unique_key=key)
         for _ in range(count)])]
     if dead is not None:
         claimed = claim(app.store, queue, count, "w1", 30.0, None)
-        app.store.jobs_complete_many([Outcome(j.id, j.attempt, JobState.DEAD, error={
+        app.store.jobs.complete_many([Outcome(j.id, j.attempt, JobState.DEAD, error={
             "type": "BankError", "message": dead, "kind": "error"}) for j in claimed])
     return ids
 

@@ -109,7 +109,7 @@ def _login(browser: Any, served: Served) -> Any:
 def _stalled_job(app: App, queue: str, seconds: float, args: str = '{"args": []}') -> int:
     """A due job that has already waited ``seconds``."""
     run_at = app.store.db_now() - timedelta(seconds=seconds)
-    return app.store.jobs_insert([NewJob("noop", queue, args, run_at=run_at)])[0].id
+    return app.store.jobs.insert([NewJob("noop", queue, args, run_at=run_at)])[0].id
 
 
 def test_dashboard_in_a_real_browser(app: App, browser: Any, tmp_path: Path) -> None:
@@ -131,7 +131,7 @@ def test_dashboard_in_a_real_browser(app: App, browser: Any, tmp_path: Path) -> 
     app.resume_queue = paused.remove  # type: ignore[attr-defined]
     stalled_id = _stalled_job(app, "stalled", 300)
     hostile = "<script>window.pwned = 1</script>"
-    hostile_id = app.store.jobs_insert([NewJob("noop", "other", '{"args": [], "kwargs": '
+    hostile_id = app.store.jobs.insert([NewJob("noop", "other", '{"args": [], "kwargs": '
                                                '{"note": "' + hostile.replace('"', '\\"') + '"}}',
                                                unique_key="noop:" + hostile)])[0].id
 

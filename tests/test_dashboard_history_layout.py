@@ -100,7 +100,7 @@ def test_history_pages_update_live_one_query_per_refresh(
         (store.workflows, "live", "workflow_live"),
         (store.workflows, "steps_get", "workflow_steps_get"),
         (store.workflows, "events_list", "workflow_events_list"),
-        (store, "jobs_get", "jobs_get"),
+        (store.jobs, "get", "jobs_get"),
         (StoredSchedules, "runs_history", "schedule_runs_history"),
         (StoredSchedules, "get", "schedules_get"),
         (StoredSchedules, "overview", "schedules_list")]

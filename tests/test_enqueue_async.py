@@ -24,8 +24,8 @@ def _no_sync_insert(app: App) -> None:
     def refuse(*_args: Any, **_kwargs: Any) -> Any:
         raise AssertionError("enqueue_async used the sync pool")
     if app.store.engine == "postgres":
-        app.store.jobs_insert = refuse  # type: ignore[method-assign]
-        app.store.jobs_insert_stream = refuse  # type: ignore[method-assign]
+        app.store.jobs.insert = refuse  # type: ignore[method-assign]
+        app.store.jobs.insert_stream = refuse  # type: ignore[method-assign]
 
 
 def test_enqueue_async_validates_and_inserts(make_app: Any) -> None:

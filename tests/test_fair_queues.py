@@ -116,7 +116,7 @@ def test_a_rescued_job_returns_to_its_groups_turn(fair_app: App) -> None:
     assert sorted(j.meta["group"] for j in jobs) == ["a", "b"]
     held = next(j for j in jobs if j.id == b.id)
     # It fails (as a rescue would send it back): it waits again, and b gets its turn.
-    fair_app.store.jobs_complete_many([Outcome(held.id, held.attempt, JobState.RETRYING,
+    fair_app.store.jobs.complete_many([Outcome(held.id, held.attempt, JobState.RETRYING,
                                                run_at=None)])
     assert _claim(fair_app, 2) == ["a", "b"]
 

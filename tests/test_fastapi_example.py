@@ -76,7 +76,7 @@ def test_handlers_enqueue_on_the_async_pool_on_postgres(tmp_path: Path,
 
     async def main() -> None:
         async with shop.api.router.lifespan_context(shop.api):  # migrate ... aclose
-            shop.jobs.store.jobs_insert = refuse
+            shop.jobs.store.jobs.insert = refuse
             transport = httpx.ASGITransport(app=shop.api)
             async with httpx.AsyncClient(transport=transport, base_url="http://shop") as client:
                 answers = await asyncio.gather(*(
@@ -88,7 +88,7 @@ def test_handlers_enqueue_on_the_async_pool_on_postgres(tmp_path: Path,
 
     try:
         asyncio.run(main())
-        del shop.jobs.store.jobs_insert
+        del shop.jobs.store.jobs.insert
         assert sorted(j.args[0] for j in shop.jobs.list_jobs()) == list(range(8))
     finally:
         shop.jobs.close()

@@ -51,14 +51,14 @@ def test_the_token_spreads_wakeups_over_the_fleet(make_app: Callable[..., App]) 
 def test_only_the_leader_rescues_every_interval(make_app: Callable[..., App]) -> None:
     app = make_app(settings=Settings(rescue_interval=1.0, leader_ttl=6.0))
     calls = 0
-    inner = app.store.jobs_rescue
+    inner = app.store.jobs.rescue
 
     def counted(limit: int = 1000) -> list:  # type: ignore[type-arg]
         nonlocal calls
         calls += 1
         return inner(limit)
 
-    app.store.jobs_rescue = counted  # type: ignore[method-assign]
+    app.store.jobs.rescue = counted  # type: ignore[method-assign]
     leader = SimpleNamespace(term=None)
     rescuer = Rescuer(app.runtime, leader)  # type: ignore[arg-type]
     for _ in range(12):

@@ -69,7 +69,7 @@ def test_one_enqueue_wakes_about_one_of_eight_processes(
                 ids.append(fleet.noop.enqueue().id)
                 done = ids[-1]
                 # Picked up by a wake-up (polling would take 30 s).
-                wait_for(lambda done=done: fleet.app.store.jobs_get(done).state.value
+                wait_for(lambda done=done: fleet.app.store.jobs.get(done).state.value
                          == "succeeded", timeout=10, what="the job to run")
             per_job = (claims(db["dsn"]) - before) / JOBS
         finally:
@@ -108,7 +108,7 @@ def test_an_async_enqueue_wakes_no_more_processes_than_a_sync_one(
             time.sleep(1.5)  # each has run its first claim and heartbeat
 
             def succeeded(job_id: int) -> bool:
-                return bool(fleet.app.store.jobs_get(job_id).state.value == "succeeded")
+                return bool(fleet.app.store.jobs.get(job_id).state.value == "succeeded")
 
             sync = claims_per_job(db["dsn"], lambda: int(fleet.noop.enqueue().id), succeeded)
             async_ = claims_per_job(

@@ -132,7 +132,7 @@ def test_a_group_cap_skips_busy_groups_not_the_others(clocked: tuple[App, FakeCl
     assert sorted(j.meta["group"] for j in first) == ["a", "b", "c"]
     assert claim(app.store, "default", 10, "w", 30, None, flow) == []
     done = next(j for j in first if j.meta["group"] == "b")
-    app.store.jobs_complete_many([Outcome(done.id, done.attempt, JobState.SUCCEEDED)])
+    app.store.jobs.complete_many([Outcome(done.id, done.attempt, JobState.SUCCEEDED)])
     [again] = claim(app.store, "default", 10, "w", 30, None, flow)
     assert again.meta["group"] == "b"
     by_call = sync.using(group="vip").enqueue("a")  # the group given per call wins

@@ -62,9 +62,9 @@ def test_groups_in_flight_finish_after_the_upgrade(db: dict[str, str]) -> None:
         for finished_first in (0, 2):  # none finished yet; two of four finished
             rows = [NewJob("member", "default", f'{{"args":[{i}],"kwargs":{{}}}}')
                     for i in range(1, 5)]
-            ids = [r.id for r in store.jobs_insert(rows)]
+            ids = [r.id for r in store.jobs.insert(rows)]
             cb_meta = '{"shiftwork.input":"group"}'
-            callback = store.jobs_insert([NewJob(
+            callback = store.jobs.insert([NewJob(
                 "fan_in", "default", '{"args":[],"kwargs":{}}', meta_json=cb_meta,
                 run_at=DEPS_WAIT)])[0].id
             groups.append((_old_group(app, ids, ids[:finished_first], callback, "run"),

@@ -141,7 +141,7 @@ def test_the_command_exits_non_zero_and_says_why(db: dict[str, str]) -> None:
 
         from shiftwork.model.new_job import NewJob
 
-        app.store.jobs_insert([NewJob("send", "emails", '{"args": ["x"]}',
+        app.store.jobs.insert([NewJob("send", "emails", '{"args": ["x"]}',
                                       run_at=conn_now - timedelta(seconds=120))])
         done = _health(db, "--json")
         assert done.returncode == 1

@@ -155,7 +155,7 @@ def test_records_go_with_their_job(wapp: App, clock: FakeClock) -> None:
     assert wapp.store.observe.jobs_discard([dead]) == [dead]
     assert wapp.store.job_logs.list_lines(dead) == []
     clock.advance(1)
-    assert wapp.store.jobs_prune(0.5, 0.5)
+    assert wapp.store.jobs.prune(0.5, 0.5)
     assert wapp.store.job_logs.list_lines(done) == []
     wapp.store.job_logs.add(done, [])  # nothing to write: no statement, no error
 

@@ -20,7 +20,7 @@ from .conftest import running_worker, wait_for
 
 
 def claim_ctx(app: App, queue: str = "default") -> JobContext:
-    [c] = app.store.jobs_claim(queue, 1, "test-worker", app.settings.lease_seconds)
+    [c] = app.store.jobs.claim(queue, 1, "test-worker", app.settings.lease_seconds)
     return JobContext(app.runtime, c.id, c.task, c.queue, c.attempt, c.max_attempts,
                       last_checkpoint=c.checkpoint)
 
@@ -47,7 +47,7 @@ def clocked(make_app: Callable[..., App]) -> tuple[App, FakeClock]:
 def steal(app: App, clock: FakeClock) -> JobContext:
     """Let the current attempt's lease expire, rescue the job and claim it again."""
     clock.advance(app.settings.lease_seconds + 1)
-    assert app.store.jobs_rescue()
+    assert app.store.jobs.rescue()
     return claim_ctx(app)
 
 
@@ -192,7 +192,7 @@ def test_pause_stops_claims_and_running_jobs_yield_at_a_checkpoint(
     ctx = claim_ctx(app)
     app.enqueue("long")
     app.pause_queue("default")
-    assert app.store.jobs_claim("default", 10, "w", 30) == []
+    assert app.store.jobs.claim("default", 10, "w", 30) == []
     assert [s.paused for s in app.queue_stats()] == [True]
     ctx.progress(3)  # progress alone does not yield
     with pytest.raises(JobPaused, match="paused"):
@@ -202,7 +202,7 @@ def test_pause_stops_claims_and_running_jobs_yield_at_a_checkpoint(
     assert job.errors[-1]["kind"] == "paused"
     assert (job.max_attempts, job.counted_attempt) == (20, 0)  # the yield spent no attempt
     app.resume_queue("default")
-    claimed = app.store.jobs_claim("default", 10, "w", 30)
+    claimed = app.store.jobs.claim("default", 10, "w", 30)
     assert {c.id for c in claimed} >= {first.id}
     assert next(c for c in claimed if c.id == first.id).checkpoint == {"after": 3}
     assert [s.paused for s in app.queue_stats()] == [False]
@@ -353,7 +353,7 @@ def test_commands_pause_resume_and_show_progress(clocked: tuple[App, FakeClock],
     as_json = json.loads(cli(app, "jobs", "show", "--json", str(job.id)).stdout)
     assert as_json["progress"] == {"done": 250, "total": 1000, "message": "copying"}
     ctx.progress(1000, 1000, "copied")
-    app.store.jobs_complete_many([Outcome(job.id, ctx.attempt, JobState.SUCCEEDED)])
+    app.store.jobs.complete_many([Outcome(job.id, ctx.attempt, JobState.SUCCEEDED)])
     followed = cli(app, "jobs", "follow", "--interval", "0.01", str(job.id))
     assert followed.exit_code == 0 and f"job {job.id}: succeeded" in followed.output
     other = app.enqueue("long")

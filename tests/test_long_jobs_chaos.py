@@ -247,7 +247,7 @@ def test_pause_and_resume_a_queue_mid_backfill(
     done = paused.checkpoint["done"]
     assert done < total
     assert tables.one(f"SELECT count(*) FROM {tables.t('lj_log')}") == done
-    assert app.store.jobs_claim("backfill", 10, "probe", 30) == []  # nobody can claim it
+    assert app.store.jobs.claim("backfill", 10, "probe", 30) == []  # nobody can claim it
     assert state(app, job.id) is JobState.AVAILABLE
     app.resume_queue("backfill")
     wait_for(lambda: state(app, job.id) is JobState.SUCCEEDED, timeout=60, what="finished")

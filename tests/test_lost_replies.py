@@ -130,7 +130,7 @@ def test_a_job_the_worker_does_not_know_is_not_renewed_and_comes_back(
     job = work.enqueue()
     with running_worker(app, {"other": 1}) as worker:
         # A ghost claim under the live worker's id, for a queue it does not even serve.
-        [ghost] = app.store.jobs_claim("default", 1, worker.id, FAST.lease_seconds)
+        [ghost] = app.store.jobs.claim("default", 1, worker.id, FAST.lease_seconds)
         assert ghost.id == job.id
         started = time.monotonic()
         wait_for(lambda: app.get_job(job.id).state is JobState.AVAILABLE, timeout=10,

@@ -209,7 +209,7 @@ def test_bad_values_are_refused_at_declaration(tmp_path: Path, value: Any,
         assert not any(t.endswith("greedy") for t in app.tasks)
         with pytest.raises(ConfigurationError, match=re.escape(problem)):
             fine.using(memory_limit=value).enqueue()
-        assert app.store.jobs_list() == []  # nothing inserted
+        assert app.store.jobs.list() == []  # nothing inserted
     finally:
         app.close()
 

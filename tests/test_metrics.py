@@ -93,7 +93,7 @@ def test_a_lease_expiry_death_counts_with_its_task(app: App) -> None:
 
     job = orphan.enqueue()
     # a worker that claims it and is never heard from again
-    app.store.jobs_claim("work", 1, "vanished-worker", lease_seconds=0.2)
+    app.store.jobs.claim("work", 1, "vanished-worker", lease_seconds=0.2)
     with running_worker(app, {"work": 1}, metrics_port=0) as worker:
         server = next(s for s in worker.services if isinstance(s, MetricsServer))
         wait_for(lambda: app.get_job(job.id).state is JobState.DEAD, what="rescued to dead")

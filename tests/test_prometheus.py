@@ -247,7 +247,7 @@ def test_prometheus_scrapes_every_documented_metric_from_a_worker_and_the_dashbo
         m.grouped.using(group="acme").enqueue()
         # A claim by a worker that never renews it: the real worker's rescuer takes it back.
         ghost = m.ok.using(queue="ghost").enqueue(1).id
-        [claimed] = app.store.jobs_claim("ghost", 1, "ghost-worker", 0.5)
+        [claimed] = app.store.jobs.claim("ghost", 1, "ghost-worker", 0.5)
         assert claimed.id == ghost
 
         token = tmp_path / "token"

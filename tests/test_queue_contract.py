@@ -31,7 +31,7 @@ def test_priority_then_age_order(app: App) -> None:
     note.using(priority=5).enqueue("high")
     note.enqueue("low-2")
     note.using(priority=-5).enqueue("lowest")
-    claimed = app.store.jobs_claim("default", 10, "w", 30)
+    claimed = app.store.jobs.claim("default", 10, "w", 30)
     assert [c.args[0] for c in claimed] == ["high", "low-1", "low-2", "lowest"]
 
 
@@ -44,11 +44,11 @@ def test_delayed_job_waits_for_its_time(make_app) -> None:  # type: ignore[no-un
 
     job = later.using(delay=60).enqueue()
     assert state_of(app, job.id) is JobState.SCHEDULED
-    assert app.store.jobs_claim("default", 10, "w", 30) == []
+    assert app.store.jobs.claim("default", 10, "w", 30) == []
     stats = {s.queue: s for s in app.queue_stats()}["default"]
     assert (stats.available, stats.scheduled) == (0, 1)
     clock.advance(61)
-    [claimed] = app.store.jobs_claim("default", 10, "w", 30)
+    [claimed] = app.store.jobs.claim("default", 10, "w", 30)
     assert claimed.id == job.id and claimed.attempt == 1
 
 
@@ -215,8 +215,8 @@ def test_unique_key_is_free_again_after_the_job_finishes(app: App) -> None:
     def once(x: int) -> None: ...
 
     first = once.enqueue(1)
-    [claimed] = app.store.jobs_claim("default", 1, "w", 30)
-    app.store.jobs_complete_many([Outcome(claimed.id, claimed.attempt, JobState.SUCCEEDED)])
+    [claimed] = app.store.jobs.claim("default", 1, "w", 30)
+    app.store.jobs.complete_many([Outcome(claimed.id, claimed.attempt, JobState.SUCCEEDED)])
     second = once.enqueue(1)
     assert second.created and second.id != first.id
 
@@ -299,16 +299,16 @@ def test_stale_attempt_cannot_complete_or_heartbeat(app: App) -> None:
     def job_fn() -> None: ...
 
     job = job_fn.enqueue()
-    [first] = app.store.jobs_claim("default", 1, "worker-a", lease_seconds=0.01)
+    [first] = app.store.jobs.claim("default", 1, "worker-a", lease_seconds=0.01)
     time.sleep(0.05)
-    assert app.store.jobs_rescue() == [(job.id, JobState.AVAILABLE, job_fn.name, "default", 1)]
-    [second] = app.store.jobs_claim("default", 1, "worker-b", lease_seconds=30)
+    assert app.store.jobs.rescue() == [(job.id, JobState.AVAILABLE, job_fn.name, "default", 1)]
+    [second] = app.store.jobs.claim("default", 1, "worker-b", lease_seconds=30)
     assert second.attempt == first.attempt + 1
     # worker-a comes back: its heartbeat holds nothing, its completion changes nothing
-    assert app.store.jobs_heartbeat("worker-a", 30, [(job.id, first.attempt)]) == []
-    assert app.store.jobs_complete_many(
+    assert app.store.jobs.heartbeat("worker-a", 30, [(job.id, first.attempt)]) == []
+    assert app.store.jobs.complete_many(
         [Outcome(job.id, first.attempt, JobState.SUCCEEDED, result_json='"stale"')]) == set()
-    assert app.store.jobs_complete_many(
+    assert app.store.jobs.complete_many(
         [Outcome(job.id, second.attempt, JobState.SUCCEEDED, result_json='"live"')]) == {job.id}
     got = app.get_job(job.id)
     assert got.state is JobState.SUCCEEDED and got.result == "live"
@@ -320,9 +320,9 @@ def test_rescue_of_last_attempt_goes_dead(app: App) -> None:
     def once() -> None: ...
 
     job = once.enqueue()
-    app.store.jobs_claim("default", 1, "w", lease_seconds=0.01)
+    app.store.jobs.claim("default", 1, "w", lease_seconds=0.01)
     time.sleep(0.05)
-    assert [r[:2] for r in app.store.jobs_rescue()] == [(job.id, JobState.DEAD)]
+    assert [r[:2] for r in app.store.jobs.rescue()] == [(job.id, JobState.DEAD)]
 
 
 def test_prune_removes_old_finished_jobs_only(make_app) -> None:  # type: ignore[no-untyped-def]
@@ -333,17 +333,17 @@ def test_prune_removes_old_finished_jobs_only(make_app) -> None:  # type: ignore
     def t(ok: bool) -> None: ...
 
     ok_job, dead_job, waiting = t.enqueue(True), t.enqueue(False), None
-    claimed = {c.args[0]: c for c in app.store.jobs_claim("default", 2, "w", 30)}
-    app.store.jobs_complete_many([
+    claimed = {c.args[0]: c for c in app.store.jobs.claim("default", 2, "w", 30)}
+    app.store.jobs.complete_many([
         Outcome(ok_job.id, claimed[True].attempt, JobState.SUCCEEDED),
         Outcome(dead_job.id, claimed[False].attempt, JobState.DEAD, error={"type": "X"}),
     ])
     waiting = t.enqueue(True)
     clock.advance(3600)
-    assert app.store.jobs_prune(finished_older_than=7200, dead_older_than=7200) == 0
-    assert app.store.jobs_prune(finished_older_than=1800, dead_older_than=7200) == 1
+    assert app.store.jobs.prune(finished_older_than=7200, dead_older_than=7200) == 0
+    assert app.store.jobs.prune(finished_older_than=1800, dead_older_than=7200) == 1
     clock.advance(7200)
-    assert app.store.jobs_prune(finished_older_than=1800, dead_older_than=7200) == 1
+    assert app.store.jobs.prune(finished_older_than=1800, dead_older_than=7200) == 1
     remaining = {j.id for j in app.list_jobs()}
     assert remaining == {waiting.id}
 

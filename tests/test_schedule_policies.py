@@ -64,12 +64,12 @@ def statuses(app: App, name: str) -> dict[str, list[datetime]]:
 
 
 def claim(app: App, queue: str = "default") -> list[Any]:
-    return app.store.jobs_claim(queue, 100, "w1", 3600)
+    return app.store.jobs.claim(queue, 100, "w1", 3600)
 
 
 def finish(app: App, job_id: int, state: JobState = JobState.SUCCEEDED) -> None:
     job = app.get_job(job_id)
-    assert app.store.jobs_complete_many([Outcome(job_id, job.attempt, state)]) == {job_id}
+    assert app.store.jobs.complete_many([Outcome(job_id, job.attempt, state)]) == {job_id}
 
 
 def declare(app: App, name: str, cron: str = "* * * * *", **policy: Any) -> None:

@@ -91,7 +91,7 @@ def test_rate_limited_refuses_a_retry_after_that_is_not_finite_seconds(
     got = app.get_job(job.id)
     assert got.state is JobState.DEAD
     assert "retry_after" in got.errors[-1]["message"]
-    [(_, tokens, at)] = app.store.rate_buckets()  # the claim's bucket: no hold put on it
+    [(_, tokens, at)] = app.store.jobs.rate_buckets()  # the claim's bucket: no hold put on it
     assert tokens == pytest.approx(9) and at <= T0
 
 
@@ -137,7 +137,7 @@ def test_clear_backoff_ends_a_hold_by_api_and_by_command(
     app.queue("default", rate_limit="100/s")
     partner.enqueue()
     flow = app.runtime.registry.claim_flow("default")
-    app.store.rate_limit_push_back("task:partner", 3000)
+    app.store.jobs.rate_limit_push_back("task:partner", 3000)
     assert claim(app.store, "default", 10, "w", 30, None, flow) == []
     assert app.clear_backoff("task:partner") is True
     assert len(claim(app.store, "default", 10, "w", 30, None, flow)) == 1
@@ -146,12 +146,12 @@ def test_clear_backoff_ends_a_hold_by_api_and_by_command(
     with pytest.raises(ConfigurationError, match="'task:<name>' or 'queue:<name>'"):
         app.clear_backoff("partner")
 
-    app.store.rate_limit_push_back("queue:default", 3000)
+    app.store.jobs.rate_limit_push_back("queue:default", 3000)
     target = _write_app(tmp_path, "clearapp", "")
     out = _cli(db, tmp_path, "queues", "clear-backoff", "queue:default", "--app", target)
     assert out.returncode == 0, out.stderr
     assert "queue:default: cleared" in out.stdout
-    assert all(key != "queue:default" for key, _, _ in app.store.rate_buckets())
+    assert all(key != "queue:default" for key, _, _ in app.store.jobs.rate_buckets())
     bad = _cli(db, tmp_path, "queues", "clear-backoff", "default", "--app", target)
     assert bad.returncode == 2 and "'task:<name>' or 'queue:<name>'" in bad.stderr
     assert "Traceback" not in bad.stderr
@@ -170,12 +170,13 @@ def test_a_cleared_hold_frees_the_one_statement_claims_of_the_same_store(
     flow = app.runtime.registry.claim_flow("default")
     partner.enqueue()
     assert len(claim(app.store, "default", 10, "w", 30, None, flow)) == 1
-    app.store.rate_limit_push_back("task:partner", 3000)
+    app.store.jobs.rate_limit_push_back("task:partner", 3000)
     partner.enqueue()
     assert claim(app.store, "default", 10, "w", 30, None, flow) == []
     assert app.clear_backoff("task:partner") is True
     assert len(claim(app.store, "default", 10, "w", 30, None, flow)) == 1
-    assert all(key != "task:partner" or tokens < 100 for key, tokens, _ in app.store.rate_buckets())
+    assert all(key != "task:partner" or tokens < 100
+               for key, tokens, _ in app.store.jobs.rate_buckets())
 
 
 def test_queues_and_metrics_survive_a_stored_hold_out_of_range(
@@ -499,7 +500,7 @@ def test_a_forged_workflow_call_job_runs_nothing(app: App) -> None:
     rows = [NewJob(CALL_TASK, "default", '{"args":["secret",[],{}],"kwargs":{}}'),
             NewJob(CALL_TASK, "default", '{"args":["secret",[],{}],"kwargs":{}}',
                    meta_json=json.dumps(forged))]
-    ids = [r.id for r in app.store.jobs_insert(rows)]
+    ids = [r.id for r in app.store.jobs.insert(rows)]
     drain(app)
     assert ran == []
     for job_id in ids:

@@ -124,7 +124,7 @@ def test_a_lease_that_expired_on_the_last_attempt_is_reported(
 
     reporter = report_failures(app)
     job = lost.enqueue()
-    [claimed] = app.store.jobs_claim("payments", 1, "vanished-worker", 0.2)
+    [claimed] = app.store.jobs.claim("payments", 1, "vanished-worker", 0.2)
     assert claimed.id == job.id
     with running_worker(app, {"other": 1}):  # its rescuer takes the lease back: dead
         wait_for(lambda: app.get_job(job.id).state is JobState.DEAD, what="rescued dead")

@@ -38,7 +38,7 @@ def _ran_once_each(rec: Recorder, ids: list[int]) -> bool:
 def test_the_completer_retries_a_failed_write_and_reports_each_job_once(app: App) -> None:
     rec = Recorder(app)
     ids = _jobs(app, rec)
-    plan = inject_faults(app).fail("jobs_complete_many", times=2)
+    plan = inject_faults(app).fail("jobs.complete_many", times=2)
     with running_worker(app) as worker:
         wait_for(lambda: _all_succeeded(app, ids), what="every job succeeded")
         assert worker.completer.flush(10)
@@ -51,7 +51,7 @@ def test_the_completer_retries_a_failed_write_and_reports_each_job_once(app: App
 def test_a_completion_that_committed_before_its_error_is_not_a_stale_write(app: App) -> None:
     rec = Recorder(app)
     ids = _jobs(app, rec)
-    plan = inject_faults(app).lose_reply("jobs_complete_many")
+    plan = inject_faults(app).lose_reply("jobs.complete_many")
     with running_worker(app) as worker:
         wait_for(lambda: _all_succeeded(app, ids), what="every job succeeded")
         wait_for(lambda: len(rec.named("job.succeeded")) == len(ids), what="events")
@@ -64,7 +64,7 @@ def test_a_completion_that_committed_before_its_error_is_not_a_stale_write(app: 
 def test_failed_claims_lose_nothing(app: App) -> None:
     rec = Recorder(app)
     ids = _jobs(app, rec)
-    plan = inject_faults(app).fail("jobs_claim", times=3)
+    plan = inject_faults(app).fail("jobs.claim", times=3)
     with running_worker(app):
         wait_for(lambda: _all_succeeded(app, ids), what="every job succeeded")
     assert plan.raised == 3
@@ -75,7 +75,7 @@ def test_failed_claims_lose_nothing(app: App) -> None:
 def test_a_claim_whose_reply_was_lost_gives_its_jobs_back(app: App) -> None:
     rec = Recorder(app)
     ids = _jobs(app, rec)
-    plan = inject_faults(app).lose_reply("jobs_claim")
+    plan = inject_faults(app).lose_reply("jobs.claim")
     started = time.monotonic()
     with running_worker(app):
         wait_for(lambda: _all_succeeded(app, ids), what="every job succeeded")
@@ -101,7 +101,7 @@ def test_a_failed_heartbeat_does_not_cost_a_running_job_its_lease(app: App) -> N
     faulty = inject_faults(app)
     with running_worker(app):
         wait_for(lambda: rec.runs, what="the job began")
-        plan = faulty.fail("jobs_heartbeat")
+        plan = faulty.fail("jobs.heartbeat")
         wait_for(lambda: app.get_job(job.id).state is JobState.SUCCEEDED, what="succeeded")
     assert plan.raised == 1
     assert rec.runs == [(job.id, 1, "run")]

@@ -45,7 +45,7 @@ def _claimed_ahead(rec_app: Any, db: dict[str, str], flow: Any, fail: bool,
     # after the workflow's first run: its (long) run must not be the latest average
     rec_app.ahead_short.enqueue_many([()] * 300)
     wait_for(lambda: all(s.available == 0 and s.running == 0
-                         for s in app.store.queues_stats(include_finished=False)),
+                         for s in app.store.jobs.queues_stats(include_finished=False)),
              timeout=60, what="the worker learned its jobs are short")
     blockers = [rec_app.ahead_block.enqueue(block).id for _ in range(2)]
     wait_for(lambda: all(app.get_job(b).state is JobState.RUNNING for b in blockers),

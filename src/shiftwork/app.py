@@ -391,7 +391,7 @@ class App:
         for t in self.tasks.values():
             if t.options.rate_limit:
                 declared[f"task:{t.name}"] = t.options.rate_limit
-        buckets = {key: (tokens, at) for key, tokens, at in self.store.rate_buckets()}
+        buckets = {key: (tokens, at) for key, tokens, at in self.store.jobs.rate_buckets()}
         now = self.store.db_now().timestamp()
         out = []
         for key, limit in sorted(declared.items()):
@@ -415,7 +415,7 @@ class App:
         else:
             raise ConfigurationError(f"clear_backoff: give 'task:<name>' or 'queue:<name>' "
                                      f"(as shiftwork queues lists them), not {limit!r}")
-        cleared = self.store.rate_buckets_clear(limit)
+        cleared = self.store.jobs.rate_buckets_clear(limit)
         log_flow.info("%s: rate limit hold cleared by hand", limit)
         return cleared
 
@@ -578,14 +578,14 @@ class App:
 
     def get_job(self, job_id: int) -> Job:
         """One job, with its arguments, result and error history."""
-        return self.store.jobs_get(job_id)
+        return self.store.jobs.get(job_id)
 
     def list_jobs(self, state: JobState | str | None = None, queue: str | None = None,
                   task: str | None = None, limit: int = 50) -> list[Job]:
         """Jobs, newest first, filtered by state, queue and task."""
         st = JobState(state) if isinstance(state, str) else state
         whole(limit, "list_jobs: limit", 0, MAX_LIST)
-        return self.store.jobs_list(state=st, queue=queue, task=task, limit=limit)
+        return self.store.jobs.list(state=st, queue=queue, task=task, limit=limit)
 
     def find_jobs(self, *, sort: str = "created", after: int | None = None, limit: int = 50,
                   **filters: Any) -> list[Job]:
@@ -603,7 +603,7 @@ class App:
 
     def retry_job(self, job_id: int) -> Job:
         """Run a dead or cancelled job again now."""
-        return self.store.jobs_retry(job_id)
+        return self.store.jobs.retry(job_id)
 
     def cancel_job(self, job_id: int) -> Job:
         """Cancel a waiting job, or ask a running one to stop (seen at its next check)."""
@@ -612,7 +612,7 @@ class App:
     def queue_stats(self, include_finished: bool = True) -> list[QueueStats]:
         """Per queue counts (paused flag included); ``include_finished=False`` skips
         counting retained history."""
-        stats = self.store.queues_stats(include_finished=include_finished)
+        stats = self.store.jobs.queues_stats(include_finished=include_finished)
         paused = self.store.long_jobs.queues_paused()
         seen = {s.queue for s in stats}
         out = [replace(s, paused=s.queue in paused) for s in stats]

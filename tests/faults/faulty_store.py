@@ -1,14 +1,16 @@
 """Faults at the storage seam: a store that fails chosen calls, on either engine.
 
-``FaultyStore`` stands in front of a real store. ``fail("jobs_claim", times=2)`` makes the
+``FaultyStore`` stands in front of a real store. ``fail("jobs.claim", times=2)`` makes the
 next two claims raise :class:`StorageError` without touching the database;
-``lose_reply("jobs_complete_many")`` lets the next one run and commit, then raises
+``lose_reply("jobs.complete_many")`` lets the next one run and commit, then raises
 :class:`CommitUnknownError`, as a lost reply would on PostgreSQL (and as SQLite cannot
-show otherwise). Everything else passes straight through.
+show otherwise). A plan is named by the call: ``"jobs.<method>"`` for the jobs driver
+(``store.jobs``), a plain name for the store's own methods. Everything else passes
+straight through.
 
 A claim reaches the database through the store's claim statements (``store.claims``,
-chosen by flow/claiming.py): their wrapper here answers to the plan named ``jobs_claim``,
-for a one-statement claim and for a limited claim's transaction alike.
+chosen by flow/claiming.py): their wrapper here answers to the plan named ``jobs.claim``
+too, for a one-statement claim and for a limited claim's transaction alike.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ class FaultyStore:
         return self._plan(method, _Plan(times, after=True))
 
     def _plan(self, method: str, plan: _Plan) -> _Plan:
-        getattr(self._inner, method)  # a typo in a test fails here, not silently
+        area, _, name = method.rpartition(".")
+        getattr(getattr(self._inner, area) if area else self._inner, name)  # a typo fails here
         with self._lock:
             self._plans[method] = plan
         return plan
@@ -78,6 +81,10 @@ class FaultyStore:
     def claims(self) -> _FaultyClaims:
         return _FaultyClaims(self, self._inner.claims)
 
+    @property
+    def jobs(self) -> _FaultyJobs:
+        return _FaultyJobs(self, self._inner.jobs)
+
     def __getattr__(self, name: str) -> Any:
         real = getattr(self._inner, name)
         if not callable(real) or name.startswith("_"):
@@ -85,23 +92,36 @@ class FaultyStore:
         return self._wrap(name, real)
 
 
+class _FaultyJobs:
+    """The store's jobs driver, each method under the plan ``"jobs.<method>"``."""
+
+    def __init__(self, faults: FaultyStore, inner: Any) -> None:
+        self._faults, self._inner = faults, inner
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self._inner, name)
+        if not callable(real) or name.startswith("_"):
+            return real
+        return self._faults._wrap(f"jobs.{name}", real)
+
+
 class _FaultyClaims:
-    """The store's claim statements, the ``jobs_claim`` plan applied to each claim."""
+    """The store's claim statements, the ``jobs.claim`` plan applied to each claim."""
 
     def __init__(self, faults: FaultyStore, inner: Any) -> None:
         self._faults, self._inner = faults, inner
         self.in_one_statement = inner.in_one_statement
-        self.claim = faults._wrap("jobs_claim", inner.claim)
+        self.claim = faults._wrap("jobs.claim", inner.claim)
 
     @contextmanager
     def begin(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        plan = self._faults._take("jobs_claim")
+        plan = self._faults._take("jobs.claim")
         if plan is not None and not plan.after:
-            raise StorageError("injected: jobs_claim failed")
+            raise StorageError("injected: jobs.claim failed")
         with self._inner.begin(*args, **kwargs) as tx:
             yield tx
         if plan is not None:  # committed: the reply is lost
-            raise CommitUnknownError("injected: the reply of jobs_claim was lost")
+            raise CommitUnknownError("injected: the reply of jobs.claim was lost")
 
 
 def inject_faults(app: App) -> FaultyStore:

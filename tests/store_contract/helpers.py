@@ -25,7 +25,7 @@ def new_job(task: str = "t", queue: str = "q", *args: Any, priority: int = 0,
 
 
 def insert(store: Store, count: int = 1, **kwargs: Any) -> list[int]:
-    return [r.id for r in store.jobs_insert([new_job(**kwargs) for _ in range(count)])]
+    return [r.id for r in store.jobs.insert([new_job(**kwargs) for _ in range(count)])]
 
 
 def claim(store: Store, queue: str = "q", limit: int = 10, worker: str = "w1",
@@ -43,4 +43,4 @@ def done(job: ClaimedJob, state: JobState = JobState.SUCCEEDED, **kwargs: Any) -
 
 
 def state(store: Store, job_id: int) -> JobState:
-    return store.jobs_get(job_id).state
+    return store.jobs.get(job_id).state

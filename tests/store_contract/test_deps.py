@@ -24,7 +24,7 @@ def test_a_dependent_is_not_claimable_until_its_parent_succeeds(store: Store) ->
     assert state(store, b) is JobState.SCHEDULED
     job = claim_one(store)
     assert job.id == a and claim(store) == []
-    assert store.jobs_complete_many([done(job)]) == {a}
+    assert store.jobs.complete_many([done(job)]) == {a}
     assert state(store, b) is JobState.AVAILABLE
     assert [j.id for j in claim(store)] == [b]
     parents, _ = store.deps.links_of(b)
@@ -38,21 +38,21 @@ def test_a_dead_parent(store: Store, on_failure: str, expected: JobState) -> Non
     [a] = insert(store)
     b = insert_graph(store.deps, [replace(new_job(), after=(a,), on_failure=on_failure)]
                                 )[0][0].id
-    store.jobs_complete_many([done(claim_one(store), JobState.DEAD)])
+    store.jobs.complete_many([done(claim_one(store), JobState.DEAD)])
     assert state(store, b) is expected
 
 
 def test_new_parents_in_one_insert_and_a_cancel_runs_down(store: Store) -> None:
     rows = [new_job(), replace(new_job(), after_new=(0,)), replace(new_job(), after_new=(1,))]
     ids = [r.id for r in insert_graph(store.deps, rows)[0]]
-    store.jobs_cancel(ids[0])
+    store.jobs.cancel(ids[0])
     assert [state(store, i) for i in ids] == [JobState.CANCELLED] * 3
 
 
 def test_an_unknown_parent_writes_nothing(store: Store) -> None:
     with pytest.raises(DependencyError, match="no job with id 4242"):
         insert_graph(store.deps, [new_job(), replace(new_job(), after=(4242,))])
-    assert store.jobs_list() == []
+    assert store.jobs.list() == []
 
 
 def test_groups_and_their_callback(store: Store) -> None:
@@ -67,7 +67,7 @@ def test_groups_and_their_callback(store: Store) -> None:
     assert store.deps.links_of(cb) == ([], [])  # it waits for the group: no edges
     jobs = {j.id: j for j in claim(store)}
     assert set(jobs) == set(members)
-    store.jobs_complete_many([done(jobs[members[0]], result_json='"x"'),
+    store.jobs.complete_many([done(jobs[members[0]], result_json='"x"'),
                               done(jobs[members[1]], JobState.DEAD)])
     info = store.deps.group_get(group)
     assert (info.done, info.failed, info.total, info.callback_id) == (1, 1, 2, cb)
@@ -94,7 +94,7 @@ def test_members_finished_at_the_same_instant_release_the_callback_once(
     def complete(share: list[Any]) -> None:
         start.wait()
         for job in share:
-            store.jobs_complete_many([done(job)])
+            store.jobs.complete_many([done(job)])
 
     threads = [threading.Thread(target=complete, args=(jobs[i::8],)) for i in range(8)]
     for t in threads:
@@ -104,7 +104,7 @@ def test_members_finished_at_the_same_instant_release_the_callback_once(
     info = store.deps.group_get(group)
     assert (info.done, info.failed, info.total) == (n, 0, n)
     assert [j.id for j in claim(store)] == [cb]
-    assert store.jobs_get(cb).errors == []
+    assert store.jobs.get(cb).errors == []
 
 
 def test_a_failed_member_cancels_a_cancel_on_failure_callback_at_once(store: Store) -> None:
@@ -113,10 +113,10 @@ def test_a_failed_member_cancels_a_cancel_on_failure_callback_at_once(store: Sto
         group=True, with_callback=True)
     cb = results[-1].id
     first, _ = claim(store, limit=2)
-    store.jobs_complete_many([done(first, JobState.DEAD)])
+    store.jobs.complete_many([done(first, JobState.DEAD)])
     assert state(store, cb) is JobState.CANCELLED  # the other member still runs
     assert f"a member of group {group} did not succeed" in \
-        store.jobs_get(cb).errors[-1]["message"]
+        store.jobs.get(cb).errors[-1]["message"]
 
 
 def test_a_member_rescued_as_dead_is_counted_by_the_sweep(store: Store,
@@ -127,7 +127,7 @@ def test_a_member_rescued_as_dead_is_counted_by_the_sweep(store: Store,
     member, cb = results[0].id, results[1].id
     claim_one(store)
     clock.advance(LEASE + 1)
-    [rescued] = store.jobs_rescue()  # the rescuer's own resolve is what a crash skips
+    [rescued] = store.jobs.rescue()  # the rescuer's own resolve is what a crash skips
     assert rescued.id == member and rescued.state is JobState.DEAD
     assert state(store, cb) is JobState.SCHEDULED
     assert sweep(store.deps) == 1
@@ -141,7 +141,7 @@ def test_watch_and_finished(store: Store) -> None:
     finished, missing = store.deps.watch_jobs([a, 999])
     assert finished == [] and missing == [999]
     job = claim(store, limit=1)[0]
-    store.jobs_complete_many([done(job, result_json="[1]")])
+    store.jobs.complete_many([done(job, result_json="[1]")])
     [f] = store.deps.finished([a, b])
     assert (f.id, f.state, f.result) == (job.id, JobState.SUCCEEDED, [1])
 
@@ -149,6 +149,6 @@ def test_watch_and_finished(store: Store) -> None:
 def test_sweep_resolves_edges_left_open(store: Store) -> None:
     [a] = insert(store)
     b = insert_graph(store.deps, [replace(new_job(), after=(a,))])[0][0].id
-    store.jobs_cancel(a)  # resolves at once; a second pass finds nothing
+    store.jobs.cancel(a)  # resolves at once; a second pass finds nothing
     assert state(store, b) is JobState.CANCELLED
     assert sweep(store.deps) == 0

@@ -19,7 +19,7 @@ def _dead(store: Store, count: int, message: str = "timeout talking to bank",
     queue = str(kwargs.get("queue", "q"))
     for _ in ids:
         job = claim_one(store, queue)
-        store.jobs_complete_many([done(job, JobState.DEAD, error={
+        store.jobs.complete_many([done(job, JobState.DEAD, error={
             "type": "BankError", "message": message, "kind": "error"})])
     return ids
 
@@ -69,7 +69,7 @@ def test_keyset_pages_cover_every_job_once_in_each_sort(store: Store,
             after = page[-1].id
         assert sorted(seen) == sorted(ids) and len(seen) == len(ids), sort
         if sort == "run_at":
-            runs = [store.jobs_get(i).run_at for i in seen]
+            runs = [store.jobs.get(i).run_at for i in seen]
             assert runs == sorted(runs, reverse=True)
 
 

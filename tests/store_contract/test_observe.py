@@ -82,7 +82,7 @@ def test_search_by_id_task_or_key_newest_first(store: Store) -> None:
     [a] = insert(store, task="send")
     # A key no job id reaches: the Postgres template schema's ids run on across tests,
     # and a search for "42" also finds job 42 (seen when xdist ran this test later).
-    [(b, _)] = store.jobs_insert([new_job("send", unique_key="send:987654321")])
+    [(b, _)] = store.jobs.insert([new_job("send", unique_key="send:987654321")])
     [c] = insert(store, task="other", queue="r")
     assert [j.id for j in store.observe.jobs_search()] == [c, b, a]
     assert [j.id for j in store.observe.jobs_search(str(a))] == [a]
@@ -100,9 +100,9 @@ def test_discard_deletes_dead_jobs_only(store: Store) -> None:
     assert store.observe.jobs_discard([]) == []
     insert(store, 3)
     dead, ok, running = claim(store)
-    store.jobs_complete_many([done(dead, JobState.DEAD), done(ok)])
+    store.jobs.complete_many([done(dead, JobState.DEAD), done(ok)])
     assert store.observe.jobs_discard([running.id, ok.id, dead.id, 9999]) == [dead.id]
-    assert sorted(j.id for j in store.jobs_list()) == [ok.id, running.id]
+    assert sorted(j.id for j in store.jobs.list()) == [ok.id, running.id]
 
 
 def test_table_health_reads_the_engines_statistics(store: Store) -> None:

@@ -32,8 +32,8 @@ def test_pausing_leaves_running_jobs_and_enqueues_alone(store: Store) -> None:
     running = claim_one(store)
     store.long_jobs.queues_set_paused("q", True)
     [waiting] = insert(store)
-    assert store.jobs_get(waiting).state is JobState.AVAILABLE
-    assert store.jobs_heartbeat("w1", LEASE, [(running.id, running.attempt)]) == [
+    assert store.jobs.get(waiting).state is JobState.AVAILABLE
+    assert store.jobs.heartbeat("w1", LEASE, [(running.id, running.attempt)]) == [
         (running.id, running.attempt, False)]
-    [stats] = store.queues_stats()
+    [stats] = store.jobs.queues_stats()
     assert (stats.available, stats.running) == (1, 1)

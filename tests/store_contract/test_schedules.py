@@ -50,7 +50,7 @@ def apply(store: Store, name: str, planner: Callable[[ScheduleDef, Snapshot, dat
           owner: str | None = None, term: int | None = None) -> Applied:
     """The leader's or a person's pass; jobs go in through the store's own insert (the App
     passes its enqueue path, with its span)."""
-    return schedules_of(store).apply(name, planner, owner, term, insert=store.jobs_insert)
+    return schedules_of(store).apply(name, planner, owner, term, insert=store.jobs.insert)
 
 
 def reconciled(store: Store, clock: FakeClock, *defs: ScheduleDef) -> dict[str, str]:
@@ -90,7 +90,7 @@ def test_due_and_apply_enqueue_once(store: Store, clock: FakeClock) -> None:
     applied = apply(store, "s", fire_due)
     [(at, job_id)] = applied.enqueued
     assert at == fire_at and applied.now == clock.now()
-    job = store.jobs_get(job_id)
+    job = store.jobs.get(job_id)
     assert (job.task, job.queue, job.state) == ("t", "q", JobState.AVAILABLE)
     assert schedules_of(store).get("s").next_fire_at == fire_at + MINUTE
     assert schedules_of(store).due() == []
@@ -137,7 +137,7 @@ def test_runs_sync_copies_finished_outcomes(store: Store, clock: FakeClock) -> N
     term = store.fleet.leader_acquire(LEADER_NAME, "me", ttl=30)
     assert term is not None
     assert schedules_of(store).runs_sync("me", term) == []
-    store.jobs_complete_many([done(claim_one(store), JobState.DEAD)])
+    store.jobs.complete_many([done(claim_one(store), JobState.DEAD)])
     assert schedules_of(store).runs_sync("me", term) == [("s", fire_at, RunStatus.FAILED, job_id)]
     assert schedules_of(store).runs_sync("me", term) == []
     with pytest.raises(NotLeader):
@@ -157,7 +157,7 @@ def test_runs_expire_cancels_jobs_past_their_starting_deadline(store: Store,
     assert schedules_of(store).runs_expire("me", term) == []
     clock.set(fire_at + timedelta(seconds=31))
     assert schedules_of(store).runs_expire("me", term) == [("s", fire_at, job_id)]
-    assert store.jobs_get(job_id).state is JobState.CANCELLED
+    assert store.jobs.get(job_id).state is JobState.CANCELLED
     assert schedules_of(store).runs_list("s")[0].status is RunStatus.MISSED
     assert schedules_of(store).runs_expire("me", term) == []
 
@@ -211,7 +211,7 @@ def test_runs_prune_deletes_old_finished_runs(store: Store, clock: FakeClock) ->
     term = store.fleet.leader_acquire(LEADER_NAME, "me", ttl=3600)
     assert term is not None
     assert schedules_of(store).runs_prune(older_than=0) == 0  # still running: kept
-    store.jobs_complete_many([done(claim_one(store))])
+    store.jobs.complete_many([done(claim_one(store))])
     schedules_of(store).runs_sync("me", term)
     clock.advance(100)
     assert schedules_of(store).runs_prune(older_than=1000) == 0
@@ -290,7 +290,7 @@ def test_fire_decides_a_batch_in_one_transaction(store: Store, clock: FakeClock)
         return fire_due(d, snap, now)
 
     fired = schedules_of(store).fire([*names, "unknown"], planner, "me", term,
-                                 insert=store.jobs_insert)
+                                 insert=store.jobs.insert)
     assert sorted(seen) == names  # an unknown name is not decided
     assert sorted(name for name, _ in fired) == names
     for name, applied in fired:
@@ -298,16 +298,16 @@ def test_fire_decides_a_batch_in_one_transaction(store: Store, clock: FakeClock)
         assert at == fire_at and applied.now == clock.now()
         [run] = schedules_of(store).runs_list(name)
         assert (run.fire_at, run.job_id, run.status) == (fire_at, job_id, RunStatus.ENQUEUED)
-        assert store.jobs_get(job_id).unique_key == f"schedule:{name}:{iso_z(fire_at)}"
+        assert store.jobs.get(job_id).unique_key == f"schedule:{name}:{iso_z(fire_at)}"
         assert schedules_of(store).get(name).next_fire_at == fire_at + MINUTE
     # Planned again (a racing ex-leader's plan): the keys keep each occurrence once.
     again = schedules_of(store).fire(names, lambda d, s, n: Plan(
         new=[Decision(fire_at, RunKind.CRON, RunStatus.ENQUEUED)]), "me", term,
-        insert=store.jobs_insert)
+        insert=store.jobs.insert)
     assert all(applied.enqueued == [] for _, applied in again)
-    assert len(store.jobs_list(limit=100)) == 5
+    assert len(store.jobs.list(limit=100)) == 5
     with pytest.raises(NotLeader):
-        schedules_of(store).fire(names, planner, "other", term, insert=store.jobs_insert)
+        schedules_of(store).fire(names, planner, "other", term, insert=store.jobs.insert)
 
 
 def test_runtime_schedules_are_added_removed_and_kept_by_reconcile(

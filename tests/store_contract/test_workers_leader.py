@@ -55,14 +55,14 @@ def test_a_heartbeat_registers_a_pruned_worker_again(store: Store, clock: FakeCl
     store.fleet.workers_upsert("w1", "host-a", 11, {"q": 4}, ["t1"])
     clock.advance(100)  # an outage: no beat
     assert store.fleet.workers_prune(stale_after=50) == 1 and store.fleet.workers_list() == []
-    assert store.jobs_heartbeat("w1", 30, [(job.id, job.attempt)]) == [
+    assert store.jobs.heartbeat("w1", 30, [(job.id, job.attempt)]) == [
         (job.id, job.attempt, False)]  # the leases renewed as ever
     (w1,) = store.fleet.workers_list()
     assert (w1.id, w1.host, w1.pid, w1.queues, w1.tasks) == (
         "w1", "host-a", 11, {"q": 4}, frozenset({"t1"}))
     assert w1.heartbeat_at == clock.now()
     store.fleet.workers_delete("w1")  # stopped: a beat after that (none is sent) registers nothing
-    store.jobs_heartbeat("w1", 30, [])
+    store.jobs.heartbeat("w1", 30, [])
     assert store.fleet.workers_list() == []
 
 

@@ -66,7 +66,7 @@ def test_event_take_is_fenced_by_attempt(store: Store) -> None:
 
 def test_events_for_finished_or_unknown_workflows_are_refused(store: Store) -> None:
     [job_id] = insert(store)
-    store.jobs_complete_many([done(claim_one(store))])
+    store.jobs.complete_many([done(claim_one(store))])
     with pytest.raises(ShiftworkError, match="not active"):
         store.workflows.event_send(job_id, "go", "1")
     with pytest.raises(ShiftworkError, match="not active"):
@@ -131,7 +131,7 @@ def test_a_join_report_wakes_the_workflow_only_when_all_are_in(store: Store,
     later = clock.now() + timedelta(days=365)
 
     def park(held: ClaimedJob) -> None:  # the workflow suspends until woken
-        store.jobs_complete_many([done(held, JobState.SCHEDULED, run_at=later)])
+        store.jobs.complete_many([done(held, JobState.SCHEDULED, run_at=later)])
 
     park(job)
     join = ("p/", 3)
@@ -156,7 +156,7 @@ def test_a_join_under_way_without_its_counter_is_counted_once(store: Store,
     0015): its next report counts the ones already in, and the last still wakes it."""
     [job_id] = insert(store)
     job = claim_one(store)
-    store.jobs_complete_many([done(job, JobState.SCHEDULED,
+    store.jobs.complete_many([done(job, JobState.SCHEDULED,
                                    run_at=clock.now() + timedelta(days=365))])
     join = ("p/", 4)
     store.workflows.event_send(job_id, "p/0", "1", "done", join=join)
@@ -192,7 +192,7 @@ def test_join_reports_sent_at_once_still_wake_the_workflow(store: Store,
     others (none counts short and leaves the workflow asleep)."""
     [job_id] = insert(store)
     job = claim_one(store)
-    store.jobs_complete_many([done(job, JobState.SCHEDULED,
+    store.jobs.complete_many([done(job, JobState.SCHEDULED,
                                    run_at=clock.now() + timedelta(days=365))])
     n = 16
     start = threading.Barrier(n)

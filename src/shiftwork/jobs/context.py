@@ -243,7 +243,7 @@ class JobContext:
         if hold < asked:
             log.warning("job %s (%s): rate_limited(retry_after=%g) cut to %g seconds "
                         "(Settings.max_retry_after)", self.job_id, self.task, asked, hold)
-        self.runtime.store.rate_limit_push_back(f"task:{self.task}", hold)
+        self.runtime.store.jobs.rate_limit_push_back(f"task:{self.task}", hold)
         self.runtime.events.emit("job.rate_limited", job_id=self.job_id, task=self.task,
                              queue=self.queue, retry_after=hold)
         raise Snooze(hold)

@@ -104,7 +104,7 @@ def insert_rows(rt: Runtime, rows: list[NewJob], conn: Any = None) -> list[Enque
     """
     if _with_dependencies(rows):  # dependencies: one transaction
         return insert_graph(rt, rows, conn)[0]
-    return _insert(rt, rows, conn, lambda rows, c: rt.store.jobs_insert(rows, conn=c))
+    return _insert(rt, rows, conn, lambda rows, c: rt.store.jobs.insert(rows, conn=c))
 
 
 def insert_stream(rt: Runtime, count: int, rows: Iterable[NewJob], conn: Any = None
@@ -112,7 +112,7 @@ def insert_stream(rt: Runtime, count: int, rows: Iterable[NewJob], conn: Any = N
     """Insert ``count`` jobs without unique keys, built as the store reads them."""
     if recording() or rt.registry.enqueue_hooks or rt.ambient_transaction is not None:
         return insert_rows(rt, list(rows), conn)  # the span and the hooks need the rows
-    return rt.store.jobs_insert_stream(count, rows, conn=conn)
+    return rt.store.jobs.insert_stream(count, rows, conn=conn)
 
 
 def insert_graph(rt: Runtime, rows: list[NewJob], conn: Any = None, *, group: bool = False,
@@ -167,7 +167,7 @@ async def insert_rows_async(rt: Runtime, rows: list[NewJob], conn: Any = None
         # Dependencies are written in one transaction of the sync store: in a thread.
         return await asyncio.to_thread(insert_rows, rt, rows)
     with enqueue_span(rows) as rows:
-        results = await rt.store.jobs_insert_async(rows, conn=conn)
+        results = await rt.store.jobs.insert_async(rows, conn=conn)
     hooks = rt.registry.enqueue_hooks
     if hooks and conn is None:
         queues = _queues(rows)

@@ -16,7 +16,7 @@ def known_queues(registry: Registry, store: Store) -> set[str]:
     """Queues declared in code or seen in the table (jobs waiting, running or dead;
     paused queues). Reads no finished history."""
     known = registry.declared_queues()
-    known |= {s.queue for s in store.queues_stats(include_finished=False)}
+    known |= {s.queue for s in store.jobs.queues_stats(include_finished=False)}
     return known | store.long_jobs.queues_paused()
 
 

@@ -235,7 +235,7 @@ class ScheduleBook(dict[str, ScheduleDef]):
 def report(rt: Runtime, name: str, plan: Plan, enqueued: list[tuple[datetime, int]]) -> None:
     """After commit: ask superseded runs to stop, and announce what was decided."""
     for job_id in plan.cancel_jobs:
-        rt.store.jobs_cancel(job_id)
+        rt.store.jobs.cancel(job_id)
         rt.events.emit("schedule.cancel_other", schedule=name, job_id=job_id)
     for fire_at, job_id in enqueued:
         rt.events.emit("schedule.fired", schedule=name, fire_at=iso_z(fire_at), job_id=job_id)

@@ -359,6 +359,9 @@ class FleetStatements(Protocol):
 
     def workers_prune(self, stale_after: float) -> int: ...
 
+    def worker_back(self, c: Any, worker_id: str) -> None:
+        """Register again, on ``c``, a worker whose heartbeat found its row gone."""
+
     def leader_acquire(self, name: str, owner: str, ttl: float) -> int | None:
         """Take or renew the named lease; returns the term held, or None."""
 
@@ -380,7 +383,7 @@ class ConsoleStatements(Protocol):
         """The next ``limit`` ids ``f`` matches after ``after``, in id order."""
 
     def retry_batch(self, ids: Sequence[int]) -> list[int]:
-        """``jobs_retry`` for many ids at once; the ids moved."""
+        """``jobs.retry`` for many ids at once; the ids moved."""
 
     def delete_finished(self, ids: Sequence[int]) -> list[int]:
         """Delete the finished jobs among ``ids``; the ids deleted."""
@@ -424,8 +427,111 @@ class LongJobStatements(Protocol):
         """Delete effect keys past their retention; returns how many."""
 
 
+class JobStatements(Protocol):
+    """The jobs (``store.jobs``, ``<engine>/jobs.py``): insert, the plain claim,
+    completion, heartbeat, rescue and hand-back (the hot path), the reads of jobs and
+    queues, retry, cancel and prune, and the rate buckets the limited claims keep."""
+
+    # -- the hot path ---------------------------------------------------------
+    def insert(self, jobs: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
+        """Insert jobs in one round trip; an active job with the same unique key wins."""
+
+    async def insert_async(self, jobs: list[NewJob], conn: Any = None
+                           ) -> list[EnqueueResult]:
+        """:meth:`insert` for asyncio code (Postgres: on an async connection pool,
+        opened on first use; ``conn``: an async connection whose transaction they join)."""
+
+    def insert_stream(self, count: int, jobs: Iterable[NewJob],
+                      conn: Any = None) -> list[EnqueueResult]:
+        """Insert ``count`` jobs without unique keys, built (validated) as they are read.
+
+        All or nothing: a job that fails to build aborts the whole insert. Postgres
+        streams them to the server while later ones are still being built.
+        """
+
+    def claim(self, queue: str, limit: int, worker_id: str,
+              lease_seconds: float) -> list[ClaimedJob]:
+        """Claim up to ``limit`` due jobs, no limit but ``limit``; each claim increments
+        ``attempt``. (A claim under limits: flow/claiming.py, on ``store.claims``.)"""
+
+    def rate_buckets_prune(self, prefix: str, idle_seconds: float) -> int:
+        """Delete buckets whose key starts with ``prefix`` untouched for ``idle_seconds``
+        (long enough to be full again, which is what a missing bucket means)."""
+
+    def rate_limit_push_back(self, key: str, seconds: float) -> None:
+        """Empty the bucket ``key`` and hold its refill for ``seconds`` (a 429 upstream)."""
+
+    def rate_buckets(self) -> list[tuple[str, float, datetime]]:
+        """Every rate bucket: (key, tokens as last written, when)."""
+
+    def rate_buckets_clear(self, key: str) -> bool:
+        """Delete the bucket ``key`` (full again, any hold gone); False if there was none."""
+
+    def complete_many(self, outcomes: list[Outcome]) -> set[int]:
+        """Record outcomes, fenced by attempt; returns the ids whose write took effect."""
+
+    def heartbeat(self, worker_id: str, lease_seconds: float,
+                  held: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
+        """Extend the leases of the ``(job id, attempt)`` pairs this worker holds, in one
+        statement, and mark the worker alive.
+
+        Only the pairs named: a job claimed by a call whose reply was lost is unknown to
+        the worker, so its lease runs out and the rescuer brings it back. Returns ``(job id,
+        attempt, cancel requested)`` for each pair still held.
+        """
+
+    def release_unknown(self, worker_id: str, queue: str,
+                        held: list[tuple[int, int]]) -> list[int]:
+        """After a claim whose reply was lost: give back, without spending an attempt, the
+        jobs of ``queue`` running under ``worker_id`` that are not in ``held``."""
+
+    def written(self, outcomes: list[Outcome]) -> set[int]:
+        """Of ``outcomes``, the ids whose row already shows that outcome (same attempt, same
+        state): after a completion whose reply was lost, these were written, not stale."""
+
+    def rescue(self, limit: int = 1000) -> list[RescuedJob]:
+        """Move jobs whose lease expired back to waiting (or dead if attempts are spent)."""
+
+    def hand_back(self, worker_id: str, jobs: list[tuple[int, int]],
+                  reason: HandBack = SHUTDOWN) -> int:
+        """Give running jobs back at once without spending an attempt: at shutdown, or
+        from a worker that does not register their task."""
+
+    # -- people and tools ------------------------------------------------------
+    def get(self, job_id: int) -> Job: ...
+
+    def retry(self, job_id: int) -> Job:
+        """Make a dead, cancelled or waiting job available now."""
+
+    def cancel(self, job_id: int) -> Job:
+        """Cancel a waiting job at once, or ask the worker running it to stop."""
+
+    def prune(self, finished_older_than: float, dead_older_than: float,
+              limit: int = 10_000) -> int:
+        """Delete finished jobs past their retention; returns how many."""
+
+    def queues_stats(self, include_finished: bool = True) -> list[QueueStats]:
+        """Per queue counts and the oldest waiting job's age, from partial indexes only.
+
+        ``include_finished`` also counts retained succeeded/cancelled jobs: a scan of
+        history, for people; metrics and health pass False.
+        """
+
+    def insert_marked(self, c: Any, jobs: list[NewJob], marks: list[Mark]
+                      ) -> list[EnqueueResult]:
+        """Insert ``jobs`` on ``c`` with their marks (a graph's: ``store.deps``)."""
+
+    def list(self, state: JobState | None = None, queue: str | None = None,
+             task: str | None = None, limit: int = 50,
+             before_id: int | None = None) -> list[Job]: ...
+
+
 class Store(Protocol):
     engine: str  # "sqlite" or "postgres"
+
+    @property
+    def jobs(self) -> JobStatements:
+        """The jobs: insert, claim, complete, heartbeat, reads (store/<engine>/jobs.py)."""
 
     @property
     def long_jobs(self) -> LongJobStatements:
@@ -479,7 +585,7 @@ class Store(Protocol):
     def close(self) -> None: ...
 
     async def aclose(self) -> None:
-        """Close what :meth:`jobs_insert_async` opened (Postgres: the async pool)."""
+        """Close what ``jobs.insert_async`` opened (Postgres: the async pool)."""
 
     def connection_budget(self) -> int | None:
         """The most database connections this store holds at once (None: not pooled)."""
@@ -499,96 +605,6 @@ class Store(Protocol):
         None when there is nothing to listen on (PostgreSQL behind PgBouncer without a
         listen DSN): callers then find out by polling alone.
         """
-
-    # -- jobs: the hot path ---------------------------------------------------
-    def jobs_insert(self, jobs: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
-        """Insert jobs in one round trip; an active job with the same unique key wins."""
-
-    async def jobs_insert_async(self, jobs: list[NewJob], conn: Any = None
-                                ) -> list[EnqueueResult]:
-        """:meth:`jobs_insert` for asyncio code (Postgres: on an async connection pool,
-        opened on first use; ``conn``: an async connection whose transaction they join)."""
-
-    def jobs_insert_stream(self, count: int, jobs: Iterable[NewJob],
-                           conn: Any = None) -> list[EnqueueResult]:
-        """Insert ``count`` jobs without unique keys, built (validated) as they are read.
-
-        All or nothing: a job that fails to build aborts the whole insert. Postgres
-        streams them to the server while later ones are still being built.
-        """
-
-    def jobs_claim(self, queue: str, limit: int, worker_id: str,
-                   lease_seconds: float) -> list[ClaimedJob]:
-        """Claim up to ``limit`` due jobs, no limit but ``limit``; each claim increments
-        ``attempt``. (A claim under limits: flow/claiming.py, on :attr:`claims`.)"""
-
-    def rate_buckets_prune(self, prefix: str, idle_seconds: float) -> int:
-        """Delete buckets whose key starts with ``prefix`` untouched for ``idle_seconds``
-        (long enough to be full again, which is what a missing bucket means)."""
-
-    def rate_limit_push_back(self, key: str, seconds: float) -> None:
-        """Empty the bucket ``key`` and hold its refill for ``seconds`` (a 429 upstream)."""
-
-    def rate_buckets(self) -> list[tuple[str, float, datetime]]:
-        """Every rate bucket: (key, tokens as last written, when)."""
-
-    def rate_buckets_clear(self, key: str) -> bool:
-        """Delete the bucket ``key`` (full again, any hold gone); False if there was none."""
-
-    def jobs_complete_many(self, outcomes: list[Outcome]) -> set[int]:
-        """Record outcomes, fenced by attempt; returns the ids whose write took effect."""
-
-    def jobs_heartbeat(self, worker_id: str, lease_seconds: float,
-                       held: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
-        """Extend the leases of the ``(job id, attempt)`` pairs this worker holds, in one
-        statement, and mark the worker alive.
-
-        Only the pairs named: a job claimed by a call whose reply was lost is unknown to
-        the worker, so its lease runs out and the rescuer brings it back. Returns ``(job id,
-        attempt, cancel requested)`` for each pair still held.
-        """
-
-    def jobs_release_unknown(self, worker_id: str, queue: str,
-                             held: list[tuple[int, int]]) -> list[int]:
-        """After a claim whose reply was lost: give back, without spending an attempt, the
-        jobs of ``queue`` running under ``worker_id`` that are not in ``held``."""
-
-    def jobs_written(self, outcomes: list[Outcome]) -> set[int]:
-        """Of ``outcomes``, the ids whose row already shows that outcome (same attempt, same
-        state): after a completion whose reply was lost, these were written, not stale."""
-
-    def jobs_rescue(self, limit: int = 1000) -> list[RescuedJob]:
-        """Move jobs whose lease expired back to waiting (or dead if attempts are spent)."""
-
-    def jobs_hand_back(self, worker_id: str, jobs: list[tuple[int, int]],
-                       reason: HandBack = SHUTDOWN) -> int:
-        """Give running jobs back at once without spending an attempt: at shutdown, or
-        from a worker that does not register their task."""
-
-    # -- jobs: people and tools -------------------------------------------------
-    def jobs_get(self, job_id: int) -> Job: ...
-
-    def jobs_list(self, state: JobState | None = None, queue: str | None = None,
-                  task: str | None = None, limit: int = 50,
-                  before_id: int | None = None) -> list[Job]: ...
-
-    def jobs_retry(self, job_id: int) -> Job:
-        """Make a dead, cancelled or waiting job available now."""
-
-    def jobs_cancel(self, job_id: int) -> Job:
-        """Cancel a waiting job at once, or ask the worker running it to stop."""
-
-    def jobs_prune(self, finished_older_than: float, dead_older_than: float,
-                   limit: int = 10_000) -> int:
-        """Delete finished jobs past their retention; returns how many."""
-
-    def queues_stats(self, include_finished: bool = True) -> list[QueueStats]:
-        """Per queue counts and the oldest waiting job's age, from partial indexes only.
-
-        ``include_finished`` also counts retained succeeded/cancelled jobs: a scan of
-        history, for people; metrics and health pass False.
-        """
-
 
     # -- visibility (store/<engine>/observe.py) -----------------------------------------
     # -- the operations console (store/console.py) ---------------------------------------

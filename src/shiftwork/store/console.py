@@ -15,6 +15,7 @@ from typing import Any
 
 from shiftwork.model.filter import JobFilter, check_sort, like_pattern
 from shiftwork.model.records import BulkAction, Job
+from shiftwork.store.core import EngineCore
 from shiftwork.store.rows import from_ts
 from shiftwork.store.wakeups import ANY_QUEUE
 
@@ -43,7 +44,7 @@ def where(queries: dict[str, str], params: dict[str, Any], keyset: str | None = 
 class JobsConsole:
     """The console's statements (``store.console``), on the engine store's sessions."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: EngineCore) -> None:
         self._core = core  # the engine's store: sessions, queries, reads
         self.q = core.q
         self._session = core._session
@@ -102,7 +103,7 @@ class JobsConsole:
         return [int(r[0]) for r in self._read(name, values)]
 
     def retry_batch(self, ids: Sequence[int]) -> list[int]:
-        """``jobs_retry`` for many ids in one statement; the ids it moved. A job whose
+        """``jobs.retry`` for many ids in one statement; the ids it moved. A job whose
         unique key a live job now holds cannot move, and fails the whole statement: the
         batch is then retried one by one, and those stay where they are."""
         if not ids:

@@ -1,7 +1,9 @@
 """The dependency statements, written once: what composition/settling.py runs to write a
 graph, resolve finished parents and sweep (``store.deps``, :class:`DepsSql`), and
-the reads of groups and finished jobs. Each engine supplies its statements (``deps.sql``)
-and ``_rows`` / ``_deps_resolve_step``; nothing here knows which engine runs it. The
+the reads of groups and finished jobs; and the resolve cascade (:class:`Cascade`) a
+completion runs in its own transaction. Each engine supplies its statements
+(``deps.sql``), its core's ``_rows`` and the cascade's steps (``<engine>/deps.py``);
+nothing here knows which engine runs it. The
 decisions (what each job of a graph waits for, which ids are missing, what a callback
 needs) are composition/settling.py's.
 
@@ -25,73 +27,43 @@ available or cancelled.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from shiftwork.core.errors import JobNotFoundError
 from shiftwork.core.states import FINAL, JobState
-from shiftwork.model.new_job import NO_MARK, Mark, NewJob
+from shiftwork.model.new_job import Mark, NewJob
 from shiftwork.model.records import DepLink, EnqueueResult, FinishedJob, GroupInfo
-from shiftwork.store.engine_sql import EngineSql
+from shiftwork.store.core import EngineCore
 
 Row = Sequence[Any]
 _FINAL = {s.value for s in FINAL}
 
 
-class DepsActions(EngineSql):
-    """Mixed into each engine's store."""
+class MarkedInsert(Protocol):
+    """What the dependency statements use of ``store.jobs``."""
 
-    if TYPE_CHECKING:  # the engine's, not redefined here
-        def jobs_insert(self, jobs: list[NewJob], conn: Any = None
-                        ) -> list[EnqueueResult]: ...
+    def insert_marked(self, c: Any, jobs: list[NewJob], marks: list[Mark]
+                      ) -> list[EnqueueResult]: ...
 
-        def transaction(self) -> AbstractContextManager[Any]: ...
 
-    def _finished_here(self, c: Any, job_ids: list[int]) -> None:
-        """Jobs just finished on ``c`` outside a completion (a cancel): resolve them."""
-        self._resolve_in(c, job_ids)
+class Cascade:
+    """The resolve cascade on a caller's connection: a finished parent's dependents and
+    its groups' counts, down a chain of cancels. A completion runs it in its own
+    transaction (SQLite) or on its own connection (PostgreSQL), in ``store.jobs``; a
+    cancel and composition's resolve and sweep (``store.deps``) on theirs. Each engine's
+    subclass (``<engine>/deps.py``) supplies the steps."""
 
-    def _rows(self, c: Any, query: str, **params: Any) -> list[Row]:
-        """Run a named query on ``c`` (lists as the engine passes arrays); all its rows."""
-        raise NotImplementedError
+    def __init__(self, core: EngineCore) -> None:
+        self._rows = core._rows
 
-    def _deps_resolve_step(self, c: Any, parent_ids: list[int],
-                           finished: bool = False) -> list[Row]:
+    def _resolve_step(self, c: Any, parent_ids: list[int],
+                      finished: bool = False) -> list[Row]:
         """Take the finished parents' open edges and count their dependents down; returns
         (id, state, watched) of each dependent changed. ``finished``: the parents just
         finished (a completion), so waiters on them are woken too (where that is needed)."""
         raise NotImplementedError
-
-    def _decode(self, value: Any) -> Any:
-        """A JSON column as the engine returns it (text here; see the queries)."""
-        return None if value is None else json.loads(value)
-
-    @contextmanager
-    def _in_transaction(self, conn: Any) -> Iterator[Any]:
-        if conn is not None:
-            yield conn
-        else:
-            with self.transaction() as c:
-                yield c
-
-    # -- enqueue ------------------------------------------------------------------------
-
-    def _insert_marked(self, c: Any, jobs: list[NewJob], marks: list[Mark]
-                       ) -> list[EnqueueResult]:
-        """Insert ``jobs`` on ``c`` with their marks (jobs awaited, watched, group). Here:
-        insert, then mark; an engine that can write them with the rows overrides this."""
-        results = self.jobs_insert(jobs, conn=c)
-        marked = [(r.id, m) for r, m in zip(results, marks, strict=True) if m != NO_MARK]
-        if marked:
-            self._rows(c, "deps_mark", ids=[i for i, _ in marked],
-                       counts=[m.deps_pending for _, m in marked],
-                       watch=[m.watched for _, m in marked],
-                       groups=[m.group_id for _, m in marked],
-                       marks=[(i, m.deps_pending, m.watched, m.group_id) for i, m in marked])
-        return results
-
-    # -- resolution -------------------------------------------------------------------
 
     def _groups_count_step(self, c: Any, job_ids: list[int]) -> list[int]:
         """Count the finished, uncounted group members among ``job_ids`` into their
@@ -103,17 +75,18 @@ class DepsActions(EngineSql):
         watched) of each callback moved."""
         return [r for r in self._rows(c, "groups_settle", ids=group_ids) if r[0] is not None]
 
-    def _settle_groups(self, c: Any, group_ids: list[int]) -> None:
+    def settle_groups(self, c: Any, group_ids: list[int]) -> None:
+        """Release (or cancel) the callbacks of these due groups, on ``c``."""
         cancelled = [int(r[0]) for r in self._groups_settle_step(c, sorted(set(group_ids)))
                      if r[1] == JobState.CANCELLED.value and r[2]]
-        self._resolve_in(c, cancelled)  # a cancelled callback's own dependents
+        self.resolve(c, cancelled)  # a cancelled callback's own dependents
 
-    def _resolve_in(self, c: Any, parent_ids: list[int], finished: bool = False) -> None:
+    def resolve(self, c: Any, parent_ids: list[int], finished: bool = False) -> None:
         """Resolve finished parents on ``c``: their dependents' edges, and their groups'
         counts; a dependent (or callback) cancelled in turn is resolved next (a cancel
         runs down a chain)."""
         while parent_ids:
-            changed = self._deps_resolve_step(c, parent_ids, finished)
+            changed = self._resolve_step(c, parent_ids, finished)
             due = self._groups_count_step(c, parent_ids)
             if due:
                 changed += self._groups_settle_step(c, due)
@@ -121,20 +94,19 @@ class DepsActions(EngineSql):
             parent_ids = [int(r[0]) for r in changed
                           if r[1] == JobState.CANCELLED.value and r[2]]
 
-    def _instant(self, value: Any) -> Any:
-        return value
-
-    def _reader(self) -> AbstractContextManager[Any]:
-        """A connection for reads (SQLite: no write transaction)."""
-        return self._session()
-
 
 class DepsSql:
     """The statements composition/settling.py runs, each on the caller's connection
     ``c`` (in :meth:`transaction`): named for what they write, deciding nothing."""
 
-    def __init__(self, engine: DepsActions) -> None:
-        self._e = engine
+    def __init__(self, core: EngineCore, cascade: Cascade, jobs: MarkedInsert) -> None:
+        self._e = core
+        self._cascade = cascade
+        self._jobs = jobs  # store.jobs: a graph's rows are written by the jobs' insert
+
+    def _decode(self, value: Any) -> Any:
+        """A JSON column as the engine returns it (text here; see the queries)."""
+        return None if value is None else json.loads(value)
 
     def transaction(self) -> AbstractContextManager[Any]:
         return self._e.transaction()
@@ -149,7 +121,7 @@ class DepsSql:
 
     def insert_marked(self, c: Any, jobs: list[NewJob], marks: list[Mark]
                       ) -> list[EnqueueResult]:
-        return self._e._insert_marked(c, jobs, marks)
+        return self._jobs.insert_marked(c, jobs, marks)
 
     def link(self, c: Any, edges: list[tuple[int, int, str]]) -> None:
         """Write the edges (dependent, parent, on_failure)."""
@@ -168,11 +140,11 @@ class DepsSql:
     def resolve(self, c: Any, parent_ids: list[int]) -> None:
         """Resolve finished parents: their dependents' edges and their groups' counts,
         down a chain of cancels."""
-        self._e._resolve_in(c, parent_ids)
+        self._cascade.resolve(c, parent_ids)
 
     def settle_groups(self, c: Any, group_ids: list[int]) -> None:
         """Release (or cancel) the callbacks of these due groups."""
-        self._e._settle_groups(c, group_ids)
+        self._cascade.settle_groups(c, group_ids)
 
     def sweep_parents(self, c: Any, limit: int) -> list[int]:
         """Finished parents with edges left open."""
@@ -195,7 +167,7 @@ class DepsSql:
     # -- waiting on results ------------------------------------------------------------
 
     def _finished(self, rows: list[Row]) -> list[FinishedJob]:
-        return [FinishedJob(int(r[0]), JobState(r[1]), self._e._decode(r[2]), self._e._decode(r[3]))
+        return [FinishedJob(int(r[0]), JobState(r[1]), self._decode(r[2]), self._decode(r[3]))
                 for r in rows]
 
     def watch_jobs(self, ids: list[int]) -> tuple[list[FinishedJob], list[int]]:
@@ -227,7 +199,7 @@ class DepsSql:
         """A chain link's input: the result of the job it runs after."""
         with self._e._reader() as c:
             rows = self._e._rows(c, "deps_input", id=job_id)
-        return self._e._decode(rows[0][0]) if rows else None
+        return self._decode(rows[0][0]) if rows else None
 
     def group_get(self, group_id: int) -> GroupInfo:
         with self._e._reader() as c:
@@ -236,7 +208,9 @@ class DepsSql:
                 raise JobNotFoundError(f"no group with id {group_id}")
             counts = {r[0]: int(r[1]) for r in self._e._rows(c, "groups_counts", group=group_id)}
         r = rows[0]
-        return GroupInfo(int(r[0]), int(r[1]), r[2], self._e._instant(r[3]), counts)
+        created = self._e._instant(r[3])
+        assert created is not None  # NOT NULL
+        return GroupInfo(int(r[0]), int(r[1]), r[2], created, counts)
 
     def group_members(self, group_id: int) -> list[int]:
         with self._e._reader() as c:
@@ -256,5 +230,5 @@ class DepsSql:
         out: list[FinishedJob | None] = []
         for member_id, state, result in rows:
             out.append(None if state not in _FINAL else
-                       FinishedJob(int(member_id), JobState(state), self._e._decode(result), None))
+                       FinishedJob(int(member_id), JobState(state), self._decode(result), None))
         return out

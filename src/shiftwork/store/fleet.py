@@ -1,11 +1,13 @@
 """The fleet (``store.fleet``): the worker registry and the named leader lease, written once
-over each engine's primitives (store/engine_sql.py); the SQL is in each engine's
+over each engine's primitives (store/core.py); the SQL is in each engine's
 ``jobs.sql``. Each engine adds its reads (``postgres/fleet.py``, ``sqlite/fleet.py``)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from shiftwork.store.core import EngineCore
 
 #: The lease the fleet's leader holds (the scheduler's writes check it too).
 LEADER_NAME = "shiftwork.leader"
@@ -14,8 +16,8 @@ LEADER_NAME = "shiftwork.leader"
 class FleetWrites:
     """The fleet's writes, on the engine store's sessions."""
 
-    def __init__(self, core: Any) -> None:
-        self._core = core  # the engine's store: _session, _one (store/engine_sql.py)
+    def __init__(self, core: EngineCore) -> None:
+        self._core = core  # the engine's store: _session, _one (store/core.py)
         self._session = core._session
         self._one = core._one
         #: worker id -> its workers_upsert parameters, for :meth:`worker_back`.

@@ -1,6 +1,6 @@
 """Jobs' engine-neutral Python, written once: claimed rows to ClaimedJob, outcomes to
 parameters, retry and cancel (the claim loops are flow/'s). Each engine supplies
-its SQL and driver calls (store/engine_sql.py); nothing here knows which engine runs it.
+its SQL and its core's primitives (store/core.py); nothing here knows which engine runs it.
 """
 
 from __future__ import annotations
@@ -10,9 +10,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from shiftwork.core.states import JobState
+from shiftwork.model.new_job import NO_MARK, Mark, NewJob
 from shiftwork.model.outcome import Outcome
-from shiftwork.model.records import ClaimedJob, Job, RescuedJob
-from shiftwork.store.engine_sql import EngineSql
+from shiftwork.model.records import ClaimedJob, EnqueueResult, Job, RescuedJob
+from shiftwork.store.core import EngineCore
+from shiftwork.store.deps import Cascade
 from shiftwork.store.rows import not_retryable, retry_blocked_by_key, split_args
 from shiftwork.store.wakeups import ANY_QUEUE
 
@@ -54,16 +56,41 @@ def held_jobs(rows: list[Row]) -> list[tuple[int, int, bool]]:
     return [(r[0], r[1], bool(r[2])) for r in rows]
 
 
-class JobsActions(EngineSql):
-    """``jobs_retry`` and ``jobs_cancel``, written once over the engine's primitives."""
+class JobsCommon:
+    """The jobs statements written once over the engine core's primitives (retry, cancel,
+    and a marked insert that marks after inserting); each engine's subclass
+    (``<engine>/jobs.py``) adds the rest of ``store.jobs``."""
 
-    #: The driver's error for a unique index violated (another job holds the key).
-    _unique_violation: type[Exception]
+    def __init__(self, core: EngineCore, cascade: Cascade) -> None:
+        self._cascade = cascade  # a finish resolves its dependents (store/deps.py)
+        self._session = core._session
+        self._one = core._one
+        self._rows = core._rows
+        self._notify = core._notify
+        #: The driver's error for a unique index violated (another job holds the key).
+        self._unique_violation = core._unique_violation
 
-    def jobs_get(self, job_id: int) -> Job:
+    def get(self, job_id: int) -> Job:
         raise NotImplementedError
 
-    def jobs_retry(self, job_id: int) -> Job:
+    def insert(self, jobs: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
+        raise NotImplementedError
+
+    def insert_marked(self, c: Any, jobs: list[NewJob], marks: list[Mark]
+                      ) -> list[EnqueueResult]:
+        """Insert ``jobs`` on ``c`` with their marks (jobs awaited, watched, group). Here:
+        insert, then mark; an engine that can write them with the rows overrides this."""
+        results = self.insert(jobs, conn=c)
+        marked = [(r.id, m) for r, m in zip(results, marks, strict=True) if m != NO_MARK]
+        if marked:
+            self._rows(c, "deps_mark", ids=[i for i, _ in marked],
+                       counts=[m.deps_pending for _, m in marked],
+                       watch=[m.watched for _, m in marked],
+                       groups=[m.group_id for _, m in marked],
+                       marks=[(i, m.deps_pending, m.watched, m.group_id) for i, m in marked])
+        return results
+
+    def retry(self, job_id: int) -> Job:
         try:
             with self._session() as c:
                 moved = self._one(c, "jobs_retry", id=job_id) is not None
@@ -71,19 +98,15 @@ class JobsActions(EngineSql):
                     self._notify(c, [ANY_QUEUE])
         except self._unique_violation as exc:
             raise retry_blocked_by_key(job_id) from exc
-        job = self.jobs_get(job_id)
+        job = self.get(job_id)
         if not moved:
             raise not_retryable(job)
         return job
 
-    def _finished_here(self, c: Any, job_ids: list[int]) -> None:
-        """Jobs just finished on ``c`` outside a completion (store/deps.py resolves their
-        dependents)."""
-
-    def jobs_cancel(self, job_id: int) -> Job:
+    def cancel(self, job_id: int) -> Job:
         with self._session() as c:
             if self._one(c, "jobs_cancel_waiting", id=job_id) is None:
                 self._one(c, "jobs_cancel_running", id=job_id)
-            else:
-                self._finished_here(c, [job_id])
-        return self.jobs_get(job_id)
+            else:  # finished outside a completion: its dependents, in this transaction
+                self._cascade.resolve(c, [job_id])
+        return self.get(job_id)

@@ -1,7 +1,7 @@
 """Long jobs' engine-neutral Python, written once: the fenced touch and its yield, and
 writing effect keys (reading them decodes per engine).
 
-The SQL is in each engine's ``long_jobs.sql``; the primitives in store/engine_sql.py.
+The SQL is in each engine's ``long_jobs.sql``; the primitives in store/core.py.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from shiftwork.model.records import Touch
+from shiftwork.store.core import EngineCore
 from shiftwork.store.rows import log_rejected
 
 
@@ -16,8 +17,8 @@ class LongJobsWrites:
     """Long jobs' statements (``store.long_jobs``) on the engine store's sessions; each
     engine's subclass adds paused queues and reading effect keys."""
 
-    def __init__(self, core: Any) -> None:
-        self._core = core  # the engine's store: _session, _one (store/engine_sql.py)
+    def __init__(self, core: EngineCore) -> None:
+        self._core = core  # the engine's store: _session, _one (store/core.py)
         self._session = core._session
         self._one = core._one
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shiftwork.model.records import TaskDefaults
-from shiftwork.store.engine_sql import EngineSql
+from shiftwork.store.core import EngineCore
 
 if TYPE_CHECKING:
     from shiftwork.store.base import Store
@@ -20,7 +20,7 @@ def publish_task_defaults(store: Store, tasks: list[TaskDefaults]) -> None:
     """Upsert ``tasks``' rows (PostgreSQL; a no-op on SQLite or with no tasks). Pass
     them sorted by name (``Registry.task_defaults``): workers starting together then lock
     the rows in one order, and never deadlock."""
-    if store.engine != "postgres" or not tasks or not isinstance(store, EngineSql):
+    if store.engine != "postgres" or not tasks or not isinstance(store, EngineCore):
         return
     with store._session() as c:  # the engine primitive fleet.py uses
         store._one(c, "task_defaults_upsert",

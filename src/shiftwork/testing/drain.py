@@ -60,7 +60,7 @@ def drain(app: HasRuntime | Runtime, queues: list[str] | None = None, max_jobs: 
             return result
         for job in claimed:
             outcomes = run_attempt(rt, executor, job)
-            rt.store.jobs_complete_many(outcomes)
+            rt.store.jobs.complete_many(outcomes)
             for outcome in outcomes:
                 result.add(outcome)
     return result
@@ -100,14 +100,14 @@ def enqueued(app: HasRuntime | Runtime, task: Task[Any, Any] | str | None = None
              queue: str | None = None) -> list[Job]:
     """Jobs waiting to run (oldest first), optionally of one task or queue."""
     name = task.name if isinstance(task, Task) else task
-    jobs = runtime_of(app).store.jobs_list(state=None, queue=queue, task=name, limit=10_000)
+    jobs = runtime_of(app).store.jobs.list(state=None, queue=queue, task=name, limit=10_000)
     return sorted((j for j in jobs if j.state in WAITING), key=lambda j: j.id)
 
 
 def job_states(app: HasRuntime | Runtime) -> dict[JobState, int]:
     """How many jobs are in each state (for assertions in tests)."""
     counts: dict[JobState, int] = {}
-    for job in runtime_of(app).store.jobs_list(state=None, queue=None, task=None,
+    for job in runtime_of(app).store.jobs.list(state=None, queue=None, task=None,
                                                limit=100_000):
         counts[job.state] = counts.get(job.state, 0) + 1
     return counts

@@ -87,7 +87,7 @@ def run_until_final(rt: Runtime, ids: set[int], queues: list[str], into: DrainRe
             outcomes = [replace(o, run_at=rt.clock.now())
                         if o.state is JobState.RETRYING else o
                         for o in run_attempt(rt, executor, job)]
-            rt.store.jobs_complete_many(outcomes)
+            rt.store.jobs.complete_many(outcomes)
             for outcome in outcomes:
                 into.add(outcome)
                 if outcome.state is not JobState.RETRYING:  # final, or suspended

@@ -114,13 +114,13 @@ class Completer(ThreadService):
         while True:
             tried = self.outage.now()
             try:
-                accepted = store.jobs_complete_many(batch)
+                accepted = store.jobs.complete_many(batch)
                 if failed:
                     # An earlier try may have committed without its reply reaching us (or,
                     # on SQLite, committed some of its transactions): outcomes already in
                     # their rows were written by us, not rejected.
                     missing = [o for o in batch if o.job_id not in accepted]
-                    accepted |= store.jobs_written(missing)
+                    accepted |= store.jobs.written(missing)
                 self.outage.ok()
                 break
             except StorageError as exc:

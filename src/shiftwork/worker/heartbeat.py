@@ -33,7 +33,7 @@ class Heartbeat(Service):
 
     def tick(self) -> None:
         started = time.monotonic()
-        renewed = self.rt.store.jobs_heartbeat(
+        renewed = self.rt.store.jobs.heartbeat(
             self.worker_id, self.rt.settings.lease_seconds, self.held())
         if self.outage is not None:  # a write that worked: the database is there
             self.outage.ok()

@@ -159,7 +159,7 @@ class Producer(ThreadService):
                 self._wake.wait(min(settings.poll_interval, self._retry_in * 2 ** empty))
 
     def _release_unknown(self) -> None:
-        released = self.rt.store.jobs_release_unknown(self.worker_id, self.queue, self.held())
+        released = self.rt.store.jobs.release_unknown(self.worker_id, self.queue, self.held())
         for job_id in released:
             self.rt.events.emit("job.released", job_id=job_id, queue=self.queue,
                                  reason="claim reply lost")

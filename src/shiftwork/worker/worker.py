@@ -265,7 +265,7 @@ class Worker:
         try:
             # Fenced by attempt and worker: a repeat after a lost reply changes nothing more.
             repeat_on_storage_error(
-                lambda: self.rt.store.jobs_hand_back(self.id, [(job.id, job.attempt)], reason))
+                lambda: self.rt.store.jobs.hand_back(self.id, [(job.id, job.attempt)], reason))
         except StorageError as exc:  # its lease runs out and the rescuer brings it back
             log.warning("could not give back job %d (task %s): %s", job.id, job.task, exc)
         self.rt.events.emit("job.passed_over", job_id=job.id, task=job.task, queue=job.queue)
@@ -386,7 +386,7 @@ class Worker:
         """Give ``runs`` back to the queue (attempt not counted)."""
         pairs = [(r.job.id, r.job.attempt) for r in runs]
         # Fenced by attempt and worker: a repeat after a lost reply changes nothing more.
-        count = repeat_on_storage_error(lambda: self.rt.store.jobs_hand_back(self.id, pairs))
+        count = repeat_on_storage_error(lambda: self.rt.store.jobs.hand_back(self.id, pairs))
         for run in runs:
             self.rt.events.emit("job.handed_back", job_id=run.job.id, attempt=run.job.attempt)
         log.info("handed back %d %s", count, what)

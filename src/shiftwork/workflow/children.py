@@ -345,8 +345,8 @@ def cancel_job(rt: Runtime, job_id: int) -> Job:
     cancelled, a running one asked to stop; a started workflow is woken to cancel itself,
     so its compensations run; a member cancelled before it ran tells its parent."""
     if rt.store.workflows.cancel(job_id):
-        return rt.store.jobs_get(job_id)
-    job = rt.store.jobs_cancel(job_id)
+        return rt.store.jobs.get(job_id)
+    job = rt.store.jobs.cancel(job_id)
     if job.state is JobState.CANCELLED:
         report_for(rt, job.id, job.meta, error=JobCancelled(
             f"job {job.id} was cancelled before it ran"))

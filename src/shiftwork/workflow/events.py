@@ -27,7 +27,7 @@ def send_event(rt: Runtime, workflow_id: int, name: str, payload: Any = None, *,
 
 def _require_workflow(rt: Runtime, job_id: int, event: str) -> None:
     """Refuse an event for a job that is not a workflow: nothing would ever take it."""
-    job = rt.store.jobs_get(job_id)  # JobNotFoundError names the id
+    job = rt.store.jobs.get(job_id)  # JobNotFoundError names the id
     task = rt.registry.tasks.get(job.task)
     if task is not None:
         known = getattr(task, "workflow_version", None) is not None

@@ -97,7 +97,7 @@ class ReplayReport:
 
 def read_history(rt: Runtime, workflow_id: int) -> History:
     """The recorded history of one workflow instance, read from the database."""
-    job = rt.store.jobs_get(workflow_id)
+    job = rt.store.jobs.get(workflow_id)
     run = rt.store.workflows.run_read(workflow_id)
     if run is None and getattr(rt.registry.tasks.get(job.task), "workflow_version",
                                None) is None:

@@ -153,7 +153,7 @@ def _prologue(wf: Workflow, task: Task[Any, Any]) -> str | None:
 
 
 def _lost(wf: Workflow, attempt: int) -> bool:
-    job = wf.runtime.store.jobs_get(wf.id)
+    job = wf.runtime.store.jobs.get(wf.id)
     return any(e.get("attempt") == attempt and e.get("kind") == "lease_expired"
                for e in job.errors)
 

@@ -5,8 +5,8 @@ chooses between them)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Protocol
+from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 
@@ -14,27 +14,17 @@ from shiftwork.model.limits import ClaimFlow, ClaimKind, RateLimit
 from shiftwork.model.records import ClaimedJob
 from shiftwork.store.jobs import Row, claimed_jobs
 from shiftwork.store.postgres.arrays import float_array, text_array
+from shiftwork.store.postgres.core import PostgresCore
 
 #: The named query of each claim kind that runs in one statement.
 _ONE_STATEMENT = {ClaimKind.PLAIN: "jobs_claim", ClaimKind.QUEUE_RATE: "jobs_claim_queue_rate",
                   ClaimKind.TASK_RATES: "jobs_claim_task_rates", ClaimKind.FAIR: "jobs_claim_fair"}
 
 
-class _Engine(Protocol):
-    """What the claims use of the PostgreSQL store: its connections and queries."""
-
-    q: dict[str, str]
-    _prepare: bool | None
-
-    def _conn(self, conn: Any = None) -> AbstractContextManager[psycopg.Connection[Any]]: ...
-
-    def _p(self, **params: Any) -> dict[str, Any]: ...
-
-
 class PostgresClaims:
     """The claim statements on a PostgreSQL store's connections."""
 
-    def __init__(self, engine: _Engine) -> None:
+    def __init__(self, engine: PostgresCore) -> None:
         self._e = engine
         self._buckets_made: set[str] = set()  # queue/task buckets known to exist (never deleted)
 
@@ -90,7 +80,7 @@ class PostgresClaimTx:
     """A claim's statements on ``c``, inside its transaction (never prepared but the common
     claim and the buckets': planned for the values)."""
 
-    def __init__(self, engine: _Engine, c: psycopg.Connection[Any], queue: str,
+    def __init__(self, engine: PostgresCore, c: psycopg.Connection[Any], queue: str,
                  worker: str, lease: float) -> None:
         self._e, self._c, self._queue, self._worker, self._lease = (
             engine, c, queue, worker, lease)

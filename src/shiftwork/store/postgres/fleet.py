@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from shiftwork.model.records import WorkerInfo
 from shiftwork.store.fleet import FleetWrites
+from shiftwork.store.postgres.core import PostgresCore
 from shiftwork.store.rows import aware
 
 
 class PostgresFleet(FleetWrites):
     """The worker registry and the leader lease on the engine's connections."""
+
+    _core: PostgresCore
 
     def workers_list(self) -> list[WorkerInfo]:
         with self._core._conn() as c:

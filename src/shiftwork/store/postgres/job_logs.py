@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from shiftwork.model.records import JobLogLine
+from shiftwork.store.postgres.core import PostgresCore
 from shiftwork.store.rows import aware
 
 
 class PostgresJobLogs:
     """PostgreSQL's statements of ``store.job_logs``, on the store's connections."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: PostgresCore) -> None:
         self._core = core  # the PostgresStore: connections, queries
         self.q = core.q
         self._conn = core._conn

@@ -7,13 +7,14 @@ from typing import Any
 
 from shiftwork.model.records import EffectRecord
 from shiftwork.store.long_jobs import LongJobsWrites
+from shiftwork.store.postgres.core import PostgresCore
 from shiftwork.store.rows import aware
 
 
 class PostgresLongJobs(LongJobsWrites):
     """``store.long_jobs`` on PostgreSQL; the SQL is in ``long_jobs.sql``."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: PostgresCore) -> None:
         super().__init__(core)
         self.q = core.q
         self._conn = core._conn

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from psycopg.rows import dict_row
 
@@ -18,13 +17,14 @@ from shiftwork.model.records import (
     WaitingTask,
 )
 from shiftwork.store.history import Counts, Durations, percentiles
+from shiftwork.store.postgres.core import PostgresCore
 from shiftwork.store.rows import aware, decoded, job_from_row, search_params
 
 
 class PostgresObserve:
     """PostgreSQL's statements of ``store.observe``, on the store's connections."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: PostgresCore) -> None:
         self._core = core  # the PostgresStore: connections, queries
         self.q = core.q
         self._conn = core._conn

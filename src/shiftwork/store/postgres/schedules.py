@@ -6,29 +6,20 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from psycopg.rows import dict_row
 
+from shiftwork.store.postgres.core import PostgresCore
 from shiftwork.store.rows import TIME_COLUMNS
-
-
-class _Engine(Protocol):
-    """What the statements use of the PostgreSQL store: its connections and queries."""
-
-    q: dict[str, str]
-
-    def _conn(self, conn: Any = None) -> AbstractContextManager[Any]: ...
-
-    def _p(self, **params: Any) -> dict[str, Any]: ...
 
 
 class PostgresSchedules:
     """The schedule statements on a PostgreSQL store's connections and queries."""
 
-    def __init__(self, store: _Engine) -> None:
+    def __init__(self, store: PostgresCore) -> None:
         self._store = store
 
     @contextmanager

@@ -17,13 +17,14 @@ from shiftwork.model.records import (
     WorkflowSummary,
 )
 from shiftwork.store.joins import check_join, join_reported
+from shiftwork.store.postgres.core import PostgresCore
 from shiftwork.store.rows import FIRST_PAGE, aware
 
 
 class PostgresWorkflows:
     """PostgreSQL's workflow statements (``store.workflows``), on the store's connections."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: PostgresCore) -> None:
         self._core = core  # the PostgresStore: connections, queries
         self.q = core.q
         self._conn = core._conn
@@ -134,6 +135,7 @@ class PostgresWorkflows:
                                                  {"job": job_id}).fetchone() is not None:
                     dup = c.execute(self.q["workflow_event_by_key"],
                                     {"job": job_id, "name": name, "key": key}).fetchone()
+                    assert dup is not None  # the insert found it taken
                     return int(dup[0])  # sent before with this key: not again
                 raise ShiftworkError(f"workflow {job_id} is not active (finished or unknown); "
                                      "its events can no longer be delivered")

@@ -8,28 +8,19 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Protocol
+from contextlib import contextmanager
+from typing import Any
 
 from shiftwork.model.limits import ClaimFlow, ClaimKind, RateLimit
 from shiftwork.model.records import ClaimedJob
 from shiftwork.store.jobs import Row, claimed_jobs
-
-
-class _Engine(Protocol):
-    """What the claims use of the SQLite store: its write transaction, queries, clock."""
-
-    q: dict[str, str]
-
-    def _tx(self) -> AbstractContextManager[sqlite3.Connection]: ...
-
-    def _now(self) -> float: ...
+from shiftwork.store.sqlite.core import SQLiteCore
 
 
 class SQLiteClaims:
     """The claim statements on a SQLite store's connection."""
 
-    def __init__(self, engine: _Engine) -> None:
+    def __init__(self, engine: SQLiteCore) -> None:
         self._e = engine
 
     def in_one_statement(self, kind: ClaimKind) -> bool:

@@ -8,10 +8,13 @@ import json
 from shiftwork.model.records import WorkerInfo
 from shiftwork.store.fleet import FleetWrites
 from shiftwork.store.rows import from_ts
+from shiftwork.store.sqlite.core import SQLiteCore
 
 
 class SQLiteFleet(FleetWrites):
     """The worker registry and the leader lease on the engine's connections."""
+
+    _core: SQLiteCore
 
     def workers_list(self) -> list[WorkerInfo]:
         return [WorkerInfo(r[0], r[1], r[2], json.loads(r[3]), from_ts(r[4]), from_ts(r[5]),  # type: ignore[arg-type]

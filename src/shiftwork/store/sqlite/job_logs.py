@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from shiftwork.model.records import JobLogLine
 from shiftwork.store.rows import from_ts
+from shiftwork.store.sqlite.core import SQLiteCore
 
 
 class SQLiteJobLogs:
     """SQLite's statements of ``store.job_logs``, on the store's connections."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: SQLiteCore) -> None:
         self._core = core  # the SQLiteStore: connection, queries
         self.q = core.q
         self._tx = core._tx

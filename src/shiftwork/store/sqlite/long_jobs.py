@@ -9,12 +9,15 @@ from typing import Any
 
 from shiftwork.model.records import EffectRecord
 from shiftwork.store.long_jobs import LongJobsWrites
+from shiftwork.store.sqlite.core import SQLiteCore
 
 
 class SQLiteLongJobs(LongJobsWrites):
     """``store.long_jobs`` on SQLite; the SQL is in ``long_jobs.sql``."""
 
-    def __init__(self, core: Any) -> None:
+    _core: SQLiteCore
+
+    def __init__(self, core: SQLiteCore) -> None:
         super().__init__(core)
         self.q = core.q
         self._tx = core._tx

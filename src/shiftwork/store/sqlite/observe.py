@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from shiftwork.core.states import JobState
 from shiftwork.model.records import (
@@ -17,6 +16,7 @@ from shiftwork.model.records import (
 )
 from shiftwork.store.history import Counts, Durations, percentiles
 from shiftwork.store.rows import from_ts, job_from_row, loads, search_params
+from shiftwork.store.sqlite.core import SQLiteCore
 
 
 def _from_ts(value: float) -> datetime:
@@ -28,7 +28,7 @@ def _from_ts(value: float) -> datetime:
 class SQLiteObserve:
     """SQLite's statements of ``store.observe``, on the store's connections."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: SQLiteCore) -> None:
         self._core = core  # the SQLiteStore: connection, queries, clock
         self.q = core.q
         self._tx = core._tx

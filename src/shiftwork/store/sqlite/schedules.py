@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from shiftwork.store.rows import TIME_COLUMNS
+from shiftwork.store.sqlite.core import SQLiteCore
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -27,23 +28,10 @@ def _from_ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
-class _Engine(Protocol):
-    """What the statements use of the SQLite store: its connections, queries, clock."""
-
-    q: dict[str, str]
-
-    @property
-    def conn(self) -> Any: ...
-
-    def _tx(self) -> AbstractContextManager[Any]: ...
-
-    def _now(self) -> float: ...
-
-
 class SQLiteSchedules:
     """The schedule statements on a SQLite store's connection and queries."""
 
-    def __init__(self, store: _Engine) -> None:
+    def __init__(self, store: SQLiteCore) -> None:
         self._store = store
 
     @contextmanager

@@ -18,12 +18,13 @@ from shiftwork.model.records import (
 )
 from shiftwork.store.joins import check_join, join_reported
 from shiftwork.store.rows import FIRST_PAGE, from_ts
+from shiftwork.store.sqlite.core import SQLiteCore
 
 
 class SQLiteWorkflows:
     """SQLite's workflow statements (``store.workflows``), on the store's connections."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: SQLiteCore) -> None:
         self._core = core  # the SQLiteStore: connection, queries, clock
         self.q = core.q
         self._tx = core._tx

@@ -29,7 +29,7 @@ class Pruner:
 
     def prune(self) -> None:
         store, s = self.rt.store, self.rt.settings
-        pruned = store.jobs_prune(s.retention_finished, s.retention_dead)
+        pruned = store.jobs.prune(s.retention_finished, s.retention_dead)
         store.fleet.workers_prune(max(3 * s.heartbeat_interval, s.lease_seconds))
         store.long_jobs.effect_keys_prune()
         schedules_of(store).runs_prune(s.retention_dead)
@@ -40,6 +40,6 @@ class Pruner:
         for task in self.rt.registry.tasks.values():
             limit = task.options.group_rate_limit
             if limit is not None:  # a bucket refills from empty in capacity / rate seconds
-                store.rate_buckets_prune(f"group:{task.name}:", limit.capacity / limit.rate)
+                store.jobs.rate_buckets_prune(f"group:{task.name}:", limit.capacity / limit.rate)
         if pruned:
             log.info("pruned %d finished jobs", pruned)

@@ -34,7 +34,7 @@ class Rescuer(Service):
         leading = self.leader is None or self.leader.term is not None
         if not leading and self._ticks % self.backstop:
             return
-        rescued = self.rt.store.jobs_rescue()
+        rescued = self.rt.store.jobs.rescue()
         dead = [job.id for job in rescued if job.state is JobState.DEAD]
         if dead:  # their dependents: cancelled, or run anyway (on_failure="run")
             settling.resolve(self.rt.store.deps, dead)

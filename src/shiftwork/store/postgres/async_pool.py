@@ -1,4 +1,5 @@
-"""Enqueue from asyncio code on an async connection pool (psycopg_pool.AsyncConnectionPool).
+"""The PostgreSQL core's async connection pool (psycopg_pool.AsyncConnectionPool), for
+enqueue from asyncio code (``store.jobs.insert_async``, postgres/jobs.py).
 
 The pool opens on the first ``enqueue_async`` (inside the caller's event loop: an async
 pool belongs to one loop) and is closed by :meth:`aclose`, which the ASGI lifespan helper
@@ -17,26 +18,19 @@ from psycopg_pool import AsyncConnectionPool
 
 from shiftwork.core.errors import CommitUnknownError, StorageError
 from shiftwork.core.redact import describe_dsn
-from shiftwork.model.new_job import NewJob
-from shiftwork.model.records import EnqueueResult
 from shiftwork.store.postgres.connect_errors import libpq_text, lost_reply, read_only
-from shiftwork.store.postgres.keyed import keys_taken, settle_keys
 from shiftwork.store.postgres.reconnect import async_reconnect_options
-from shiftwork.store.wakeups import due_wakeup, due_wakeups
 
 
-class PostgresAsyncJobs:
-    """The async enqueue of :class:`PostgresStore` (a mixin: it uses the store's queries)."""
+class PostgresAsyncPool:
+    """The async pool of :class:`PostgresStore` (a mixin of the core: its DSN and options)."""
 
     dsn: str
-    channel: str
-    q: dict[str, str]
     _connect_timeout: float
     async_pool_size: int
     _apool: AsyncConnectionPool | None = None
     _apool_lock: asyncio.Lock | None = None
 
-    _p: Callable[..., dict[str, Any]]  # the store's: parameters plus the clock's "now"
     _connect_kwargs: Callable[..., dict[str, Any]]  # the store's (PgBouncer, application_name)
 
     async def async_pool(self) -> AsyncConnectionPool:
@@ -92,42 +86,3 @@ class PostgresAsyncJobs:
             raise
         except psycopg.OperationalError as exc:
             raise StorageError(f"PostgreSQL at {describe_dsn(self.dsn)}: {exc}") from exc
-
-    async def jobs_insert_async(self, jobs: list[NewJob], conn: Any = None
-                                ) -> list[EnqueueResult]:
-        """:meth:`jobs_insert` on the async pool, or in ``conn``'s transaction (a
-        ``psycopg.AsyncConnection``): the same statements as the sync path."""
-        if not jobs:
-            return []
-        if len(jobs) == 1 and not jobs[0].unique_key:
-            j = jobs[0]
-            async with self._aconn(conn) as c:
-                cur = await c.execute(self.q["jobs_insert_one"], self._p(
-                    queue=j.queue, task=j.task, args=j.args_json, priority=j.priority,
-                    max_attempts=j.max_attempts, run_at=j.run_at, timeout=j.timeout,
-                    meta=j.meta_json, channel=self.channel,
-                    notify=due_wakeup(j)))
-                one = await cur.fetchone()
-            assert one is not None
-            return [EnqueueResult(one[0], True)]
-        params = self._p(
-            tasks=[j.task for j in jobs], queues=[j.queue for j in jobs],
-            args=[j.args_json for j in jobs], priorities=[j.priority for j in jobs],
-            max_attempts=[j.max_attempts for j in jobs], run_ats=[j.run_at for j in jobs],
-            unique_keys=[j.unique_key for j in jobs], timeouts=[j.timeout for j in jobs],
-            metas=[j.meta_json for j in jobs])
-        wakeups = due_wakeups(jobs)  # the sync insert's: one share per due job
-        for _ in range(5):
-            async with self._aconn(conn) as c, c.transaction():
-                rows = await (await c.execute(self.q["jobs_insert"], params)).fetchall()
-                missing = keys_taken(jobs, rows)
-                found = await (await c.execute(self.q["jobs_find_active_by_keys"],
-                                               {"keys": missing})).fetchall() if missing else []
-                results = settle_keys(jobs, rows, missing, found)
-                if results is None:
-                    continue  # a key's holder finished between insert and lookup
-                if wakeups:
-                    await c.execute(self.q["jobs_notify"],
-                                    {"channel": self.channel, "queues": wakeups})
-                return results
-        raise StorageError("could not settle unique keys after 5 tries; the key is contended")
