@@ -36,8 +36,10 @@ class SQLiteClaims:
     @contextmanager
     def begin(self, queue: str, worker_id: str, lease_seconds: float
               ) -> Iterator[SQLiteClaimTx]:
-        now = self._e._now()
         with self._e._tx() as c:
+            # The time is read once the write lock is held: a claim that waited behind
+            # another writer must not date its lease (and "due") from before the wait.
+            now = self._e._now()
             yield SQLiteClaimTx(self._e.q, c, {"queue": queue, "worker": worker_id,
                                                "lease": lease_seconds, "now": now})
 

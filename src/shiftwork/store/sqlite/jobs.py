@@ -227,8 +227,8 @@ class SQLiteJobs(JobsCommon):
         return done
 
     def _complete(self, outcomes: list[Outcome]) -> set[int]:
-        now = self._now()
         with self._tx() as c:
+            now = self._now()  # under the write lock, as a claim's (claims.py)
             # The write lock is held: read which attempts still hold their jobs, then
             # update exactly those (each UPDATE keeps its own fence too).
             running = c.execute(self.q["jobs_running_attempts"], {
