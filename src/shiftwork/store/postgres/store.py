@@ -50,7 +50,6 @@ NOTIFY_CHANNEL_PREFIX = "shiftwork_jobs_"
 #: Finished jobs someone waits on (job.result()): a channel of their own, so the
 #: workers' listeners are not woken by completions.
 DONE_CHANNEL_PREFIX = "shiftwork_done_"
-_UNIQUE = "jobs_unique_key_idx"
 
 
 class PostgresStore(PostgresAsyncPool):
