@@ -28,6 +28,7 @@ REAL_TIME = {
     "worker/decide.py": "an attempt's measured duration",
     "worker/heartbeat.py": "measuring how long a beat took",
     "worker/job_logs.py": "a log line's wall time",
+    "worker/maintenance/maintainer.py": "pacing the leader's duties (their thread's cadence)",
     "worker/process.py": "deadlines of a real child process",
     "worker/producer.py": "measuring claims, and a real wait for in-flight jobs",
     "worker/run.py": "when an attempt began, for its measured duration",

@@ -12,7 +12,7 @@ from shiftwork.registry import LeaderDuty
 from shiftwork.store.fleet import LEADER_NAME
 from shiftwork.worker.maintenance.duties import leader_services
 from shiftwork.worker.maintenance.leader import Leader
-from shiftwork.worker.maintenance.maintainer import Maintainer
+from shiftwork.worker.maintenance.maintainer import Duties, Maintainer
 
 from .conftest import running_worker, wait_for
 
@@ -81,6 +81,26 @@ def test_a_registered_duty_runs_on_the_leader_only(make_app: Callable[..., App])
 
     # What a leader starts: the built-in services, then the duties features registered.
     leader = Leader(app.runtime, "w1")
-    services = leader_services(app.runtime, "w1", leader, threading.Event())
-    assert [s.name for s in services] == ["scheduler", "pruner", "history", "dependency-sweep",
-                                          "probe"]
+    scheduler, duties = leader_services(app.runtime, "w1", leader, threading.Event())
+    assert scheduler.name == "scheduler"
+    assert isinstance(duties, Duties)  # one thread for every duty, in order
+    assert [d.name for d, _ in duties.every] == ["pruner", "history", "dependency-sweep",
+                                                 "probe"]
+
+
+def test_one_failing_duty_does_not_keep_the_others_from_running(
+        make_app: Callable[..., App]) -> None:
+    app = make_app()
+    ran: list[str] = []
+
+    def broken(term: int) -> None:
+        raise RuntimeError("a bug in one duty")
+
+    leader = Leader(app.runtime, "w1")
+    leader.tick()
+    duties = Duties([LeaderDuty("broken", broken, 60), LeaderDuty("fine", ran.append, 60)],
+                    60, leader)
+    duties.tick()
+    duties.tick()  # neither is due again within its interval
+    assert ran == [leader.term]
+    leader.stop()

@@ -9,7 +9,7 @@ from shiftwork.core.service import LeaderTerm, Lifecycle
 from shiftwork.observe.rollup import HistoryRollup
 from shiftwork.registry import LeaderDuty
 from shiftwork.schedules.scheduler import Scheduler
-from shiftwork.worker.maintenance.maintainer import Duty
+from shiftwork.worker.maintenance.maintainer import Duties
 from shiftwork.worker.maintenance.pruner import Pruner
 
 if TYPE_CHECKING:
@@ -24,8 +24,7 @@ def leader_services(rt: Runtime, worker_id: str, leader: LeaderTerm,
     pruner = Pruner(rt)
     rollup = HistoryRollup(rt.store, rt.clock, rt.settings)
     duties = [LeaderDuty("pruner", lambda term: pruner.prune(), rt.settings.prune_interval),
-              # last in the list: a slow catch-up never delays the scheduler's start
               LeaderDuty("history", rollup.tick, every_tick),
               *rt.registry.leader_duties]
     return [Scheduler(rt, worker_id, leader, reconciled),
-            *(Duty(d, d.interval or every_tick, leader) for d in duties)]
+            Duties(duties, every_tick, leader)]

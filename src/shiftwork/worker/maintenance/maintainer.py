@@ -10,9 +10,11 @@ service remembers (a catch-up cursor, the last prune) outlives the term it was m
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from shiftwork.core.errors import StorageError
 from shiftwork.core.service import LeaderTerm, Lifecycle, OutageLog, Service
 
 if TYPE_CHECKING:
@@ -21,19 +23,38 @@ if TYPE_CHECKING:
 log = logging.getLogger("shiftwork.worker")
 
 
-class Duty(Service):
-    """A leader-only duty called with the fresh term every ``interval`` seconds."""
+class Duties(Service):
+    """The leader-only duties, one after another on one thread: each is called with the
+    fresh term when its interval has passed. One thread, so the duties never hold
+    several of the pool's connections at once on an idle worker. The intervals pace the
+    thread (real time, as every service's own interval): a fake clock in tests moves
+    what the duties decide, not how often they run."""
 
-    def __init__(self, duty: LeaderDuty, interval: float, leader: LeaderTerm) -> None:
-        super().__init__(interval)
-        self.name = duty.name
-        self.fn = duty.fn
+    name = "leader-duties"
+
+    def __init__(self, duties: list[LeaderDuty], default_interval: float,
+                 leader: LeaderTerm) -> None:
+        self.every = [(d, d.interval or default_interval) for d in duties]
+        super().__init__(min((i for _, i in self.every), default=default_interval))
         self.leader = leader
+        self._due: dict[str, float] = {}  # duty name -> when it is due (time.monotonic)
 
     def tick(self) -> None:
-        term = self.leader.term
-        if term is not None:  # stale: the lease may be another's by now
-            self.fn(term)
+        for duty, interval in self.every:
+            term = self.leader.term
+            if term is None:  # stale: the lease may be another's by now
+                return
+            now = time.monotonic()
+            if now < self._due.get(duty.name, now):
+                continue
+            self._due[duty.name] = now + interval
+            try:
+                duty.fn(term)
+            except StorageError:
+                raise  # the database, not this duty: the outage log tells it
+            except Exception:  # one broken duty must not keep the others from running
+                log.exception("leader duty %s failed; will try again in %.1fs",
+                              duty.name, interval)
 
 
 class Maintainer:
