@@ -273,3 +273,21 @@ def test_the_known_tasks_listed_are_bounded(make: Callable[..., App], sql: Any) 
         sql("SELECT {s}.enqueue('t99')")
     message = str(caught.value).splitlines()[0]
     assert message.endswith("known: " + ", ".join(f"t{i:02}" for i in range(50)) + ", ...")
+
+
+def test_a_raw_insert_of_unreadable_arguments_is_refused(make: Callable[..., App],
+                                                         schema: str) -> None:
+    """Arguments that are not {"args": [...], "kwargs": {...}} made the job unreadable and
+    its claim fail every time (the queue stalled): Postgres refuses the insert now."""
+    app = make()
+    app.migrate()
+    columns = "(task, queue, args, state, run_at, created_at, max_attempts)"
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        for bad in ('[1]', '{"args": 7}', '{"args": [], "kwargs": []}', '"x"'):
+            with pytest.raises(psycopg.errors.CheckViolation, match="jobs_args_shape"):
+                conn.execute(f'INSERT INTO "{schema}".jobs {columns} VALUES '
+                             "('t', 'default', %s::jsonb, 'available', now(), now(), 1)",
+                             (bad,))
+        conn.execute(f'INSERT INTO "{schema}".jobs {columns} VALUES '
+                     """('t', 'default', '{"args": [1]}', 'available', now(), now(), 1)""")
+    assert [j.args for j in app.list_jobs()] == [[1]]  # readable, kwargs left out
