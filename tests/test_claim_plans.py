@@ -120,7 +120,7 @@ def stale() -> Iterator[App]:
             conn.execute(f'''
                 INSERT INTO "{schema}".jobs (queue, task, args, state, max_attempts, run_at,
                                              created_at)
-                SELECT 'bench', 'noop', '[]', 'available', 1, now(), now()
+                SELECT 'bench', 'noop', '{{"args": []}}', 'available', 1, now(), now()
                 FROM generate_series(1, 600000)''')
             _buckets(conn, schema)
         yield app
@@ -156,7 +156,7 @@ def test_claims_generic_plan_finds_jobs_by_id_after_analyze(
         conn.execute(f'''
             INSERT INTO "{schema}".jobs (queue, task, args, state, max_attempts, run_at,
                                          created_at)
-            SELECT 'bench', CASE WHEN i % 2 = 0 THEN 'noop' ELSE 'more' END, '[]',
+            SELECT 'bench', CASE WHEN i % 2 = 0 THEN 'noop' ELSE 'more' END, '{{"args": []}}',
                    'available', 1, now(), now()
             FROM generate_series(1, 100000) i''')
         conn.execute(f'ANALYZE "{schema}".jobs')
@@ -215,7 +215,7 @@ def test_running_jobs_are_found_by_primary_key_after_analyze(
         conn.execute(f'''
             INSERT INTO "{schema}".jobs (queue, task, args, state, max_attempts, run_at,
                                          created_at)
-            SELECT 'bench', 'noop', '[]', 'available', 1, now(), now()
+            SELECT 'bench', 'noop', '{{"args": []}}', 'available', 1, now(), now()
             FROM generate_series(1, 20000)''')
         conn.execute(f'''
             UPDATE "{schema}".jobs SET state = 'running', attempt = 1, worker_id = 'w',
@@ -254,7 +254,7 @@ def test_fair_claim_plan_walks_the_group_index(
             conn.execute(f'''
                 INSERT INTO "{schema}".jobs (queue, task, args, state, max_attempts,
                                              run_at, created_at, meta)
-                SELECT 'bench', 'noop', '[]', 'available', 1, now(), now(),
+                SELECT 'bench', 'noop', '{{"args": []}}', 'available', 1, now(), now(),
                        jsonb_build_object('group', 'g' || (i % 1000))
                 FROM generate_series(1, 100000) i''')
         if table == "analyzed":
