@@ -328,7 +328,8 @@ def _history(dsn: str, schema: str, plan: Plan) -> None:
             conn.execute(
                 f'INSERT INTO "{schema}".jobs (queue, task, args, state, priority, attempt, '
                 "max_attempts, run_at, created_at, attempted_at, finished_at) "
-                "SELECT %(queue)s, %(task)s, '{\"args\": []}', 'succeeded', %(priority)s, 1, 1, t, t, "
+                "SELECT %(queue)s, %(task)s, '{\"args\": []}', 'succeeded', %(priority)s, "
+                "1, 1, t, t, "
                 "t + interval '2 ms', t + interval '3 ms' FROM (SELECT now() - "
                 "make_interval(secs => %(span)s * (1 - g::float8 / %(n)s)) AS t "
                 "FROM generate_series(1, %(n)s) g) s",
