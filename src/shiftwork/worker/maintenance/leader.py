@@ -53,6 +53,8 @@ class Leader(Service):
         if term is not None:
             self._renewed = self.rt.clock.monotonic()
         if term == self._term:
+            if term is not None:
+                self.maintainer.tick_duties()
             return
         old, self._term = self._term, term
         if term is None:
@@ -62,6 +64,7 @@ class Leader(Service):
             self.rt.events.emit("leader.elected", worker_id=self.worker_id, term=term)
             self.maintainer.outage = self.outage
             self.maintainer.elected()
+            self.maintainer.tick_duties()
 
     def stop(self, timeout: float = 5.0) -> None:
         super().stop(timeout)

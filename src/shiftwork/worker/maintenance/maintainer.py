@@ -10,6 +10,7 @@ service remembers (a catch-up cursor, the last prune) outlives the term it was m
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -23,21 +24,27 @@ if TYPE_CHECKING:
 log = logging.getLogger("shiftwork.worker")
 
 
-class Duties(Service):
-    """The leader-only duties, one after another on one thread: each is called with the
-    fresh term when its interval has passed. One thread, so the duties never hold
-    several of the pool's connections at once on an idle worker. The intervals pace the
-    thread (real time, as every service's own interval): a fake clock in tests moves
-    what the duties decide, not how often they run."""
+class Duties:
+    """The leader-only duties, one after another on the leader's own thread, after each
+    renewal: each is called with the fresh term when its interval has passed. No thread
+    of their own, so they never hold a pooled connection beside the renewal's on an idle
+    worker. The intervals are real time (the leader's ticks are): a fake clock in tests
+    moves what the duties decide, not how often they run."""
 
     name = "leader-duties"
 
     def __init__(self, duties: list[LeaderDuty], default_interval: float,
                  leader: LeaderTerm) -> None:
         self.every = [(d, d.interval or default_interval) for d in duties]
-        super().__init__(min((i for _, i in self.every), default=default_interval))
         self.leader = leader
+        self.started = threading.Event()
         self._due: dict[str, float] = {}  # duty name -> when it is due (time.monotonic)
+
+    def start(self) -> None:
+        self.started.set()  # run by the leader's ticks (Maintainer.tick_duties)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Nothing to stop: the leader stops calling."""
 
     def tick(self) -> None:
         for duty, interval in self.every:
@@ -73,6 +80,12 @@ class Maintainer:
                 service.outage = self.outage
             service.start()
         log.debug("leader services started: %s", ", ".join(s.name for s in self.running))
+
+    def tick_duties(self) -> None:
+        """The leader's tick, after a renewal: the duties that are due."""
+        for service in self.running:
+            if isinstance(service, Duties):
+                service.tick()
 
     def lost(self) -> None:
         """Ask every leader-only service to end; do not wait (the leader's own thread
