@@ -63,17 +63,37 @@ def test_sqlite_job_exists_iff_transaction_commits(db: dict[str, str], app: App)
     assert [j.args for j in app.list_jobs()] == [[2]]
 
 
-def test_concurrent_unique_enqueues_from_processes(db: dict[str, str], app: App) -> None:
+@pytest.mark.parametrize("mode", [
+    "", "unique_for=3600", "unique_states=('scheduled', 'available', 'retrying')",
+    "debounce=3600"])
+def test_concurrent_unique_enqueues_from_processes(db: dict[str, str], app: App,
+                                                   mode: str) -> None:
+    """Four processes race on one key, one by one, in bulk and inside their own
+    transaction: one job, and every enqueue returned it (each way a key is held)."""
     script = textwrap.dedent(f"""
-        import sys
+        import sqlite3, sys
         from shiftwork import App
-        app = App({db['dsn']!r}, schema={db['schema']!r})
-        @app.task(name="charge", unique=("customer", "period"))
+        dsn = {db['dsn']!r}
+        app = App(dsn, schema={db['schema']!r})
+        @app.task(name="charge", unique=("customer", "period"), {mode})
         def charge(customer, period, amount): ...
+        def in_transaction(i):
+            if dsn.startswith("sqlite"):
+                conn = sqlite3.connect(dsn.split(":///", 1)[1], isolation_level=None,
+                                       timeout=60)
+                conn.execute("BEGIN IMMEDIATE")
+                job_id = charge.using(conn=conn).enqueue(42, "2026-11", i).id
+                conn.execute("COMMIT")
+                return job_id
+            import psycopg
+            with psycopg.connect(dsn) as conn, conn.transaction():
+                return charge.using(conn=conn).enqueue(42, "2026-11", i).id
         ids = set()
         for i in range(40):
             ids.add(charge.enqueue(42, "2026-11", i).id)
             ids.update(r.id for r in charge.enqueue_many([(42, "2026-11", i), (42, "2026-11", -i)]))
+            if i % 4 == 0:
+                ids.add(in_transaction(i))
         print(",".join(map(str, sorted(ids))))
     """)
     procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,

@@ -235,7 +235,9 @@ class App:
              group_rate_limit: RateLimit | str | None = None, store_result: bool = True,
              memory_limit: int | str | None = None,
              expect_items: int | None = None, expect_items_within: Duration = 3600.0,
-             tags: list[str] | tuple[str, ...] = ()
+             tags: list[str] | tuple[str, ...] = (), unique_for: Duration | None = None,
+             debounce: Duration | None = None,
+             unique_states: list[str] | tuple[str, ...] | None = None
              ) -> TaskDecorator: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
@@ -246,7 +248,9 @@ class App:
              group_rate_limit: RateLimit | str | None = None, store_result: bool = True,
              memory_limit: int | str | None = None,
              expect_items: int | None = None, expect_items_within: Duration = 3600.0,
-             tags: list[str] | tuple[str, ...] = ()
+             tags: list[str] | tuple[str, ...] = (), unique_for: Duration | None = None,
+             debounce: Duration | None = None,
+             unique_states: list[str] | tuple[str, ...] | None = None
              ) -> Any:
         """Register a function as a task. Usable bare (``@app.task``) or with options.
 
@@ -268,6 +272,10 @@ class App:
         this many items (``ctx.processed``) per ``expect_items_within`` (seconds or a
         timedelta, 60 s to a day; an hour by default), or ``shiftwork health`` and
         ``shiftwork_task_empty`` say the task runs empty (docs/alerting.md).
+        ``unique_for`` (seconds): the key stays taken that long after each enqueue, whatever
+        its job's state; ``unique_states``: the states of its job that hold the key;
+        ``debounce`` (seconds): an enqueue while the key's job waits replaces its arguments
+        and moves it to now + debounce (docs/concepts.md, "Unique jobs").
         ``tags``: labels every job of the task carries (``["billing"]``), shown and
         filterable in the dashboard and ``shiftwork jobs list --tag``; ``using(tags=...)``
         adds more per job.
@@ -289,7 +297,10 @@ class App:
                                                                f"task {name or fn}: group"),
                               store_result=store_result, expect_items=items,
                               expect_items_within=within,
-                              tags=check_tags(tags, f"task {name or fn}: tags"))
+                              tags=check_tags(tags, f"task {name or fn}: tags"),
+                              unique_for=unique_for, debounce=debounce,
+                              unique_states=tuple(unique_states)
+                              if isinstance(unique_states, list) else unique_states)
 
         def register(f: F) -> Task[Any, Any]:
             task_name = name or f"{f.__module__}.{f.__qualname__}"

@@ -21,9 +21,10 @@ from shiftwork.core.errors import (
 from shiftwork.core.memory import MEMORY_META_KEY, parse_memory_limit
 from shiftwork.core.names import check_queue, check_task_name
 from shiftwork.core.payload import check_text, encode_args, encode_json, unique_digest
+from shiftwork.jobs.dedup import dedup_rule
 from shiftwork.jobs.handle import JobHandle, check_on_failure, dependency_ids
 from shiftwork.model.limits import GROUP_META_KEY, GroupBy, RateLimit, check_group, positive_int
-from shiftwork.model.new_job import NewJob
+from shiftwork.model.new_job import DEDUP_META_KEY, NewJob
 from shiftwork.model.records import EnqueueResult
 from shiftwork.model.tags import TAGS_META_KEY, merged_tags
 
@@ -85,6 +86,11 @@ class TaskOptions:
     expect_items: int | None = None
     expect_items_within: float = 3600.0  # seconds
     tags: tuple[str, ...] = ()  # every job of the task carries these (tags.py)
+    #: the key stays taken this many seconds from the enqueue, whatever the job's state
+    unique_for: float | timedelta | None = None
+    #: an enqueue while the key's job waits gives it the new arguments and moves it on
+    debounce: float | timedelta | None = None
+    unique_states: tuple[str, ...] | None = None  # the holder's states that hold the key
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,10 @@ class EnqueueOptions:
     on_failure: str = "cancel"  # after= a job that died or was cancelled: "cancel" or "run"
     memory_limit: int | str | None = None  # this job's own ceiling (else the task's, the queue's)
     tags: Any = None  # more tags for this job, after the task's own (tags.py)
+    # Any of these three replaces all three of the task's (jobs/dedup.py)
+    unique_for: float | timedelta | None = None
+    debounce: float | timedelta | None = None
+    unique_states: Any = None
 
 
 _NO_OPTIONS = EnqueueOptions()  # frozen: one shared instance for calls without overrides
@@ -159,6 +169,13 @@ class Task(Generic[P, R]):
                 raise ConfigurationError(
                     f"task {name}: unique names {unknown} which are not parameters of the function"
                 )
+        self._dedup = dedup_rule(options.unique_for, options.debounce, options.unique_states,
+                                 f"task {name}")
+        if self._dedup is not None and options.unique is False:
+            raise ConfigurationError(
+                f"task {name}: unique_for, debounce and unique_states need a unique key: "
+                "give unique=True (all arguments) or the arguments' names, or pass them "
+                "per call with using(key=..., unique_for=...)")
         check_queue(options.queue)
         _check_priority(options.priority, f"task {name}: priority")
         whole(options.max_attempts, f"task {name}: max_attempts", 1, MAX_ATTEMPTS)
@@ -188,9 +205,10 @@ class Task(Generic[P, R]):
 
     def using(self, **options: Any) -> BoundTask[P, R]:
         """Per-enqueue overrides: delay, run_at, priority, queue, key, max_attempts, meta,
-        group, memory_limit, tags (added to the task's own); ``conn`` (a psycopg or sqlite3
-        connection) or ``session`` (a SQLAlchemy Session or AsyncSession): the job joins
-        that transaction."""
+        group, memory_limit, tags (added to the task's own); ``unique_for``, ``debounce``,
+        ``unique_states`` (how the key is held; any of them replaces the task's three);
+        ``conn`` (a psycopg or sqlite3 connection) or ``session`` (a SQLAlchemy Session or
+        AsyncSession): the job joins that transaction."""
         return BoundTask(self, EnqueueOptions(**options))
 
     def call(self, *args: P.args, **kwargs: P.kwargs) -> JobRequest:
@@ -294,6 +312,19 @@ class Task(Generic[P, R]):
             unique = self.options.unique
             names = self._param_names if unique is True else list(unique or ())
             unique_key = unique_digest(self.name, {n: bound.arguments.get(n) for n in names})
+        dedup = None
+        rule = self._dedup if opts.unique_for is None and opts.debounce is None \
+            and opts.unique_states is None else dedup_rule(
+                opts.unique_for, opts.debounce, opts.unique_states, f"{self.name}: using()")
+        if rule is not None:
+            if unique_key is None:
+                raise ConfigurationError(f"{self.name}: unique_for, debounce and "
+                                         "unique_states need a unique key: using(key=...)")
+            if rule.debounce is not None and run_at is not None:
+                raise ConfigurationError(f"{self.name}: debounce cannot be combined with a "
+                                         "delay or run_at: the debounce window sets when "
+                                         "the job runs")
+            dedup, unique_key = rule.for_key(unique_key), None
         max_attempts = whole(opts.max_attempts, f"{self.name}: max_attempts", 1, MAX_ATTEMPTS) \
             if opts.max_attempts is not None else self.options.max_attempts
         meta = opts.meta
@@ -307,10 +338,12 @@ class Task(Generic[P, R]):
         tags = merged_tags(self.options.tags, opts.tags, f"{self.name}: tags")
         if tags:
             meta = {**(meta or {}), TAGS_META_KEY: list(tags)}
+        if dedup is not None:  # the row's unique_key column is the partial index's
+            meta = {**(meta or {}), DEDUP_META_KEY: dedup.key}
         after: tuple[int, ...] = ()
         if opts.after is not None:
             after = dependency_ids(opts.after)
-            if unique_key is not None:
+            if unique_key is not None or dedup is not None:
                 raise DependencyError(f"{self.name}: after= cannot be combined with a unique "
                                       "key (the job it would join may not wait for the same)")
             if run_at is not None:
@@ -323,7 +356,7 @@ class Task(Generic[P, R]):
             meta_json=encode_json(meta, f"{self.name}: meta",
                                   self.host.settings.limit("max_args_bytes"))
             if meta else "{}",
-            after=after, on_failure=check_on_failure(opts.on_failure),
+            after=after, on_failure=check_on_failure(opts.on_failure), dedup=dedup,
         )
 
     def _group_of(self, bound: inspect.BoundArguments) -> Any:

@@ -510,6 +510,10 @@ class JobStatements(Protocol):
               limit: int = 10_000) -> int:
         """Delete finished jobs past their retention; returns how many."""
 
+    def unique_keys_prune(self, limit: int = 10_000) -> int:
+        """Delete the rows of unique_keys that can no longer hold their key (expired, or
+        their job finished or gone); returns how many."""
+
     def queues_stats(self, include_finished: bool = True) -> list[QueueStats]:
         """Per queue counts and the oldest waiting job's age, from partial indexes only.
 

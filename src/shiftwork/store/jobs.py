@@ -6,7 +6,7 @@ its SQL and its core's primitives (store/core.py); nothing here knows which engi
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from shiftwork.core.states import JobState
@@ -56,6 +56,36 @@ def held_jobs(rows: list[Row]) -> list[tuple[int, int, bool]]:
     return [(r[0], r[1], bool(r[2])) for r in rows]
 
 
+def dedup_params(jobs: list[NewJob]) -> dict[str, Any]:
+    """The key columns of jobs whose key the unique_keys table holds: states joined by
+    commas (None: any state)."""
+    keys, hold_for, states, debounce = [], [], [], []
+    for j in jobs:
+        d = j.dedup
+        assert d is not None
+        keys.append(d.key)
+        hold_for.append(d.hold_for)
+        states.append(None if d.states is None else ",".join(d.states))
+        debounce.append(d.debounce)
+    return {"keys": keys, "hold_for": hold_for, "states": states, "debounce": debounce}
+
+
+def split_dedup(jobs: list[NewJob],
+                dedup: Callable[[list[NewJob]], list[EnqueueResult]],
+                other: Callable[[list[NewJob]], list[EnqueueResult]]) -> list[EnqueueResult]:
+    """Insert the jobs whose key the unique_keys table holds by ``dedup``, the others by
+    ``other``; the results in the order of ``jobs``."""
+    held = [i for i, j in enumerate(jobs) if j.dedup is not None]
+    if len(held) == len(jobs):
+        return dedup(jobs)
+    rest = [i for i, j in enumerate(jobs) if j.dedup is None]
+    out: list[EnqueueResult | None] = [None] * len(jobs)
+    for positions, insert in ((rest, other), (held, dedup)):
+        for i, r in zip(positions, insert([jobs[i] for i in positions]), strict=True):
+            out[i] = r
+    return [r for r in out if r is not None]
+
+
 class JobsCommon:
     """The jobs statements written once over the engine core's primitives (retry, cancel,
     and a marked insert that marks after inserting); each engine's subclass
@@ -89,6 +119,11 @@ class JobsCommon:
                        groups=[m.group_id for _, m in marked],
                        marks=[(i, m.deps_pending, m.watched, m.group_id) for i, m in marked])
         return results
+
+    def unique_keys_prune(self, limit: int = 10_000) -> int:
+        """Delete the rows of unique_keys that can no longer hold their key."""
+        with self._session() as c:
+            return len(self._rows(c, "unique_keys_prune", limit=limit))
 
     def retry(self, job_id: int) -> Job:
         try:

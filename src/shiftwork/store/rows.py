@@ -10,6 +10,7 @@ from typing import Any
 from shiftwork.core.bounds import MAX_ID
 from shiftwork.core.errors import ShiftworkError
 from shiftwork.core.states import TRANSITIONS, JobState
+from shiftwork.model.new_job import DEDUP_META_KEY
 from shiftwork.model.records import Job, QueueStats
 
 log = logging.getLogger("shiftwork.store")
@@ -41,16 +42,19 @@ def split_args(value: Any) -> tuple[list[Any], dict[str, Any]]:
 
 def job_from_row(row: dict[str, Any], to_dt: Any, json_col: Any) -> Job:
     args, kwargs = split_args(row["args"])
+    meta = json_col(row["meta"]) or {}
     return Job(
         id=row["id"], task=row["task"], queue=row["queue"], state=JobState(row["state"]),
         args=args, kwargs=kwargs, priority=row["priority"], attempt=row["attempt"],
         max_attempts=row["max_attempts"], run_at=to_dt(row["run_at"]),
         created_at=to_dt(row["created_at"]), attempted_at=to_dt(row["attempted_at"]),
         finished_at=to_dt(row["finished_at"]), lease_expires_at=to_dt(row["lease_expires_at"]),
-        worker_id=row["worker_id"], unique_key=row["unique_key"], timeout=row["timeout"],
+        worker_id=row["worker_id"], timeout=row["timeout"],
+        # a key the unique_keys table holds is in the meta (model/new_job.py)
+        unique_key=row["unique_key"] or meta.get(DEDUP_META_KEY),
         errors=json_col(row["errors"]) or [], result=json_col(row["result"]),
         progress=json_col(row["progress"]), checkpoint=json_col(row["checkpoint"]),
-        cancel_requested=bool(row["cancel_requested"]), meta=json_col(row["meta"]) or {},
+        cancel_requested=bool(row["cancel_requested"]), meta=meta,
         uncounted=row["uncounted"], peak_rss=row.get("peak_rss"), items=row.get("items"),
     )
 

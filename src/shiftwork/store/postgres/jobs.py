@@ -29,7 +29,14 @@ from shiftwork.model.records import (
 )
 from shiftwork.store.base import ClaimStatements, FleetStatements
 from shiftwork.store.deps import Cascade
-from shiftwork.store.jobs import JobsCommon, error_json, held_jobs, rescued_jobs
+from shiftwork.store.jobs import (
+    JobsCommon,
+    dedup_params,
+    error_json,
+    held_jobs,
+    rescued_jobs,
+    split_dedup,
+)
 from shiftwork.store.postgres.arrays import int_array, or_null, word_array
 from shiftwork.store.postgres.copy_rows import copy_jobs, copy_staged
 from shiftwork.store.postgres.core import PostgresCore
@@ -66,6 +73,9 @@ class PostgresJobs(JobsCommon):
     def insert(self, jobs: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
         if not jobs:
             return []
+        if any(j.dedup for j in jobs):
+            return split_dedup(jobs, lambda js: self._insert_dedup(js, conn),
+                               lambda js: self.insert(js, conn))
         if not any(j.unique_key for j in jobs):
             if len(jobs) >= COPY_MIN_ROWS:
                 return self._insert_copy(len(jobs), jobs, conn)
@@ -109,6 +119,25 @@ class PostgresJobs(JobsCommon):
                               {"channel": self.channel, "queues": shared_wakeups(due)})
                 return results
         raise StorageError("could not settle unique keys after 5 tries; the key is contended")
+
+    def _dedup_params(self, jobs: list[NewJob]) -> dict[str, Any]:
+        return self._p(
+            tasks=[j.task for j in jobs], queues=[j.queue for j in jobs],
+            args=[j.args_json for j in jobs], priorities=[j.priority for j in jobs],
+            max_attempts=[j.max_attempts for j in jobs], run_ats=[j.run_at for j in jobs],
+            timeouts=[j.timeout for j in jobs], metas=[j.meta_json for j in jobs],
+            channel=self.channel, **dedup_params(jobs))
+
+    def _insert_dedup(self, jobs: list[NewJob], conn: Any) -> list[EnqueueResult]:
+        """Jobs whose key the unique_keys table holds: one statement per KEYED_BATCH,
+        the function insert_dedup (functions.sql) settling each key in order."""
+        out: list[EnqueueResult] = []
+        for start in range(0, len(jobs), KEYED_BATCH):
+            params = self._dedup_params(jobs[start:start + KEYED_BATCH])
+            with self._conn(conn) as c:
+                out += [EnqueueResult(r[0], r[1]) for r in
+                        c.execute(self.q["jobs_insert_dedup"], params).fetchall()]
+        return out
 
     def _insert_staged(self, c: psycopg.Connection[Any], jobs: list[NewJob],
                        params: dict[str, Any]) -> list[Any]:
@@ -315,6 +344,14 @@ class PostgresJobs(JobsCommon):
         the sync path."""
         if not jobs:
             return []
+        if any(j.dedup for j in jobs):  # (rare from asyncio code: one statement each way)
+            held = [j for j in jobs if j.dedup is not None]
+            async with self._aconn(conn) as c:
+                rows = await (await c.execute(self.q["jobs_insert_dedup"],
+                                              self._dedup_params(held))).fetchall()
+            by_dedup = iter([EnqueueResult(r[0], r[1]) for r in rows])
+            rest = iter(await self.insert_async([j for j in jobs if j.dedup is None], conn))
+            return [next(by_dedup) if j.dedup is not None else next(rest) for j in jobs]
         if len(jobs) == 1 and not jobs[0].unique_key:
             j = jobs[0]
             async with self._aconn(conn) as c:

@@ -421,3 +421,30 @@ WHERE name = %(name)s AND owner = %(owner)s
 
 -- name: db_now
 SELECT {now}
+
+-- name: jobs_insert_dedup
+-- Jobs whose key the unique_keys table holds (unique_for, unique_states, debounce): the
+-- function insert_dedup (functions.sql) settles each key, in order, in one round trip.
+SELECT out_id, out_created FROM {schema}.insert_dedup(
+    %(tasks)s::text[], %(queues)s::text[], %(args)s::jsonb[], %(priorities)s::smallint[],
+    %(max_attempts)s::int[], %(run_ats)s::timestamptz[], %(timeouts)s::float8[],
+    %(metas)s::jsonb[], %(keys)s::text[], %(hold_for)s::float8[], %(states)s::text[],
+    %(debounce)s::float8[], {now}, %(channel)s)
+
+-- name: unique_keys_prune
+-- Rows of unique_keys that can no longer hold their key: expired, or held while a job is
+-- in some states and that job is finished or gone. The DELETE names the job each was
+-- found with: a row an enqueue has just pointed at a new job (or extended) is kept.
+DELETE FROM {schema}.unique_keys u USING (
+    (SELECT key, job_id FROM {schema}.unique_keys
+     WHERE expires_at IS NOT NULL AND expires_at < {now} LIMIT %(limit)s)
+    UNION ALL
+    (SELECT k.key, k.job_id FROM {schema}.unique_keys k
+     WHERE k.expires_at IS NULL AND NOT EXISTS (
+         SELECT 1 FROM {schema}.jobs j WHERE j.id = k.job_id
+           AND j.state IN ('scheduled', 'available', 'running', 'retrying'))
+     LIMIT %(limit)s)
+) c
+WHERE u.key = c.key AND u.job_id = c.job_id
+  AND (u.expires_at IS NULL OR u.expires_at < {now})
+RETURNING u.key

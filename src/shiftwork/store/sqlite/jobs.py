@@ -27,7 +27,7 @@ from shiftwork.model.records import (
     RescuedJob,
 )
 from shiftwork.store.base import ClaimStatements, FleetStatements
-from shiftwork.store.jobs import JobsCommon, error_json, held_jobs, rescued_jobs
+from shiftwork.store.jobs import JobsCommon, error_json, held_jobs, rescued_jobs, split_dedup
 from shiftwork.store.rows import from_ts, job_from_row, loads, queue_stats_from_rows
 from shiftwork.store.sqlite.core import SQLiteCore
 from shiftwork.store.sqlite.deps import SQLiteCascade, tally
@@ -106,8 +106,15 @@ class SQLiteJobs(JobsCommon):
 
     def insert(self, jobs: list[NewJob], conn: Any = None) -> list[EnqueueResult]:
         now = self._now()
+        if any(j.dedup for j in jobs):
+            return split_dedup(jobs, lambda js: self._insert_batches(js, now, conn),
+                               lambda js: self.insert(js, conn))
         if len(jobs) > 1 and not any(j.unique_key for j in jobs):
             return self._insert_plain(jobs, now, conn)
+        return self._insert_batches(jobs, now, conn)
+
+    def _insert_batches(self, jobs: list[NewJob], now: float, conn: Any
+                        ) -> list[EnqueueResult]:
         results: list[EnqueueResult] = []
         for start in range(0, len(jobs), PLAIN_BATCH):  # short write-lock holds, as below
             results += self._insert_keyed(jobs[start:start + PLAIN_BATCH], now, conn)
@@ -119,6 +126,9 @@ class SQLiteJobs(JobsCommon):
         insert = self.q["jobs_insert"]
         with self._tx(conn) as c:
             for j in jobs:
+                if j.dedup is not None:
+                    results.append(self._insert_dedup(c, j, now))
+                    continue
                 row = c.execute(insert, {
                     "queue": j.queue, "task": j.task, "args": j.args_json, "now": now,
                     "run_at": to_ts(j.run_at), "priority": j.priority,
@@ -132,6 +142,32 @@ class SQLiteJobs(JobsCommon):
                                       {"key": j.unique_key}).fetchone()
                     results.append(EnqueueResult(found[0], False))
         return results
+
+    def _insert_dedup(self, c: sqlite3.Connection, j: NewJob, now: float) -> EnqueueResult:
+        """One job whose key the unique_keys table holds, under the write lock: take the
+        key (or find it held), then insert the job or hand back its holder; a debounced
+        holder that still waits takes the new arguments and run_at instead."""
+        d = j.dedup
+        assert d is not None
+        key = {"key": d.key, "now": now}
+        rule = {**key, "states": None if d.states is None else ",".join(d.states),
+                "expires": None if d.hold_for is None else now + d.hold_for}
+        taken = c.execute(self.q["unique_keys_take"], rule).fetchone()
+        if taken is None:  # the key holds
+            holder = c.execute(self.q["unique_keys_holder"], key).fetchone()[0]
+            if d.debounce is None or c.execute(self.q["jobs_debounce"], {
+                    "id": holder, "args": j.args_json, "run_at": now + d.debounce}).rowcount:
+                return EnqueueResult(holder, False)
+            # a debounce whose holder left the waiting states (a unique_for holder can
+            # run and still hold): the key passes to the new job
+        run_at = None if d.debounce is None else now + d.debounce
+        row = c.execute(self.q["jobs_insert"], {
+            "queue": j.queue, "task": j.task, "args": j.args_json, "now": now,
+            "run_at": to_ts(j.run_at) if run_at is None else run_at, "priority": j.priority,
+            "max_attempts": j.max_attempts, "unique_key": None, "timeout": j.timeout,
+            "meta": j.meta_json}).fetchone()
+        c.execute(self.q["unique_keys_point"], {**rule, "id": row[0]})
+        return EnqueueResult(row[0], True)
 
     def insert_stream(self, count: int, jobs: Iterable[NewJob],
                       conn: Any = None) -> list[EnqueueResult]:

@@ -303,3 +303,45 @@ RETURNING term
 
 -- name: leader_release
 UPDATE leaders SET expires_at = :now - 1 WHERE name = :name AND owner = :owner
+
+-- name: unique_keys_take
+-- A key of the unique_keys table (unique_for, unique_states, debounce; migration 0031):
+-- inserted, or taken over when its holder no longer holds it (expired, or its job out of
+-- the holding states), with job_id 0 until the job is inserted (jobs.py sets it, in the
+-- same transaction). No row returned: the key holds. The write lock is held, so the
+-- holder read here cannot change before the commit.
+INSERT INTO unique_keys (key, job_id, states, expires_at)
+VALUES (:key, 0, :states, :expires)
+ON CONFLICT (key) DO UPDATE SET job_id = 0, states = excluded.states,
+                                expires_at = excluded.expires_at
+WHERE NOT ((unique_keys.expires_at IS NULL OR unique_keys.expires_at > :now)
+           AND (unique_keys.states IS NULL OR EXISTS (
+                SELECT 1 FROM jobs j WHERE j.id = unique_keys.job_id
+                  AND instr(',' || unique_keys.states || ',', ',' || j.state || ',') > 0)))
+RETURNING key
+
+-- name: unique_keys_holder
+SELECT job_id FROM unique_keys WHERE key = :key
+
+-- name: unique_keys_point
+-- The key's row names the job just inserted for it, and that job's rule.
+UPDATE unique_keys SET job_id = :id, states = :states, expires_at = :expires WHERE key = :key
+
+-- name: jobs_debounce
+-- A debounced key's waiting holder takes the new arguments and run_at.
+UPDATE jobs SET args = :args, run_at = :run_at
+WHERE id = :id AND state IN ('scheduled', 'available', 'retrying')
+
+-- name: unique_keys_prune
+-- Rows of unique_keys that can no longer hold their key: expired, or held while a job is
+-- in some states and that job is finished or gone.
+DELETE FROM unique_keys WHERE key IN (
+    SELECT key FROM unique_keys WHERE expires_at IS NOT NULL AND expires_at < :now
+    UNION ALL
+    SELECT k.key FROM unique_keys k
+    WHERE k.expires_at IS NULL AND NOT EXISTS (
+        SELECT 1 FROM jobs j WHERE j.id = k.job_id
+          AND j.state IN ('scheduled', 'available', 'running', 'retrying'))
+    LIMIT :limit
+)
+RETURNING key

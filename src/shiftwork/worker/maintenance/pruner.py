@@ -1,9 +1,10 @@
 """Retention: what the leader deletes every ``prune_interval``, in one place.
 
 Finished and dead jobs past their retention, rows of workers gone silent, expired
-effect keys, schedule occurrences past the dead-job retention, groups whose jobs are all
-gone, per-minute counts older than a day, history buckets past ``history_retention``,
-and per-group rate buckets idle long enough to be full again.
+effect keys, unique keys that no longer hold (expired, or their job finished), schedule
+occurrences past the dead-job retention, groups whose jobs are all gone, per-minute
+counts older than a day, history buckets past ``history_retention``, and per-group rate
+buckets idle long enough to be full again.
 Only the leader prunes, so the fleet does this work once.
 """
 
@@ -32,6 +33,7 @@ class Pruner:
         pruned = store.jobs.prune(s.retention_finished, s.retention_dead)
         store.fleet.workers_prune(max(3 * s.heartbeat_interval, s.lease_seconds))
         store.long_jobs.effect_keys_prune()
+        store.jobs.unique_keys_prune()
         schedules_of(store).runs_prune(s.retention_dead)
         store.deps.groups_prune(max(s.retention_finished, s.retention_dead))
         store.observe.queue_minutes_prune(MINUTES_KEPT)

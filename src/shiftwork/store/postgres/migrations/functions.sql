@@ -514,3 +514,93 @@ BEGIN
         'the key is contended', task, to_json(key)::text USING ERRCODE = 'SW004';
 END
 $$;
+
+-- Jobs whose unique key the unique_keys table holds (unique_for, unique_states,
+-- debounce: migration 0031, jobs/dedup.py), in order; one row per job: the job's id and
+-- whether it was inserted (false: the key's holder, returned instead). Per job:
+--   1. INSERT the key's row, or, if it exists, lock it: ON CONFLICT DO UPDATE ... WHERE
+--      false updates nothing but locks the row (waiting for a transaction that is
+--      taking the same key to end). Never a check and then an insert.
+--   2. A key already there: read whether it still holds, in a statement of its own.
+--      Under READ COMMITTED each statement of a function has a fresh snapshot, so the
+--      holder's job, committed before the lock was granted, is seen; read inside the
+--      upsert (the statement snapshot) it could be missed, and the key taken twice.
+--   3. It holds: the holder is the answer; debounce first gives the holder, if it still
+--      waits, the new arguments and run_at (an UPDATE that names the waiting states:
+--      one claimed meanwhile is not touched, and a new job takes the key). It no longer
+--      holds: the row is pointed at the new job.
+--   4. The new job is inserted with the id its row names.
+-- The caller's transaction (conn=) is the function's: the keys are settled at its
+-- commit. Wake-ups: one per queue for the jobs inserted due.
+CREATE OR REPLACE FUNCTION {schema}.insert_dedup(
+    p_tasks text[], p_queues text[], p_args jsonb[], p_priorities smallint[],
+    p_max_attempts int[], p_run_ats timestamptz[], p_timeouts float8[], p_metas jsonb[],
+    p_keys text[], p_hold_for float8[], p_states text[], p_debounce float8[],
+    p_at timestamptz, p_channel text)
+RETURNS TABLE (out_id bigint, out_created boolean)
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    seq constant regclass := pg_get_serial_sequence('{schema}.jobs', 'id')::regclass;
+    n constant int := coalesce(array_length(p_keys, 1), 0);
+    new_id bigint;
+    holder bigint;
+    held boolean;
+    v_states text[];
+    v_expires timestamptz;
+    v_run timestamptz;
+    due_queues text[] := '{}';
+BEGIN
+    FOR i IN 1 .. n LOOP
+        v_states := string_to_array(p_states[i], ',');
+        v_expires := p_at + make_interval(secs => p_hold_for[i]);  -- NULL for NULL
+        v_run := CASE WHEN p_debounce[i] IS NOT NULL
+                      THEN p_at + make_interval(secs => p_debounce[i])
+                      ELSE coalesce(p_run_ats[i], p_at) END;
+        new_id := nextval(seq);
+        holder := NULL;
+        INSERT INTO {schema}.unique_keys AS u (key, job_id, states, expires_at)
+        VALUES (p_keys[i], new_id, v_states, v_expires)
+        ON CONFLICT (key) DO UPDATE SET job_id = u.job_id WHERE false
+        RETURNING u.job_id INTO holder;
+        IF holder IS NULL THEN  -- the key was there: its row is locked now
+            SELECT u.job_id,
+                   (u.expires_at IS NULL OR u.expires_at > p_at)
+                   AND (u.states IS NULL OR EXISTS (
+                        SELECT 1 FROM {schema}.jobs j
+                        WHERE j.id = u.job_id AND j.state = ANY(u.states)))
+            INTO holder, held
+            FROM {schema}.unique_keys u WHERE u.key = p_keys[i];
+            IF held AND p_debounce[i] IS NOT NULL THEN
+                UPDATE {schema}.jobs j SET args = p_args[i], run_at = v_run
+                WHERE j.id = holder AND j.state IN ('scheduled', 'available', 'retrying');
+                held := FOUND;
+            END IF;
+            IF held THEN
+                out_id := holder;
+                out_created := false;
+                RETURN NEXT;
+                CONTINUE;
+            END IF;
+            UPDATE {schema}.unique_keys u SET job_id = new_id, states = v_states,
+                                              expires_at = v_expires
+            WHERE u.key = p_keys[i];
+        END IF;
+        INSERT INTO {schema}.jobs (id, queue, task, args, state, priority, max_attempts,
+                                   run_at, created_at, timeout, meta)
+        OVERRIDING SYSTEM VALUE  -- the id its key's row already names
+        VALUES (new_id, p_queues[i], p_tasks[i], p_args[i],
+                CASE WHEN v_run <= p_at THEN 'available' ELSE 'scheduled' END,
+                p_priorities[i], p_max_attempts[i], v_run, p_at, p_timeouts[i], p_metas[i]);
+        IF v_run <= p_at THEN
+            due_queues := due_queues || p_queues[i];
+        END IF;
+        out_id := new_id;
+        out_created := true;
+        RETURN NEXT;
+    END LOOP;
+    -- the wake-up shares of the jobs made due (store/wakeups.py shared_wakeups)
+    PERFORM pg_notify(p_channel, q || '|' || count(*) || '|'
+                                 || floor(random() * 2147483648)::bigint)
+    FROM unnest(due_queues) AS q GROUP BY q;
+END
+$$;
