@@ -201,9 +201,34 @@ def enqueue(engine: str, calls: int, bulk: int, progress: Progress) -> dict[str,
         one = calls / (time.perf_counter() - started)
         seconds = _enqueue_noops(app, bulk, lambda f, s: progress(0.5 + f / 2, "bulk " + s),
                                  chunk=bulk)
+        keyed = _enqueue_keyed(app, calls, min(bulk, 20_000), progress)
         app.close()
         return {"one_by_one_per_s": one, "bulk_jobs_per_s": bulk / seconds, "calls": calls,
-                "bulk": bulk, "load": before}
+                "bulk": bulk, "load": before, **keyed}
+
+
+def _enqueue_keyed(app: App, calls: int, bulk: int, progress: Progress) -> dict[str, Any]:
+    """The cost of a unique key, per way of holding it: one-by-one calls with a new key
+    each (the default partial index; unique_for's row in unique_keys), calls of one held
+    key (the duplicate, what a dedup window mostly sees), and a bulk call of new keys."""
+    task = app.tasks["bench.noop"]
+    n = max(1, calls // 2)
+    out: dict[str, Any] = {"keyed_calls": n, "keyed_bulk": bulk}
+    for name, opts in (("key", {}), ("unique_for", {"unique_for": 3600})):
+        started = time.perf_counter()
+        for i in range(n):
+            task.using(key=f"{name}-{i}", **opts).enqueue()
+        out[f"{name}_one_per_s"] = n / (time.perf_counter() - started)
+        started = time.perf_counter()
+        for _ in range(n):
+            task.using(key=f"{name}-0", **opts).enqueue()
+        out[f"{name}_dup_per_s"] = n / (time.perf_counter() - started)
+        requests = [task.using(key=f"{name}-bulk-{i}", **opts).call() for i in range(bulk)]
+        started = time.perf_counter()
+        app.enqueue_many(requests)
+        out[f"{name}_bulk_jobs_per_s"] = bulk / (time.perf_counter() - started)
+        progress(1.0, f"keyed ({name}) done")
+    return out
 
 
 def _sender(app: App, interval: float, stop_when: Callable[[], bool], count: int | None = None,

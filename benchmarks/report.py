@@ -27,8 +27,13 @@ def describe(name: str, r: dict[str, Any]) -> str:
         return (f"{_f(r['jobs_per_s'])} jobs/s ({runs}{r['n']:,} jobs, {r['seconds']:.2f}s, "
                 f"{r['workers']} proc x {r['concurrency']}, {ok})")
     if name == "enqueue":
+        keyed = "".join(
+            f"; {what}: new key {_f(r[f'{k}_one_per_s'])}/s, held {_f(r[f'{k}_dup_per_s'])}/s,"
+            f" bulk {_f(r[f'{k}_bulk_jobs_per_s'])} jobs/s"
+            for k, what in (("key", "key="), ("unique_for", "unique_for"))
+            if f"{k}_one_per_s" in r)
         return (f"one-by-one {_f(r['one_by_one_per_s'])} calls/s; bulk "
-                f"{_f(r['bulk_jobs_per_s'])} jobs/s")
+                f"{_f(r['bulk_jobs_per_s'])} jobs/s{keyed}")
     if name in ("latency", "mixed", "mixed-split"):
         extra = f"; flood of {r['flood']:,} drained in {r['flood_seconds']:.1f}s; " \
             f"{r['topology']}" if name.startswith("mixed") and "flood" in r else ""

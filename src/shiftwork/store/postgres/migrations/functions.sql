@@ -516,22 +516,29 @@ END
 $$;
 
 -- Jobs whose unique key the unique_keys table holds (unique_for, unique_states,
--- debounce: migration 0031, jobs/dedup.py), in order; one row per job: the job's id and
--- whether it was inserted (false: the key's holder, returned instead). Per job:
---   1. INSERT the key's row, or, if it exists, lock it: ON CONFLICT DO UPDATE ... WHERE
---      false updates nothing but locks the row (waiting for a transaction that is
---      taking the same key to end). Never a check and then an insert.
---   2. A key already there: read whether it still holds, in a statement of its own.
---      Under READ COMMITTED each statement of a function has a fresh snapshot, so the
---      holder's job, committed before the lock was granted, is seen; read inside the
---      upsert (the statement snapshot) it could be missed, and the key taken twice.
---   3. It holds: the holder is the answer; debounce first gives the holder, if it still
---      waits, the new arguments and run_at (an UPDATE that names the waiting states:
---      one claimed meanwhile is not touched, and a new job takes the key). It no longer
---      holds: the row is pointed at the new job.
---   4. The new job is inserted with the id its row names.
--- The caller's transaction (conn=) is the function's: the keys are settled at its
--- commit. Wake-ups: one per queue for the jobs inserted due.
+-- debounce: migration 0031, jobs/dedup.py); one row per job, in order: the job's id and
+-- whether it was inserted (false: the key's holder, returned instead).
+--   1. Keys new to the table, each at its first job of the call: inserted, set-based
+--      (ON CONFLICT DO NOTHING: a key another transaction is inserting waits for it),
+--      and their jobs with them. Ordered by key, as is step 2: two calls that share
+--      keys take them in the same order, so neither waits for the other in a circle.
+--   2. Each other job, by key and then its place in the call:
+--      a. the key read (a fresh snapshot): held (the usual duplicate) is the answer,
+--         with no lock and so no write to commit. Held in a snapshot is held at that
+--         instant: a key's row is pointed elsewhere only once it no longer holds.
+--         Debounce first gives a holder that still waits the new arguments and run_at
+--         (an UPDATE that names the waiting states: a job claimed meanwhile is not
+--         touched, and the key passes to a new job).
+--      b. free (or missing): INSERT the key's row, or lock it if it is there (ON
+--         CONFLICT DO UPDATE ... WHERE false updates nothing but locks, waiting for a
+--         transaction taking the same key to end). Never a check and then an insert.
+--      c. a key that was there is read again, in a statement of its own: under READ
+--         COMMITTED each statement of a function has a fresh snapshot, so a holder
+--         committed while the lock was awaited is seen (read inside the upsert, in the
+--         statement's snapshot, it could be missed and the key taken twice). Held: as
+--         in a; free: its row is pointed at the new job, which is inserted.
+-- The caller's transaction (conn=) is the function's: its keys are settled at its commit.
+-- Wake-ups: one per queue for the jobs inserted due (store/wakeups.py shared_wakeups).
 CREATE OR REPLACE FUNCTION {schema}.insert_dedup(
     p_tasks text[], p_queues text[], p_args jsonb[], p_priorities smallint[],
     p_max_attempts int[], p_run_ats timestamptz[], p_timeouts float8[], p_metas jsonb[],
@@ -542,6 +549,11 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     seq constant regclass := pg_get_serial_sequence('{schema}.jobs', 'id')::regclass;
     n constant int := coalesce(array_length(p_keys, 1), 0);
+    ids bigint[] := array_fill(NULL::bigint, ARRAY[n]);
+    made boolean[] := array_fill(false, ARRAY[n]);
+    won_ords int[];
+    won_ids bigint[];
+    i int;
     new_id bigint;
     holder bigint;
     held boolean;
@@ -550,19 +562,58 @@ DECLARE
     v_run timestamptz;
     due_queues text[] := '{}';
 BEGIN
-    FOR i IN 1 .. n LOOP
+    -- 1. new keys, at their first job
+    WITH input AS (
+        SELECT * FROM unnest(p_keys, p_hold_for, p_states) WITH ORDINALITY
+            AS t(key, hold_for, states, ord)
+    ), firsts AS (
+        SELECT DISTINCT ON (key) key, hold_for, states, ord::int AS ord
+        FROM input ORDER BY key, ord
+    ), taken AS (
+        INSERT INTO {schema}.unique_keys (key, job_id, states, expires_at)
+        SELECT key, nextval(seq), string_to_array(states, ','),
+               p_at + make_interval(secs => hold_for)
+        FROM firsts ORDER BY key
+        ON CONFLICT (key) DO NOTHING
+        RETURNING key, job_id
+    )
+    SELECT array_agg(f.ord ORDER BY f.ord), array_agg(t.job_id ORDER BY f.ord)
+    INTO won_ords, won_ids
+    FROM taken t JOIN firsts f USING (key);
+    IF won_ords IS NOT NULL THEN
+        WITH w AS (
+            SELECT o, id, CASE WHEN p_debounce[o] IS NOT NULL
+                               THEN p_at + make_interval(secs => p_debounce[o])
+                               ELSE coalesce(p_run_ats[o], p_at) END AS run
+            FROM unnest(won_ords, won_ids) AS u(o, id)
+        ), ins AS (
+            INSERT INTO {schema}.jobs (id, queue, task, args, state, priority, max_attempts,
+                                       run_at, created_at, timeout, meta)
+            OVERRIDING SYSTEM VALUE  -- the id its key's row already names
+            SELECT id, p_queues[o], p_tasks[o], p_args[o],
+                   CASE WHEN run <= p_at THEN 'available' ELSE 'scheduled' END,
+                   p_priorities[o], p_max_attempts[o], run, p_at, p_timeouts[o], p_metas[o]
+            FROM w ORDER BY o
+            RETURNING queue, run_at
+        )
+        SELECT due_queues || coalesce(array_agg(queue) FILTER (WHERE run_at <= p_at), '{}')
+        INTO due_queues FROM ins;
+        FOR k IN 1 .. array_length(won_ords, 1) LOOP
+            ids[won_ords[k]] := won_ids[k];
+            made[won_ords[k]] := true;
+        END LOOP;
+    END IF;
+    -- 2. the others, by key, then place
+    FOR i IN SELECT t.ord FROM unnest(p_keys) WITH ORDINALITY AS t(key, ord)
+             WHERE ids[t.ord] IS NULL ORDER BY t.key, t.ord LOOP
         v_states := string_to_array(p_states[i], ',');
         v_expires := p_at + make_interval(secs => p_hold_for[i]);  -- NULL for NULL
         v_run := CASE WHEN p_debounce[i] IS NOT NULL
                       THEN p_at + make_interval(secs => p_debounce[i])
                       ELSE coalesce(p_run_ats[i], p_at) END;
-        new_id := nextval(seq);
-        holder := NULL;
-        INSERT INTO {schema}.unique_keys AS u (key, job_id, states, expires_at)
-        VALUES (p_keys[i], new_id, v_states, v_expires)
-        ON CONFLICT (key) DO UPDATE SET job_id = u.job_id WHERE false
-        RETURNING u.job_id INTO holder;
-        IF holder IS NULL THEN  -- the key was there: its row is locked now
+        FOR step IN 1 .. 2 LOOP  -- a: read; c: read again, holding the row's lock
+            holder := NULL;
+            held := false;
             SELECT u.job_id,
                    (u.expires_at IS NULL OR u.expires_at > p_at)
                    AND (u.states IS NULL OR EXISTS (
@@ -575,32 +626,39 @@ BEGIN
                 WHERE j.id = holder AND j.state IN ('scheduled', 'available', 'retrying');
                 held := FOUND;
             END IF;
-            IF held THEN
-                out_id := holder;
-                out_created := false;
-                RETURN NEXT;
-                CONTINUE;
-            END IF;
+            EXIT WHEN held OR step = 2;
+            -- b. free or missing: take the row, or lock it
+            new_id := nextval(seq);
+            INSERT INTO {schema}.unique_keys AS u (key, job_id, states, expires_at)
+            VALUES (p_keys[i], new_id, v_states, v_expires)
+            ON CONFLICT (key) DO UPDATE SET job_id = u.job_id WHERE false
+            RETURNING u.job_id INTO holder;
+            EXIT WHEN holder IS NOT NULL;  -- a new row: the key is the new job's
+        END LOOP;
+        IF held THEN
+            ids[i] := holder;
+            CONTINUE;
+        END IF;
+        IF holder IS NULL OR holder <> new_id THEN  -- the row was there, and is free
             UPDATE {schema}.unique_keys u SET job_id = new_id, states = v_states,
                                               expires_at = v_expires
             WHERE u.key = p_keys[i];
         END IF;
         INSERT INTO {schema}.jobs (id, queue, task, args, state, priority, max_attempts,
                                    run_at, created_at, timeout, meta)
-        OVERRIDING SYSTEM VALUE  -- the id its key's row already names
+        OVERRIDING SYSTEM VALUE
         VALUES (new_id, p_queues[i], p_tasks[i], p_args[i],
                 CASE WHEN v_run <= p_at THEN 'available' ELSE 'scheduled' END,
                 p_priorities[i], p_max_attempts[i], v_run, p_at, p_timeouts[i], p_metas[i]);
         IF v_run <= p_at THEN
             due_queues := due_queues || p_queues[i];
         END IF;
-        out_id := new_id;
-        out_created := true;
-        RETURN NEXT;
+        ids[i] := new_id;
+        made[i] := true;
     END LOOP;
-    -- the wake-up shares of the jobs made due (store/wakeups.py shared_wakeups)
     PERFORM pg_notify(p_channel, q || '|' || count(*) || '|'
                                  || floor(random() * 2147483648)::bigint)
     FROM unnest(due_queues) AS q GROUP BY q;
+    RETURN QUERY SELECT ids[g], made[g] FROM generate_series(1, n) AS g ORDER BY g;
 END
 $$;
