@@ -301,3 +301,18 @@ def test_debounce_on_a_key_held_by_a_running_job_enqueues_a_new_one(wapp: App) -
     assert wapp.get_job(a.id).args == [1]
     c = t.using(key="k", debounce=5).enqueue(3)  # the key is b's now, debounced
     assert c.id == b.id and wapp.get_job(b.id).args == [3]
+
+
+def test_the_leaders_pruner_prunes_unique_keys(wapp: App, clock: FakeClock) -> None:
+    from shiftwork.worker.maintenance.pruner import Pruner
+
+    @wapp.task(unique=True, unique_for=60)
+    def windowed(n: int) -> None: ...
+
+    windowed.enqueue(1)
+    Pruner(wapp.runtime).prune()
+    assert _key_rows(wapp) == 1
+    clock.advance(61)
+    Pruner(wapp.runtime).prune()
+    assert _key_rows(wapp) == 0
+    assert windowed.enqueue(1).created

@@ -436,14 +436,16 @@ SELECT out_id, out_created FROM {schema}.insert_dedup(
 -- in some states and that job is finished or gone. The DELETE names the job each was
 -- found with: a row an enqueue has just pointed at a new job (or extended) is kept.
 DELETE FROM {schema}.unique_keys u USING (
-    (SELECT key, job_id FROM {schema}.unique_keys
-     WHERE expires_at IS NOT NULL AND expires_at < {now} LIMIT %(limit)s)
-    UNION ALL
-    (SELECT k.key, k.job_id FROM {schema}.unique_keys k
-     WHERE k.expires_at IS NULL AND NOT EXISTS (
-         SELECT 1 FROM {schema}.jobs j WHERE j.id = k.job_id
-           AND j.state IN ('scheduled', 'available', 'running', 'retrying'))
-     LIMIT %(limit)s)
+    SELECT * FROM (
+        (SELECT key, job_id FROM {schema}.unique_keys
+         WHERE expires_at IS NOT NULL AND expires_at < {now} LIMIT %(limit)s)
+        UNION ALL
+        (SELECT k.key, k.job_id FROM {schema}.unique_keys k
+         WHERE k.expires_at IS NULL AND NOT EXISTS (
+             SELECT 1 FROM {schema}.jobs j WHERE j.id = k.job_id
+               AND j.state IN ('scheduled', 'available', 'running', 'retrying'))
+         LIMIT %(limit)s)
+    ) both_arms LIMIT %(limit)s
 ) c
 WHERE u.key = c.key AND u.job_id = c.job_id
   AND (u.expires_at IS NULL OR u.expires_at < {now})
