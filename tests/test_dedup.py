@@ -97,6 +97,10 @@ def test_unique_states_lets_one_wait_while_one_runs(wapp: App) -> None:
     _finish(wapp, a.id)
     assert rebuild.enqueue("search").id == b.id
     assert wapp.get_job(b.id).unique_key == wapp.get_job(a.id).unique_key
+    key = wapp.get_job(b.id).unique_key
+    assert key is not None and key.startswith(rebuild.name)
+    # the key filter finds the key's holder (the job its row names)
+    assert [j.id for j in wapp.find_jobs(unique_key=key)] == [b.id]
 
 
 def test_debounce_replaces_the_waiting_jobs_arguments_and_moves_it(

@@ -25,7 +25,9 @@ finished_at >= %(finished_from)s::timestamptz
 -- name: jobs_filter_finished_to
 finished_at < %(finished_to)s::timestamptz
 -- name: jobs_filter_unique_key
-unique_key = %(unique_key)s::text
+-- a key the unique_keys table holds (unique_for, unique_states, debounce): its holder
+(unique_key = %(unique_key)s::text OR id IN (
+    SELECT job_id FROM {schema}.unique_keys WHERE key = %(unique_key)s::text))
 -- name: jobs_filter_id
 id = %(id)s::bigint
 -- name: jobs_filter_tag

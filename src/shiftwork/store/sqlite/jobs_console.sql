@@ -21,7 +21,8 @@ finished_at >= :finished_from
 -- name: jobs_filter_finished_to
 finished_at < :finished_to
 -- name: jobs_filter_unique_key
-unique_key = :unique_key
+-- a key the unique_keys table holds (unique_for, unique_states, debounce): its holder
+(unique_key = :unique_key OR id IN (SELECT job_id FROM unique_keys WHERE key = :unique_key))
 -- name: jobs_filter_id
 id = :id
 -- name: jobs_filter_tag
