@@ -320,3 +320,20 @@ def test_the_leaders_pruner_prunes_unique_keys(wapp: App, clock: FakeClock) -> N
     Pruner(wapp.runtime).prune()
     assert _key_rows(wapp) == 0
     assert windowed.enqueue(1).created
+
+
+def test_a_group_refuses_debounce_and_takes_windowed_members(app: App) -> None:
+    from shiftwork.core.errors import DependencyError
+
+    @app.task
+    def member(n: int) -> int:
+        return n
+
+    with pytest.raises(DependencyError, match="debounce cannot be used in a group"):
+        app.group([member.using(key="d", debounce=5).call(1)])
+    app.group([member.using(key="w1", unique_for=60).call(1),
+               member.using(key="w2", unique_for=60).call(2)])
+    assert len(app.list_jobs()) == 2
+    with pytest.raises(DependencyError, match="unique key of a group member"):
+        app.group([member.using(key="w1", unique_for=60).call(1)])
+    assert len(app.list_jobs()) == 2

@@ -47,6 +47,10 @@ def insert_graph(deps: DepsStatements, jobs: list[NewJob], conn: Any = None, *,
     a failed member does to it, see ``Group.then``), not for an edge per member.
     A parent that does not exist raises DependencyError and nothing is written.
     """
+    if any(j.dedup is not None and j.dedup.debounce is not None for j in jobs):
+        raise DependencyError("debounce cannot be used in a group, a chain or a graph: a "
+                              "debounced job is moved by each enqueue of its key, and "
+                              "what it waits for or what waits for it would not move")
     with _in_transaction(deps, conn) as c:
         existing = sorted({p for j in jobs for p in j.after})
         states: dict[int, str] = {}

@@ -213,7 +213,7 @@ class SQLiteJobs(JobsCommon):
                       ) -> list[EnqueueResult]:
         """A graph's or a group's jobs in one statement, marks included (no update of the
         rows just written). Inside the graph's transaction: the write lock is held."""
-        if any(j.unique_key for j in jobs):
+        if any(j.unique_key or j.dedup for j in jobs):
             return super().insert_marked(c, jobs, marks)
         now = self._now()
         runs = _runs(jobs, marks)
