@@ -97,3 +97,24 @@ def test_a_session_on_another_driver_is_refused(tmp_path: Any) -> None:
     with pytest.raises(ConfigurationError, match="Session"):
         from shiftwork.contrib.sqlalchemy import session_connection
         session_connection(object())
+
+
+def test_a_dedup_key_taken_in_a_session_is_taken_at_its_commit(db: dict[str, str],
+                                                               make_app: Any) -> None:
+    app: App = make_app()
+
+    @app.task(unique=True, unique_for=600)
+    def receipt(order_id: int) -> None: ...
+
+    engine = create_engine(_url(db))
+    try:
+        with Session(engine) as session:
+            receipt.using(session=session).enqueue(1)
+            session.rollback()  # the key with it
+        with Session(engine) as session, session.begin():
+            first = receipt.using(session=session).enqueue(1)
+            assert receipt.using(session=session).enqueue(1).id == first.id
+        assert first.created and [j.id for j in enqueued(app, receipt)] == [first.id]
+        assert receipt.enqueue(1).id == first.id
+    finally:
+        engine.dispose()
