@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
