@@ -231,3 +231,33 @@ def test_state_and_updates_are_pruned_with_the_workflow(wapp: App, clock: FakeCl
                                  wapp.runtime.settings.retention_dead) >= 1
     assert wapp.workflows.updates(job.id) == []
     assert wapp.store.workflows.state_get(job.id) == {}
+
+
+def test_the_dashboard_shows_state_and_updates_escaped(wapp: App) -> None:
+    from shiftwork.web import create_dashboard
+
+    from .test_security import TOKEN, Served, login
+
+    hostile = "<script>alert(1)</script>"
+
+    @wapp.workflow
+    def shown(wf: Workflow) -> None:
+        wf.set_state(hostile, {"note": hostile})
+
+        def refuse(payload: Any) -> None:
+            raise ValueError(hostile)
+        wf.wait_for_update("poke", refuse)
+
+    job = shown.enqueue()
+    drain(wapp)
+    wapp.workflows.send_update(job.id, "poke", {"p": hostile})
+    drain(wapp)
+    with Served(create_dashboard(wapp, token=TOKEN)) as served, served.client() as c:
+        login(c)
+        page = c.get(f"/workflows/{job.id}").text
+    assert hostile not in page
+    state = page.split('id="state"')[1].split("</table>")[0]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in state
+    updates = page.split('id="updates"')[1].split("</table>")[0]
+    assert "poke" in updates and "rejected" in updates and "ValueError" in updates
+    assert "an update (update:poke)" in page
