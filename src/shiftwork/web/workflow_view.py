@@ -99,7 +99,8 @@ def timeline(steps: list[StepRecord], status: WorkflowStatus | None, started: da
         x = min((begin - start).total_seconds() / total * SPAN, SPAN - 2.0)
         width = min(max((stop - begin).total_seconds() / total * SPAN, 2.0),  # a visible tick
                     SPAN - x)
-        wait = s.kind in ("sleep", "wait", "update", "child", "parallel") or s.status is not StepStatus.DONE
+        wait = (s.kind in ("sleep", "wait", "update", "child", "parallel")
+                or s.status is not StepStatus.DONE)
         jobs = [int(j) for j in (s.result or {}).get("jobs", [])
                 if isinstance(j, int)] if isinstance(s.result, dict) else []
         shown = s.outcome or s.status.value
