@@ -261,3 +261,38 @@ def test_the_dashboard_shows_state_and_updates_escaped(wapp: App) -> None:
     updates = page.split('id="updates"')[1].split("</table>")[0]
     assert "poke" in updates and "rejected" in updates and "ValueError" in updates
     assert "an update (update:poke)" in page
+
+
+def test_the_command_line_reads_state_and_sends_updates(app: App,
+                                                        db: dict[str, str]) -> None:
+    """On the system clock: the command's App wakes the workflow at its own now."""
+    import json
+
+    from click.testing import CliRunner
+
+    from shiftwork.cli.root import main
+
+    job = _cart(app, []).enqueue("fay")
+    drain(app)
+    where = ["--dsn", db["dsn"], "--schema", db["schema"]]
+    shown = CliRunner().invoke(main, ["workflows", "state", str(job.id), *where])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout) == {"progress": {"items": [], "stage": "open"}}
+    t, box = _update_in_thread(lambda: CliRunner().invoke(main, [
+        "workflows", "update", str(job.id), "add", "--payload", '{"item": "tea"}',
+        "--timeout", "20", *where]))
+    wait_for(lambda: _pending(app, job.id))
+    drain(app)
+    t.join(20)
+    assert box["result"].exit_code == 0, box["result"].output
+    assert json.loads(box["result"].stdout) == ["tea"]
+    t, box = _update_in_thread(lambda: CliRunner().invoke(main, [
+        "workflows", "update", str(job.id), "add", "--payload", '{"item": ""}', *where]))
+    wait_for(lambda: _pending(app, job.id))
+    drain(app)
+    t.join(20)
+    assert box["result"].exit_code == 2
+    assert "rejected update 'add'" in box["result"].output
+    bad = CliRunner().invoke(main, ["workflows", "update", str(job.id), "add",
+                                    "--payload", "{nope", *where])
+    assert bad.exit_code == 2 and "--payload must be JSON" in bad.output
