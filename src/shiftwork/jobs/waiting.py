@@ -125,7 +125,10 @@ class ResultWaiter:
         with self._lock:
             callbacks = list(self._on_wake)
         for callback in callbacks:
-            callback()
+            try:
+                callback()
+            except Exception:  # one waiter's failure (a closed loop) is not the listener's
+                log.exception("waking an update waiter failed")
 
     def _withdraw(self, job_id: int, deliver: Deliver) -> None:
         with self._lock:
