@@ -211,6 +211,8 @@ def test_bad_input_is_refused_with_a_clear_error(make_app: Callable[..., App],
         app.workflows.send_update(task_job.id, "x", {1, 2})
     with pytest.raises(WorkflowError, match="timeout"):
         task_job.update("x", timeout=-1)
+    with pytest.raises(WorkflowError, match="limit"):
+        app.workflows.updates(task_job.id, limit=0)
     job = big.enqueue()
     drain(app)
     failed = app.get_job(job.id)

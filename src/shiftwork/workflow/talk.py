@@ -51,6 +51,9 @@ class Workflows:
 
     def updates(self, workflow_id: int, limit: int = 100) -> list[WorkflowUpdate]:
         """The newest updates sent to a workflow: pending, accepted or rejected."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise WorkflowError(f"updates: limit must be a whole number from 1 to 10000, "
+                                f"not {limit!r}")
         return self._rt.store.workflows.updates_list(workflow_id, limit)
 
     def send_update(self, workflow_id: int, name: str, payload: Any = None) -> int:
