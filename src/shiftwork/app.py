@@ -61,6 +61,7 @@ from shiftwork.workflow import Workflow
 from shiftwork.workflow.children import InternalTask, call_task, cancel_job, cancel_jobs
 from shiftwork.workflow.events import send_event
 from shiftwork.workflow.runner import workflow_task
+from shiftwork.workflow.talk import Workflows
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -116,6 +117,8 @@ class App:
         self._schedules = registry.schedules = ScheduleBook(self.runtime)
         registry.observers.schedules = self._schedules  # metrics, health, dashboard
         registry.observers.health_checks.append(self._schedules.paused_on_failure)
+        # Handles talk to workflows (query, update) through the waiter they already hold.
+        self._workflows = self.runtime.results.talk = Workflows(self.runtime)
         # The leader closes dependency edges a crash left open (store/deps.py).
         registry.leader_duties.append(LeaderDuty("dependency-sweep", self._sweep_dependencies))
         #: With ``testing="inline"``: every attempt the inline mode ran (a DrainResult).
@@ -172,6 +175,12 @@ class App:
         """Schedules declared in code (reconciled into the database when a worker starts),
         and the actions people take on schedules: ``app.schedules.pause(name)``..."""
         return self._schedules
+
+    @property
+    def workflows(self) -> Workflows:
+        """Talk to running workflows: ``app.workflows.state(id)`` (what they published with
+        ``wf.set_state``), ``app.workflows.update(id, name, payload)``."""
+        return self._workflows
 
     @property
     def observers(self) -> Observers:
