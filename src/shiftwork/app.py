@@ -58,9 +58,10 @@ from shiftwork.schedules.interval import expression as schedule_expression
 from shiftwork.store import Store
 from shiftwork.store.connections import Connections
 from shiftwork.workflow import Workflow
-from shiftwork.workflow.children import InternalTask, call_task, cancel_job
+from shiftwork.workflow.children import InternalTask, call_task, cancel_job, cancel_jobs
 from shiftwork.workflow.events import send_event
 from shiftwork.workflow.runner import workflow_task
+from shiftwork.workflow.talk import Workflows
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -116,6 +117,8 @@ class App:
         self._schedules = registry.schedules = ScheduleBook(self.runtime)
         registry.observers.schedules = self._schedules  # metrics, health, dashboard
         registry.observers.health_checks.append(self._schedules.paused_on_failure)
+        # Handles talk to workflows (query, update) through the waiter they already hold.
+        self._workflows = self.runtime.results.talk = Workflows(self.runtime)
         # The leader closes dependency edges a crash left open (store/deps.py).
         registry.leader_duties.append(LeaderDuty("dependency-sweep", self._sweep_dependencies))
         #: With ``testing="inline"``: every attempt the inline mode ran (a DrainResult).
@@ -172,6 +175,12 @@ class App:
         """Schedules declared in code (reconciled into the database when a worker starts),
         and the actions people take on schedules: ``app.schedules.pause(name)``..."""
         return self._schedules
+
+    @property
+    def workflows(self) -> Workflows:
+        """Talk to running workflows: ``app.workflows.state(id)`` (what they published with
+        ``wf.set_state``), ``app.workflows.update(id, name, payload)``."""
+        return self._workflows
 
     @property
     def observers(self) -> Observers:
@@ -619,6 +628,11 @@ class App:
     def cancel_job(self, job_id: int) -> Job:
         """Cancel a waiting job, or ask a running one to stop (seen at its next check)."""
         return cancel_job(self.runtime, job_id)
+
+    def cancel_jobs(self, job_ids: list[int]) -> int:
+        """:meth:`cancel_job` for many ids in one transaction (a bulk cancel's batch); how
+        many were cancelled or asked to stop (ids gone or finished are skipped)."""
+        return cancel_jobs(self.runtime, job_ids)
 
     def queue_stats(self, include_finished: bool = True) -> list[QueueStats]:
         """Per queue counts (paused flag included); ``include_finished=False`` skips

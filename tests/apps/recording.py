@@ -119,6 +119,8 @@ def _crash_hook(workflow_id: int, label: str) -> None:
                            f"AND phase = {mark}", (workflow_id, phase)).fetchone()
     if done is None:
         record(workflow_id, 0, phase)
+        if os.environ.get("SHIFTWORK_TEST_SIGKILL"):
+            os.kill(os.getpid(), signal.SIGKILL)  # killed from outside, as the OOM killer does
         os._exit(17)  # a real crash: no cleanup, no hand-back, the lease just runs out
 
 
@@ -253,3 +255,22 @@ def family(wf: Workflow, parent_at: str, kid_at: str, branch_at: str) -> list[in
     a, b = wf.parallel(wf.call("x", branch, branch_at, 1), wf.call("y", branch, "", 2))
     wf.step("end", _effect, wf, "end")
     return [c, a, b]
+
+
+# -- talking to a workflow: an update across a killed worker (tests/test_workflow_talk_chaos.py)
+
+@app.workflow(name="talker", queue="talk", max_attempts=10,
+              retry=Backoff(initial=0.05, maximum=0.2))
+def talker(wf: Workflow, crash_at: str) -> Any:
+    _CRASH_AT[wf.id] = crash_at
+    wf.set_state("phase", "waiting")
+
+    def double(payload: dict[str, int]) -> dict[str, int]:
+        record(wf.id, wf.ctx.attempt, f"handle:{payload['n']}")
+        if payload["n"] < 0:
+            raise ValueError("n must not be negative")
+        return {"doubled": payload["n"] * 2}
+
+    got = wf.wait_for_update("double", double)
+    wf.set_state("phase", "done")
+    return got

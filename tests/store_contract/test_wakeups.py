@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import timedelta
 
+from shiftwork import FakeClock, JobState
 from shiftwork.store.base import Store
 from shiftwork.store.wakeups import parse_wakeup
 
-from .helpers import insert
+from .helpers import claim_one, done, insert
 
 
 def _first_wakeup(store: Store, other: Store, *, enqueue: bool) -> list[str]:
@@ -48,3 +50,33 @@ def test_an_enqueue_elsewhere_wakes_the_listener(store: Store, other: Store) -> 
 def test_no_wakeup_without_a_commit(store: Store, other: Store) -> None:
     assert _first_wakeup(store, other, enqueue=False) == []
 
+
+
+def test_a_snooze_woken_while_it_ran_wakes_its_queue(store: Store, other: Store,
+                                                     clock: FakeClock) -> None:
+    """An event or an update sent while a workflow runs makes its snooze due at once:
+    its queue hears it then, not at its workers' next poll (issue 32: an update sent just
+    after the previous one's result waited a whole poll interval on PostgreSQL)."""
+    [job_id] = insert(store, queue="q")
+    job = claim_one(store)
+    other.workflows.event_send(job_id, "go", "1")  # while it runs: wake requested
+    heard: list[str] = []
+    stop = threading.Event()
+    opened = store.wakeups_listen()
+    assert opened is not None
+    with opened as listener:
+        def listen() -> None:
+            for queue in listener.receive(stop):
+                heard.append(queue)
+                stop.set()
+
+        thread = threading.Thread(target=listen, daemon=True)
+        thread.start()
+        time.sleep(0.1)  # listening before the completion (not a timed assertion)
+        later = clock.now() + timedelta(hours=1)
+        other.jobs.complete_many([done(job, JobState.SCHEDULED, run_at=later)])
+        thread.join(5)
+        stop.set()
+        thread.join(2)
+    assert heard and parse_wakeup(heard[0])[0] in ("q", "*")
+    assert store.jobs.get(job_id).run_at <= clock.now()  # due at once

@@ -1,5 +1,6 @@
 """``shiftwork workflows``: list instances, show one's history, cancel one, send it events,
-export histories and replay them against the current code."""
+read its published state, send it updates, export histories and replay them against the
+current code."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import click
 from rich.text import Text
 
-from shiftwork.cli.format import console, format_attempts, format_state
+from shiftwork.cli.format import console, echo_json, format_attempts, format_state
 from shiftwork.cli.options import open_app, target_options, workflow_id_argument
 from shiftwork.core.errors import PayloadError
 from shiftwork.core.safetext import escape_controls
@@ -100,10 +101,7 @@ def workflows_cancel(workflow_id: int) -> None:
 def workflows_signal(workflow_id: int, event: str, payload: str, key: str | None) -> None:
     """Send EVENT to a workflow waiting for it (kept if it is not waiting yet)."""
     app = open_app()
-    try:
-        value = json.loads(payload)
-    except json.JSONDecodeError as exc:
-        raise PayloadError(f"--payload must be JSON: {exc}") from None
+    value = _payload(payload)
     before = app.store.workflows.event_find(workflow_id, event, key) if key else None
     event_id = app.send_event(workflow_id, event, value, key=key)
     if before is not None and before == event_id:
@@ -111,6 +109,35 @@ def workflows_signal(workflow_id: int, event: str, payload: str, key: str | None
                       f"key {key!r}: deduplicated, not delivered again", highlight=False)
         return
     console.print(f"event {event_id} sent to workflow {workflow_id}")
+
+
+def _payload(text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PayloadError(f"--payload must be JSON: {exc}") from None
+
+
+@workflows.command("state")
+@workflow_id_argument
+@target_options
+def workflows_state(workflow_id: int) -> None:
+    """Print what a workflow published (wf.set_state), as JSON: key -> value."""
+    echo_json(open_app().workflows.state(workflow_id))
+
+
+@workflows.command("update")
+@workflow_id_argument
+@click.argument("name")
+@click.option("--payload", default="null", help="JSON payload of the update.")
+@click.option("--timeout", default=30.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds to wait for the workflow's result.")
+@target_options
+def workflows_update(workflow_id: int, name: str, payload: str, timeout: float) -> None:
+    """Send update NAME to a workflow and print its result as JSON, once the workflow
+    handled it (wf.wait_for_update). A rejection or a timeout exits 2."""
+    echo_json(open_app().workflows.update(workflow_id, name, _payload(payload),
+                                          timeout=timeout))
 
 
 @workflows.command("export")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar, cast
 
-from shiftwork.core.errors import DependencyError
-from shiftwork.jobs.waiting import ResultWaiter, wait_result, wait_result_async
+from shiftwork.core.errors import ConfigurationError, DependencyError
+from shiftwork.jobs.waiting import ResultWaiter, WorkflowTalk, wait_result, wait_result_async
 from shiftwork.model.records import EnqueueResult
 
 R = TypeVar("R")
@@ -39,6 +39,35 @@ class JobHandle(EnqueueResult, Generic[R]):
     async def result_async(self, timeout: float | None = 30.0) -> R:
         """:meth:`result` for asyncio code."""
         return cast(R, await wait_result_async(self._results, self.id, timeout))
+
+    # -- a workflow's: queries and updates (docs/workflows.md) ---------------------------
+
+    def _talk(self) -> WorkflowTalk:
+        if self._results.talk is None:
+            raise ConfigurationError("this handle's App cannot talk to workflows")
+        return self._results.talk
+
+    def query(self, key: str, default: Any = None) -> Any:
+        """The value the workflow last published under ``key`` (``wf.set_state``), or
+        ``default``; read from the database, without running the workflow's code."""
+        return self._talk().query(self.id, key, default)
+
+    def state(self) -> dict[str, Any]:
+        """Every key the workflow published, with its value."""
+        return self._talk().state(self.id)
+
+    def update(self, name: str, payload: Any = None, *, timeout: float | None = 30.0) -> Any:
+        """Send the workflow an update (a stored request) and block until it was handled:
+        its handler's result (``wf.wait_for_update``). Raises
+        :class:`~shiftwork.workflow.UpdateRejected` if the handler refused it, and
+        :class:`~shiftwork.workflow.UpdateTimeout` (a ``TimeoutError``) after ``timeout``
+        seconds (the request stays delivered)."""
+        return self._talk().update(self.id, name, payload, timeout=timeout)
+
+    async def update_async(self, name: str, payload: Any = None, *,
+                           timeout: float | None = 30.0) -> Any:
+        """:meth:`update` for asyncio code."""
+        return await self._talk().update_async(self.id, name, payload, timeout=timeout)
 
 
 def dependency_ids(after: Any) -> tuple[int, ...]:

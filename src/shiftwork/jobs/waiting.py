@@ -16,7 +16,7 @@ import threading
 # Real time, not the runtime's clock: a caller's timeout bounds a real wait on an Event.
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from shiftwork.core.errors import JobCancelled, JobFailed, JobNotFoundError
 from shiftwork.core.states import JobState
@@ -31,6 +31,21 @@ Deliver = Callable[[FinishedJob | int], None]  # an int: no job with that id
 #: Seconds between checks when the listener cannot be opened (or a wake-up was missed).
 FALLBACK_POLL = 1.0
 READY_WAIT = 5.0  # the first waiter waits this long for the listener before polling
+
+
+class WorkflowTalk(Protocol):
+    """How a handle talks to a running workflow (``app.workflows``, workflow/talk.py): a
+    Protocol here, so the handle names nothing above the jobs."""
+
+    def state(self, workflow_id: int) -> dict[str, Any]: ...
+
+    def query(self, workflow_id: int, key: str, default: Any = None) -> Any: ...
+
+    def update(self, workflow_id: int, name: str, payload: Any = None, *,
+               timeout: float | None = 30.0) -> Any: ...
+
+    async def update_async(self, workflow_id: int, name: str, payload: Any = None, *,
+                           timeout: float | None = 30.0) -> Any: ...
 
 
 class ResultWaiter:
@@ -50,6 +65,11 @@ class ResultWaiter:
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._ready = threading.Event()
+        #: called at every wake-up on the "done" topic (and every fallback poll): the
+        #: callers waiting on a workflow update re-read it then (workflow/talk.py)
+        self._on_wake: list[Callable[[], None]] = []
+        #: set by the App: what a handle's ``query``/``update`` go through
+        self.talk: WorkflowTalk | None = None
 
     @property
     def started(self) -> bool:
@@ -86,6 +106,29 @@ class ResultWaiter:
             self._to_mark.append((job_id, deliver))
             self._marks.notify()
         return lambda: self._withdraw(job_id, deliver)
+
+    def on_wake(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` at every wake-up of the shared listener (a finished job, a
+        resolved update; on SQLite any commit) and every fallback poll. Returns a function
+        that withdraws it."""
+        self._start()
+        with self._lock:
+            self._on_wake.append(callback)
+
+        def withdraw() -> None:
+            with self._lock:
+                if callback in self._on_wake:
+                    self._on_wake.remove(callback)
+        return withdraw
+
+    def _woken(self) -> None:
+        with self._lock:
+            callbacks = list(self._on_wake)
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # one waiter's failure (a closed loop) is not the listener's
+                log.exception("waking an update waiter failed")
 
     def _withdraw(self, job_id: int, deliver: Deliver) -> None:
         with self._lock:
@@ -159,6 +202,7 @@ class ResultWaiter:
                     self._ready.set()
                     self._check()  # anything that finished while no one listened
                     for _ in listener.receive(self._stop):
+                        self._woken()
                         self._check()
             except Exception as exc:
                 if not self._stop.is_set():
@@ -167,6 +211,7 @@ class ResultWaiter:
 
     def _poll_once(self) -> None:
         self._stop.wait(FALLBACK_POLL)
+        self._woken()
         try:
             self._check()
         except Exception as exc:

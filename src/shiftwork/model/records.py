@@ -471,6 +471,33 @@ class WorkflowEvent:
     consumed_step: str | None
 
 
+@dataclass(frozen=True)
+class WorkflowUpdate:
+    """A request sent to a workflow (``handle.update``): ``pending`` until the workflow
+    resolves it, then ``accepted`` (its ``result``, recorded as ``step``) or ``rejected``
+    (``error``: the handler's exception, ``{"type", "message"}``)."""
+
+    id: int
+    name: str
+    payload: Any
+    status: str
+    result: Any
+    error: dict[str, Any] | None
+    step: str | None
+    created_at: datetime
+    resolved_at: datetime | None
+
+
+class UpdateOutcome(NamedTuple):
+    """What a caller waiting on an update reads: its status, result or error, and the
+    workflow job's state (a finished job will never resolve a pending update)."""
+
+    status: str
+    result: Any
+    error: dict[str, Any] | None
+    job_state: JobState
+
+
 class FinishedJob(NamedTuple):
     """A finished job as a waiter needs it: its state, result and last error."""
 
@@ -538,3 +565,11 @@ class TaskDefaults:
     priority: int
     max_attempts: int
     timeout: float | None
+
+
+@dataclass(frozen=True)
+class CancelledBatch:
+    """What one batch of a bulk cancel did."""
+
+    cancelled: list[tuple[int, dict[str, Any]]]  # (id, meta): cancelled before they ran
+    asked: list[int]  # running jobs asked to stop, started workflows woken to cancel

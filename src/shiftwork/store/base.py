@@ -21,6 +21,7 @@ from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import (
     SHUTDOWN,
     BulkAction,
+    CancelledBatch,
     ClaimedJob,
     DepLink,
     EffectRecord,
@@ -39,6 +40,7 @@ from shiftwork.model.records import (
     StepRecord,
     TaskMinute,
     Touch,
+    UpdateOutcome,
     WaitingTask,
     WorkerInfo,
     WorkflowEvent,
@@ -46,6 +48,7 @@ from shiftwork.model.records import (
     WorkflowLive,
     WorkflowRun,
     WorkflowSummary,
+    WorkflowUpdate,
 )
 from shiftwork.model.table_health import TableHealth
 from shiftwork.store.history import Counts, Durations
@@ -265,6 +268,36 @@ class WorkflowStatements(Protocol):
     def live(self, job_id: int) -> WorkflowLive | None:
         """The job, its workflow status and steps, in one statement (None: no such job)."""
 
+    # -- talking to a running workflow (workflow/talk.py) ------------------------------
+
+    def state_set(self, job_id: int, attempt: int, key: str, value_json: str,
+                  stamp: int) -> None:
+        """Publish ``key`` (fenced by attempt); a lower ``stamp`` than the stored one (a
+        replay's write of an earlier place in the body) changes nothing."""
+
+    def state_get(self, job_id: int) -> dict[str, Any]:
+        """Every key the workflow published, with its value."""
+
+    def update_send(self, job_id: int, name: str, payload_json: str) -> int:
+        """Store a pending update for an active workflow and wake it; its id."""
+
+    def update_next(self, job_id: int, name: str) -> tuple[int, Any] | None:
+        """The oldest pending update ``name``: (id, payload)."""
+
+    def update_resolve(self, job_id: int, attempt: int, update_id: int, *, accepted: bool,
+                       result_json: str | None, error_json: str | None, step: str,
+                       position: int | None = None,
+                       started_at: datetime | None = None) -> bool:
+        """Resolve a pending update once, fenced by attempt (LeaseLost), and tell its
+        caller; accepted, its result is recorded as the step ``step`` in the same
+        transaction. False if it was resolved already."""
+
+    def update_read(self, update_id: int) -> UpdateOutcome | None:
+        """An update's status and outcome for its caller (None: no such update)."""
+
+    def updates_list(self, job_id: int, limit: int = 100) -> list[WorkflowUpdate]:
+        """The newest updates sent to a workflow, pending or resolved."""
+
 
 class ObserveStatements(Protocol):
     """What people and the leader read and roll up (``store.observe``): per-minute counts,
@@ -384,6 +417,9 @@ class ConsoleStatements(Protocol):
 
     def retry_batch(self, ids: Sequence[int]) -> list[int]:
         """``jobs.retry`` for many ids at once; the ids moved."""
+
+    def cancel_batch(self, ids: Sequence[int]) -> CancelledBatch:
+        """``jobs.cancel`` for many ids in one transaction: what it cancelled or asked."""
 
     def delete_finished(self, ids: Sequence[int]) -> list[int]:
         """Delete the finished jobs among ``ids``; the ids deleted."""

@@ -28,7 +28,7 @@ from shiftwork.web.workflow_view import duration, line_waiting_for, live_view
 PAGE = 50
 #: The largest job id (a bigint); a larger number names no job.
 STATUSES = [s.value for s in WorkflowStatus if s is not WorkflowStatus.PENDING]
-#: Shown per workflow page: its newest events.
+#: Shown per workflow page: its newest events (and its newest updates).
 EVENTS = 100
 #: Log records per page of a job's logs (and on the job page, of its latest attempt).
 LOG_PAGE = 500
@@ -140,12 +140,15 @@ class HistoryPages:
             return self.board.page(request, "error.html", status=404,
                                    error=f"job {job_id} is not a workflow")
         events = await run_in_threadpool(self.app.store.workflows.events_list, job_id, EVENTS)
+        state = await run_in_threadpool(self.app.store.workflows.state_get, job_id)
+        updates = await run_in_threadpool(self.app.store.workflows.updates_list, job_id, EVENTS)
         view = live_view(WorkflowLive(job.state, job.created_at, job.attempted_at,
                                       job.finished_at, job.run_at,
                                       run.status if run else None, steps), now)
         return self.board.page(
             request, "workflow.html", job=job, run=run, view=view, events=events,
-            job_id=job_id, more_events=len(events) >= EVENTS,
+            job_id=job_id, more_events=len(events) >= EVENTS, state=state, updates=updates,
+            more_updates=len(updates) >= EVENTS,
             cancellable=job.state in (JobState.SCHEDULED, JobState.AVAILABLE,
                                       JobState.RETRYING, JobState.RUNNING),
             retryable=job.state in (JobState.DEAD, JobState.CANCELLED))

@@ -32,6 +32,8 @@ def waiting_for(kind: str | None, name: str | None, status: StepStatus | None,
         if kind == "wait" and name is not None:
             event = name.removeprefix("event:")
             return f"event {event!r}{until}"
+        if kind == "update" and name is not None:
+            return f"an update ({name}){until}"
         if kind in ("child", "parallel") and isinstance(result, dict):
             jobs = result.get("jobs") or []
             what = "child workflow" if kind == "child" else f"{len(jobs)} parallel jobs"
@@ -97,7 +99,8 @@ def timeline(steps: list[StepRecord], status: WorkflowStatus | None, started: da
         x = min((begin - start).total_seconds() / total * SPAN, SPAN - 2.0)
         width = min(max((stop - begin).total_seconds() / total * SPAN, 2.0),  # a visible tick
                     SPAN - x)
-        wait = s.kind in ("sleep", "wait", "child", "parallel") or s.status is not StepStatus.DONE
+        wait = (s.kind in ("sleep", "wait", "update", "child", "parallel")
+                or s.status is not StepStatus.DONE)
         jobs = [int(j) for j in (s.result or {}).get("jobs", [])
                 if isinstance(j, int)] if isinstance(s.result, dict) else []
         shown = s.outcome or s.status.value

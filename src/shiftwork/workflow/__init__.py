@@ -10,6 +10,8 @@ from shiftwork.workflow.errors import (
                      NonDeterminismError,
                      StepFailed,
                      StepNameError,
+                     UpdateRejected,
+                     UpdateTimeout,
                      WorkflowCompensated,
                      WorkflowError,
                      WorkflowFailed,
@@ -17,5 +19,6 @@ from shiftwork.workflow.errors import (
 from shiftwork.workflow.hooks import set_boundary_hook
 
 __all__ = ["AsyncWorkflow", "ChildFailed", "CompensationFailed", "EventTimeout", "LeaseLost",
-           "NonDeterminismError", "StepFailed", "StepNameError", "Workflow", "WorkflowCompensated",
-           "WorkflowError", "WorkflowFailed", "set_boundary_hook"]
+           "NonDeterminismError", "StepFailed", "StepNameError", "UpdateRejected",
+           "UpdateTimeout", "Workflow", "WorkflowCompensated", "WorkflowError",
+           "WorkflowFailed", "set_boundary_hook"]

@@ -56,6 +56,18 @@ class AsyncWorkflow:
         return await asyncio.to_thread(self.wf.wait_for_event, name, timeout=timeout,
                                        step=step)
 
+    async def set_state(self, key: str, value: Any) -> None:
+        """As :meth:`Workflow.set_state`."""
+        await asyncio.to_thread(self.wf.set_state, key, value)
+
+    async def wait_for_update(self, name: str, handler: Callable[[Any], Any] | None = None, *,
+                              timeout: float | timedelta | None = None,
+                              step: str | None = None) -> Any:
+        """As :meth:`Workflow.wait_for_update`; ``handler`` may be ``async def``."""
+        fn = self._sync(handler) if handler is not None else None
+        return await asyncio.to_thread(self.wf.wait_for_update, name, fn, timeout=timeout,
+                                       step=step)
+
     async def patched(self, patch_id: str) -> bool:
         return await asyncio.to_thread(self.wf.patched, patch_id)
 

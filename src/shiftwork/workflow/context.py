@@ -1,7 +1,8 @@
 """What a workflow body sees: recorded steps, durable sleep, events, patches.
 
 A workflow is an ordinary job whose body is replayed from the top on every run. Each
-durable call (``step``, ``sleep``, ``wait_for_event``, ``patched``) takes the next place
+durable call (``step``, ``sleep``, ``wait_for_event``, ``wait_for_update``, ``patched``)
+takes the next place
 in the body's history: a recorded one returns its record (checked against the history,
 see ``replay.py``), the first unrecorded one does its work and records it. The body
 between calls must be deterministic: take decisions from step results, not from the
@@ -10,6 +11,7 @@ clock or random numbers (use a step for those).
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -40,6 +42,15 @@ if TYPE_CHECKING:
 #: How far ahead a wait without a timeout schedules its job (an event wakes it sooner).
 #: A step given ``retry=`` without ``max_attempts=`` gets this many tries.
 STEP_ATTEMPTS = 3
+
+
+#: set_state's stamp: position * STATE_STAMP_SPAN + the count of writes since that position
+STATE_STAMP_SPAN = 1 << 32
+
+
+def _plain(text: str) -> str:
+    """A message as storable text: no NUL, no lone surrogate (jsonb refuses both)."""
+    return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
 
 
 def _seconds(value: float | timedelta, what: str) -> timedelta:
@@ -98,6 +109,8 @@ class Workflow:
         self.compensations: list[tuple[str, Callable[[Any], Any], Any]] = []
         # replay only, to collect them
         self.compensating = run.status is WorkflowStatus.COMPENSATING
+        #: (position, count) of the last set_state: its stamp's place in the body
+        self._state_at = (-1, 0)
 
     @property
     def _store(self) -> Store:
@@ -282,6 +295,107 @@ class Workflow:
             self._record(step_name, StepStatus.DONE, None, deadline, outcome="timed_out", **fields)
             raise EventTimeout(f"event {name!r} did not arrive in time")
         raise Suspend(deadline or now + FOREVER, f"workflow waiting for event {name!r}")
+
+    # -- talking to the workflow: queries and updates (workflow/talk.py) ---------------
+
+    def set_state(self, key: str, value: Any) -> None:
+        """Publish ``value`` (JSON) under ``key``: ``handle.query(key)`` and
+        ``app.workflows.state(id)`` read it from any process, without running this code.
+
+        Not a step: it takes no place in the history. Each write is stamped with its place
+        in the body, so a replay (which makes the same calls again) neither writes the
+        earlier values again nor moves the state back.
+        """
+        _check_name(key, "workflow state key", MAX_STEP_NAME)
+        body = encode_json(value, f"workflow state {key!r}",
+                           self.runtime.settings.limit("max_workflow_state_bytes"))
+        pos = self._replay.position
+        at, count = self._state_at
+        self._state_at = (pos, count + 1 if at == pos else 1)
+        if self.verify_only or pos < self._replay.end:
+            return  # replaying: the run that went past here wrote it
+        stamp = pos * STATE_STAMP_SPAN + self._state_at[1]
+        repeat_on_storage_error(lambda: self._store.workflows.state_set(
+            self.id, self.ctx.attempt, key, body, stamp))
+
+    def wait_for_update(self, name: str, handler: Callable[[Any], Any] | None = None, *,
+                        timeout: float | timedelta | None = None,
+                        step: str | None = None) -> Any:
+        """Wait (durably) for ``handle.update(name, payload)`` and handle it.
+
+        ``handler(payload)`` (default: accept the payload as it is) returns the update's
+        result: the caller gets it, and so does this call (recorded: on a replay the
+        handler does not run again). A handler that raises rejects the update: the caller
+        gets :class:`UpdateRejected`, nothing is recorded, and this call goes on waiting
+        for the next update ``name`` (so a handler that rejects must change nothing).
+        The result is recorded as this call's step in the transaction that resolves the
+        update: a crash before it runs the handler again (make it idempotent, like a
+        step); after it, the result is read back. Raises :class:`EventTimeout` if
+        ``timeout`` passes first.
+        """
+        _check_name(name, "update name", MAX_EVENT_NAME)
+        if handler is not None and not callable(handler):
+            raise WorkflowError(f"update {name!r}: handler must be callable, not {handler!r}")
+        delta = _seconds(timeout, f"update {name!r}: timeout") if timeout is not None else None
+        step_name = step or f"update:{name}"
+        rec, pos = self._enter(step_name, "update", None)
+        if rec is not None and rec.status is StepStatus.DONE:
+            if rec.outcome == "timed_out":
+                raise EventTimeout(f"update {name!r} did not arrive in time")
+            return rec.result
+        now = self.runtime.clock.now()
+        started = (rec.started_at if rec is not None else None) or now
+        while True:
+            got = repeat_on_storage_error(
+                lambda: self._store.workflows.update_next(self.id, name))
+            if got is None:
+                break
+            handled, result = self._handle_update(name, step_name, pos, started, got, handler)
+            if handled:
+                return result
+        fields: dict[str, Any] = {"position": pos, "kind": "update", "started_at": now}
+        if rec is None:
+            deadline = now + delta if delta is not None else None
+            self._record(step_name, StepStatus.WAITING, None, deadline, **fields)
+            if self._cancel_requested:
+                raise JobCancelled(f"workflow {self.id} was cancelled; stopped at {step_name!r}")
+        else:
+            deadline = rec.wake_at
+        if deadline is not None and now >= deadline:
+            self._record(step_name, StepStatus.DONE, None, deadline, outcome="timed_out",
+                         **fields)
+            raise EventTimeout(f"update {name!r} did not arrive in time")
+        raise Suspend(deadline or now + FOREVER, f"workflow waiting for update {name!r}")
+
+    def _handle_update(self, name: str, step_name: str, pos: int, started: datetime,
+                       got: tuple[int, Any], handler: Callable[[Any], Any] | None
+                       ) -> tuple[bool, Any]:
+        """Run the handler on one pending update and resolve it: (accepted, result)."""
+        update_id, payload = got
+        boundary(self.id, f"before:{step_name}:handle")
+        try:
+            result = handler(payload) if handler is not None else payload
+            body = encode_json(result, f"update {name!r}: result", self._step_limit())
+        except Exception as exc:  # a rejection: the caller's error, not the workflow's
+            error = json.dumps({"type": type(exc).__name__,
+                                "message": _plain(str(exc))[:2000]})
+            boundary(self.id, f"before:{step_name}:rejected")
+            repeat_on_storage_error(lambda: self._store.workflows.update_resolve(
+                self.id, self.ctx.attempt, update_id, accepted=False, result_json=None,
+                error_json=error, step=step_name))
+            boundary(self.id, f"after:{step_name}:rejected")
+            return False, None
+        boundary(self.id, f"before:{step_name}:accepted")
+        done = repeat_on_storage_error(lambda: self._store.workflows.update_resolve(
+            self.id, self.ctx.attempt, update_id, accepted=True, result_json=body, error_json=None,
+            step=step_name, position=pos, started_at=started))
+        boundary(self.id, f"after:{step_name}:accepted")
+        if not done:  # resolved already: by this attempt, if a reply was lost and repeated
+            out = self._store.workflows.update_read(update_id)
+            if out is None or out.status != "accepted":
+                return False, None
+            return True, out.result
+        return True, result
 
     # -- children and parallel steps (workflow/children.py) ----------------------------
 

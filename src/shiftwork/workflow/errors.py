@@ -11,7 +11,8 @@ from shiftwork.core.errors import LeaseLost, ShiftworkError
 FOREVER = timedelta(days=3650)
 
 __all__ = ["ChildFailed", "CompensationFailed", "EventTimeout", "LeaseLost", "NonDeterminismError",
-           "StepFailed", "StepNameError", "WorkflowCompensated", "WorkflowError", "WorkflowFailed"]
+           "StepFailed", "StepNameError", "UpdateRejected", "UpdateTimeout",
+           "WorkflowCompensated", "WorkflowError", "WorkflowFailed"]
 
 
 class WorkflowError(ShiftworkError):
@@ -37,6 +38,28 @@ class StepNameError(NonDeterminismError):
 
 class EventTimeout(ShiftworkError):
     """``wait_for_event`` gave up: the event did not arrive before its timeout."""
+
+
+class UpdateRejected(ShiftworkError):
+    """The workflow's update handler refused the request (``handle.update``): it raised.
+
+    ``type`` and ``message`` are the handler's exception's; nothing was recorded in the
+    workflow's history.
+    """
+
+    def __init__(self, message: str, type: str = "", reason: str = "") -> None:
+        super().__init__(message)
+        self.type = type
+        self.message = reason
+
+
+class UpdateTimeout(ShiftworkError, TimeoutError):
+    """``handle.update`` got no result in time. The request stays delivered (``update_id``):
+    the workflow may still handle it, and ``app.workflows.updates(id)`` shows how."""
+
+    def __init__(self, message: str, update_id: int) -> None:
+        super().__init__(message)
+        self.update_id = update_id
 
 
 class StepFailed(ShiftworkError):

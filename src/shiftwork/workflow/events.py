@@ -21,12 +21,12 @@ def send_event(rt: Runtime, workflow_id: int, name: str, payload: Any = None, *,
         check_label(key, f"event {name!r}: key", MAX_EVENT_KEY)
     body = encode_json(payload, f"event {name!r}: payload",
                        rt.settings.limit("max_event_payload_bytes"))
-    _require_workflow(rt, workflow_id, name)
+    require_workflow(rt, workflow_id, f"event {name!r}")
     return rt.store.workflows.event_send(workflow_id, name, body, key)
 
 
-def _require_workflow(rt: Runtime, job_id: int, event: str) -> None:
-    """Refuse an event for a job that is not a workflow: nothing would ever take it."""
+def require_workflow(rt: Runtime, job_id: int, what: str) -> None:
+    """Refuse an event (or update) for a job that is not a workflow: nothing would take it."""
     job = rt.store.jobs.get(job_id)  # JobNotFoundError names the id
     task = rt.registry.tasks.get(job.task)
     if task is not None:
@@ -34,5 +34,5 @@ def _require_workflow(rt: Runtime, job_id: int, event: str) -> None:
     else:  # a task this app does not register: a workflow has begun a run
         known = rt.store.workflows.run_read(job_id) is not None
     if not known:
-        raise WorkflowError(f"event {event!r}: job {job_id} runs task {job.task!r}, which "
-                            "is not a workflow; events are delivered to workflows only")
+        raise WorkflowError(f"{what}: job {job_id} runs task {job.task!r}, which "
+                            "is not a workflow; only workflows take events and updates")

@@ -16,7 +16,7 @@ from shiftwork.model.records import StepRecord
 from shiftwork.workflow.errors import NonDeterminismError
 
 #: Kinds that are part of the body's sequence (compensations are not: they run after it).
-SEQUENCED = frozenset({"step", "sleep", "wait", "patch", "child", "parallel"})
+SEQUENCED = frozenset({"step", "sleep", "wait", "patch", "child", "parallel", "update"})
 
 
 def _type_name(value: Any) -> str:
@@ -44,6 +44,8 @@ class Replay:
                             if r.position is not None and r.kind in SEQUENCED}
         self.position = 0
         self.consumed: set[str] = set()
+        #: the first position past every recorded call: below it, the body is replaying
+        self.end = max(self.by_position, default=-1) + 1
 
     def match(self, name: str, kind: str, digest_: str | None) -> StepRecord | None:
         """The record of the call at the current position, checked; None at the frontier."""

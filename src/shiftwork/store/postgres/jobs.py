@@ -240,6 +240,7 @@ class PostgresJobs(JobsCommon):
             results=or_null([o.result_json for o in outcomes]),
             peaks=or_null([o.peak_rss for o in outcomes]),
             items=or_null([o.items for o in outcomes]),
+            channel=self.channel,
         )
         done: set[int] = set()
         watched: list[int] = []

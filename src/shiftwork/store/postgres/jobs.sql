@@ -187,7 +187,13 @@ WITH done AS (
     -- watched: a dependent or a waiter cares; its completion is resolved and announced
     -- by deps_resolve right after (store/postgres/store.py). Plain jobs pay nothing for it.
     RETURNING j.id, j.watched AND j.state IN ('succeeded', 'dead', 'cancelled') AS watched,
-              j.group_id, j.group_mark, j.state
+              j.group_id, j.group_mark, j.state, j.queue,
+              -- a snooze already due: a wake-up (an event, an update) came while it ran
+              j.state = 'scheduled' AND j.run_at <= {now} AS due_now
+), woken AS (
+    -- its queue hears of it now, not at its workers' next poll
+    SELECT count(pg_notify(%(channel)s, q)) AS n
+    FROM (SELECT DISTINCT queue FROM done WHERE due_now) s(q)
 ), counted AS (
     UPDATE {schema}.job_groups g
     SET pending = g.pending - m.n, failed = g.failed + m.bad
@@ -201,6 +207,9 @@ WITH done AS (
 SELECT id, watched, NULL::bigint FROM done
 UNION ALL
 SELECT NULL, NULL, id FROM counted WHERE due
+UNION ALL
+-- referenced so that it runs; never a row
+SELECT NULL, NULL, NULL FROM woken WHERE woken.n < 0
 
 -- name: jobs_heartbeat
 -- Only the (id, attempt) pairs the worker holds: a job claimed by a call whose reply

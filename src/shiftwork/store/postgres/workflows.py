@@ -10,11 +10,13 @@ from shiftwork.core.errors import LeaseLost, ShiftworkError
 from shiftwork.core.states import WORKFLOW_STATUSES, JobState, WorkflowStatus
 from shiftwork.model.records import (
     StepRecord,
+    UpdateOutcome,
     WorkflowEvent,
     WorkflowLine,
     WorkflowLive,
     WorkflowRun,
     WorkflowSummary,
+    WorkflowUpdate,
 )
 from shiftwork.store.joins import check_join, join_reported
 from shiftwork.store.postgres.core import PostgresCore
@@ -187,6 +189,71 @@ class PostgresWorkflows:
                             WorkflowStatus(r[5]) if r[5] else None,
                             [_step([*s[:3], _epoch(s[3]), s[4], _epoch(s[5]), *s[6:11],
                                     _epoch(s[11])]) for s in r[6] or []])
+
+    # -- talking to a running workflow ---------------------------------------------
+
+    def state_set(self, job_id: int, attempt: int, key: str, value_json: str,
+                  stamp: int) -> None:
+        with self._conn() as c:
+            c.execute(self.q["workflow_state_set"], self._p(
+                job=job_id, attempt=attempt, key=key, value=value_json, stamp=stamp))
+
+    def state_get(self, job_id: int) -> dict[str, Any]:
+        with self._conn() as c:
+            rows = c.execute(self.q["workflow_state_get"], {"job": job_id}).fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    def update_send(self, job_id: int, name: str, payload_json: str) -> int:
+        with self._conn() as c, c.transaction():
+            row = c.execute(self.q["workflow_update_insert"], self._p(
+                job=job_id, name=name, payload=payload_json)).fetchone()
+            if row is None:
+                raise ShiftworkError(f"workflow {job_id} is not active (finished or unknown); "
+                                     f"update {name!r} can no longer be delivered")
+            c.execute(self.q["workflow_wake"], self._p(job=job_id))
+            c.execute(self.q["jobs_notify"], {"channel": self.channel, "queues": ["*"]})
+            return int(row[0])
+
+    def update_next(self, job_id: int, name: str) -> tuple[int, Any] | None:
+        with self._conn() as c:
+            row = c.execute(self.q["workflow_update_next"],
+                            {"job": job_id, "name": name}).fetchone()
+        return None if row is None else (int(row[0]), row[1])
+
+    def update_resolve(self, job_id: int, attempt: int, update_id: int, *, accepted: bool,
+                       result_json: str | None, error_json: str | None, step: str,
+                       position: int | None = None,
+                       started_at: datetime | None = None) -> bool:
+        with self._conn() as c, c.transaction():
+            if c.execute(self.q["workflow_job_lock"], {"job": job_id, "attempt": attempt}
+                         ).fetchone() is None:
+                raise _lost(job_id, attempt)
+            row = c.execute(self.q["workflow_update_resolve"], self._p(
+                id=update_id, job=job_id, status="accepted" if accepted else "rejected",
+                result=result_json, error=error_json,
+                step=step if accepted else None)).fetchone()
+            if row is None:
+                return False
+            if accepted:  # the result and its record: one commit
+                c.execute(self.q["workflow_step_record"], self._p(
+                    job=job_id, attempt=attempt, name=step, status="done", result=result_json,
+                    wake_at=None, position=position, kind="update", digest=None,
+                    outcome=None, tries=0, started_at=started_at))
+            c.execute(self.q["workflow_update_notify"], {"channel": self._core.done_channel})
+            return True
+
+    def update_read(self, update_id: int) -> UpdateOutcome | None:
+        with self._conn() as c:
+            r = c.execute(self.q["workflow_update_read"], {"id": update_id}).fetchone()
+        return None if r is None else UpdateOutcome(r[0], r[1], r[2], JobState(r[3]))
+
+    def updates_list(self, job_id: int, limit: int = 100) -> list[WorkflowUpdate]:
+        with self._conn() as c:
+            rows = c.execute(self.q["workflow_updates_list"],
+                             {"job": job_id, "limit": limit}).fetchall()
+        return [WorkflowUpdate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], _at(r[7]), aware(r[8]))
+                for r in rows]
+
 
 def _step(r: Any) -> StepRecord:
     return StepRecord(r[0], r[1], r[2], aware(r[3]), r[4], aware(r[5]), r[6], r[7], r[8], r[9],

@@ -10,11 +10,13 @@ from shiftwork.core.errors import LeaseLost, ShiftworkError
 from shiftwork.core.states import WORKFLOW_STATUSES, JobState, WorkflowStatus
 from shiftwork.model.records import (
     StepRecord,
+    UpdateOutcome,
     WorkflowEvent,
     WorkflowLine,
     WorkflowLive,
     WorkflowRun,
     WorkflowSummary,
+    WorkflowUpdate,
 )
 from shiftwork.store.joins import check_join, join_reported
 from shiftwork.store.rows import FIRST_PAGE, from_ts
@@ -182,6 +184,78 @@ class SQLiteWorkflows:
         return WorkflowLive(JobState(r[0]), _at(r[1]), from_ts(r[2]), from_ts(r[3]), _at(r[4]),
                             WorkflowStatus(r[5]) if r[5] else None,
                             [_step([*s[:2], s[2], *s[3:12]]) for s in steps])
+
+    # -- talking to a running workflow ---------------------------------------------
+
+    def state_set(self, job_id: int, attempt: int, key: str, value_json: str,
+                  stamp: int) -> None:
+        with self._tx() as c:
+            c.execute(self.q["workflow_state_set"], {
+                "job": job_id, "attempt": attempt, "key": key, "value": value_json,
+                "stamp": stamp, "now": self._now()})
+
+    def state_get(self, job_id: int) -> dict[str, Any]:
+        rows = self._core.conn.execute(self.q["workflow_state_get"], {"job": job_id}).fetchall()
+        return {r[0]: json.loads(r[1]) for r in rows}
+
+    def update_send(self, job_id: int, name: str, payload_json: str) -> int:
+        with self._tx() as c:
+            now = self._now()
+            row = c.execute(self.q["workflow_update_insert"], {
+                "job": job_id, "name": name, "payload": payload_json, "now": now}).fetchone()
+            if row is None:
+                raise ShiftworkError(f"workflow {job_id} is not active (finished or unknown); "
+                                     f"update {name!r} can no longer be delivered")
+            c.execute(self.q["workflow_wake"], {"job": job_id, "now": now})
+            return int(row[0])
+
+    def update_next(self, job_id: int, name: str) -> tuple[int, Any] | None:
+        row = self._core.conn.execute(self.q["workflow_update_next"],
+                                      {"job": job_id, "name": name}).fetchone()
+        if row is None:
+            return None
+        return int(row[0]), json.loads(row[1]) if row[1] is not None else None
+
+    def update_resolve(self, job_id: int, attempt: int, update_id: int, *, accepted: bool,
+                       result_json: str | None, error_json: str | None, step: str,
+                       position: int | None = None,
+                       started_at: datetime | None = None) -> bool:
+        with self._tx() as c:
+            if c.execute(self.q["workflow_job_held"], {"job": job_id, "attempt": attempt}
+                         ).fetchone() is None:
+                raise LeaseLost(f"job {job_id} attempt {attempt} no longer holds its lease")
+            now = self._now()
+            row = c.execute(self.q["workflow_update_resolve"], {
+                "id": update_id, "job": job_id,
+                "status": "accepted" if accepted else "rejected",
+                "result": result_json, "error": error_json,
+                "step": step if accepted else None, "now": now}).fetchone()
+            if row is None:
+                return False
+            if accepted:  # the result and its record: one commit
+                c.execute(self.q["workflow_step_record"], {
+                    "job": job_id, "attempt": attempt, "name": step, "status": "done",
+                    "result": result_json, "now": now, "wake_at": None, "position": position,
+                    "kind": "update", "digest": None, "outcome": None, "tries": 0,
+                    "started_at": _ts(started_at)})
+            return True  # (the caller sees the commit through data_version)
+
+    def update_read(self, update_id: int) -> UpdateOutcome | None:
+        r = self._core.conn.execute(self.q["workflow_update_read"], {"id": update_id}
+                                    ).fetchone()
+        if r is None:
+            return None
+        return UpdateOutcome(r[0], json.loads(r[1]) if r[1] is not None else None,
+                             json.loads(r[2]) if r[2] is not None else None, JobState(r[3]))
+
+    def updates_list(self, job_id: int, limit: int = 100) -> list[WorkflowUpdate]:
+        rows = self._core.conn.execute(self.q["workflow_updates_list"],
+                                       {"job": job_id, "limit": limit}).fetchall()
+        return [WorkflowUpdate(r[0], r[1], json.loads(r[2]) if r[2] is not None else None,
+                               r[3], json.loads(r[4]) if r[4] is not None else None,
+                               json.loads(r[5]) if r[5] is not None else None, r[6],
+                               _at(r[7]), from_ts(r[8])) for r in rows]
+
 
 def _ts(value: datetime | None) -> float | None:
     return value.timestamp() if value is not None else None

@@ -1,0 +1,21 @@
+"""The app the talk benchmark's worker process runs (``benchmarks.talk_app:app``)."""
+
+from __future__ import annotations
+
+import os
+
+from shiftwork import App, Settings, Workflow
+
+app = App(os.environ.get("BENCH_DSN", "sqlite:///bench.db"),
+          schema=os.environ.get("BENCH_SCHEMA", "shiftwork"), settings=Settings(),
+          auto_migrate=False)
+
+
+@app.workflow(name="bench.counter", queue="talk")
+def counter(wf: Workflow, n: int) -> int:
+    """Takes ``n`` updates one after the other, publishing its count after each."""
+    total = 0
+    for i in range(n):
+        total = wf.wait_for_update("add", lambda p, t=total: t + int(p), step=f"add-{i}")
+        wf.set_state("total", total)
+    return total
