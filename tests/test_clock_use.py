@@ -33,6 +33,7 @@ REAL_TIME = {
     "worker/producer.py": "measuring claims, and a real wait for in-flight jobs",
     "worker/run.py": "when an attempt began, for its measured duration",
     "worker/supervisor.py": "pacing restarts of real processes",
+    "workflow/talk.py": "a caller's real wait for an update's result (timeout)",
     "worker/worker.py": "real waits: reaching the database at start, the grace at shutdown, "
                         "the watchdog",
 }
