@@ -202,6 +202,12 @@ def test_hold_and_release_by_filter(wapp: App) -> None:
     assert drain(wapp, ["imports"]).ran == 0
     stats = {s.queue: s for s in wapp.queue_stats()}["imports"]
     assert (stats.held, stats.available, stats.oldest_waiting_age) == (3, 0, None)
+    from shiftwork.observe.metrics import Metrics
+
+    scrape = Metrics(wapp).exposition()
+    scrape = scrape.decode() if isinstance(scrape, bytes) else scrape
+    assert 'shiftwork_queue_held{queue="imports"} 3.0' in scrape
+    assert 'shiftwork_queue_oldest_waiting_age_seconds{queue="imports"} 0.0' in scrape
     result = wapp.bulk("release", queue="imports", who="ops")
     assert result.done == 3
     assert drain(wapp, ["imports"]).succeeded == 3

@@ -21,6 +21,8 @@ def test_hold_release_run_now_update_from_the_command_line(db: dict[str, str]) -
     assert f"job {ids[0]}: held" in held.stdout and f"job {ids[1]}: held" in held.stdout
     queues = json.loads(cli(db, "queues", "--json").stdout)
     assert [(q["queue"], q["held"], q["available"]) for q in queues] == [("default", 2, 0)]
+    table = cli(db, "queues").stdout
+    assert "held" in table.splitlines()[1] or "held" in table
 
     moved = cli(db, "jobs", "update", str(ids[1]), "--priority", "9", "--queue", "urgent",
                 "--run-at", "2030-01-01T00:00:00Z")
