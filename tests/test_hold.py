@@ -223,3 +223,25 @@ def test_time_is_checked_against_now(wapp: App, clock: FakeClock) -> None:
     got = wapp.update_job(job.id, run_at=clock.now() - timedelta(seconds=1))
     assert got.state is JobState.AVAILABLE
     assert got.run_at.tzinfo is not None and got.run_at < datetime.now(UTC) + timedelta(days=1)
+
+
+def test_a_rescued_or_handed_back_job_a_hold_was_asked_of_is_held(wapp: App,
+                                                                  clock: FakeClock) -> None:
+    from shiftwork.flow.claiming import claim
+
+    @wapp.task(max_attempts=3)
+    def slow() -> None: ...
+
+    lost, back = slow.enqueue(), slow.enqueue()
+    claimed = claim(wapp.store, "default", 2, "w1", 5.0, None)
+    assert {j.id for j in claimed} == {lost.id, back.id}
+    wapp.hold(lost.id)
+    wapp.hold(back.id)
+    wapp.store.jobs.hand_back("w1", [(back.id, next(j.attempt for j in claimed
+                                                    if j.id == back.id))])
+    assert wapp.get_job(back.id).state is JobState.HELD
+    clock.advance(60)  # its worker stopped renewing the lease
+    assert [(r.id, r.state) for r in wapp.store.jobs.rescue()] == [(lost.id, JobState.HELD)]
+    got = wapp.get_job(lost.id)
+    assert got.state is JobState.HELD and not got.hold_requested
+    assert got.errors[-1]["kind"] == "lease_expired"

@@ -229,7 +229,9 @@ SELECT NULL, NULL, NULL WHERE NOT EXISTS (SELECT FROM w)
 -- After a claim whose reply was lost: the jobs it took never reached the worker, so
 -- they go back at once, their attempt not counted (they never began).
 UPDATE {schema}.jobs j
-SET state = 'available', lease_expires_at = NULL, uncounted = j.uncounted + 1,
+-- (a hold asked while it ran holds it: app.hold)
+SET state = CASE WHEN j.hold_requested THEN 'held' ELSE 'available' END, hold_requested = false,
+    lease_expires_at = NULL, uncounted = j.uncounted + 1,
     run_at = {now},
     errors = j.errors || jsonb_build_array(jsonb_build_object(
         'attempt', j.attempt, 'kind', 'released', 'type', 'ReplyLost',
@@ -291,9 +293,10 @@ marked AS (
     WHERE r.job_id = f.job_id AND (f.spared OR f.ends)
 )
 UPDATE {schema}.jobs j
-SET state = CASE WHEN coalesce(f.spared, false) THEN 'available'
+SET state = CASE WHEN coalesce(f.spared, false) THEN (CASE WHEN j.hold_requested THEN 'held' ELSE 'available' END)
                  WHEN j.attempt - j.uncounted >= j.max_attempts THEN 'dead'
-                 ELSE 'available' END,
+                 ELSE (CASE WHEN j.hold_requested THEN 'held' ELSE 'available' END) END,
+    hold_requested = false,
     finished_at = CASE WHEN NOT coalesce(f.spared, false)
                         AND j.attempt - j.uncounted >= j.max_attempts THEN {now} END,
     uncounted = j.uncounted + CASE WHEN coalesce(f.spared, false) THEN 1 ELSE 0 END,
@@ -312,7 +315,9 @@ RETURNING j.id, j.state, j.task, j.queue, j.attempt
 -- same reason as the last error record replaces it and counts the times, so a job passed
 -- over by many old workers keeps one record.
 UPDATE {schema}.jobs j
-SET state = 'available', lease_expires_at = NULL, uncounted = j.uncounted + 1,
+-- (a hold asked while it ran holds it: app.hold)
+SET state = CASE WHEN j.hold_requested THEN 'held' ELSE 'available' END, hold_requested = false,
+    lease_expires_at = NULL, uncounted = j.uncounted + 1,
     run_at = {now},
     errors = CASE WHEN j.errors -> -1 ->> 'kind' = %(kind)s
                   THEN (j.errors - (-1)) || jsonb_build_array(e.rec || jsonb_build_object(

@@ -140,7 +140,9 @@ RETURNING id, attempt, cancel_requested
 
 -- name: jobs_release_unknown
 UPDATE jobs
-SET state = 'available', lease_expires_at = NULL, uncounted = uncounted + 1, run_at = :now,
+-- (a hold asked while it ran holds it: app.hold)
+SET state = CASE WHEN hold_requested THEN 'held' ELSE 'available' END, hold_requested = 0,
+    lease_expires_at = NULL, uncounted = uncounted + 1, run_at = :now,
     errors = json_insert(errors, '$[#]', json_object(
         'attempt', attempt, 'kind', 'released', 'type', 'ReplyLost',
         'message', 'claimed by a call whose reply was lost; given back, attempt not counted',
@@ -183,9 +185,10 @@ WHERE status IN ('running', 'compensating')
 -- name: jobs_rescue
 -- A workflow not yet ended is spared (back, this run not counted): see the Postgres query.
 UPDATE jobs
-SET state = CASE WHEN x.spared THEN 'available'
+SET state = CASE WHEN x.spared THEN (CASE WHEN jobs.hold_requested THEN 'held' ELSE 'available' END)
                  WHEN jobs.attempt - jobs.uncounted >= jobs.max_attempts THEN 'dead'
-                 ELSE 'available' END,
+                 ELSE (CASE WHEN jobs.hold_requested THEN 'held' ELSE 'available' END) END,
+    hold_requested = 0,
     finished_at = CASE WHEN NOT x.spared AND jobs.attempt - jobs.uncounted >= jobs.max_attempts
                        THEN :now END,
     uncounted = jobs.uncounted + x.spared,
@@ -211,7 +214,9 @@ RETURNING id, state, task, queue, attempt
 -- As the Postgres statement: back at once (shutdown, or a worker that does not register
 -- the task); the same reason as the last error record replaces it, counting the times.
 UPDATE jobs
-SET state = 'available', lease_expires_at = NULL, uncounted = uncounted + 1, run_at = :now,
+-- (a hold asked while it ran holds it: app.hold)
+SET state = CASE WHEN hold_requested THEN 'held' ELSE 'available' END, hold_requested = 0,
+    lease_expires_at = NULL, uncounted = uncounted + 1, run_at = :now,
     errors = CASE WHEN json_extract(errors, '$[#-1].kind') = :kind
                   THEN json_set(errors, '$[#-1]', json_object(
                       'attempt', attempt, 'kind', :kind, 'type', :type, 'message', :message,
