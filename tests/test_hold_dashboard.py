@@ -11,6 +11,7 @@ import httpx
 from shiftwork import App, JobState
 from shiftwork.web import create_dashboard
 
+from .test_dashboard import browser  # noqa: F401  (the Chromium fixture)
 from .test_security import TOKEN, Served, csrf_of, login
 
 
@@ -74,3 +75,39 @@ def test_hold_release_run_now_and_edit_on_the_job_page(make_app: Any) -> None:
     assert all(a.who.startswith("dashboard login (127.0.0.1") for a in audit)
     assert {a.filter for a in audit if a.action == "update" and a.done} == {
         f"id={job} priority=7 queue=urgent"}
+
+
+def test_hold_edit_and_release_in_a_real_browser(browser: Any, tmp_path: Any) -> None:
+    from .conftest import FAST
+    from .test_dashboard import TOKEN as BROWSER_TOKEN
+    from .test_dashboard import Served as BrowserServed
+    from .test_dashboard import _login, _shot
+
+    app = App(f"sqlite:///{tmp_path / 'jobs.db'}", settings=FAST)
+    app.migrate()
+    app.store.debug_install_transition_guard()
+    try:
+        @app.task(queue="reports")
+        def report() -> None: ...
+
+        job = report.using(delay=3600).enqueue().id
+        with BrowserServed(create_dashboard(app, token=BROWSER_TOKEN)) as served:
+            page = _login(browser, served)
+            page.goto(f"{served.url}/jobs/{job}")
+            page.once("dialog", lambda d: d.accept())
+            page.click("button:has-text('Hold')")
+            assert f"job {job} is held" in page.locator(".flash").inner_text()
+            assert page.locator("h1 .state").inner_text() == "held"
+            page.fill("form.job-edit input[name=priority]", "4")
+            page.fill("form.job-edit input[name=queue]", "urgent")
+            page.click("form.job-edit button:has-text('Update')")
+            assert f"job {job} is held" in page.locator(".flash").inner_text()
+            _shot(page, "job-held")
+            page.click("button:has-text('Release')")
+            assert f"job {job} is scheduled" in page.locator(".flash").inner_text()
+            page.click("button:has-text('Run now')")
+            assert f"job {job} is available" in page.locator(".flash").inner_text()
+        got = app.get_job(job)
+        assert (got.state, got.priority, got.queue) == (JobState.AVAILABLE, 4, "urgent")
+    finally:
+        app.close()
