@@ -77,7 +77,7 @@ def test_hold_release_run_now_and_edit_on_the_job_page(make_app: Any) -> None:
         f"id={job} priority=7 queue=urgent"}
 
 
-def test_hold_edit_and_release_in_a_real_browser(browser: Any, tmp_path: Any) -> None:
+def test_hold_edit_and_release_in_a_real_browser(browser: Any, tmp_path: Any) -> None:  # noqa: F811
     from .conftest import FAST
     from .test_dashboard import TOKEN as BROWSER_TOKEN
     from .test_dashboard import Served as BrowserServed

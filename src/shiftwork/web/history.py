@@ -147,7 +147,7 @@ class HistoryPages:
             request, "workflow.html", job=job, run=run, view=view, events=events,
             job_id=job_id, more_events=len(events) >= EVENTS,
             cancellable=job.state in (JobState.SCHEDULED, JobState.AVAILABLE,
-                                      JobState.RETRYING, JobState.RUNNING),
+                                      JobState.RETRYING, JobState.RUNNING, JobState.HELD),
             retryable=job.state in (JobState.DEAD, JobState.CANCELLED))
 
     async def workflow_action(self, request: Request) -> Response:
