@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -245,3 +246,51 @@ def test_a_rescued_or_handed_back_job_a_hold_was_asked_of_is_held(wapp: App,
     got = wapp.get_job(lost.id)
     assert got.state is JobState.HELD and not got.hold_requested
     assert got.errors[-1]["kind"] == "lease_expired"
+
+
+def test_migration_0032_on_a_database_with_jobs(db: dict[str, str]) -> None:
+    """Upgrading a database that has jobs: the new CHECK is validated over them; on SQLite
+    a connection opened before the migration sees the new constraint; and the previous
+    release's unique insert (its ON CONFLICT names four states) still works."""
+    import sqlite3
+
+    import psycopg
+
+    from shiftwork.store.open import open_store
+
+    sqlite = db["dsn"].startswith("sqlite")
+    schema = db["schema"]
+    table = "jobs" if sqlite else f'"{schema}".jobs'
+    mark = "?" if sqlite else "%s"
+    old_insert = (f"INSERT INTO {table} (queue, task, args, state, max_attempts, run_at, "
+                  f"created_at, unique_key) VALUES ('default', 'old', '{{\"args\": []}}', "
+                  f"'available', 1, {mark}, {mark}, 'k') ON CONFLICT (unique_key) WHERE "
+                  "unique_key IS NOT NULL AND state IN ('scheduled', 'available', 'running', "
+                  "'retrying') DO NOTHING RETURNING id")
+    now = 0.0 if sqlite else datetime.now(UTC)
+    raw: Any = sqlite3.connect(db["dsn"].removeprefix("sqlite:///")) if sqlite \
+        else psycopg.connect(db["dsn"], autocommit=True)
+
+    store = open_store(db["dsn"], schema=db["schema"])
+    try:
+        every = store._migrations  # type: ignore[attr-defined]
+        store._migrations = [m for m in every if m[0] < 32]  # type: ignore[attr-defined]
+        store.migrate()
+        [(kept,)] = raw.execute(old_insert, (now, now)).fetchall()  # the old release's
+        if sqlite:
+            raw.commit()
+        store._migrations = every  # type: ignore[attr-defined]
+        assert store.migrate() == [32]
+        assert raw.execute(old_insert, (now, now)).fetchall() == []  # still deduplicated
+        if sqlite:
+            raw.commit()
+        held, _ = store.console.hold_batch([kept])
+        assert held == [kept] and store.jobs.get(kept).state is JobState.HELD
+        if sqlite:  # a connection opened before the migration takes `held` too
+            raw.execute("UPDATE jobs SET state = 'available' WHERE id = ?", (kept,))
+            raw.execute("UPDATE jobs SET state = 'held' WHERE id = ?", (kept,))
+            raw.commit()
+            assert store.jobs.get(kept).state is JobState.HELD
+    finally:
+        raw.close()
+        store.close()

@@ -13,7 +13,9 @@ ALTER TABLE {schema}.jobs DROP CONSTRAINT IF EXISTS jobs_state_check;
 
 -- A held job keeps its unique key (it will run once released): the index of active keys
 -- names `held` too, so an enqueue with the key finds the held job, and a release never
--- meets a second job holding it.
+-- meets a second job holding it. The previous release's inserts (a rolling deploy
+-- migrates first) still find this index: their ON CONFLICT condition, the four other
+-- states, implies its condition.
 DROP INDEX {schema}.jobs_unique_key_idx;
 CREATE UNIQUE INDEX jobs_unique_key_idx ON {schema}.jobs (unique_key)
     WHERE unique_key IS NOT NULL

@@ -14,9 +14,12 @@ SET sql = replace(sql, '''retrying'', ''succeeded''', '''retrying'', ''held'', '
 WHERE type = 'table' AND name = 'jobs';
 PRAGMA writable_schema = OFF;
 
--- A held job keeps its unique key (it will run once released).
-DROP INDEX jobs_unique_key_idx;
-CREATE UNIQUE INDEX jobs_unique_key_idx ON jobs (unique_key)
+-- A held job keeps its unique key (it will run once released): a unique index of the
+-- active keys with `held` among them, which this release's inserts name. The index of
+-- 0001 stays beside it: SQLite matches an upsert's ON CONFLICT to a partial index only
+-- by the same condition, so the previous release's inserts (a rolling deploy migrates
+-- first) still need it. A later migration may drop it.
+CREATE UNIQUE INDEX jobs_unique_key_held_idx ON jobs (unique_key)
     WHERE unique_key IS NOT NULL
       AND state IN ('scheduled', 'available', 'running', 'retrying', 'held');
 
