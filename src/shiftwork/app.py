@@ -28,6 +28,10 @@ from shiftwork.jobs.bulk import BulkResult, bulk_apply
 from shiftwork.jobs.context import JobContext
 from shiftwork.jobs.enqueue import Enqueuer, enqueue_requests, enqueue_requests_async
 from shiftwork.jobs.handle import JobHandle
+from shiftwork.jobs.hold import hold as hold_job
+from shiftwork.jobs.hold import release as release_job
+from shiftwork.jobs.hold import run_now as run_job_now
+from shiftwork.jobs.hold import update as edit_job
 from shiftwork.jobs.known_queues import known_queues, unknown_queue_warning
 from shiftwork.jobs.task import EnqueueOptions, JobRequest, Task, TaskOptions
 from shiftwork.jobs.waiting import wait_result, wait_result_async
@@ -633,6 +637,27 @@ class App:
         """:meth:`cancel_job` for many ids in one transaction (a bulk cancel's batch); how
         many were cancelled or asked to stop (ids gone or finished are skipped)."""
         return cancel_jobs(self.runtime, job_ids)
+
+    def hold(self, job_id: int, *, who: str = "python") -> Job:
+        """Hold a job (or a workflow): a waiting one is never claimed until released; a
+        running one finishes its attempt, and is held if it would run again. Audited as
+        ``who``; a finished job raises ``JobStateError``."""
+        return hold_job(self, job_id, who)
+
+    def release(self, job_id: int, *, who: str = "python") -> Job:
+        """Release a held job: scheduled while its ``run_at`` is ahead, else due now."""
+        return release_job(self, job_id, who)
+
+    def run_now(self, job_id: int, *, who: str = "python") -> Job:
+        """Make a scheduled, retrying or held job due now."""
+        return run_job_now(self, job_id, who)
+
+    def update_job(self, job_id: int, *, run_at: datetime | None = None,
+                   priority: int | None = None, queue: str | None = None,
+                   who: str = "python") -> Job:
+        """Change a waiting or held job's ``run_at``, ``priority`` or ``queue``, checked as
+        an enqueue checks them; a running or finished job raises ``JobStateError``."""
+        return edit_job(self, job_id, who, run_at=run_at, priority=priority, queue=queue)
 
     def queue_stats(self, include_finished: bool = True) -> list[QueueStats]:
         """Per queue counts (paused flag included); ``include_finished=False`` skips

@@ -115,8 +115,11 @@ def test_a_cancel_batch_cancels_waiting_asks_running_and_resolves_dependents(
     [parent] = insert(store)
     child = insert_graph(store.deps, [replace(new_job(), after=(parent,))])[0][0].id
     [other] = insert(store, meta={"note": "x"})
-    batch = store.console.cancel_batch([running, finished, parent, other, 4242])
-    assert [i for i, _ in batch.cancelled] == [parent, other]
+    [held] = insert(store)
+    store.console.hold_batch([held])
+    batch = store.console.cancel_batch([running, finished, parent, other, held, 4242])
+    assert [i for i, _ in batch.cancelled] == [parent, other, held]
+    assert state(store, held) is JobState.CANCELLED
     assert dict(batch.cancelled)[other] == {"note": "x"}
     assert batch.asked == [running]
     assert [state(store, i) for i in (parent, child, other)] == [JobState.CANCELLED] * 3

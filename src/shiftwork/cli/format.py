@@ -48,13 +48,17 @@ def format_attempts(job: Any) -> str:
 
 
 def queue_table(stats: list[Any], title: str = "queues") -> Table:
-    """Per queue: its counts by state and the oldest waiting job's age."""
-    counts = ("waiting", "running", "scheduled", "succeeded", "dead", "oldest waiting")
+    """Per queue: its counts by state and the oldest waiting job's age (a held column
+    only when some job is held: held jobs are not waiting)."""
+    held = any(getattr(s, "held", 0) for s in stats)
+    counts = ("waiting", "running", "scheduled", *(("held",) if held else ()), "succeeded",
+              "dead", "oldest waiting")
     table = make_table(("queue", *counts), title=title, right=counts, whole=counts)
     for s in stats:
         name = f"{s.queue} (paused)" if getattr(s, "paused", False) else s.queue
         table.add_row(name, str(s.available), str(s.running), str(s.scheduled),
-                      str(s.succeeded), str(s.dead), format_age(s.oldest_waiting_age))
+                      *((str(s.held),) if held else ()), str(s.succeeded), str(s.dead),
+                      format_age(s.oldest_waiting_age))
     return table
 
 

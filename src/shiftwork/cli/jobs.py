@@ -1,4 +1,4 @@
-"""``shiftwork jobs``: list, show, follow, retry and cancel jobs."""
+"""``shiftwork jobs``: list, show, follow, retry, cancel, hold, release and edit jobs."""
 
 from __future__ import annotations
 
@@ -26,18 +26,22 @@ from shiftwork.cli.format import console, echo_json, format_attempts, format_sta
 from shiftwork.cli.options import (
     interval_option,
     job_id_argument,
+    job_ids_argument,
     json_flag,
     limit_option,
     open_app,
+    parse_instant,
     queue_option,
     target_options,
 )
+from shiftwork.core.errors import JobStateError
 from shiftwork.core.memory import format_size
 from shiftwork.core.safetext import escape_controls
 from shiftwork.core.states import FINAL, JobState
 from shiftwork.jobs.bulk import bulk_apply, bulk_filter
 from shiftwork.jobs.checkpoint import Progress as JobProgress
 from shiftwork.jobs.checkpoint import describe_progress
+from shiftwork.jobs.task import PRIORITY_MAX, PRIORITY_MIN
 from shiftwork.model.filter import SORTS, JobFilter, parse_filter, task_hint
 from shiftwork.model.records import DepLink
 from shiftwork.observe.text import break_name, format_time, make_table, shorten
@@ -49,7 +53,8 @@ WAITING = "waiting"
 COUNT_CAP = 10_000
 #: A bulk action counts its matches before asking, exactly up to this many.
 BULK_COUNT_CAP = 10_000_000
-BULK_DONE = {"retry": "retried", "cancel": "cancelled", "delete": "deleted"}
+BULK_DONE = {"retry": "retried", "cancel": "cancelled", "delete": "deleted", "hold": "held",
+             "release": "released"}
 
 
 @click.group()
@@ -350,6 +355,83 @@ def jobs_delete(job_ids: tuple[int, ...], states: tuple[str, ...], dry_run: bool
                                         else "not deleted (missing, or not finished)"))
     if len(deleted) < len(set(job_ids)):
         raise SystemExit(1)
+
+
+def each_job(job_ids: tuple[int, ...], act: Callable[[int], Any]) -> None:
+    """``act`` on each id, printing the job's state after; a refusal (``JobStateError``)
+    is named and the others go on, and the command then exits 1."""
+    refused = 0
+    for job_id in job_ids:
+        try:
+            job = act(job_id)
+        except JobStateError as exc:
+            click.echo(str(exc), err=True)
+            refused += 1
+            continue
+        note = " (hold requested: held if its attempt would run again)" \
+            if job.state is JobState.RUNNING and job.hold_requested else ""
+        console.print(f"job {job.id}: {format_state(job.state)}{note}")
+    if refused:
+        raise SystemExit(1)
+
+
+@jobs.command("hold")
+@bulk_options
+def jobs_hold(job_ids: tuple[int, ...], states: tuple[str, ...], dry_run: bool, yes: bool,
+              **given: Any) -> None:
+    """Hold jobs: a waiting job is not claimed until released; a running one finishes its
+    attempt and is held if it would run again: JOB_IDS, or every job the filter matches
+    (``--queue imports``). Finished jobs are refused (exit 1)."""
+    if not job_ids:
+        run_bulk("hold", states, dry_run, yes, given)
+        return
+    app = open_app()
+    who = cli_user()
+    each_job(job_ids, lambda job_id: app.hold(job_id, who=who))
+
+
+@jobs.command("release")
+@bulk_options
+def jobs_release(job_ids: tuple[int, ...], states: tuple[str, ...], dry_run: bool, yes: bool,
+                 **given: Any) -> None:
+    """Release held jobs (scheduled while their run_at is ahead, else due now): JOB_IDS,
+    or every held job the filter matches. A job not held is refused (exit 1)."""
+    if not job_ids:
+        run_bulk("release", states, dry_run, yes, given)
+        return
+    app = open_app()
+    who = cli_user()
+    each_job(job_ids, lambda job_id: app.release(job_id, who=who))
+
+
+@jobs.command("run-now")
+@target_options
+@job_ids_argument
+def jobs_run_now(job_ids: tuple[int, ...]) -> None:
+    """Make scheduled, retrying or held jobs due now (retry runs a dead one again)."""
+    app = open_app()
+    who = cli_user()
+    each_job(job_ids, lambda job_id: app.run_now(job_id, who=who))
+
+
+@jobs.command("update")
+@target_options
+@job_id_argument
+@click.option("--run-at", "run_at", metavar="INSTANT",
+              help="When it may run: ISO 8601 with a zone (2026-12-01T09:00:00Z).")
+@click.option("--priority", type=click.IntRange(PRIORITY_MIN, PRIORITY_MAX),
+              help="Higher runs first within its queue.")
+@click.option("--queue", "new_queue", metavar="NAME", help="Move it to this queue.")
+def jobs_update(job_id: int, run_at: str | None, priority: int | None,
+                new_queue: str | None) -> None:
+    """Edit a waiting or held job (a running or finished one is refused, exit 1)."""
+    if run_at is None and priority is None and new_queue is None:
+        raise click.UsageError("give --run-at, --priority or --queue")
+    when = parse_instant(run_at, "--run-at") if run_at is not None else None
+    app = open_app()
+    who = cli_user()
+    each_job((job_id,), lambda i: app.update_job(i, run_at=when, priority=priority,
+                                                 queue=new_queue, who=who))
 
 
 @jobs.command("follow")

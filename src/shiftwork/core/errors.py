@@ -70,6 +70,11 @@ class JobNotFoundError(ShiftworkError, LookupError):
     """No job with that id."""
 
 
+class JobStateError(ShiftworkError):
+    """An action that makes no sense in the job's state (holding a finished job, editing
+    a running one); the message names the state and what the action takes."""
+
+
 class StorageError(ShiftworkError):
     """The database could not be reached or refused an operation."""
 

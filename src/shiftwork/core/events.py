@@ -46,6 +46,7 @@ LEVELS = {
     "schedule.added": logging.INFO,
     "schedule.removed": logging.INFO,
     "jobs.bulk": logging.WARNING,  # a person acted on every job a filter matched
+    "jobs.action": logging.WARNING,  # a person held, released, ran now or edited one job
 }
 
 

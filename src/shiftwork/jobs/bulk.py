@@ -1,4 +1,5 @@
-"""Bulk actions by filter: retry, cancel or delete every job a ``JobFilter`` matches.
+"""Bulk actions by filter: retry, cancel, delete, hold or release every job a
+``JobFilter`` matches (hold and release: jobs/hold.py says what they mean).
 
 Done in batches of ``BATCH`` ids (keyset by id), each its own short transaction, so a
 million matches neither lock the table nor hold one long transaction; workers claim and
@@ -32,7 +33,7 @@ class BulkHost(Protocol):
 
     def cancel_jobs(self, job_ids: list[int]) -> int: ...
 
-ACTIONS = ("retry", "cancel", "delete")
+ACTIONS = ("retry", "cancel", "delete", "hold", "release")
 BATCH = 1000
 #: Audit rows kept (the newest); older ones are pruned as new ones are written.
 AUDIT_KEEP = 1000
@@ -68,6 +69,21 @@ def bulk_filter(action: str, f: JobFilter) -> JobFilter:
                               f"{', '.join(final)} ones: they have finished")
         if not f.states:
             f = replace(f, states=tuple(s for s in JobState if s not in FINAL))
+    if action == "hold":
+        final = [s.value for s in f.states if s in FINAL]
+        if final:
+            raise FilterError(f"hold is for waiting and running jobs, not "
+                              f"{', '.join(final)} ones: they have finished")
+        if not f.states:
+            f = replace(f, states=tuple(s for s in JobState
+                                        if s not in FINAL and s is not JobState.HELD))
+    if action == "release":
+        other = [s.value for s in f.states if s not in (JobState.HELD, JobState.RUNNING)]
+        if other:
+            raise FilterError(f"release is for held jobs (and running ones a hold was asked "
+                              f"of), not {', '.join(other)} ones")
+        if not f.states:
+            f = replace(f, states=(JobState.HELD, JobState.RUNNING))
     return f
 
 
@@ -89,6 +105,10 @@ def bulk_apply(app: BulkHost, action: str, f: JobFilter, who: str, batch: int = 
             done += len(store.console.retry_batch(ids))
         elif action == "delete":
             done += len(store.console.delete_finished(ids))
+        elif action == "hold":
+            done += sum(len(moved) for moved in store.console.hold_batch(ids))
+        elif action == "release":
+            done += sum(len(moved) for moved in store.console.release_batch(ids))
         else:
             done += app.cancel_jobs(ids)
         if progress is not None:

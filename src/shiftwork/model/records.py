@@ -114,6 +114,8 @@ class Job:
     peak_rss: int | None = None
     #: what its last finished attempt reported processing (``ctx.processed``); None: unsaid
     items: int | None = None
+    #: a hold asked while it ran (app.hold): if its attempt would run again, it is held
+    hold_requested: bool = False
 
     @property
     def counted_attempt(self) -> int:
@@ -171,6 +173,7 @@ class QueueStats:
     cancelled: int
     oldest_waiting_age: float | None  # seconds the longest-waiting due job has waited
     paused: bool = False
+    held: int = 0  # on hold (app.hold): not waiting, so not in the oldest-waiting age
 
 
 class WaitingTask(NamedTuple):

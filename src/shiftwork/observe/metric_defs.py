@@ -74,6 +74,8 @@ QUEUE_WAITING = _gauge("shiftwork_queue_waiting", "Jobs due and waiting to be cl
 QUEUE_SCHEDULED = _gauge("shiftwork_queue_scheduled", "Jobs waiting for a future run_at "
                          "(delayed or backing off).", "queue")
 QUEUE_RUNNING = _gauge("shiftwork_queue_running", "Jobs running.", "queue")
+QUEUE_HELD = _gauge("shiftwork_queue_held", "Jobs on hold (app.hold): never claimed until "
+                    "released, and not counted as waiting.", "queue")
 QUEUE_DEAD = _gauge("shiftwork_queue_dead", "Dead jobs kept (until retried, discarded or "
                     "pruned).", "queue")
 QUEUE_AGE = _gauge("shiftwork_queue_oldest_waiting_age_seconds", "How long the oldest due job "
@@ -109,8 +111,8 @@ SCHEDULE_EMPTY = _gauge("shiftwork_schedule_empty", "1 when the schedule's newes
                         "schedule")
 
 DATABASE_METRICS: tuple[MetricDef, ...] = (
-    DATABASE_UP, QUEUE_WAITING, QUEUE_SCHEDULED, QUEUE_RUNNING, QUEUE_DEAD, QUEUE_AGE,
-    QUEUE_PAUSED, QUEUE_MAX_WAIT, RATE_LIMIT_TOKENS, QUEUE_GROUPS, UNSERVED, TASK_EMPTY,
+    DATABASE_UP, QUEUE_WAITING, QUEUE_SCHEDULED, QUEUE_RUNNING, QUEUE_HELD, QUEUE_DEAD,
+    QUEUE_AGE, QUEUE_PAUSED, QUEUE_MAX_WAIT, RATE_LIMIT_TOKENS, QUEUE_GROUPS, UNSERVED, TASK_EMPTY,
     WORKER_UP, WORKER_IN_FLIGHT, WORKER_HEARTBEAT, WORKERS_ALIVE, SCHEDULE_LAST_SUCCESS,
     SCHEDULE_NEXT_FIRE, SCHEDULE_LATE, SCHEDULE_EMPTY)
 

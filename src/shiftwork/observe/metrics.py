@@ -126,6 +126,7 @@ class _StoreCollector:
             "waiting": _family(m.QUEUE_WAITING),
             "scheduled": _family(m.QUEUE_SCHEDULED),
             "running": _family(m.QUEUE_RUNNING),
+            "held": _family(m.QUEUE_HELD),
             "dead": _family(m.QUEUE_DEAD),
             "age": _family(m.QUEUE_AGE),
             "paused": _family(m.QUEUE_PAUSED),
@@ -137,13 +138,14 @@ class _StoreCollector:
             g["waiting"].add_metric([s.queue], s.available)
             g["scheduled"].add_metric([s.queue], s.scheduled)
             g["running"].add_metric([s.queue], s.running)
+            g["held"].add_metric([s.queue], s.held)
             g["dead"].add_metric([s.queue], s.dead)
             g["age"].add_metric([s.queue], max(s.oldest_waiting_age or 0.0, 0.0))
             g["paused"].add_metric([s.queue], 1 if s.paused else 0)
         # Declared and known queues appear even when empty, so an alert sees them at 0.
         known = {t.options.queue for t in app.tasks.values()} | set(app.queue_options)
         for queue in sorted(known - seen):
-            for key in ("waiting", "scheduled", "running", "dead", "age", "paused"):
+            for key in ("waiting", "scheduled", "running", "held", "dead", "age", "paused"):
                 g[key].add_metric([queue], 0)
         for queue in sorted(known | seen):
             max_wait = max_wait_for(app, queue)

@@ -424,6 +424,19 @@ class ConsoleStatements(Protocol):
     def delete_finished(self, ids: Sequence[int]) -> list[int]:
         """Delete the finished jobs among ``ids``; the ids deleted."""
 
+    def hold_batch(self, ids: Sequence[int]) -> tuple[list[int], list[int]]:
+        """Hold the waiting jobs among ``ids``, ask a hold of the running: (held, asked)."""
+
+    def release_batch(self, ids: Sequence[int]) -> tuple[list[int], list[int]]:
+        """Release the held among ``ids``, withdraw asked holds: (released, withdrawn)."""
+
+    def run_now_batch(self, ids: Sequence[int]) -> list[int]:
+        """Make the scheduled, retrying and held jobs among ``ids`` due now; those moved."""
+
+    def update_waiting(self, job_id: int, run_at: datetime | None, priority: int | None,
+                       queue: str | None) -> bool:
+        """Edit a waiting or held job (None: unchanged); False if it is not one."""
+
     def bulk_actions_add(self, who: str, action: str, filter_text: str, matched: int,
                          done: int) -> None: ...
 

@@ -157,6 +157,43 @@ class JobsConsole:
             return sorted(int(r[0]) for r in self._rows(c, "jobs_delete_finished",
                                                          ids=list(ids)))
 
+    def _moved(self, query: str, ids: Sequence[int], notify: bool = False) -> list[int]:
+        """The ids ``query`` moved among ``ids`` (one statement); ``notify``: wake workers."""
+        if not ids:
+            return []
+        with self._session() as c:
+            moved = sorted(int(r[0]) for r in self._rows(c, query, ids=list(ids)))
+            if moved and notify:
+                self._notify(c, [ANY_QUEUE])
+        return moved
+
+    def hold_batch(self, ids: Sequence[int]) -> tuple[list[int], list[int]]:
+        """Hold the waiting jobs among ``ids`` and ask a hold of the running ones: (held,
+        requested)."""
+        return (self._moved("jobs_hold_waiting", ids),
+                self._moved("jobs_hold_running", ids))
+
+    def release_batch(self, ids: Sequence[int]) -> tuple[list[int], list[int]]:
+        """Release the held jobs among ``ids`` and withdraw the hold asked of running
+        ones: (released, withdrawn)."""
+        return (self._moved("jobs_release_held", ids, notify=True),
+                self._moved("jobs_release_running", ids))
+
+    def run_now_batch(self, ids: Sequence[int]) -> list[int]:
+        """Make the scheduled, retrying and held jobs among ``ids`` due now."""
+        return self._moved("jobs_run_now", ids, notify=True)
+
+    def update_waiting(self, job_id: int, run_at: datetime | None, priority: int | None,
+                       queue: str | None) -> bool:
+        """Set what is given of a job not running (waiting or held); False: not such a job."""
+        when: Any = run_at.timestamp() if self.engine == "sqlite" and run_at else run_at
+        with self._session() as c:
+            moved = self._rows(c, "jobs_update_waiting", id=job_id, run_at=when,
+                               priority=priority, queue=queue)
+            if moved:
+                self._notify(c, [ANY_QUEUE])
+        return bool(moved)
+
     def bulk_actions_add(self, who: str, action: str, filter_text: str, matched: int,
                          done: int) -> None:
         with self._session() as c:

@@ -56,6 +56,7 @@ def job_from_row(row: dict[str, Any], to_dt: Any, json_col: Any) -> Job:
         progress=json_col(row["progress"]), checkpoint=json_col(row["checkpoint"]),
         cancel_requested=bool(row["cancel_requested"]), meta=meta,
         uncounted=row["uncounted"], peak_rss=row.get("peak_rss"), items=row.get("items"),
+        hold_requested=bool(row.get("hold_requested")),
     )
 
 
@@ -110,12 +111,13 @@ def queue_stats_from_rows(active: list[Any],
                           finished: dict[str, tuple[int, int]]) -> list[QueueStats]:
     """Join the active-state counts with (succeeded, cancelled) counts, per queue, sorted.
 
-    ``active`` rows are (queue, available, scheduled, running, dead, oldest_waiting_age).
+    ``active`` rows are (queue, available, scheduled, running, dead, oldest_waiting_age,
+    held).
     """
     out = {r[0]: QueueStats(queue=r[0], available=r[1], scheduled=r[2], running=r[3],
                             succeeded=finished.get(r[0], (0, 0))[0], dead=r[4],
                             cancelled=finished.get(r[0], (0, 0))[1],
-                            oldest_waiting_age=r[5]) for r in active}
+                            oldest_waiting_age=r[5], held=r[6]) for r in active}
     for queue, (succeeded, cancelled) in finished.items():
         out.setdefault(queue, QueueStats(queue, 0, 0, 0, succeeded, 0, cancelled, None))
     return [out[k] for k in sorted(out)]

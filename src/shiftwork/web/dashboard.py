@@ -28,6 +28,7 @@ from shiftwork.core.memory import format_size
 from shiftwork.core.names import check_queue, schedule_name, schedule_ref
 from shiftwork.core.safetext import escape_controls
 from shiftwork.core.states import JobState
+from shiftwork.jobs.hold import EDITABLE
 from shiftwork.observe.table_health import TableHealthCache, format_bytes, table_problems
 from shiftwork.observe.text import format_age, format_seconds, format_time
 from shiftwork.observe.views import overview
@@ -35,7 +36,8 @@ from shiftwork.web.chart import minute_chart
 from shiftwork.web.forms import bad_text, declared_too_large, read_form, too_large
 from shiftwork.web.history import history_routes
 from shiftwork.web.history_charts import history_chart_routes
-from shiftwork.web.jobs_console import console_routes
+from shiftwork.web.job_edit import edit_fields
+from shiftwork.web.jobs_console import console_routes, who
 from shiftwork.web.login_limit import DEFAULT_MAX_FAILURES, DEFAULT_WINDOW, FailureLimiter, shared
 from shiftwork.web.paging import page_of
 from shiftwork.web.progress_view import progress_view
@@ -51,6 +53,7 @@ from shiftwork.web.sessions import DEFAULT_SESSION_MAX_AGE, Sessions
 
 if TYPE_CHECKING:
     from shiftwork.app import App
+    from shiftwork.model.records import Job
 
 HERE = Path(__file__).parent
 SECURITY_HEADERS = {
@@ -476,7 +479,11 @@ class Dashboard:
                          retryable=job.state in (
             JobState.DEAD, JobState.CANCELLED, JobState.SCHEDULED, JobState.RETRYING),
             cancellable=job.state in (JobState.SCHEDULED, JobState.AVAILABLE, JobState.RETRYING,
-                                      JobState.RUNNING))
+                                      JobState.RUNNING, JobState.HELD),
+            holdable=job.state in EDITABLE - {JobState.HELD} or (
+                job.state is JobState.RUNNING and not job.hold_requested),
+            releasable=job.state is JobState.HELD or job.hold_requested,
+            editable=job.state in EDITABLE)
 
     async def group(self, request: Request) -> Response:
         group_id = request.path_params["group_id"]
@@ -510,6 +517,11 @@ class Dashboard:
                 note = " (cancel requested; its worker stops it)" \
                     if job.state is JobState.RUNNING else ""
                 return self.back(request, to, f"job {job_id} is {job.state.value}{note}")
+            if action in ("hold", "release", "run_now", "update"):
+                job = await run_in_threadpool(self._hold_action, request, job_id, action)
+                note = " (hold requested: held if its attempt would run again)" \
+                    if job.state is JobState.RUNNING and job.hold_requested else ""
+                return self.back(request, to, f"job {job_id} is {job.state.value}{note}")
             if action == "discard":
                 done = await run_in_threadpool(self.app.store.observe.jobs_discard, [job_id])
                 if done:
@@ -519,6 +531,18 @@ class Dashboard:
         except ShiftworkError as exc:
             return self.back(request, to, str(exc))
         return PlainTextResponse(f"unknown action {action!r}", status_code=404)
+
+    def _hold_action(self, request: Request, job_id: int, action: str) -> Job:
+        """Hold, release, run now or update (jobs/hold.py), audited as the signed-in user."""
+        by = who(request)
+        if action == "hold":
+            return self.app.hold(job_id, who=by)
+        if action == "release":
+            return self.app.release(job_id, who=by)
+        if action == "run_now":
+            return self.app.run_now(job_id, who=by)
+        form = request.scope[_FORM]
+        return self.app.update_job(job_id, who=by, **edit_fields(form))
 
     async def dead_bulk(self, request: Request) -> Response:
         form = request.scope[_FORM]

@@ -150,7 +150,7 @@ class HistoryPages:
             job_id=job_id, more_events=len(events) >= EVENTS, state=state, updates=updates,
             more_updates=len(updates) >= EVENTS,
             cancellable=job.state in (JobState.SCHEDULED, JobState.AVAILABLE,
-                                      JobState.RETRYING, JobState.RUNNING),
+                                      JobState.RETRYING, JobState.RUNNING, JobState.HELD),
             retryable=job.state in (JobState.DEAD, JobState.CANCELLED))
 
     async def workflow_action(self, request: Request) -> Response:

@@ -27,6 +27,8 @@ def waiting_for(kind: str | None, name: str | None, status: StepStatus | None,
     it runs, or it has finished)."""
     if state in FINAL or state is JobState.RUNNING:
         return ""
+    if state is JobState.HELD:  # whatever it waits for, it waits to be released first
+        return "release: it is on hold"
     until = f" (until {format_time(wake_at)} UTC)" if wake_at is not None else ""
     if status is StepStatus.WAITING:
         if kind == "wait" and name is not None:

@@ -22,6 +22,7 @@ META_KEY = "django_task"
 _STATUS = {
     JobState.SCHEDULED: "READY", JobState.AVAILABLE: "READY",
     JobState.RETRYING: "READY",  # "ready to be executed again"
+    JobState.HELD: "READY",  # on hold: it runs once released
     JobState.RUNNING: "RUNNING",
     JobState.SUCCEEDED: "SUCCESSFUL",
     JobState.DEAD: "FAILED", JobState.CANCELLED: "FAILED",  # "unable to start" too

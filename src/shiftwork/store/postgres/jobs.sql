@@ -17,7 +17,7 @@ SELECT queue, task, args,
        priority, max_attempts, coalesce(run_at, {now}), {now}, unique_key, timeout, meta
 FROM input ORDER BY ord
 ON CONFLICT (unique_key)
-    WHERE unique_key IS NOT NULL AND state IN ('scheduled', 'available', 'running', 'retrying')
+    WHERE unique_key IS NOT NULL AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
     DO NOTHING
 RETURNING id, unique_key
 
@@ -43,7 +43,7 @@ SELECT queue, task, args,
        priority, max_attempts, coalesce(run_at, {now}), {now}, unique_key, timeout, meta
 FROM pg_temp.shiftwork_stage ORDER BY ord
 ON CONFLICT (unique_key)
-    WHERE unique_key IS NOT NULL AND state IN ('scheduled', 'available', 'running', 'retrying')
+    WHERE unique_key IS NOT NULL AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
     DO NOTHING
 RETURNING id, unique_key
 
@@ -110,7 +110,7 @@ FROM STDIN (FORMAT BINARY)
 -- name: jobs_find_active_by_keys
 SELECT id, unique_key FROM {schema}.jobs
 WHERE unique_key = ANY(%(keys)s::text[])
-  AND state IN ('scheduled', 'available', 'running', 'retrying')
+  AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
 
 -- name: jobs_notify
 SELECT pg_notify(%(channel)s, q) FROM unnest(%(queues)s::text[]) AS q
@@ -158,7 +158,10 @@ SELECT pg_advisory_xact_lock(hashtextextended('shiftwork.limit.' || %(task)s, 0)
 -- made due come back as rows of their own for store/deps.py to settle.
 WITH done AS (
     UPDATE {schema}.jobs j
-    SET state = u.state,
+    -- a hold asked while it ran (app.hold): an attempt that would run again is held
+    SET state = CASE WHEN j.hold_requested AND u.state IN ('retrying', 'scheduled', 'available')
+                     THEN 'held' ELSE u.state END,
+        hold_requested = false,
         finished_at = CASE WHEN u.state IN ('succeeded', 'dead', 'cancelled') THEN {now} END,
         -- a snooze (back to scheduled) runs at once if a wake-up came while it ran
         run_at = CASE WHEN u.state = 'scheduled' AND j.wake_requested THEN {now}
@@ -235,7 +238,9 @@ SELECT NULL, NULL, NULL WHERE NOT EXISTS (SELECT FROM w)
 -- After a claim whose reply was lost: the jobs it took never reached the worker, so
 -- they go back at once, their attempt not counted (they never began).
 UPDATE {schema}.jobs j
-SET state = 'available', lease_expires_at = NULL, uncounted = j.uncounted + 1,
+-- (a hold asked while it ran holds it: app.hold)
+SET state = CASE WHEN j.hold_requested THEN 'held' ELSE 'available' END, hold_requested = false,
+    lease_expires_at = NULL, uncounted = j.uncounted + 1,
     run_at = {now},
     errors = j.errors || jsonb_build_array(jsonb_build_object(
         'attempt', j.attempt, 'kind', 'released', 'type', 'ReplyLost',
@@ -254,6 +259,8 @@ SELECT j.id FROM {schema}.jobs j
 JOIN unnest(%(ids)s::bigint[], %(attempts)s::int[], %(states)s::text[]) AS u(id, attempt, state)
   ON j.id = u.id
 WHERE (j.attempt = u.attempt AND j.state = u.state)
+   OR (j.attempt = u.attempt AND j.state = 'held'
+       AND u.state IN ('retrying', 'scheduled', 'available'))
    OR (j.attempt > u.attempt AND NOT EXISTS (
          SELECT 1 FROM jsonb_array_elements(j.errors) e
          WHERE (e->>'attempt')::int = u.attempt
@@ -295,9 +302,10 @@ marked AS (
     WHERE r.job_id = f.job_id AND (f.spared OR f.ends)
 )
 UPDATE {schema}.jobs j
-SET state = CASE WHEN coalesce(f.spared, false) THEN 'available'
+SET state = CASE WHEN coalesce(f.spared, false) THEN (CASE WHEN j.hold_requested THEN 'held' ELSE 'available' END)
                  WHEN j.attempt - j.uncounted >= j.max_attempts THEN 'dead'
-                 ELSE 'available' END,
+                 ELSE (CASE WHEN j.hold_requested THEN 'held' ELSE 'available' END) END,
+    hold_requested = false,
     finished_at = CASE WHEN NOT coalesce(f.spared, false)
                         AND j.attempt - j.uncounted >= j.max_attempts THEN {now} END,
     uncounted = j.uncounted + CASE WHEN coalesce(f.spared, false) THEN 1 ELSE 0 END,
@@ -316,7 +324,9 @@ RETURNING j.id, j.state, j.task, j.queue, j.attempt
 -- same reason as the last error record replaces it and counts the times, so a job passed
 -- over by many old workers keeps one record.
 UPDATE {schema}.jobs j
-SET state = 'available', lease_expires_at = NULL, uncounted = j.uncounted + 1,
+-- (a hold asked while it ran holds it: app.hold)
+SET state = CASE WHEN j.hold_requested THEN 'held' ELSE 'available' END, hold_requested = false,
+    lease_expires_at = NULL, uncounted = j.uncounted + 1,
     run_at = {now},
     errors = CASE WHEN j.errors -> -1 ->> 'kind' = %(kind)s
                   THEN (j.errors - (-1)) || jsonb_build_array(e.rec || jsonb_build_object(
@@ -353,8 +363,8 @@ RETURNING id
 
 -- name: jobs_cancel_waiting
 UPDATE {schema}.jobs
-SET state = 'cancelled', finished_at = {now}
-WHERE id = %(id)s AND state IN ('scheduled', 'available', 'retrying')
+SET state = 'cancelled', finished_at = {now}, hold_requested = false
+WHERE id = %(id)s AND state IN ('scheduled', 'available', 'retrying', 'held')
 RETURNING id
 
 -- name: jobs_cancel_running
@@ -385,13 +395,19 @@ WITH waiting AS (
     SELECT queue, count(*) AS running FROM {schema}.jobs WHERE state = 'running' GROUP BY queue
 ), dead AS (
     SELECT queue, count(*) AS dead FROM {schema}.jobs WHERE state = 'dead' GROUP BY queue
+), held AS (
+    -- held jobs (jobs_held_idx): counted apart, never waiting (no oldest-waiting age)
+    SELECT queue, count(*) AS held FROM {schema}.jobs WHERE state = 'held' GROUP BY queue
 )
 SELECT q.queue, coalesce(w.available, 0), coalesce(w.scheduled, 0), coalesce(r.running, 0),
-       coalesce(d.dead, 0), extract(epoch FROM {now} - w.oldest)::float8 AS oldest_waiting_age
-FROM (SELECT queue FROM waiting UNION SELECT queue FROM running UNION SELECT queue FROM dead) q
+       coalesce(d.dead, 0), extract(epoch FROM {now} - w.oldest)::float8 AS oldest_waiting_age,
+       coalesce(h.held, 0)
+FROM (SELECT queue FROM waiting UNION SELECT queue FROM running UNION SELECT queue FROM dead
+      UNION SELECT queue FROM held) q
 LEFT JOIN waiting w USING (queue)
 LEFT JOIN running r USING (queue)
 LEFT JOIN dead d USING (queue)
+LEFT JOIN held h USING (queue)
 
 -- name: queues_finished_counts
 SELECT queue, count(*) FILTER (WHERE state = 'succeeded') AS succeeded,

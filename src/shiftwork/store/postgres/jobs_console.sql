@@ -73,12 +73,15 @@ WHERE id = ANY(%(ids)s::bigint[]) AND state IN ('dead', 'cancelled', 'retrying',
 RETURNING id
 
 -- name: jobs_cancel_batch_workflows
--- workflow_cancel for a batch: a started workflow is woken to cancel itself.
+-- workflow_cancel for a batch: a started workflow is woken to cancel itself (a held one
+-- released to do so).
 UPDATE {schema}.jobs j
-SET cancel_requested = true, wake_requested = true,
-    run_at = CASE WHEN j.state IN ('scheduled', 'retrying') THEN least(j.run_at, {now})
+SET state = CASE WHEN j.state = 'held' THEN 'available' ELSE j.state END,
+    hold_requested = false, cancel_requested = true, wake_requested = true,
+    run_at = CASE WHEN j.state IN ('scheduled', 'retrying', 'held') THEN least(j.run_at, {now})
                   ELSE j.run_at END
-WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state IN ('scheduled', 'available', 'running', 'retrying')
+WHERE j.id = ANY(%(ids)s::bigint[])
+  AND j.state IN ('scheduled', 'available', 'running', 'retrying', 'held')
   AND EXISTS (SELECT 1 FROM {schema}.workflow_runs r
               WHERE r.job_id = j.id AND r.status IN ('running', 'compensating'))
 RETURNING j.id
@@ -86,8 +89,8 @@ RETURNING j.id
 -- name: jobs_cancel_batch_waiting
 -- jobs_cancel_waiting for a batch, but not the started workflows (woken above instead).
 UPDATE {schema}.jobs j
-SET state = 'cancelled', finished_at = {now}
-WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state IN ('scheduled', 'available', 'retrying')
+SET state = 'cancelled', finished_at = {now}, hold_requested = false
+WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state IN ('scheduled', 'available', 'retrying', 'held')
   AND NOT EXISTS (SELECT 1 FROM {schema}.workflow_runs r
                   WHERE r.job_id = j.id AND r.status IN ('running', 'compensating'))
 RETURNING j.id, j.meta

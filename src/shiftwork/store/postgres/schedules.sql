@@ -119,12 +119,12 @@ SELECT {now} AS now, d.name FROM (
       AND (NOT EXISTS (SELECT 1 FROM {schema}.schedule_runs r
                        JOIN {schema}.jobs j ON j.id = r.job_id
                        WHERE r.schedule = s.name AND r.status = 'enqueued'
-                         AND j.state IN ('scheduled', 'available', 'running', 'retrying'))
+                         AND j.state IN ('scheduled', 'available', 'running', 'retrying', 'held'))
            OR (s.overlap IN ('cancel_other', 'terminate_other')
                AND EXISTS (SELECT 1 FROM {schema}.schedule_runs r
                            JOIN {schema}.jobs j ON j.id = r.job_id
                            WHERE r.schedule = s.name AND r.status = 'enqueued'
-                             AND j.state IN ('scheduled', 'available', 'running', 'retrying')
+                             AND j.state IN ('scheduled', 'available', 'running', 'retrying', 'held')
                              AND NOT j.cancel_requested)))
 ) d
 ORDER BY d.next_fire_at NULLS FIRST, d.name
@@ -248,7 +248,7 @@ UPDATE {schema}.schedule_runs r
 SET status = 'enqueued', finished_at = NULL
 FROM {schema}.jobs j
 WHERE r.status IN ('failed', 'cancelled') AND j.id = r.job_id
-  AND j.state IN ('scheduled', 'available', 'running', 'retrying')
+  AND j.state IN ('scheduled', 'available', 'running', 'retrying', 'held')
 RETURNING r.schedule, r.fire_at, r.status, r.job_id
 
 -- name: schedules_pause_on_failure

@@ -54,7 +54,7 @@ WHERE id = %(job)s AND attempt = %(attempt)s AND state = 'running'
 -- name: workflow_event_insert
 INSERT INTO {schema}.workflow_events (job_id, name, payload, created_at, key)
 SELECT id, %(name)s, %(payload)s::jsonb, {now}, %(key)s FROM {schema}.jobs
-WHERE id = %(job)s AND state IN ('scheduled', 'available', 'running', 'retrying')
+WHERE id = %(job)s AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
 ON CONFLICT (job_id, name, key) WHERE key IS NOT NULL DO NOTHING
 RETURNING id
 
@@ -63,7 +63,7 @@ SELECT id FROM {schema}.workflow_events WHERE job_id = %(job)s AND name = %(name
 
 -- name: workflow_job_active
 SELECT 1 FROM {schema}.jobs
-WHERE id = %(job)s AND state IN ('scheduled', 'available', 'running', 'retrying')
+WHERE id = %(job)s AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
 
 -- name: workflow_join_lock
 -- A join's report takes the parent's row first: reports to one parent count in turn, so
@@ -89,16 +89,18 @@ UPDATE {schema}.jobs
 SET wake_requested = true,
     run_at = CASE WHEN state IN ('scheduled', 'retrying') THEN least(run_at, {now})
                   ELSE run_at END
-WHERE id = %(job)s AND state IN ('scheduled', 'available', 'running', 'retrying')
+WHERE id = %(job)s AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
 
 -- name: workflow_cancel
 -- A started workflow is not cancelled in place: it is woken with the cancel flag set, so
 -- it raises at its next durable call, compensates, and ends cancelled itself.
 UPDATE {schema}.jobs j
-SET cancel_requested = true, wake_requested = true,
-    run_at = CASE WHEN j.state IN ('scheduled', 'retrying') THEN least(j.run_at, {now})
+-- a held workflow is released to cancel itself (its compensations run)
+SET state = CASE WHEN j.state = 'held' THEN 'available' ELSE j.state END,
+    hold_requested = false, cancel_requested = true, wake_requested = true,
+    run_at = CASE WHEN j.state IN ('scheduled', 'retrying', 'held') THEN least(j.run_at, {now})
                   ELSE j.run_at END
-WHERE j.id = %(job)s AND j.state IN ('scheduled', 'available', 'running', 'retrying')
+WHERE j.id = %(job)s AND j.state IN ('scheduled', 'available', 'running', 'retrying', 'held')
   AND EXISTS (SELECT 1 FROM {schema}.workflow_runs r
               WHERE r.job_id = j.id AND r.status IN ('running', 'compensating'))
 RETURNING j.id

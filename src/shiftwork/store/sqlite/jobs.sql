@@ -7,7 +7,7 @@ VALUES (:queue, :task, :args, CASE WHEN :run_at IS NULL OR :run_at <= :now
                                    THEN 'available' ELSE 'scheduled' END,
         :priority, :max_attempts, coalesce(:run_at, :now), :now, :unique_key, :timeout, :meta)
 ON CONFLICT (unique_key)
-    WHERE unique_key IS NOT NULL AND state IN ('scheduled', 'available', 'running', 'retrying')
+    WHERE unique_key IS NOT NULL AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
     DO NOTHING
 RETURNING id
 
@@ -62,7 +62,7 @@ ORDER BY key
 
 -- name: jobs_find_active_by_key
 SELECT id FROM jobs
-WHERE unique_key = :key AND state IN ('scheduled', 'available', 'running', 'retrying')
+WHERE unique_key = :key AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
 
 -- name: jobs_claim
 UPDATE jobs
@@ -90,7 +90,10 @@ SELECT count(*) FROM jobs WHERE state = 'running' AND task = :task
 
 -- name: jobs_complete_one
 UPDATE jobs
-SET state = :state,
+-- a hold asked while it ran (app.hold): an attempt that would run again is held
+SET state = CASE WHEN hold_requested AND :state IN ('retrying', 'scheduled', 'available')
+                 THEN 'held' ELSE :state END,
+    hold_requested = 0,
     finished_at = CASE WHEN :state IN ('succeeded', 'dead', 'cancelled') THEN :now END,
     -- a snooze (back to scheduled) runs at once if a wake-up came while it ran
     run_at = CASE WHEN :state = 'scheduled' AND wake_requested THEN :now
@@ -137,7 +140,9 @@ RETURNING id, attempt, cancel_requested
 
 -- name: jobs_release_unknown
 UPDATE jobs
-SET state = 'available', lease_expires_at = NULL, uncounted = uncounted + 1, run_at = :now,
+-- (a hold asked while it ran holds it: app.hold)
+SET state = CASE WHEN hold_requested THEN 'held' ELSE 'available' END, hold_requested = 0,
+    lease_expires_at = NULL, uncounted = uncounted + 1, run_at = :now,
     errors = json_insert(errors, '$[#]', json_object(
         'attempt', attempt, 'kind', 'released', 'type', 'ReplyLost',
         'message', 'claimed by a call whose reply was lost; given back, attempt not counted',
@@ -152,6 +157,8 @@ RETURNING id
 SELECT j.id FROM jobs j
 JOIN json_each(:outcomes) o ON j.id = json_extract(o.value, '$[0]')
 WHERE (j.attempt = json_extract(o.value, '$[1]') AND j.state = json_extract(o.value, '$[2]'))
+   OR (j.attempt = json_extract(o.value, '$[1]') AND j.state = 'held'
+       AND json_extract(o.value, '$[2]') IN ('retrying', 'scheduled', 'available'))
    OR (j.attempt > json_extract(o.value, '$[1]') AND NOT EXISTS (
          SELECT 1 FROM json_each(j.errors) e
          WHERE json_extract(e.value, '$.attempt') = json_extract(o.value, '$[1]')
@@ -178,9 +185,10 @@ WHERE status IN ('running', 'compensating')
 -- name: jobs_rescue
 -- A workflow not yet ended is spared (back, this run not counted): see the Postgres query.
 UPDATE jobs
-SET state = CASE WHEN x.spared THEN 'available'
+SET state = CASE WHEN x.spared THEN (CASE WHEN jobs.hold_requested THEN 'held' ELSE 'available' END)
                  WHEN jobs.attempt - jobs.uncounted >= jobs.max_attempts THEN 'dead'
-                 ELSE 'available' END,
+                 ELSE (CASE WHEN jobs.hold_requested THEN 'held' ELSE 'available' END) END,
+    hold_requested = 0,
     finished_at = CASE WHEN NOT x.spared AND jobs.attempt - jobs.uncounted >= jobs.max_attempts
                        THEN :now END,
     uncounted = jobs.uncounted + x.spared,
@@ -206,7 +214,9 @@ RETURNING id, state, task, queue, attempt
 -- As the Postgres statement: back at once (shutdown, or a worker that does not register
 -- the task); the same reason as the last error record replaces it, counting the times.
 UPDATE jobs
-SET state = 'available', lease_expires_at = NULL, uncounted = uncounted + 1, run_at = :now,
+-- (a hold asked while it ran holds it: app.hold)
+SET state = CASE WHEN hold_requested THEN 'held' ELSE 'available' END, hold_requested = 0,
+    lease_expires_at = NULL, uncounted = uncounted + 1, run_at = :now,
     errors = CASE WHEN json_extract(errors, '$[#-1].kind') = :kind
                   THEN json_set(errors, '$[#-1]', json_object(
                       'attempt', attempt, 'kind', :kind, 'type', :type, 'message', :message,
@@ -238,8 +248,8 @@ WHERE id = :id AND state IN ('dead', 'cancelled', 'retrying', 'scheduled')
 RETURNING id
 
 -- name: jobs_cancel_waiting
-UPDATE jobs SET state = 'cancelled', finished_at = :now
-WHERE id = :id AND state IN ('scheduled', 'available', 'retrying')
+UPDATE jobs SET state = 'cancelled', finished_at = :now, hold_requested = 0
+WHERE id = :id AND state IN ('scheduled', 'available', 'retrying', 'held')
 RETURNING id
 
 -- name: jobs_cancel_running
@@ -264,13 +274,19 @@ WITH waiting AS (
     SELECT queue, count(*) AS running FROM jobs WHERE state = 'running' GROUP BY queue
 ), dead AS (
     SELECT queue, count(*) AS dead FROM jobs WHERE state = 'dead' GROUP BY queue
+), held AS (
+    -- held jobs (jobs_held_idx): counted apart, never waiting (no oldest-waiting age)
+    SELECT queue, count(*) AS held FROM jobs WHERE state = 'held' GROUP BY queue
 )
 SELECT q.queue, coalesce(w.available, 0), coalesce(w.scheduled, 0), coalesce(r.running, 0),
-       coalesce(d.dead, 0), :now - w.oldest AS oldest_waiting_age
-FROM (SELECT queue FROM waiting UNION SELECT queue FROM running UNION SELECT queue FROM dead) q
+       coalesce(d.dead, 0), :now - w.oldest AS oldest_waiting_age,
+       coalesce(h.held, 0)
+FROM (SELECT queue FROM waiting UNION SELECT queue FROM running UNION SELECT queue FROM dead
+      UNION SELECT queue FROM held) q
 LEFT JOIN waiting w USING (queue)
 LEFT JOIN running r USING (queue)
 LEFT JOIN dead d USING (queue)
+LEFT JOIN held h USING (queue)
 
 -- name: queues_finished_counts
 SELECT queue, sum(state = 'succeeded'), sum(state = 'cancelled')

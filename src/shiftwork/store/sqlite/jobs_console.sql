@@ -62,20 +62,23 @@ WHERE id IN (SELECT value FROM json_each(:ids))
 RETURNING id
 
 -- name: jobs_cancel_batch_workflows
--- workflow_cancel for a batch: a started workflow is woken to cancel itself.
+-- workflow_cancel for a batch: a started workflow is woken to cancel itself (a held one
+-- released to do so).
 UPDATE jobs
-SET cancel_requested = 1, wake_requested = 1,
-    run_at = CASE WHEN state IN ('scheduled', 'retrying') THEN min(run_at, :now) ELSE run_at END
+SET state = CASE WHEN state = 'held' THEN 'available' ELSE state END,
+    hold_requested = 0, cancel_requested = 1, wake_requested = 1,
+    run_at = CASE WHEN state IN ('scheduled', 'retrying', 'held') THEN min(run_at, :now) ELSE run_at END
 WHERE id IN (SELECT value FROM json_each(:ids))
-  AND state IN ('scheduled', 'available', 'running', 'retrying')
+  AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
   AND EXISTS (SELECT 1 FROM workflow_runs r
               WHERE r.job_id = jobs.id AND r.status IN ('running', 'compensating'))
 RETURNING id
 
 -- name: jobs_cancel_batch_waiting
 -- jobs_cancel_waiting for a batch, but not the started workflows (woken above instead).
-UPDATE jobs SET state = 'cancelled', finished_at = :now
-WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('scheduled', 'available', 'retrying')
+UPDATE jobs SET state = 'cancelled', finished_at = :now, hold_requested = 0
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND state IN ('scheduled', 'available', 'retrying', 'held')
   AND NOT EXISTS (SELECT 1 FROM workflow_runs r
                   WHERE r.job_id = jobs.id AND r.status IN ('running', 'compensating'))
 RETURNING id, meta

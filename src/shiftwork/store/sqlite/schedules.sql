@@ -114,12 +114,12 @@ SELECT :now AS now, d.name FROM (
       AND (NOT EXISTS (SELECT 1 FROM schedule_runs r
                        JOIN jobs j ON j.id = r.job_id
                        WHERE r.schedule = s.name AND r.status = 'enqueued'
-                         AND j.state IN ('scheduled', 'available', 'running', 'retrying'))
+                         AND j.state IN ('scheduled', 'available', 'running', 'retrying', 'held'))
            OR (s.overlap IN ('cancel_other', 'terminate_other')
                AND EXISTS (SELECT 1 FROM schedule_runs r
                            JOIN jobs j ON j.id = r.job_id
                            WHERE r.schedule = s.name AND r.status = 'enqueued'
-                             AND j.state IN ('scheduled', 'available', 'running', 'retrying')
+                             AND j.state IN ('scheduled', 'available', 'running', 'retrying', 'held')
                              AND NOT j.cancel_requested)))
 ) d
 ORDER BY d.next_fire_at IS NOT NULL, d.next_fire_at, d.name
@@ -223,7 +223,7 @@ UPDATE schedule_runs AS r
 SET status = 'enqueued', finished_at = NULL
 FROM jobs j
 WHERE r.status IN ('failed', 'cancelled') AND j.id = r.job_id
-  AND j.state IN ('scheduled', 'available', 'running', 'retrying')
+  AND j.state IN ('scheduled', 'available', 'running', 'retrying', 'held')
 RETURNING schedule, fire_at, status, job_id
 
 -- name: schedules_pause_on_failure

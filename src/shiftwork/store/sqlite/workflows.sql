@@ -49,7 +49,7 @@ WHERE id = :job AND attempt = :attempt AND state = 'running'
 -- name: workflow_event_insert
 INSERT INTO workflow_events (job_id, name, payload, created_at, key)
 SELECT id, :name, :payload, :now, :key FROM jobs
-WHERE id = :job AND state IN ('scheduled', 'available', 'running', 'retrying')
+WHERE id = :job AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
 ON CONFLICT (job_id, name, key) WHERE key IS NOT NULL DO NOTHING
 RETURNING id
 
@@ -57,7 +57,7 @@ RETURNING id
 SELECT id FROM workflow_events WHERE job_id = :job AND name = :name AND key = :key
 
 -- name: workflow_job_active
-SELECT 1 FROM jobs WHERE id = :job AND state IN ('scheduled', 'available', 'running', 'retrying')
+SELECT 1 FROM jobs WHERE id = :job AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
 
 -- name: workflow_join_bump
 -- (no row lock needed: SQLite write transactions run one at a time)
@@ -75,13 +75,15 @@ RETURNING reported
 UPDATE jobs
 SET wake_requested = 1,
     run_at = CASE WHEN state IN ('scheduled', 'retrying') THEN min(run_at, :now) ELSE run_at END
-WHERE id = :job AND state IN ('scheduled', 'available', 'running', 'retrying')
+WHERE id = :job AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
 
 -- name: workflow_cancel
 UPDATE jobs
-SET cancel_requested = 1, wake_requested = 1,
-    run_at = CASE WHEN state IN ('scheduled', 'retrying') THEN min(run_at, :now) ELSE run_at END
-WHERE id = :job AND state IN ('scheduled', 'available', 'running', 'retrying')
+-- a held workflow is released to cancel itself (its compensations run)
+SET state = CASE WHEN state = 'held' THEN 'available' ELSE state END,
+    hold_requested = 0, cancel_requested = 1, wake_requested = 1,
+    run_at = CASE WHEN state IN ('scheduled', 'retrying', 'held') THEN min(run_at, :now) ELSE run_at END
+WHERE id = :job AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
   AND EXISTS (SELECT 1 FROM workflow_runs r
               WHERE r.job_id = jobs.id AND r.status IN ('running', 'compensating'))
 RETURNING id

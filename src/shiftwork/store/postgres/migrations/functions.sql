@@ -495,7 +495,7 @@ BEGIN
                 coalesce(run_at, now()), now(), key, d_timeout)
         ON CONFLICT (unique_key)
             WHERE unique_key IS NOT NULL
-              AND state IN ('scheduled', 'available', 'running', 'retrying')
+              AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
             DO NOTHING
         RETURNING j.id INTO job_id;
         IF job_id IS NOT NULL THEN
@@ -505,7 +505,7 @@ BEGIN
             RETURN job_id;
         END IF;
         SELECT j.id INTO job_id FROM {schema}.jobs j
-        WHERE j.unique_key = key AND j.state IN ('scheduled', 'available', 'running', 'retrying');
+        WHERE j.unique_key = key AND j.state IN ('scheduled', 'available', 'running', 'retrying', 'held');
         IF job_id IS NOT NULL THEN
             RETURN job_id;
         END IF;
