@@ -23,6 +23,7 @@ from shiftwork.core.errors import (
 )
 from shiftwork.core.settings import Settings
 from shiftwork.core.states import JobState
+from shiftwork.jobs.batching import Batch, BatchItem
 from shiftwork.jobs.context import JobContext
 from shiftwork.jobs.handle import JobHandle
 from shiftwork.jobs.task import Task
@@ -32,6 +33,8 @@ from shiftwork.workflow import Workflow
 __all__ = [
     "App",
     "Backoff",
+    "Batch",
+    "BatchItem",
     "Chain",
     "Clock",
     "CommitUnknownError",

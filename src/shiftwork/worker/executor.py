@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from shiftwork.core.control import RetryIn
 from shiftwork.core.errors import ConfigurationError, JobCancelled
 from shiftwork.observe.tracing import execution_span, recording
+from shiftwork.worker.batching import call_batch
 from shiftwork.worker.decide import Decide
 from shiftwork.worker.job_logs import capturing, install
 from shiftwork.worker.process import run_in_process
@@ -52,6 +53,9 @@ class Executor:
 
     def run_sync(self, run: Run) -> None:
         """Body of a pool thread for one job."""
+        if run.task.options.batch is not None:  # run alone (drain, inline): a batch of one
+            call_batch(self.decide, [run])
+            return
         run.thread_id = threading.get_ident()
         if not run.begin():
             return  # handed back or timed out before it started
@@ -133,6 +137,10 @@ class Executor:
         except BaseException as exc:
             outcome = self.decide.error(run, exc)
         run.finalize(outcome)
+
+    def start_batch(self, runs: list[Run], pool: ThreadPool) -> None:
+        """One call of a batch task for ``runs`` on a thread of the queue's pool."""
+        pool.submit(lambda: call_batch(self.decide, runs))
 
     def start(self, run: Run, pool: ThreadPool, in_process: bool = False) -> None:
         if in_process:
