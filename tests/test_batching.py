@@ -334,7 +334,7 @@ def test_a_batch_function_takes_the_list_of_items(plain_app: App) -> None:
 
     def two(items: list[BatchItem], extra: int) -> None: ...
 
-    with pytest.raises(ConfigurationError, match="plain .not async. function"):
+    with pytest.raises(ConfigurationError, match=r"plain \(not async\) function"):
         plain_app.task(name="a", batch=Batch())(coro)
     for fn in (with_ctx, two):
         with pytest.raises(ConfigurationError, match="takes one parameter, the list of items"):
@@ -348,7 +348,7 @@ def test_a_workflow_cannot_be_a_batch_task(plain_app: App) -> None:
 
 def test_a_batch_tasks_job_refuses_its_own_memory_ceiling(plain_app: App) -> None:
     task = plain_app.task(name="b", batch=Batch())(items_fn)
-    with pytest.raises(ConfigurationError, match="using.memory_limit=.... cannot be given"):
+    with pytest.raises(ConfigurationError, match=r"using\(memory_limit=...\) cannot be given"):
         task.using(memory_limit="1GB").enqueue(1)
 
 

@@ -23,7 +23,8 @@ from shiftwork.core.errors import (
 )
 from shiftwork.core.settings import Settings
 from shiftwork.core.states import JobState
-from shiftwork.jobs.batching import Batch, BatchItem
+from shiftwork.jobs.batch_item import BatchItem
+from shiftwork.jobs.batching import Batch
 from shiftwork.jobs.context import JobContext
 from shiftwork.jobs.handle import JobHandle
 from shiftwork.jobs.task import Task

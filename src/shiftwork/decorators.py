@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
-from shiftwork.jobs.batching import BatchItem
+from shiftwork.jobs.batch_item import BatchItem
 from shiftwork.jobs.context import JobContext
 from shiftwork.jobs.task import Task
 from shiftwork.workflow import Workflow

@@ -3,7 +3,8 @@
 A batch task's function is called once with a list of :class:`BatchItem`, one per job;
 each job keeps its own row, lease, attempt count and outcome (docs/batching.md). The
 worker collects the jobs (worker/batching.py); this module holds the values people use
-and the one rule that turns what the function returned into each item's result.
+and the one rule that turns what the function returned into each item's result; the
+item itself is jobs/batch_item.py's (it names the job context, which imports the task).
 """
 
 from __future__ import annotations
@@ -11,13 +12,10 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shiftwork.core.bounds import seconds, whole
 from shiftwork.core.errors import ConfigurationError
-
-if TYPE_CHECKING:
-    from shiftwork.jobs.context import JobContext
 
 #: The most jobs one call takes: the whole batch is held in memory and renewed by each
 #: heartbeat, and one failure of the call retries every one of them.
@@ -38,26 +36,6 @@ class Batch:
         whole(self.size, "Batch(size=...)", 1, MAX_BATCH_SIZE)
         object.__setattr__(self, "timeout", seconds(self.timeout, "Batch(timeout=...)",
                                                     maximum=MAX_BATCH_TIMEOUT))
-
-
-@dataclass(frozen=True, eq=False)
-class BatchItem:
-    """One job of a batch: its arguments as enqueued, and its own job context (its id,
-    attempt, ``ctx.processed``, checkpoints, cancel flag)."""
-
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    ctx: JobContext
-
-    @property
-    def job_id(self) -> int:
-        """The job's id."""
-        return self.ctx.job_id
-
-    @property
-    def attempt(self) -> int:
-        """This run's attempt number (each job counts its own)."""
-        return self.ctx.attempt
 
 
 def check_batch_function(fn: Callable[..., Any], name: str) -> None:

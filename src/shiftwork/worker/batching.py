@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from shiftwork.core.control import RetryIn
 from shiftwork.core.errors import ConfigurationError, JobCancelled
-from shiftwork.jobs.batching import BatchItem, item_results
+from shiftwork.jobs.batch_item import BatchItem
+from shiftwork.jobs.batching import item_results
 from shiftwork.model.outcome import Outcome
 from shiftwork.worker.run import JobTimeout, Run, flush_logs, flush_progress
 
