@@ -237,6 +237,24 @@ def test_jobs_cancelled_while_waiting_are_left_out(make_app: Callable[..., App],
     assert app.get_job(ids[0]).state is JobState.CANCELLED
 
 
+def test_at_shutdown_jobs_waiting_for_their_batch_go_back_at_once(
+        make_app: Callable[..., App], clock: FakeClock) -> None:
+    app = make_app(clock=clock)
+    calls: list[int] = []
+
+    @app.task(queue="bulk", batch=Batch(size=100, timeout=1.0))
+    def never(items: list[BatchItem]) -> None:
+        calls.append(len(items))
+
+    ids = [r.id for r in never.enqueue_many([(i,) for i in range(3)])]
+    with running_worker(app, {"bulk": 1}) as worker:
+        wait_for(lambda: worker.batcher.pending() == 3, what="held")
+    assert calls == []
+    jobs = [app.get_job(i) for i in ids]
+    assert {j.state for j in jobs} == {JobState.AVAILABLE}
+    assert {j.counted_attempt for j in jobs} == {0}  # the attempt did not count
+
+
 def test_drain_runs_a_batch_tasks_job_as_a_batch_of_one(make_app: Callable[..., App]) -> None:
     from shiftwork.testing import drain
 
@@ -362,4 +380,6 @@ def test_a_worker_refuses_a_batch_queue_shared_or_in_processes(plain_app: App) -
     plain_app.import_path = "x:app"
     with pytest.raises(ConfigurationError, match="cannot run with the process executor"):
         Worker(plain_app, {"bulk": 1}, process_queues={"bulk"})
+    with pytest.raises(ConfigurationError, match="or a queue's memory ceiling"):
+        Worker(plain_app, {"bulk": 1}, memory_limits={"bulk": "1GB"})
     Worker(plain_app, {"bulk": 1})  # alone in its queue: fine

@@ -134,10 +134,10 @@ def _item_outcome(decide: Decide, run: Run, value: Any) -> Outcome:
 
 
 def check_batch_queues(tasks: Iterable[Task[Any, Any]], queues: set[str],
-                       process_queues: set[str]) -> None:
+                       process_queues: set[str], ceilings: set[str]) -> None:
     """A queue that serves a batch task serves batch tasks only (its producer claims a
     batch per slot, which would hold that many plain jobs waiting), and not in child
-    processes (a child runs one job)."""
+    processes, nor under a queue's memory ceiling (which runs each job in a child)."""
     for queue in sorted(queues):
         here = [t for t in tasks if t.options.queue == queue and not t.internal]
         batched = [t.name for t in here if t.options.batch is not None]
@@ -149,7 +149,8 @@ def check_batch_queues(tasks: Iterable[Task[Any, Any]], queues: set[str],
                 f"queue {queue}: batch task {batched[0]} shares it with task {plain[0]}, "
                 "which is not one: give the batch tasks a queue of their own "
                 "(@app.task(queue=..., batch=...))")
-        if queue in process_queues:
+        if queue in process_queues or queue in ceilings:
             raise ConfigurationError(
                 f"queue {queue}: batch task {batched[0]} cannot run with the process "
-                "executor (:process), which runs each job in its own child")
+                "executor (:process) or a queue's memory ceiling, which run each job in "
+                "a child process of its own")

@@ -109,7 +109,8 @@ class Worker:
             raise ConfigurationError(
                 "the process executor needs the app's import path (module:attr): start the "
                 "worker with `shiftwork worker module:attr` or set app.import_path")
-        check_batch_queues(rt.registry.tasks.values(), set(queues), set(process_queues))
+        check_batch_queues(rt.registry.tasks.values(), set(queues), set(process_queues),
+                           set(ceilings))
         self.rt = rt
         self._app = app  # for /metrics alone (observe/worker.py): it shows the App's views
         self.queues = dict(queues)
