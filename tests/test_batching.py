@@ -3,6 +3,7 @@ lease and attempt; on both engines with a real worker (and real processes for th
 
 from __future__ import annotations
 
+import asyncio
 import math
 import signal
 import sqlite3
@@ -21,6 +22,7 @@ from shiftwork import (
     BatchItem,
     ConfigurationError,
     FakeClock,
+    JobCancelled,
     JobContext,
     JobState,
 )
@@ -237,6 +239,29 @@ def test_jobs_cancelled_while_waiting_are_left_out(make_app: Callable[..., App],
     assert app.get_job(ids[0]).state is JobState.CANCELLED
 
 
+def test_a_job_cancelled_during_the_call_is_told_and_may_end_cancelled(
+        make_app: Callable[..., App]) -> None:
+    app = make_app()
+    started = threading.Event()
+    seen: list[bool] = []
+
+    @app.task(queue="bulk", batch=Batch(size=2, timeout=0))
+    def watch(items: list[BatchItem]) -> list[Any]:
+        started.set()
+        wait_for(lambda: items[0].ctx.cancelled, what="the cancel heard in the call")
+        seen.extend(item.ctx.cancelled for item in items)
+        return [JobCancelled("stopped") if item.ctx.cancelled else "done" for item in items]
+
+    ids = [r.id for r in watch.enqueue_many([(i,) for i in range(2)])]
+    with running_worker(app, {"bulk": 1}):
+        assert started.wait(20)
+        app.cancel_job(ids[0])
+        wait_for(lambda: succeeded(app) == 1, what="the other job")
+    assert seen == [True, False]
+    assert app.get_job(ids[0]).state is JobState.CANCELLED
+    assert app.get_job(ids[1]).result == "done"
+
+
 def test_at_shutdown_jobs_waiting_for_their_batch_go_back_at_once(
         make_app: Callable[..., App], clock: FakeClock) -> None:
     app = make_app(clock=clock)
@@ -255,6 +280,29 @@ def test_at_shutdown_jobs_waiting_for_their_batch_go_back_at_once(
     assert {j.counted_attempt for j in jobs} == {0}  # the attempt did not count
 
 
+def test_an_async_batch_task_runs_on_the_event_loop(make_app: Callable[..., App],
+                                                   clock: FakeClock) -> None:
+    app = make_app(clock=clock)
+    calls: list[int] = []
+
+    @app.task(queue="bulk", batch=Batch(size=4, timeout=0), max_attempts=2,
+              retry=Backoff(initial=1.0, maximum=1.0, jitter=False))
+    async def fetch(items: list[BatchItem]) -> list[Any]:
+        await asyncio.sleep(0)
+        calls.append(len(items))
+        return [KeyError(item.args[0]) if item.args[0] == 0 and item.attempt == 1
+                else f"got {item.args[0]}" for item in items]
+
+    ids = [r.id for r in fetch.enqueue_many([(i,) for i in range(8)])]
+    with running_worker(app, {"bulk": 1}):
+        wait_for(lambda: succeeded(app) == 7, what="seven of eight")
+        clock.advance(1.0)
+        wait_for(lambda: succeeded(app) == 8, what="the retried one")
+    assert calls == [4, 4, 1]
+    assert [app.get_job(i).result for i in ids] == [f"got {i}" for i in range(8)]
+    assert app.get_job(ids[0]).attempt == 2
+
+
 def test_drain_runs_a_batch_tasks_job_as_a_batch_of_one(make_app: Callable[..., App]) -> None:
     from shiftwork.testing import drain
 
@@ -264,9 +312,13 @@ def test_drain_runs_a_batch_tasks_job_as_a_batch_of_one(make_app: Callable[..., 
     def upper(items: list[BatchItem]) -> list[str]:
         return [item.args[0].upper() for item in items]
 
-    job = upper.enqueue("x")
-    drain(app)
-    assert app.get_job(job.id).result == "X"
+    @app.task(queue="bulk2", batch=Batch(size=10))
+    async def lower(items: list[BatchItem]) -> list[str]:
+        return [item.args[0].lower() for item in items]
+
+    job, other = upper.enqueue("x"), lower.enqueue("Y")
+    assert drain(app).succeeded == 2
+    assert app.get_job(job.id).result == "X" and app.get_job(other.id).result == "y"
 
 
 def test_kill9_mid_batch_rescues_every_job(db: dict[str, str],
@@ -346,15 +398,13 @@ def test_batch_options_that_make_no_sense_are_refused(plain_app: App) -> None:
 
 
 def test_a_batch_function_takes_the_list_of_items(plain_app: App) -> None:
-    async def coro(items: list[BatchItem]) -> None: ...
-
     def with_ctx(ctx: JobContext) -> None: ...
 
     def two(items: list[BatchItem], extra: int) -> None: ...
 
-    with pytest.raises(ConfigurationError, match=r"plain \(not async\) function"):
-        plain_app.task(name="a", batch=Batch())(coro)
-    for fn in (with_ctx, two):
+    def none() -> None: ...
+
+    for fn in (with_ctx, two, none):
         with pytest.raises(ConfigurationError, match="takes one parameter, the list of items"):
             plain_app.task(name="b", batch=Batch())(fn)  # type: ignore[arg-type]
 

@@ -40,9 +40,6 @@ class Batch:
 
 def check_batch_function(fn: Callable[..., Any], name: str) -> None:
     """A batch task's function takes the list of items as its one parameter."""
-    if inspect.iscoroutinefunction(fn):
-        raise ConfigurationError(f"task {name}: a batch task must be a plain (not async) "
-                                 "function; run async work inside it with asyncio.run")
     params = [p for p in inspect.signature(fn).parameters.values()
               if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY,
                                                       p.POSITIONAL_OR_KEYWORD)]

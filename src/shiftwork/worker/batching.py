@@ -9,6 +9,7 @@ shared: a batch is handed to the queue's pool when it holds ``size`` jobs, or wh
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -80,22 +81,15 @@ class Batcher:
 def call_batch(decide: Decide, runs: list[Run]) -> None:
     """The body of a pool thread for one batch: one call, then each job's own outcome.
 
-    A job finalized while it waited (handed back at shutdown) is left out; one cancelled
-    meanwhile is finalized as cancelled and left out. Only the first job of the call is
-    marked as in user code, so a shutdown past its grace interrupts the thread once.
+    Only the first job of the call is marked as in user code, so a shutdown past its
+    grace interrupts the thread once.
     """
     try:
-        live = [run for run in runs if run.begin()]
-        for run in [r for r in live if r.ctx.cancelled]:
-            live.remove(run)
-            run.finalize(decide.error(run, JobCancelled(
-                f"job {run.job.id} was cancelled before it started")))
+        live = _begin(decide, runs)
         if not live:
             return
         head = live[0]
         head.thread_id = threading.get_ident()
-        task = head.task
-        items = [BatchItem(tuple(r.job.args), dict(r.job.kwargs), r.ctx) for r in live]
         outcomes: list[Outcome]
         try:
             with head.lock:
@@ -103,25 +97,77 @@ def call_batch(decide: Decide, runs: list[Run]) -> None:
             if not head.in_user_code:
                 return  # shut down before it started: the shutdown hands them back
             try:
-                results = item_results(task.fn(items), len(items), task.name)
+                value = head.task.fn(_items(live))
             finally:
                 with head.lock:
                     head.in_user_code = False
                 for run in live:
                     flush_progress(run)
                     flush_logs(run)
-            outcomes = [_item_outcome(decide, run, value)
-                        for run, value in zip(live, results, strict=True)]
+            outcomes = _outcomes(decide, live, value)
         except JobTimeout:
             return  # interrupted at shutdown: the shutdown finalized and hands them back
-        except RetryIn as exc:
-            outcomes = [decide.error(run, exc, kind="retry_requested") for run in live]
         except BaseException as exc:  # the whole call failed: every job's attempt fails
-            outcomes = [decide.error(run, exc) for run in live]
+            outcomes = _failed(decide, live, exc)
         for run, outcome in zip(live, outcomes, strict=True):
             run.finalize(outcome)
     except BaseException:  # an exception injected after the call returned
         log.debug("batch: exception after the call", exc_info=True)
+
+
+async def call_batch_async(decide: Decide, runs: list[Run]) -> None:
+    """:func:`call_batch` for an ``async def`` batch task, on the worker's event loop.
+    No job's asyncio task is the call's: cancelling one job must not cancel the call."""
+    live = _begin(decide, runs)
+    if not live:
+        return
+    outcomes: list[Outcome]
+    try:
+        try:
+            value = await live[0].task.fn(_items(live))
+        finally:
+            if any(r.ctx._pending_progress is not None or (r.logs and r.logs.has_pending())
+                   for r in live):
+                await asyncio.to_thread(_flush_all, live)
+        outcomes = _outcomes(decide, live, value)
+    except asyncio.CancelledError:
+        raise  # the loop is going away at shutdown, which hands the jobs back
+    except BaseException as exc:
+        outcomes = _failed(decide, live, exc)
+    for run, outcome in zip(live, outcomes, strict=True):
+        run.finalize(outcome)
+
+
+def _begin(decide: Decide, runs: list[Run]) -> list[Run]:
+    """The runs that take part: a job finalized while it waited (handed back at shutdown)
+    is left out, and one cancelled meanwhile is finalized as cancelled and left out."""
+    live = [run for run in runs if run.begin()]
+    for run in [r for r in live if r.ctx.cancelled]:
+        live.remove(run)
+        run.finalize(decide.error(run, JobCancelled(
+            f"job {run.job.id} was cancelled before it started")))
+    return live
+
+
+def _items(live: list[Run]) -> list[BatchItem]:
+    return [BatchItem(tuple(r.job.args), dict(r.job.kwargs), r.ctx) for r in live]
+
+
+def _outcomes(decide: Decide, live: list[Run], value: Any) -> list[Outcome]:
+    results = item_results(value, len(live), live[0].task.name)
+    return [_item_outcome(decide, run, result)
+            for run, result in zip(live, results, strict=True)]
+
+
+def _failed(decide: Decide, live: list[Run], exc: BaseException) -> list[Outcome]:
+    kind = "retry_requested" if isinstance(exc, RetryIn) else "exception"
+    return [decide.error(run, exc, kind=kind) for run in live]
+
+
+def _flush_all(live: list[Run]) -> None:
+    for run in live:
+        flush_progress(run)
+        flush_logs(run)
 
 
 def _item_outcome(decide: Decide, run: Run, value: Any) -> Outcome:
