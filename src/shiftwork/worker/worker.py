@@ -188,11 +188,11 @@ class Worker:
         for queue, concurrency in self.queues.items():
             self.pools[queue] = ThreadPool(concurrency, queue)
             # A batch task's slot holds a whole batch: the producer claims for all of them.
-            per_slot = max((t.options.batch.size for t in self.rt.registry.tasks.values()
-                            if t.options.queue == queue and t.options.batch), default=1)
-            self.producers[queue] = Producer(self.rt, queue, concurrency * per_slot, self.id,
-                                             self._dispatch, self.held_leases,
-                                             self._claimed if per_slot > 1 else None)
+            sizes = [t.options.batch.size for t in self.rt.registry.tasks.values()
+                     if t.options.queue == queue and t.options.batch]
+            self.producers[queue] = Producer(self.rt, queue, concurrency * max(sizes or [1]),
+                                             self.id, self._dispatch, self.held_leases,
+                                             self._claimed if sizes else None)
         self.wake_share = WakeShare(self.rt, self.id, list(self.queues))
         outage = outage_log(self.rt)
         notifier = Notifier(self.rt.store, self.wake, outage) if self.listen else None
