@@ -51,10 +51,11 @@ def test_250_jobs_of_size_100_are_three_calls(make_app: Callable[..., App],
         return [item.args[0] * 2 for item in items]
 
     ids = [r.id for r in double.enqueue_many([(i,) for i in range(250)])]
-    with running_worker(app, {"bulk": 1}):
+    with running_worker(app, {"bulk": 1}) as worker:
         # Two full batches go at once; the last 50 wait for the timeout, which only the
         # fake clock passes.
         wait_for(lambda: succeeded(app) == 200, what="two full batches")
+        wait_for(lambda: worker.batcher.pending() == 50, what="the last 50 claimed")
         assert calls == [100, 100]
         clock.advance(1.0)
         wait_for(lambda: succeeded(app) == 250, what="the partial batch")
