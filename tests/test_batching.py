@@ -389,6 +389,7 @@ def test_batch_options_that_make_no_sense_are_refused(plain_app: App) -> None:
         ({"memory_limit": "512MB"}, "memory_limit= cannot be combined with batch="),
         ({"unique": True}, "unique= cannot be combined with batch="),
         ({"group_by": "account"}, "group_by='account' names a parameter"),
+        ({"unique_for": 60}, "unique_for, debounce and unique_states need the task's"),
     ]
     for i, (options, message) in enumerate(cases):
         with pytest.raises(ConfigurationError, match=message):

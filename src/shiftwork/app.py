@@ -259,9 +259,7 @@ class App:
              group_rate_limit: RateLimit | str | None = None, store_result: bool = True,
              memory_limit: None = None,
              expect_items: int | None = None, expect_items_within: Duration = 3600.0,
-             tags: list[str] | tuple[str, ...] = (), unique_for: Duration | None = None,
-             debounce: Duration | None = None,
-             unique_states: list[str] | tuple[str, ...] | None = None, batch: Batch
+             tags: list[str] | tuple[str, ...] = (), batch: Batch
              ) -> BatchTaskDecorator: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",

@@ -51,7 +51,7 @@ def check_batch_function(fn: Callable[..., Any], name: str) -> None:
 
 
 def check_batch_options(name: str, *, timeout: float | None, memory_limit: Any,
-                        unique: Any, group_by: Any) -> None:
+                        unique: Any, group_by: Any, dedup: bool = False) -> None:
     """The task options a batch task refuses, each with its reason."""
     if timeout is not None:
         raise ConfigurationError(
@@ -66,6 +66,11 @@ def check_batch_options(name: str, *, timeout: float | None, memory_limit: Any,
             f"task {name}: unique= cannot be combined with batch=: a batch task has no "
             "declared parameters to derive a key from; give each job its own key with "
             "using(key=...)")
+    if dedup:
+        raise ConfigurationError(
+            f"task {name}: unique_for, debounce and unique_states need the task's unique "
+            "key, which a batch task cannot have; give them per call with "
+            "using(key=..., unique_for=...)")
     if isinstance(group_by, str):
         raise ConfigurationError(
             f"task {name}: group_by={group_by!r} names a parameter, and a batch task has "

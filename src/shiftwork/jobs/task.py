@@ -162,7 +162,9 @@ class Task(Generic[P, R]):
             check_batch_function(fn, name)
             check_batch_options(name, timeout=options.timeout,
                                 memory_limit=options.memory_limit, unique=options.unique,
-                                group_by=options.group_by)
+                                group_by=options.group_by,
+                                dedup=(options.unique_for, options.debounce,
+                                       options.unique_states) != (None, None, None))
             self.takes_context = False
             params = [inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL),
                       inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)]
