@@ -24,6 +24,8 @@ from shiftwork.core.errors import (
 )
 from shiftwork.core.settings import Settings
 from shiftwork.core.states import JobState
+from shiftwork.jobs.batch_item import BatchItem
+from shiftwork.jobs.batching import Batch
 from shiftwork.jobs.context import JobContext
 from shiftwork.jobs.handle import JobHandle
 from shiftwork.jobs.task import Task
@@ -33,6 +35,8 @@ from shiftwork.workflow import Workflow
 __all__ = [
     "App",
     "Backoff",
+    "Batch",
+    "BatchItem",
     "Chain",
     "Clock",
     "CommitUnknownError",

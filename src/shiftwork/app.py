@@ -23,7 +23,8 @@ from shiftwork.core.memory import parse_memory_limit
 from shiftwork.core.names import check_queue, check_task_name
 from shiftwork.core.settings import Settings
 from shiftwork.core.states import JobState
-from shiftwork.decorators import TaskDecorator, WorkflowDecorator
+from shiftwork.decorators import BatchTaskDecorator, TaskDecorator, WorkflowDecorator
+from shiftwork.jobs.batching import Batch
 from shiftwork.jobs.bulk import BulkResult, bulk_apply
 from shiftwork.jobs.context import JobContext
 from shiftwork.jobs.enqueue import Enqueuer, enqueue_requests, enqueue_requests_async
@@ -250,8 +251,20 @@ class App:
              expect_items: int | None = None, expect_items_within: Duration = 3600.0,
              tags: list[str] | tuple[str, ...] = (), unique_for: Duration | None = None,
              debounce: Duration | None = None,
-             unique_states: list[str] | tuple[str, ...] | None = None
+             unique_states: list[str] | tuple[str, ...] | None = None, batch: None = None
              ) -> TaskDecorator: ...
+
+    @overload
+    def task(self, fn: None = None, *, name: str | None = None, queue: str = "default",
+             priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
+             timeout: None = None, unique: bool | tuple[str, ...] | list[str] = False,
+             concurrency: int | None = None, rate_limit: RateLimit | str | None = None,
+             group_by: GroupBy | None = None, group_concurrency: int | None = None,
+             group_rate_limit: RateLimit | str | None = None, store_result: bool = True,
+             memory_limit: None = None,
+             expect_items: int | None = None, expect_items_within: Duration = 3600.0,
+             tags: list[str] | tuple[str, ...] = (), batch: Batch
+             ) -> BatchTaskDecorator: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
              priority: int = 0, max_attempts: int = 20, retry: Backoff = DEFAULT_BACKOFF,
@@ -263,7 +276,8 @@ class App:
              expect_items: int | None = None, expect_items_within: Duration = 3600.0,
              tags: list[str] | tuple[str, ...] = (), unique_for: Duration | None = None,
              debounce: Duration | None = None,
-             unique_states: list[str] | tuple[str, ...] | None = None
+             unique_states: list[str] | tuple[str, ...] | None = None,
+             batch: Batch | None = None
              ) -> Any:
         """Register a function as a task. Usable bare (``@app.task``) or with options.
 
@@ -292,6 +306,10 @@ class App:
         ``tags``: labels every job of the task carries (``["billing"]``), shown and
         filterable in the dashboard and ``shiftwork jobs list --tag``; ``using(tags=...)``
         adds more per job.
+
+        ``batch`` (a :class:`~shiftwork.Batch`): the function is called once per batch of
+        jobs with a list of :class:`~shiftwork.BatchItem` and returns one result per item
+        (an exception instance fails that item alone), or None (docs/batching.md).
         """
         items, within = task_items_expectation(expect_items, expect_items_within,
                                                f"task {name or getattr(fn, '__name__', fn)}")
@@ -313,7 +331,8 @@ class App:
                               tags=check_tags(tags, f"task {name or fn}: tags"),
                               unique_for=unique_for, debounce=debounce,
                               unique_states=tuple(unique_states)
-                              if isinstance(unique_states, list) else unique_states)
+                              if isinstance(unique_states, list) else unique_states,
+                              batch=_batch_option(batch, f"task {name or fn}"))
 
         def register(f: F) -> Task[Any, Any]:
             task_name = name or f"{f.__module__}.{f.__qualname__}"
@@ -337,6 +356,10 @@ class App:
     def workflow(self, fn: Any = None, *, version: str | None = None, **options: Any) -> Any:
         """Register a durable workflow: ``def body(wf: Workflow, ...)``; options as for tasks,
         plus ``version`` (recorded per instance; default: a digest of the body's source)."""
+        if options.get("batch") is not None:
+            raise ConfigurationError("a workflow cannot be a batch task (batch=): each "
+                                     "workflow replays its own history in its own run")
+
         def register(run: Callable[..., Any], **fixed: Any) -> Task[Any, Any]:
             self._declare_internal(call_task)  # the task that runs wf.call branches
             return self.task(run, **{**options, **fixed})
@@ -702,3 +725,11 @@ class App:
     def resume_queue(self, queue: str) -> None:
         """Claim from ``queue`` again; paused jobs resume from their checkpoints."""
         self.store.long_jobs.queues_set_paused(check_queue(queue), False)
+
+
+def _batch_option(batch: Any, what: str) -> Batch | None:
+    """``batch=`` must be a :class:`Batch` (its own checks ran when it was made)."""
+    if batch is not None and not isinstance(batch, Batch):
+        raise ConfigurationError(f"{what}: batch= takes a Batch(size=..., timeout=...), "
+                                 f"not {batch!r}")
+    return batch

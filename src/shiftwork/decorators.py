@@ -9,8 +9,9 @@ or annotation (``JobContext``). To a type checker a first parameter that is
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Concatenate, ParamSpec, Protocol, TypeVar, overload
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
+from shiftwork.jobs.batch_item import BatchItem
 from shiftwork.jobs.context import JobContext
 from shiftwork.jobs.task import Task
 from shiftwork.workflow import Workflow
@@ -33,3 +34,10 @@ class WorkflowDecorator(Protocol):
     """What ``app.workflow(queue=...)`` returns: turns ``body(wf, ...)`` into a task."""
 
     def __call__(self, fn: Callable[Concatenate[Workflow, P], R], /) -> Task[P, R]: ...
+
+
+class BatchTaskDecorator(Protocol):
+    """What ``app.task(batch=Batch(...))`` returns: ``fn(items)`` becomes a task whose
+    jobs take any JSON arguments (each item's ``args`` and ``kwargs``)."""
+
+    def __call__(self, fn: Callable[[list[BatchItem]], object], /) -> Task[..., Any]: ...

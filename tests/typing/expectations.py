@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any, assert_type
 
-from shiftwork import App, JobContext, JobHandle, Task, Workflow
+from shiftwork import App, Batch, BatchItem, JobContext, JobHandle, Task, Workflow
 from shiftwork.model.schedule_values import Catchup
 
 app = App("sqlite:///typing.db")
@@ -29,6 +29,11 @@ async def fetch(url: str) -> bytes:
 
 @app.task(queue="sync", rate_limit="10/s", group_by="account_id", group_concurrency=2)
 def sync_account(account_id: int) -> None: ...
+
+
+@app.task(queue="bulk", batch=Batch(size=100, timeout=1.0))
+def send_many(items: list[BatchItem]) -> list[object]:
+    return [None for _ in items]
 
 
 @app.workflow
@@ -64,3 +69,8 @@ app.schedule("hourly", "0 * * * *", send_welcome, (1,), catchup=Catchup.SKIP)
 app.schedule("typo", "0 * * * *", send_welcome, (1,), catchup="everything")  # E: arg-type
 app.schedule("typo2", "0 * * * *", send_welcome, (1,), overlap="queue")  # E: arg-type
 app.schedule("typo3", "0 * * * *", send_welcome, (1,), jitter="5s")  # E: arg-type
+
+# A batch task's jobs take any arguments (each item's args and kwargs).
+send_many.enqueue("a@example.com", subject="hi")
+send_many.enqueue_many([("b@example.com",)])
+app.task(queue="bulk2", batch=Batch(size=10), timeout=5)  # E: call-overload

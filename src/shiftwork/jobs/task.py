@@ -21,6 +21,7 @@ from shiftwork.core.errors import (
 from shiftwork.core.memory import MEMORY_META_KEY, parse_memory_limit
 from shiftwork.core.names import check_queue, check_task_name
 from shiftwork.core.payload import check_text, encode_args, encode_json, unique_digest
+from shiftwork.jobs.batching import Batch, check_batch_function, check_batch_options
 from shiftwork.jobs.dedup import dedup_rule
 from shiftwork.jobs.handle import JobHandle, check_on_failure, dependency_ids
 from shiftwork.model.limits import GROUP_META_KEY, GroupBy, RateLimit, check_group, positive_int
@@ -91,6 +92,7 @@ class TaskOptions:
     #: an enqueue while the key's job waits gives it the new arguments and moves it on
     debounce: float | timedelta | None = None
     unique_states: tuple[str, ...] | None = None  # the holder's states that hold the key
+    batch: Batch | None = None  # one call per batch of jobs (jobs/batching.py)
 
 
 @dataclass(frozen=True)
@@ -154,10 +156,22 @@ class Task(Generic[P, R]):
             if options.tags else "{}"
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
-        if self.takes_context:
+        if options.batch is not None:
+            # The function takes the list of items; a job's own arguments are whatever
+            # it was enqueued with (JSON), checked by the function: no parameters declared.
+            check_batch_function(fn, name)
+            check_batch_options(name, timeout=options.timeout,
+                                memory_limit=options.memory_limit, unique=options.unique,
+                                group_by=options.group_by,
+                                dedup=(options.unique_for, options.debounce,
+                                       options.unique_states) != (None, None, None))
+            self.takes_context = False
+            params = [inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL),
+                      inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)]
+        elif self.takes_context:
             params = params[1:]
         self._signature = sig.replace(parameters=params)
-        self._param_names = [p.name for p in params]
+        self._param_names = [] if options.batch is not None else [p.name for p in params]
         # Plain parameters only (no *args, **kwargs, positional-only or keyword-only): then
         # a call's arguments can be checked without inspect's binder, which is slow.
         self._plain_params = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
@@ -332,6 +346,9 @@ class Task(Generic[P, R]):
             if self.options.group_by is not None else None
         if group is not None:  # the claim reads a job's group from its meta
             meta = {**(meta or {}), GROUP_META_KEY: check_group(group, f"{self.name}: group")}
+        if opts.memory_limit is not None and self.options.batch is not None:
+            raise ConfigurationError(f"{self.name}: using(memory_limit=...) cannot be given "
+                                     "to a batch task's job: its jobs run in one call")
         if opts.memory_limit is not None:  # the worker reads a call's own ceiling from its meta
             meta = {**(meta or {}), MEMORY_META_KEY: parse_memory_limit(
                 opts.memory_limit, f"{self.name}: using()")}

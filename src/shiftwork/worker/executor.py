@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from shiftwork.core.control import RetryIn
 from shiftwork.core.errors import ConfigurationError, JobCancelled
 from shiftwork.observe.tracing import execution_span, recording
+from shiftwork.worker.batching import call_batch, call_batch_async
 from shiftwork.worker.decide import Decide
 from shiftwork.worker.job_logs import capturing, install
 from shiftwork.worker.process import run_in_process
@@ -52,6 +53,9 @@ class Executor:
 
     def run_sync(self, run: Run) -> None:
         """Body of a pool thread for one job."""
+        if run.task.options.batch is not None:  # run alone (drain, inline): a batch of one
+            call_batch(self.decide, [run])
+            return
         run.thread_id = threading.get_ident()
         if not run.begin():
             return  # handed back or timed out before it started
@@ -98,6 +102,9 @@ class Executor:
             await self._run_async(run)
 
     async def _run_async(self, run: Run) -> None:
+        if run.task.options.batch is not None:  # run alone (drain): a batch of one
+            await call_batch_async(self.decide, [run])
+            return
         run.atask = asyncio.current_task()
         if not run.begin():  # handed back or cancelled before it started
             return
@@ -133,6 +140,24 @@ class Executor:
         except BaseException as exc:
             outcome = self.decide.error(run, exc)
         run.finalize(outcome)
+
+    def start_batch(self, runs: list[Run], pool: ThreadPool) -> None:
+        """One call of a batch task for ``runs``: on a thread of the queue's pool, or on
+        the event loop (at most the queue's concurrency of calls at once)."""
+        if runs[0].task.is_async:
+            assert self.loop is not None, "async task without an event loop"
+            slots = self.slots.get(runs[0].job.queue)
+
+            async def call() -> None:
+                if slots is None:
+                    await call_batch_async(self.decide, runs)
+                    return
+                async with slots:
+                    await call_batch_async(self.decide, runs)
+
+            asyncio.run_coroutine_threadsafe(call(), self.loop)
+        else:
+            pool.submit(lambda: call_batch(self.decide, runs))
 
     def start(self, run: Run, pool: ThreadPool, in_process: bool = False) -> None:
         if in_process:

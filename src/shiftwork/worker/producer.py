@@ -43,7 +43,8 @@ class Producer(ThreadService):
 
     def __init__(self, rt: Runtime, queue: str, concurrency: int, worker_id: str,
                  dispatch: Callable[[ClaimedJob], None],
-                 held: Callable[[], list[tuple[int, int]]]) -> None:
+                 held: Callable[[], list[tuple[int, int]]],
+                 claimed: Callable[[str], None] | None = None) -> None:
         super().__init__()
         self.name = f"producer-{queue}"
         self.rt = rt
@@ -53,6 +54,7 @@ class Producer(ThreadService):
         self.worker_id = worker_id
         self.dispatch = dispatch
         self.held = held  # the (job id, attempt) pairs the worker holds, all queues
+        self.claimed = claimed  # told after a claim's jobs were dispatched (batch tasks)
         self.limits = rt.registry.concurrency_limits(queue)
         # What the claim gets: the limits, and a limit of 0 for each task met that this
         # worker does not register (replaced whole, never changed in place)
@@ -151,6 +153,8 @@ class Producer(ThreadService):
                     self.in_flight += len(jobs)
                 for job in jobs:
                     self.dispatch(job)
+                if self.claimed is not None:
+                    self.claimed(self.queue)
             empty = 0 if jobs else min(empty + 1, 16)
             if len(jobs) < want:
                 # Queue drained (or limited): sleep until a wake-up or the poll interval;

@@ -34,6 +34,7 @@ from shiftwork.model.records import ClaimedJob, HandBack
 from shiftwork.observe.worker import worker_services
 from shiftwork.schedules.scheduler import ScheduleReconciler
 from shiftwork.store.task_defaults import publish_task_defaults
+from shiftwork.worker.batching import Batcher, check_batch_queues
 from shiftwork.worker.completer import Completer
 from shiftwork.worker.executor import Executor
 from shiftwork.worker.heartbeat import Heartbeat
@@ -65,6 +66,7 @@ class Watchdog(Service):
         self.worker = worker
 
     def tick(self) -> None:
+        self.worker.batcher.flush_due()  # partial batches whose wait is over
         now = time.monotonic()
         for run in self.worker.runs_snapshot():
             if run.deadline is not None and now > run.deadline and not run.finished:
@@ -107,6 +109,8 @@ class Worker:
             raise ConfigurationError(
                 "the process executor needs the app's import path (module:attr): start the "
                 "worker with `shiftwork worker module:attr` or set app.import_path")
+        check_batch_queues(rt.registry.tasks.values(), set(queues), set(process_queues),
+                           set(ceilings))
         self.rt = rt
         self._app = app  # for /metrics alone (observe/worker.py): it shows the App's views
         self.queues = dict(queues)
@@ -134,6 +138,7 @@ class Worker:
         self.producers: dict[str, Producer] = {}
         self.pools: dict[str, ThreadPool] = {}
         self.completer = Completer(rt)
+        self.batcher = Batcher(rt.clock, self._start_batch)  # batch tasks' jobs (batching.py)
         self.services: list[Lifecycle] = []
         self.started = threading.Event()
         self.wake_share: WakeShare | None = None
@@ -182,8 +187,12 @@ class Worker:
         self.completer.start()
         for queue, concurrency in self.queues.items():
             self.pools[queue] = ThreadPool(concurrency, queue)
-            self.producers[queue] = Producer(self.rt, queue, concurrency, self.id, self._dispatch,
-                                             self.held_leases)
+            # A batch task's slot holds a whole batch: the producer claims for all of them.
+            sizes = [t.options.batch.size for t in self.rt.registry.tasks.values()
+                     if t.options.queue == queue and t.options.batch]
+            self.producers[queue] = Producer(self.rt, queue, concurrency * max(sizes or [1]),
+                                             self.id, self._dispatch, self.held_leases,
+                                             self._claimed if sizes else None)
         self.wake_share = WakeShare(self.rt, self.id, list(self.queues))
         outage = outage_log(self.rt)
         notifier = Notifier(self.rt.store, self.wake, outage) if self.listen else None
@@ -250,8 +259,19 @@ class Worker:
                                       self.memory_limits.get(job.queue))
         with self._runs_lock:
             self._runs[(job.id, job.attempt)] = run
+        if task.options.batch is not None:  # held (and renewed) until its batch is called
+            self.batcher.add(run)
+            return
         self.executor.start(run, self.pools[job.queue], job.queue in self.process_queues
                             or run.memory_limit is not None)
+
+    def _start_batch(self, runs: list[Run]) -> None:
+        assert self.executor is not None
+        self.executor.start_batch(runs, self.pools[runs[0].job.queue])
+
+    def _claimed(self, queue: str) -> None:
+        """A claim's jobs were dispatched: batches that wait for nothing more start."""
+        self.batcher.flush_due(queue, claimed=True)
 
     def _pass_over(self, job: ClaimedJob) -> None:
         """A job whose task this worker does not register (in a rolling deploy, a new
