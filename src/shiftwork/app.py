@@ -14,6 +14,7 @@ from shiftwork.core.backoff import DEFAULT_BACKOFF, Backoff
 from shiftwork.core.bounds import MAX_LIST, whole
 from shiftwork.core.callsite import declared_at
 from shiftwork.core.clock import Clock, SystemClock
+from shiftwork.core.crypt import Keys
 from shiftwork.core.errors import (
     ConfigurationError,
     ShiftworkError,
@@ -29,6 +30,7 @@ from shiftwork.jobs.context import JobContext
 from shiftwork.jobs.enqueue import Enqueuer, enqueue_requests, enqueue_requests_async
 from shiftwork.jobs.handle import JobHandle
 from shiftwork.jobs.known_queues import known_queues, unknown_queue_warning
+from shiftwork.jobs.sealing import open_job
 from shiftwork.jobs.task import EnqueueOptions, JobRequest, Task, TaskOptions
 from shiftwork.jobs.waiting import wait_result, wait_result_async
 from shiftwork.model.filter import check_sort, filter_of
@@ -78,6 +80,10 @@ class App:
 
     ``testing="inline"`` (for tests): every enqueue runs its jobs at once, in the caller's
     thread, as a worker would (see :func:`shiftwork.testing.inline`).
+
+    ``encryption=Keys(...)``: the keys that seal the payloads of encrypted tasks
+    (``@app.task(encrypt=True)``, or every task with ``encrypt_all=True``) and open them
+    in reads; without keys, sealed values read as ``"encrypted"`` (docs/security.md).
     """
 
     def __init__(self, dsn: str, *, schema: str = "shiftwork", clock: Clock | None = None,
@@ -85,11 +91,21 @@ class App:
                  settings: Settings | None = None, auto_migrate: bool = False,
                  pool_size: int = 10, async_pool_size: int = 4,
                  testing: str | None = None, pgbouncer: bool = False,
-                 listen_dsn: str | None = None) -> None:
+                 listen_dsn: str | None = None, encryption: Keys | None = None,
+                 encrypt_all: bool = False) -> None:
         if testing not in (None, "inline"):
             raise ConfigurationError(
                 f"App(testing={testing!r}): the only test mode is 'inline' (every job runs "
                 "at enqueue, in the caller's thread); leave it out for normal use")
+        if encryption is not None and not isinstance(encryption, Keys):
+            raise ConfigurationError("App(encryption=...) takes a shiftwork.Keys ring, e.g. "
+                                     "Keys({'k1': key_bytes}) or Keys.from_env(), not "
+                                     f"{type(encryption).__name__}")
+        if encrypt_all and encryption is None:
+            raise ConfigurationError("App(encrypt_all=True) needs the keys to encrypt with: "
+                                     "App(..., encryption=Keys(...))")
+        #: Tasks declared without ``encrypt=`` are encrypted when this is True.
+        self.encrypt_all = encrypt_all
         self.dsn = dsn
         self.schema = schema
         settings = settings or Settings()
@@ -106,7 +122,7 @@ class App:
         #: (transaction mode) in front of ``dsn``, with wake-ups LISTENed on ``listen_dsn``.
         self.runtime = Runtime(
             dsn, schema=schema, clock=clock or SystemClock(), settings=settings,
-            auto_migrate=auto_migrate, async_pool_size=async_pool_size,
+            auto_migrate=auto_migrate, async_pool_size=async_pool_size, keys=encryption,
             connections=Connections(
                 pool_size=pool_size, pool_min_size=settings.pool_min_size,
                 pool_max_idle=settings.pool_max_idle, pgbouncer=pgbouncer,
@@ -235,7 +251,7 @@ class App:
              group_rate_limit: RateLimit | str | None = None, store_result: bool = True,
              memory_limit: int | str | None = None,
              expect_items: int | None = None, expect_items_within: Duration = 3600.0,
-             tags: list[str] | tuple[str, ...] = ()
+             tags: list[str] | tuple[str, ...] = (), encrypt: bool | None = None
              ) -> TaskDecorator: ...
 
     def task(self, fn: Any = None, *, name: str | None = None, queue: str = "default",
@@ -246,7 +262,7 @@ class App:
              group_rate_limit: RateLimit | str | None = None, store_result: bool = True,
              memory_limit: int | str | None = None,
              expect_items: int | None = None, expect_items_within: Duration = 3600.0,
-             tags: list[str] | tuple[str, ...] = ()
+             tags: list[str] | tuple[str, ...] = (), encrypt: bool | None = None
              ) -> Any:
         """Register a function as a task. Usable bare (``@app.task``) or with options.
 
@@ -271,7 +287,17 @@ class App:
         ``tags``: labels every job of the task carries (``["billing"]``), shown and
         filterable in the dashboard and ``shiftwork jobs list --tag``; ``using(tags=...)``
         adds more per job.
+
+        ``encrypt=True``: the task's arguments, result, checkpoints, progress messages and
+        error messages are stored sealed with the App's keys, and its unique keys as a
+        keyed digest (docs/security.md); None (the default) follows ``App(encrypt_all=)``.
         """
+        if encrypt is None:
+            encrypt = self.encrypt_all
+        elif encrypt and self.runtime.keys is None:
+            raise ConfigurationError(f"task {name or getattr(fn, '__name__', fn)}: "
+                                     "encrypt=True needs the keys to encrypt with: "
+                                     "App(..., encryption=Keys(...))")
         items, within = task_items_expectation(expect_items, expect_items_within,
                                                f"task {name or getattr(fn, '__name__', fn)}")
         for option, value in (("group_concurrency", group_concurrency),
@@ -289,7 +315,8 @@ class App:
                                                                f"task {name or fn}: group"),
                               store_result=store_result, expect_items=items,
                               expect_items_within=within,
-                              tags=check_tags(tags, f"task {name or fn}: tags"))
+                              tags=check_tags(tags, f"task {name or fn}: tags"),
+                              encrypt=bool(encrypt))
 
         def register(f: F) -> Task[Any, Any]:
             task_name = name or f"{f.__module__}.{f.__qualname__}"
@@ -577,15 +604,17 @@ class App:
     # -- people and tools --------------------------------------------------------------
 
     def get_job(self, job_id: int) -> Job:
-        """One job, with its arguments, result and error history."""
-        return self.store.jobs.get(job_id)
+        """One job, with its arguments, result and error history (sealed values opened
+        with the App's keys, else ``"encrypted"``)."""
+        return open_job(self.runtime.keys, self.store.jobs.get(job_id))
 
     def list_jobs(self, state: JobState | str | None = None, queue: str | None = None,
                   task: str | None = None, limit: int = 50) -> list[Job]:
         """Jobs, newest first, filtered by state, queue and task."""
         st = JobState(state) if isinstance(state, str) else state
         whole(limit, "list_jobs: limit", 0, MAX_LIST)
-        return self.store.jobs.list(state=st, queue=queue, task=task, limit=limit)
+        return [open_job(self.runtime.keys, j)
+                for j in self.store.jobs.list(state=st, queue=queue, task=task, limit=limit)]
 
     def find_jobs(self, *, sort: str = "created", after: int | None = None, limit: int = 50,
                   **filters: Any) -> list[Job]:
@@ -594,7 +623,8 @@ class App:
         ``finished_from``/``finished_to``, ``unique_key``, ``id``), newest first by
         ``sort`` (created, run_at, finished); ``after``: the last job of the page before."""
         whole(limit, "find_jobs: limit", 0, MAX_LIST)
-        return self.store.console.page(filter_of(filters), check_sort(sort), after, limit)
+        return [open_job(self.runtime.keys, j) for j in
+                self.store.console.page(filter_of(filters), check_sort(sort), after, limit)]
 
     def bulk(self, action: str, *, who: str = "python", **filters: Any) -> BulkResult:
         """``action`` (retry, cancel or delete) on every job the filter matches (the

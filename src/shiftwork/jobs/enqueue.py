@@ -24,6 +24,7 @@ from shiftwork.observe.tracing import enqueue_span, recording
 
 if TYPE_CHECKING:
     from shiftwork.core.clock import Clock
+    from shiftwork.core.crypt import Keys
     from shiftwork.core.settings import Settings
     from shiftwork.jobs.task import JobRequest
     from shiftwork.jobs.waiting import ResultWaiter
@@ -50,6 +51,10 @@ class Enqueuer:
     @property
     def results(self) -> ResultWaiter:
         return self.rt.results
+
+    @property
+    def keys(self) -> Keys | None:
+        return self.rt.keys
 
     def submit(self, requests: list[JobRequest], conn: Any = None, session: Any = None
                ) -> list[EnqueueResult]:

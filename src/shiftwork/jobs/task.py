@@ -29,6 +29,7 @@ from shiftwork.model.tags import TAGS_META_KEY, merged_tags
 
 if TYPE_CHECKING:
     from shiftwork.core.clock import Clock
+    from shiftwork.core.crypt import Keys
     from shiftwork.core.settings import Settings
     from shiftwork.jobs.waiting import ResultWaiter
 
@@ -55,6 +56,9 @@ class TaskHost(Protocol):
 
     @property
     def results(self) -> ResultWaiter: ...
+
+    @property
+    def keys(self) -> Keys | None: ...
 
     def submit(self, requests: list[JobRequest], conn: Any = None, session: Any = None
                ) -> list[EnqueueResult]: ...
@@ -85,6 +89,7 @@ class TaskOptions:
     expect_items: int | None = None
     expect_items_within: float = 3600.0  # seconds
     tags: tuple[str, ...] = ()  # every job of the task carries these (tags.py)
+    encrypt: bool = False  # its payloads sealed with the App's keys (jobs/sealing.py)
 
 
 @dataclass(frozen=True)
@@ -251,9 +256,7 @@ class Task(Generic[P, R]):
         if not fits:
             return self._build_checked(args, kwargs, _NO_OPTIONS, None)  # raises, naming it
         o = self.options
-        return NewJob(self.name, o.queue,
-                      encode_args(self.name, args, kwargs,
-                                  self.host.settings.limit("max_args_bytes"), self._param_names),
+        return NewJob(self.name, o.queue, self._args_json(args, kwargs),
                       o.priority, o.max_attempts, None, None, o.timeout, self._plain_meta)
 
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
@@ -274,8 +277,7 @@ class Task(Generic[P, R]):
             except TypeError as exc:
                 raise PayloadError(
                     f"{self.name}: arguments do not match {self._signature}: {exc}") from None
-        args_json = encode_args(self.name, args, kwargs,
-                                self.host.settings.limit("max_args_bytes"), self._param_names)
+        args_json = self._args_json(args, kwargs)
         queue = check_queue(opts.queue) if opts.queue is not None else self.options.queue
         priority = _check_priority(opts.priority, f"{self.name}: priority") \
             if opts.priority is not None else self.options.priority
@@ -294,6 +296,11 @@ class Task(Generic[P, R]):
             unique = self.options.unique
             names = self._param_names if unique is True else list(unique or ())
             unique_key = unique_digest(self.name, {n: bound.arguments.get(n) for n in names})
+        keys = self._keys()
+        if unique_key is not None and keys is not None:
+            # An encrypted task's key would tell its arguments: a keyed digest instead,
+            # equal for equal keys, so deduplication works the same (core/crypt.py).
+            unique_key = f"{self.name}:hmac:{keys.digest(unique_key)}"
         max_attempts = whole(opts.max_attempts, f"{self.name}: max_attempts", 1, MAX_ATTEMPTS) \
             if opts.max_attempts is not None else self.options.max_attempts
         meta = opts.meta
@@ -325,6 +332,19 @@ class Task(Generic[P, R]):
             if meta else "{}",
             after=after, on_failure=check_on_failure(opts.on_failure),
         )
+
+    def _keys(self) -> Keys | None:
+        return self.host.keys if self.options.encrypt else None
+
+    def _args_json(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        """The arguments checked and encoded; sealed when the task is encrypted (the job's
+        id is not known yet: the ciphertext is bound to the task, jobs/sealing.py)."""
+        text = encode_args(self.name, args, kwargs, self.host.settings.limit("max_args_bytes"),
+                           self._param_names)
+        keys = self._keys()
+        if keys is None:
+            return text
+        return json.dumps(keys.seal(text, f"args:{self.name}"), separators=(",", ":"))
 
     def _group_of(self, bound: inspect.BoundArguments) -> Any:
         group_by = self.options.group_by

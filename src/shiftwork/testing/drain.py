@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shiftwork.composition.compose import with_input
+from shiftwork.core.errors import EncryptionKeyError
 from shiftwork.core.states import WAITING, JobState
 from shiftwork.flow.claiming import claim
+from shiftwork.jobs.sealing import key_problem, open_claimed
 from shiftwork.jobs.task import Task
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import ClaimedJob, Job
@@ -87,6 +89,10 @@ def run_attempt(rt: Runtime, executor: Executor, job: ClaimedJob) -> list[Outcom
     outcome is decided (not yet written)."""
     done: list[Outcome] = []
     task = rt.registry.get_task(job.task)
+    try:
+        job = open_claimed(rt.keys, job)  # an encrypted task's arguments and checkpoint
+    except EncryptionKeyError as exc:  # as a worker: back for later, not counted
+        return [key_problem(rt.clock.now(), job, exc)]
     job = with_input(rt.store, job)  # a chain link's or a group callback's input
     run = Run.of(rt, job, task, lambda _run, outcome: done.append(outcome))
     if task.is_async:

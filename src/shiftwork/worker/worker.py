@@ -20,6 +20,7 @@ from shiftwork.composition.compose import INPUT_META_KEY, with_input
 from shiftwork.core.backoff import Retrying, repeat_on_storage_error
 from shiftwork.core.errors import (
     ConfigurationError,
+    EncryptionKeyError,
     StorageError,
     UnknownTaskError,
     unknown_task_message,
@@ -29,6 +30,7 @@ from shiftwork.core.names import check_queue
 from shiftwork.core.service import Lifecycle, Service
 from shiftwork.core.states import JobState
 from shiftwork.jobs.known_queues import unknown_queue_warning
+from shiftwork.jobs.sealing import key_problem, open_claimed
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import ClaimedJob, HandBack
 from shiftwork.observe.worker import worker_services
@@ -233,6 +235,13 @@ class Worker:
             task = self.rt.registry.get_task(job.task)
         except UnknownTaskError:
             self._pass_over(job)
+            return
+        try:
+            job = open_claimed(self.rt.keys, job)  # an encrypted task's arguments, checkpoint
+        except EncryptionKeyError as exc:  # the deployment's problem, not the job's
+            log.warning("job %d (task %s): %s", job.id, job.task, exc)
+            self.completer.submit(key_problem(self.rt.clock.now(), job, exc))
+            self.producers[job.queue].slot_freed()
             return
         if INPUT_META_KEY in job.meta:  # a chain link or a group's callback: its input
             try:
