@@ -5,10 +5,13 @@ from shiftwork.composition.compose import Chain, Group
 from shiftwork.core.backoff import Backoff
 from shiftwork.core.clock import Clock, FakeClock, SystemClock
 from shiftwork.core.control import RetryIn, Snooze
+from shiftwork.core.crypt import Keys
 from shiftwork.core.errors import (
     CommitUnknownError,
     ConfigurationError,
     DependencyError,
+    EncryptionKeyError,
+    EncryptionUnavailableError,
     JobCancelled,
     JobFailed,
     JobNotFoundError,
@@ -37,6 +40,8 @@ __all__ = [
     "CommitUnknownError",
     "ConfigurationError",
     "DependencyError",
+    "EncryptionKeyError",
+    "EncryptionUnavailableError",
     "EnqueueResult",
     "FakeClock",
     "Group",
@@ -48,6 +53,7 @@ __all__ = [
     "JobNotFoundError",
     "JobPaused",
     "JobState",
+    "Keys",
     "LeaseLost",
     "MemoryLimitExceeded",
     "PayloadError",

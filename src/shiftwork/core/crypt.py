@@ -67,7 +67,8 @@ def _aesgcm() -> Any:
 def _key_bytes(key_id: str, key: bytes | str) -> bytes:
     if isinstance(key, str):  # base64 text, as in an environment variable
         try:
-            key = base64.urlsafe_b64decode(key.strip() + "=" * (-len(key.strip()) % 4))
+            text = key.strip().replace("-", "+").replace("_", "/")  # either alphabet
+            key = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
         except (binascii.Error, ValueError):
             raise ConfigurationError(f"Keys: key {key_id!r} is not base64 text") from None
     if not isinstance(key, bytes) or len(key) not in _KEY_SIZES:
