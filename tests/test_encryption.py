@@ -335,7 +335,7 @@ def test_encryption_asked_for_without_keys_is_refused(tmp_path: Any) -> None:
         app.task(encrypt=True)(lambda: None)
     with pytest.raises(ConfigurationError, match="encrypt_all=True"):
         App(f"sqlite:///{tmp_path / 'jobs.db'}", encrypt_all=True)
-    with pytest.raises(ConfigurationError, match="takes a shiftwork.Keys"):
+    with pytest.raises(ConfigurationError, match=r"takes a shiftwork\.Keys"):
         App(f"sqlite:///{tmp_path / 'jobs.db'}", encryption={"k1": K1})  # type: ignore[arg-type]
     app.close()
 
