@@ -113,7 +113,8 @@ class JobContext:
 
     def _touch_once(self, checkpoint: str | None, set_checkpoint: bool, conn: Any) -> Touch | None:
         progress = self._pending_progress
-        keys = task_keys(self.runtime.keys, self.runtime.registry.tasks.get(self.task))
+        declared = self.runtime.registry.tasks.get(self.task)
+        keys = task_keys(self.runtime.keys, declared is not None and declared.options.encrypt)
         if keys is not None:  # an encrypted task's: sealed for the row, kept clear here
             if checkpoint is not None:
                 checkpoint = seal_json(keys, checkpoint, f"checkpoint:{self.job_id}")

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shiftwork.core.crypt import Encrypted, Keys, SealedArgs, is_sealed
 from shiftwork.core.errors import EncryptionKeyError
@@ -33,18 +33,15 @@ from shiftwork.core.states import JobState
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import ClaimedJob, Job
 
-if TYPE_CHECKING:
-    from shiftwork.jobs.task import Task
-
 #: Seconds a job whose values this worker cannot open waits before it is tried again
 #: (by any worker), its attempt not counted.
 KEY_PROBLEM_DELAY = 60.0
 _ERROR_TEXTS = ("message", "traceback")
 
 
-def task_keys(keys: Keys | None, task: Task[Any, Any] | None) -> Keys | None:
-    """The keys that seal ``task``'s values, None when the task is not encrypted."""
-    return keys if task is not None and task.options.encrypt else None
+def task_keys(keys: Keys | None, encrypted: bool) -> Keys | None:
+    """The keys that seal a task's values, None when the task is not ``encrypted``."""
+    return keys if encrypted else None
 
 
 def seal_json(keys: Keys, text: str, aad: str) -> str:

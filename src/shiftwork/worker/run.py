@@ -92,7 +92,7 @@ class Run:
                 report_outcome(self.ctx.runtime, self.task, self.ctx.meta, outcome)
             except Exception:
                 log.exception("job %s: report to its parent workflow failed", self.job.id)
-        keys = task_keys(self.ctx.runtime.keys, self.task)
+        keys = task_keys(self.ctx.runtime.keys, self.task.options.encrypt)
         if keys is not None:  # sealed for the row (its parent workflow heard it clear)
             outcome = seal_outcome(keys, outcome)
         self.on_done(self, outcome)
