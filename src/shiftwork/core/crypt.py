@@ -15,6 +15,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import json
 import os
 import secrets
 from collections.abc import Mapping
@@ -116,6 +117,9 @@ class Keys:
                                 hashlib.sha256).digest()
         aesgcm = _aesgcm()
         self._ciphers = {key_id: aesgcm(key) for key_id, key in self._keys.items()}
+        self._cipher = self._ciphers[self.current]
+        # the envelope's text up to the ciphertext (the key id JSON-escaped once)
+        self._prefix = '{"' + SEAL + '":' + json.dumps(self.current) + ',"v":"'
 
     def __repr__(self) -> str:  # never the keys themselves
         return f"<Keys {', '.join(self._keys)} current={self.current}>"
@@ -150,9 +154,16 @@ class Keys:
 
     def seal(self, text: str, aad: str) -> dict[str, str]:
         """``text`` (a JSON document) sealed with the current key, bound to ``aad``."""
-        nonce = secrets.token_bytes(_NONCE)
-        body = self._ciphers[self.current].encrypt(nonce, text.encode(), aad.encode())
-        return {SEAL: self.current, "v": base64.b64encode(nonce + body).decode()}
+        return {SEAL: self.current, "v": self._sealed(text, aad)}
+
+    def seal_json(self, text: str, aad: str) -> str:
+        """:meth:`seal`'s envelope as JSON text, for a column (the hot path: enqueue)."""
+        return self._prefix + self._sealed(text, aad) + '"}'
+
+    def _sealed(self, text: str, aad: str) -> str:
+        nonce = os.urandom(_NONCE)
+        body = self._cipher.encrypt(nonce, text.encode(), aad.encode())
+        return base64.b64encode(nonce + body).decode()
 
     def open(self, envelope: dict[str, Any], aad: str) -> str:
         """The text sealed in ``envelope``; EncryptionKeyError if no key here opens it."""

@@ -46,7 +46,7 @@ def task_keys(keys: Keys | None, encrypted: bool) -> Keys | None:
 
 def seal_json(keys: Keys, text: str, aad: str) -> str:
     """JSON text sealed: the envelope, as JSON text for the column."""
-    return json.dumps(keys.seal(text, aad), separators=(",", ":"))
+    return keys.seal_json(text, aad)
 
 
 def open_value(keys: Keys | None, value: Any, aad: str) -> Any:

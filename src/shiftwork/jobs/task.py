@@ -155,6 +155,7 @@ class Task(Generic[P, R]):
         self._param_names = [p.name for p in params]
         # Plain parameters only (no *args, **kwargs, positional-only or keyword-only): then
         # a call's arguments can be checked without inspect's binder, which is slow.
+        self._args_aad = f"args:{self.name}"  # what sealed arguments are bound to
         self._plain_params = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
         self._fits_by_length: dict[int, bool] = {}
         self._required = [p.name for p in params if p.default is p.empty]
@@ -344,7 +345,7 @@ class Task(Generic[P, R]):
         keys = self._keys()
         if keys is None:
             return text
-        return json.dumps(keys.seal(text, f"args:{self.name}"), separators=(",", ":"))
+        return keys.seal_json(text, self._args_aad)
 
     def _group_of(self, bound: inspect.BoundArguments) -> Any:
         group_by = self.options.group_by
