@@ -29,7 +29,7 @@ from shiftwork.jobs.reencrypt import reencrypt
 from shiftwork.jobs.sealing import KEY_PROBLEM_DELAY
 from shiftwork.testing import drain
 
-from .conftest import running_worker, wait_for
+from .conftest import imported_app, running_worker, wait_for
 
 SECRET = "4111-1111-SECRET"
 K1, K2, OTHER = Keys.generate(), Keys.generate(), Keys.generate()
@@ -194,6 +194,34 @@ def test_a_real_worker_missing_the_key_kills_no_job(apps: Callable[..., App]) ->
     assert "'k1', which is not among this App's keys (k2)" in job.errors[-1]["message"]
 
 
+def test_chains_and_group_callbacks_of_encrypted_tasks(make_app: Callable[..., App]) -> None:
+    app = make_app(encryption=Keys({"k1": K1}))
+
+    @app.task(name="add", encrypt=True)
+    def add(a: str, b: str) -> str:
+        return a + b
+
+    @app.task(name="join", encrypt=True)
+    def join(sep: str, parts: list[str]) -> str:
+        return sep.join(parts)
+
+    @app.task(name="shout")  # not encrypted: given its input clear, stores its own clear
+    def shout(text: str) -> str:
+        return text.upper()
+
+    chain = app.chain(add.call(SECRET, "-a"), add.call("-b"), add.call("-c"))
+    group = app.group([add.call(SECRET, str(i)) for i in range(3)], then=join.call("+"))
+    mixed = app.chain(add.call("se", "cret"), shout.call())
+    with running_worker(app):
+        assert chain.result(timeout=30) == f"-c-b{SECRET}-a"  # the input comes last
+        assert group.callback is not None
+        assert group.callback.result(timeout=30) == f"{SECRET}0+{SECRET}1+{SECRET}2"
+        assert mixed.result(timeout=30) == "SECRET"
+    for handle in [*chain.jobs, *group.jobs, group.callback]:
+        assert SECRET not in json.dumps(raw_row(app, handle.id)), handle.id
+    assert json.loads(raw_row(app, chain.jobs[1].id)["args"])["$enc"] == "k1"
+
+
 def test_a_ciphertext_moved_to_another_row_does_not_open(apps: Callable[..., App]) -> None:
     app = apps(Keys({"k1": K1}))
     a, b = (app.get_task("charge").enqueue(card) for card in (SECRET, "other"))
@@ -296,6 +324,25 @@ def test_the_reencrypt_command(db: dict[str, str], monkeypatch: pytest.MonkeyPat
                                       "--dsn", db["dsn"], "--schema", db["schema"]])
     assert shown.exit_code == 0 and "encrypted" in shown.stdout and SECRET not in shown.stdout
     sys.modules.pop("tests.apps.encrypted", None)
+
+
+def test_a_child_process_seals_what_it_writes(db: dict[str, str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHIFTWORK_KEYS", f"k1:{K1}")  # the child imports the App with it
+    with imported_app(monkeypatch, "encrypted", db["dsn"], db["schema"]) as module:
+        app = module.app
+        app.import_path = "tests.apps.encrypted:app"
+        ok, bad = module.long_charge.enqueue(SECRET), module.long_charge.enqueue("fail")
+        with running_worker(app, {"children": 1}, process_queues={"children"}):
+            assert ok.result(timeout=60) == f"charged {SECRET}"
+            with pytest.raises(JobFailed, match="declined in the child: fail"):
+                bad.result(timeout=60)
+        row = raw_row(app, ok.id)
+        assert SECRET not in json.dumps(row)
+        assert json.loads(row["checkpoint"])["$enc"] == "k1"
+        assert json.loads(row["progress"])["message"]["$enc"] == "k1"
+        assert "declined" not in raw_row(app, bad.id)["errors"]
+        assert app.get_job(ok.id).checkpoint == {"card": SECRET}
 
 
 def test_the_reencrypt_command_needs_the_app(db: dict[str, str]) -> None:

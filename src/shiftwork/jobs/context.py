@@ -83,7 +83,7 @@ class JobContext:
         (None for a member that did not succeed)."""
         from shiftwork.composition.compose import group_results
 
-        return group_results(self.runtime.store, self.job_id)
+        return group_results(self.runtime.store, self.job_id, self.runtime.keys)
 
     def raise_if_cancelled(self) -> None:
         """Raise :class:`JobCancelled` if someone asked to cancel this job."""

@@ -91,9 +91,9 @@ def run_attempt(rt: Runtime, executor: Executor, job: ClaimedJob) -> list[Outcom
     task = rt.registry.get_task(job.task)
     try:
         job = open_claimed(rt.keys, job)  # an encrypted task's arguments and checkpoint
+        job = with_input(rt.store, job, rt.keys)  # a chain link's or a group callback's input
     except EncryptionKeyError as exc:  # as a worker: back for later, not counted
         return [key_problem(rt.clock.now(), job, exc)]
-    job = with_input(rt.store, job)  # a chain link's or a group callback's input
     run = Run.of(rt, job, task, lambda _run, outcome: done.append(outcome))
     if task.is_async:
         asyncio.run(executor.run_async(run))

@@ -238,22 +238,19 @@ class Worker:
             return
         try:
             job = open_claimed(self.rt.keys, job)  # an encrypted task's arguments, checkpoint
+            if INPUT_META_KEY in job.meta:  # a chain link or a group's callback: its input
+                try:
+                    job = with_input(self.rt.store, job, self.rt.keys)
+                except EncryptionKeyError:
+                    raise
+                except Exception as exc:  # the database is out: try again after a backoff
+                    self._input_failed(job, exc)
+                    return
         except EncryptionKeyError as exc:  # the deployment's problem, not the job's
             log.warning("job %d (task %s): %s", job.id, job.task, exc)
             self.completer.submit(key_problem(self.rt.clock.now(), job, exc))
             self.producers[job.queue].slot_freed()
             return
-        if INPUT_META_KEY in job.meta:  # a chain link or a group's callback: its input
-            try:
-                job = with_input(self.rt.store, job)
-            except Exception as exc:  # the database is out: try again after a backoff
-                self.completer.submit(Outcome(
-                    job.id, job.attempt, JobState.DEAD if job.attempt >= job.max_attempts
-                    else JobState.RETRYING, run_at=self.rt.clock.now()
-                    + timedelta(seconds=1), error=error_record(exc, job.attempt, "input"),
-                    task=job.task, queue=job.queue))
-                self.producers[job.queue].slot_freed()
-                return
         run = Run.of(self.rt, job, task, self._on_done, self._on_begin)
         run.memory_limit = ceiling_of(job.meta, task.options.memory_limit,
                                       self.memory_limits.get(job.queue))
@@ -261,6 +258,15 @@ class Worker:
             self._runs[(job.id, job.attempt)] = run
         self.executor.start(run, self.pools[job.queue], job.queue in self.process_queues
                             or run.memory_limit is not None)
+
+    def _input_failed(self, job: ClaimedJob, exc: Exception) -> None:
+        """A chain link's or a callback's input could not be read: retried after a second."""
+        self.completer.submit(Outcome(
+            job.id, job.attempt, JobState.DEAD if job.attempt >= job.max_attempts
+            else JobState.RETRYING, run_at=self.rt.clock.now()
+            + timedelta(seconds=1), error=error_record(exc, job.attempt, "input"),
+            task=job.task, queue=job.queue))
+        self.producers[job.queue].slot_freed()
 
     def _pass_over(self, job: ClaimedJob) -> None:
         """A job whose task this worker does not register (in a rolling deploy, a new
