@@ -30,6 +30,7 @@ from shiftwork.jobs.context import JobContext
 from shiftwork.jobs.enqueue import Enqueuer, enqueue_requests, enqueue_requests_async
 from shiftwork.jobs.handle import JobHandle
 from shiftwork.jobs.known_queues import known_queues, unknown_queue_warning
+from shiftwork.jobs.reencrypt import Rotation, reencrypt
 from shiftwork.jobs.sealing import open_job
 from shiftwork.jobs.task import EnqueueOptions, JobRequest, Task, TaskOptions
 from shiftwork.jobs.waiting import wait_result, wait_result_async
@@ -615,6 +616,14 @@ class App:
         whole(limit, "list_jobs: limit", 0, MAX_LIST)
         return [open_job(self.runtime.keys, j)
                 for j in self.store.jobs.list(state=st, queue=queue, task=task, limit=limit)]
+
+    def reencrypt(self, *, batch: int = 500, seal_clear: bool = True,
+                  on_batch: Callable[[Rotation], None] | None = None) -> Rotation:
+        """After a key rotation, reseal every stored payload with the current key of
+        ``App(encryption=)``, ``batch`` jobs per transaction (``shiftwork jobs
+        reencrypt``); ``seal_clear`` also seals what encrypted tasks stored before they
+        were. Safe beside running workers (docs/security.md)."""
+        return reencrypt(self.runtime, batch=batch, seal_clear=seal_clear, on_batch=on_batch)
 
     def find_jobs(self, *, sort: str = "created", after: int | None = None, limit: int = 50,
                   **filters: Any) -> list[Job]:

@@ -7,7 +7,7 @@ import click
 
 from shiftwork.cli.format import echo_json
 from shiftwork.cli.options import open_app, target_options
-from shiftwork.jobs.reencrypt import Rotation, reencrypt
+from shiftwork.jobs.reencrypt import Rotation
 
 
 @click.command("reencrypt")
@@ -27,7 +27,7 @@ def jobs_reencrypt(batch: int, seal_clear: bool) -> None:
                    f"rewritten, {r.values} values resealed, {r.unreadable} unreadable",
                    err=True)
 
-    rotation = reencrypt(app.runtime, batch=batch, seal_clear=seal_clear, on_batch=progress)
+    rotation = app.reencrypt(batch=batch, seal_clear=seal_clear, on_batch=progress)
     echo_json({"current_key": app.runtime.keys.current if app.runtime.keys else None,
                **rotation.as_dict()})
     if rotation.unreadable:

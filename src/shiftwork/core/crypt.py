@@ -135,10 +135,10 @@ class Keys:
         return base64.urlsafe_b64encode(secrets.token_bytes(32)).decode().rstrip("=")
 
     @classmethod
-    def from_env(cls, var: str = ENV_VAR, *, environ: Mapping[str, str] | None = None
-                 ) -> Keys:
+    def from_env(cls, var: str = ENV_VAR, *, digest_key: str | None = None,
+                 environ: Mapping[str, str] | None = None) -> Keys:
         """The ring from an environment variable: ``k2:<base64>,k1:<base64>``, the
-        first one current."""
+        first one current (``digest_key``: as for the constructor)."""
         text = (os.environ if environ is None else environ).get(var, "")
         keys: dict[str, bytes | str] = {}
         for part in filter(None, (p.strip() for p in text.split(","))):
@@ -150,7 +150,7 @@ class Keys:
         if not keys:
             raise ConfigurationError(f"{var} is not set: give the keys as "
                                      "k1:<base64>[,k0:<base64>...], the first one current")
-        return cls(keys)
+        return cls(keys, digest_key=digest_key)
 
     def seal(self, text: str, aad: str) -> dict[str, str]:
         """``text`` (a JSON document) sealed with the current key, bound to ``aad``."""
