@@ -23,11 +23,13 @@ from shiftwork import (
     JobFailed,
     JobState,
     Keys,
+    Workflow,
 )
 from shiftwork.cli.root import main
 from shiftwork.jobs.reencrypt import reencrypt
 from shiftwork.jobs.sealing import KEY_PROBLEM_DELAY
 from shiftwork.testing import drain
+from shiftwork.workflow.histories import read_history
 
 from .conftest import imported_app, running_worker, wait_for
 
@@ -220,6 +222,25 @@ def test_chains_and_group_callbacks_of_encrypted_tasks(make_app: Callable[..., A
     for handle in [*chain.jobs, *group.jobs, group.callback]:
         assert SECRET not in json.dumps(raw_row(app, handle.id)), handle.id
     assert json.loads(raw_row(app, chain.jobs[1].id)["args"])["$enc"] == "k1"
+
+
+def test_an_encrypted_workflow_seals_its_arguments_and_result_not_its_steps(
+        make_app: Callable[..., App]) -> None:
+    app = make_app(encryption=Keys({"k1": K1}))
+
+    @app.workflow(name="order", encrypt=True)
+    def order(wf: Workflow, card: str) -> str:
+        last4 = wf.step("last4", lambda: card[-6:])
+        return f"charged {card} ({last4})"
+
+    job = order.enqueue(SECRET)
+    drain(app)
+    assert job.result(timeout=5) == f"charged {SECRET} (SECRET)"
+    row = raw_row(app, job.id)
+    assert SECRET not in row["args"] and SECRET not in row["result"]
+    # a step's result is stored clear (documented: workflow_steps is not sealed)
+    assert app.workflow_history(job.id)[0].result == "SECRET"
+    assert read_history(app.runtime, job.id).args == [SECRET]
 
 
 def test_a_ciphertext_moved_to_another_row_does_not_open(apps: Callable[..., App]) -> None:
