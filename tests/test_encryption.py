@@ -96,10 +96,14 @@ def test_round_trip_through_a_worker_and_the_row_holds_no_clear_text(
     tasks = declare(app)
     ok = tasks["charge"].enqueue(SECRET)
     bad = tasks["charge"].enqueue(SECRET, fail=True)
+    failed: list[dict[str, Any]] = []
+    app.events.subscribe(lambda name, fields: failed.append(fields) if name == "job.failed"
+                         else None)
     with running_worker(app):
         assert ok.result(timeout=30) == {"charged": SECRET}
         with pytest.raises(JobFailed, match=f"card {SECRET} declined"):
             bad.result(timeout=30)
+    assert [f["error"] for f in failed] == ["ValueError: encrypted"]  # logs, events: sealed
     for job_id in (ok.id, bad.id):
         row = raw_row(app, job_id)
         assert SECRET not in json.dumps(row), row
