@@ -124,6 +124,16 @@ def test_round_trip_through_a_worker_and_the_row_holds_no_clear_text(
     assert SECRET in app.get_job(bad.id).errors[0]["traceback"]
 
 
+def test_the_testing_tools_see_clear_arguments(make_app: Callable[..., App]) -> None:
+    from shiftwork.testing import assert_enqueued, enqueued
+
+    app = make_app(encryption=Keys({"k1": K1}))
+    charge = declare(app)["charge"]
+    charge.enqueue(SECRET)
+    assert [j.args for j in enqueued(app, charge)] == [[SECRET]]
+    assert_enqueued(charge, args=(SECRET,))
+
+
 def test_a_task_not_encrypted_stays_clear(make_app: Callable[..., App]) -> None:
     app = make_app(encryption=Keys({"k1": K1}))
     job = declare(app)["plain"].enqueue(SECRET)
