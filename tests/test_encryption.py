@@ -258,6 +258,25 @@ def test_an_encrypted_workflow_seals_its_arguments_and_result_not_its_steps(
     assert read_history(app.runtime, job.id).args == [SECRET]
 
 
+def test_schedule_occurrences_of_an_encrypted_task_are_sealed(
+        make_app: Callable[..., App]) -> None:
+    from shiftwork.schedules.scheduler import reconcile
+
+    app = make_app(encryption=Keys({"k1": K1}))
+    charge = declare(app)["charge"]
+    app.schedule("in-code", "0 2 * * *", task=charge, args=[SECRET])
+    reconcile(app.runtime)
+    app.schedules.add("at-run-time", "0 3 * * *", charge.call(SECRET))
+    before = {s.name: s for s in app.schedules.schedules_status()}
+    reconcile(app.runtime)  # the definitions are stable: clear arguments, no new nonce
+    assert {s.name: s for s in app.schedules.schedules_status()} == before
+    ids = [app.schedules.trigger(name) for name in ("in-code", "at-run-time")]
+    drain(app)
+    for job_id in ids:
+        assert json.loads(raw_row(app, job_id)["args"])["$enc"] == "k1"
+        assert app.get_job(job_id).result == {"charged": SECRET}
+
+
 def test_a_ciphertext_moved_to_another_row_does_not_open(apps: Callable[..., App]) -> None:
     app = apps(Keys({"k1": K1}))
     a, b = (app.get_task("charge").enqueue(card) for card in (SECRET, "other"))

@@ -486,8 +486,8 @@ class App:
             if name in self.schedules:
                 raise ConfigurationError(f"schedule {name!r} is declared twice")
             when = schedule_expression(cron, every=every, anchor=anchor, exclude=exclude)
-            job = t.build(tuple(args), dict(kwargs or {}),
-                          EnqueueOptions(queue=queue, priority=priority), None)
+            job = t.build(tuple(args), dict(kwargs or {}),  # occurrences sealed at insert
+                          EnqueueOptions(queue=queue, priority=priority), None, seal=False)
             defn = declare_schedule(
                 name, when, t.name, job, tz=tz, catchup=catchup,
                 catchup_window=catchup_window, catchup_cap=catchup_cap, overlap=overlap,

@@ -23,13 +23,15 @@ that stays closed reads as :class:`~shiftwork.core.crypt.Encrypted`, ``"encrypte
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from shiftwork.core.crypt import Encrypted, Keys, SealedArgs, is_sealed
+from shiftwork.core.crypt import SEAL, Encrypted, Keys, SealedArgs, is_sealed
 from shiftwork.core.errors import EncryptionKeyError
 from shiftwork.core.states import JobState
+from shiftwork.model.new_job import NewJob
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import ClaimedJob, Job
 
@@ -37,11 +39,23 @@ from shiftwork.model.records import ClaimedJob, Job
 #: (by any worker), its attempt not counted.
 KEY_PROBLEM_DELAY = 60.0
 _ERROR_TEXTS = ("message", "traceback")
+SEALED_PREFIX = '{"' + SEAL + '":'  # how every sealed column's text begins (Keys.seal_json)
 
 
 def task_keys(keys: Keys | None, encrypted: bool) -> Keys | None:
     """The keys that seal a task's values, None when the task is not ``encrypted``."""
     return keys if encrypted else None
+
+
+def seal_rows(keys: Keys | None, encrypted: Callable[[str], bool], rows: list[NewJob]) -> None:
+    """Seal, in place, the clear arguments of the rows of encrypted tasks: a schedule's
+    occurrences, whose definition keeps its arguments clear (a sealed copy would differ at
+    every declaration, each a change to reconcile)."""
+    if keys is None:
+        return
+    for row in rows:
+        if not row.args_json.startswith(SEALED_PREFIX) and encrypted(row.task):
+            row.args_json = keys.seal_json(row.args_json, f"args:{row.task}")
 
 
 def seal_json(keys: Keys, text: str, aad: str) -> str:

@@ -261,16 +261,19 @@ class Task(Generic[P, R]):
                       o.priority, o.max_attempts, None, None, o.timeout, self._plain_meta)
 
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
-              now: datetime | None) -> NewJob:
-        """Validate a call's arguments and options into the row an enqueue inserts."""
+              now: datetime | None, *, seal: bool = True) -> NewJob:
+        """Validate a call's arguments and options into the row an enqueue inserts.
+        ``seal=False``: an encrypted task's arguments left clear (a schedule's definition:
+        its occurrences are sealed as they are inserted, jobs/enqueue.py)."""
         self._refuse_internal()
         if (opts is _NO_OPTIONS and not (args and kwargs) and self.options.unique is False
-                and self._plain_params and self.options.group_by is None):
+                and self._plain_params and self.options.group_by is None and seal):
             return self._build_plain(kwargs or args)  # no overrides: the bulk path's checks
-        return self._build_checked(args, kwargs, opts, now)
+        return self._build_checked(args, kwargs, opts, now, seal)
 
     def _build_checked(self, args: tuple[Any, ...], kwargs: dict[str, Any],
-                       opts: EnqueueOptions, now: datetime | None) -> NewJob:
+                       opts: EnqueueOptions, now: datetime | None, seal: bool = True
+                       ) -> NewJob:
         if (not self._arguments_fit(args, kwargs) or self.options.unique is not False
                 or self.options.group_by is not None):
             try:
@@ -278,7 +281,7 @@ class Task(Generic[P, R]):
             except TypeError as exc:
                 raise PayloadError(
                     f"{self.name}: arguments do not match {self._signature}: {exc}") from None
-        args_json = self._args_json(args, kwargs)
+        args_json = self._args_json(args, kwargs, seal)
         queue = check_queue(opts.queue) if opts.queue is not None else self.options.queue
         priority = _check_priority(opts.priority, f"{self.name}: priority") \
             if opts.priority is not None else self.options.priority
@@ -337,13 +340,14 @@ class Task(Generic[P, R]):
     def _keys(self) -> Keys | None:
         return self.host.keys if self.options.encrypt else None
 
-    def _args_json(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    def _args_json(self, args: tuple[Any, ...], kwargs: dict[str, Any], seal: bool = True
+                   ) -> str:
         """The arguments checked and encoded; sealed when the task is encrypted (the job's
         id is not known yet: the ciphertext is bound to the task, jobs/sealing.py)."""
         text = encode_args(self.name, args, kwargs, self.host.settings.limit("max_args_bytes"),
                            self._param_names)
         keys = self._keys()
-        if keys is None:
+        if keys is None or not seal:
             return text
         return keys.seal_json(text, self._args_aad)
 
