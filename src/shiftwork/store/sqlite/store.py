@@ -76,7 +76,7 @@ class SQLiteStore:
         #: Long jobs: the fenced touch, paused queues, effect keys.
         self.long_jobs = SQLiteLongJobs(self)
         #: The operations console's pages and bulk actions.
-        self.console = JobsConsole(self)
+        self.console = JobsConsole(self, cascade)
         #: Payload columns for a key rotation (jobs/reencrypt.py).
         self.sealed = SealedRows(self)
         #: Counts, history and views for people and the leader.
