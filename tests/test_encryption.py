@@ -437,6 +437,10 @@ def test_encryption_asked_for_without_keys_is_refused(tmp_path: Any) -> None:
         app.task(encrypt=True)(lambda: None)
     with pytest.raises(ConfigurationError, match="encrypt_all=True"):
         App(f"sqlite:///{tmp_path / 'jobs.db'}", encrypt_all=True)
+    with pytest.raises(ConfigurationError, match="encrypt must be True or False"):
+        app.task(encrypt="yes")(lambda: None)  # type: ignore[call-overload]
+    with pytest.raises(ConfigurationError, match=r"encrypt_all=\.\.\.\) must be True or False"):
+        App(f"sqlite:///{tmp_path / 'jobs.db'}", encrypt_all=1)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match=r"takes a shiftwork\.Keys"):
         App(f"sqlite:///{tmp_path / 'jobs.db'}", encryption={"k1": K1})  # type: ignore[arg-type]
     app.close()

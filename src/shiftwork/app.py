@@ -102,6 +102,9 @@ class App:
             raise ConfigurationError("App(encryption=...) takes a shiftwork.Keys ring, e.g. "
                                      "Keys({'k1': key_bytes}) or Keys.from_env(), not "
                                      f"{type(encryption).__name__}")
+        if not isinstance(encrypt_all, bool):
+            raise ConfigurationError(f"App(encrypt_all=...) must be True or False, not "
+                                     f"{encrypt_all!r}")
         if encrypt_all and encryption is None:
             raise ConfigurationError("App(encrypt_all=True) needs the keys to encrypt with: "
                                      "App(..., encryption=Keys(...))")
@@ -293,6 +296,9 @@ class App:
         error messages are stored sealed with the App's keys, and its unique keys as a
         keyed digest (docs/security.md); None (the default) follows ``App(encrypt_all=)``.
         """
+        if encrypt is not None and not isinstance(encrypt, bool):
+            raise ConfigurationError(f"task {name or getattr(fn, '__name__', fn)}: encrypt "
+                                     f"must be True or False, not {encrypt!r}")
         if encrypt is None:
             encrypt = self.encrypt_all
         elif encrypt and self.runtime.keys is None:

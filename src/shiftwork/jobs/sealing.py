@@ -99,11 +99,11 @@ def seal_error(keys: Keys, record: dict[str, Any], job_id: int) -> dict[str, Any
     return out
 
 
-def open_error(keys: Keys | None, record: Any, job_id: int, strict: bool = False) -> Any:
+def open_error(keys: Keys | None, record: Any, job_id: int) -> Any:
+    """An error record with its texts opened, or ``encrypted`` where they stay closed."""
     if not isinstance(record, dict):
         return record
-    read = open_value if strict else _shown
-    return {k: read(keys, v, f"error.{k}:{job_id}") if k in _ERROR_TEXTS else v
+    return {k: _shown(keys, v, f"error.{k}:{job_id}") if k in _ERROR_TEXTS else v
             for k, v in record.items()}
 
 
