@@ -5,10 +5,13 @@ from shiftwork.composition.compose import Chain, Group
 from shiftwork.core.backoff import Backoff
 from shiftwork.core.clock import Clock, FakeClock, SystemClock
 from shiftwork.core.control import RetryIn, Snooze
+from shiftwork.core.crypt import Keys
 from shiftwork.core.errors import (
     CommitUnknownError,
     ConfigurationError,
     DependencyError,
+    EncryptionKeyError,
+    EncryptionUnavailableError,
     JobCancelled,
     JobFailed,
     JobNotFoundError,
@@ -42,6 +45,8 @@ __all__ = [
     "CommitUnknownError",
     "ConfigurationError",
     "DependencyError",
+    "EncryptionKeyError",
+    "EncryptionUnavailableError",
     "EnqueueResult",
     "FakeClock",
     "Group",
@@ -54,6 +59,7 @@ __all__ = [
     "JobPaused",
     "JobState",
     "JobStateError",
+    "Keys",
     "LeaseLost",
     "MemoryLimitExceeded",
     "PayloadError",

@@ -14,6 +14,7 @@ from shiftwork.core.backoff import DEFAULT_BACKOFF, Backoff
 from shiftwork.core.bounds import MAX_LIST, whole
 from shiftwork.core.callsite import declared_at
 from shiftwork.core.clock import Clock, SystemClock
+from shiftwork.core.crypt import Keys
 from shiftwork.core.errors import (
     ConfigurationError,
     ShiftworkError,
@@ -34,6 +35,8 @@ from shiftwork.jobs.hold import release as release_job
 from shiftwork.jobs.hold import run_now as run_job_now
 from shiftwork.jobs.hold import update as edit_job
 from shiftwork.jobs.known_queues import known_queues, unknown_queue_warning
+from shiftwork.jobs.reencrypt import Rotation, reencrypt
+from shiftwork.jobs.sealing import open_job
 from shiftwork.jobs.task import EnqueueOptions, JobRequest, Task, TaskOptions
 from shiftwork.jobs.waiting import wait_result, wait_result_async
 from shiftwork.model.filter import check_sort, filter_of
@@ -84,6 +87,10 @@ class App:
 
     ``testing="inline"`` (for tests): every enqueue runs its jobs at once, in the caller's
     thread, as a worker would (see :func:`shiftwork.testing.inline`).
+
+    ``encryption=Keys(...)``: the keys that seal the payloads of encrypted tasks
+    (``@app.task(encrypt=True)``, or every task with ``encrypt_all=True``) and open them
+    in reads; without keys, sealed values read as ``"encrypted"`` (docs/security.md).
     """
 
     def __init__(self, dsn: str, *, schema: str = "shiftwork", clock: Clock | None = None,
@@ -91,11 +98,24 @@ class App:
                  settings: Settings | None = None, auto_migrate: bool = False,
                  pool_size: int = 10, async_pool_size: int = 4,
                  testing: str | None = None, pgbouncer: bool = False,
-                 listen_dsn: str | None = None) -> None:
+                 listen_dsn: str | None = None, encryption: Keys | None = None,
+                 encrypt_all: bool = False) -> None:
         if testing not in (None, "inline"):
             raise ConfigurationError(
                 f"App(testing={testing!r}): the only test mode is 'inline' (every job runs "
                 "at enqueue, in the caller's thread); leave it out for normal use")
+        if encryption is not None and not isinstance(encryption, Keys):
+            raise ConfigurationError("App(encryption=...) takes a shiftwork.Keys ring, e.g. "
+                                     "Keys({'k1': key_bytes}) or Keys.from_env(), not "
+                                     f"{type(encryption).__name__}")
+        if not isinstance(encrypt_all, bool):
+            raise ConfigurationError(f"App(encrypt_all=...) must be True or False, not "
+                                     f"{encrypt_all!r}")
+        if encrypt_all and encryption is None:
+            raise ConfigurationError("App(encrypt_all=True) needs the keys to encrypt with: "
+                                     "App(..., encryption=Keys(...))")
+        #: Tasks declared without ``encrypt=`` are encrypted when this is True.
+        self.encrypt_all = encrypt_all
         self.dsn = dsn
         self.schema = schema
         settings = settings or Settings()
@@ -112,7 +132,7 @@ class App:
         #: (transaction mode) in front of ``dsn``, with wake-ups LISTENed on ``listen_dsn``.
         self.runtime = Runtime(
             dsn, schema=schema, clock=clock or SystemClock(), settings=settings,
-            auto_migrate=auto_migrate, async_pool_size=async_pool_size,
+            auto_migrate=auto_migrate, async_pool_size=async_pool_size, keys=encryption,
             connections=Connections(
                 pool_size=pool_size, pool_min_size=settings.pool_min_size,
                 pool_max_idle=settings.pool_max_idle, pgbouncer=pgbouncer,
@@ -251,7 +271,8 @@ class App:
              expect_items: int | None = None, expect_items_within: Duration = 3600.0,
              tags: list[str] | tuple[str, ...] = (), unique_for: Duration | None = None,
              debounce: Duration | None = None,
-             unique_states: list[str] | tuple[str, ...] | None = None, batch: None = None
+             unique_states: list[str] | tuple[str, ...] | None = None, batch: None = None,
+             encrypt: bool | None = None
              ) -> TaskDecorator: ...
 
     @overload
@@ -277,7 +298,8 @@ class App:
              tags: list[str] | tuple[str, ...] = (), unique_for: Duration | None = None,
              debounce: Duration | None = None,
              unique_states: list[str] | tuple[str, ...] | None = None,
-             batch: Batch | None = None
+             batch: Batch | None = None,
+             encrypt: bool | None = None
              ) -> Any:
         """Register a function as a task. Usable bare (``@app.task``) or with options.
 
@@ -310,7 +332,19 @@ class App:
         ``batch`` (a :class:`~shiftwork.Batch`): the function is called once per batch of
         jobs with a list of :class:`~shiftwork.BatchItem` and returns one result per item
         (an exception instance fails that item alone), or None (docs/batching.md).
+        ``encrypt=True``: the task's arguments, result, checkpoints, progress messages and
+        error messages are stored sealed with the App's keys, and its unique keys as a
+        keyed digest (docs/security.md); None (the default) follows ``App(encrypt_all=)``.
         """
+        if encrypt is not None and not isinstance(encrypt, bool):
+            raise ConfigurationError(f"task {name or getattr(fn, '__name__', fn)}: encrypt "
+                                     f"must be True or False, not {encrypt!r}")
+        if encrypt is None:
+            encrypt = self.encrypt_all
+        elif encrypt and self.runtime.keys is None:
+            raise ConfigurationError(f"task {name or getattr(fn, '__name__', fn)}: "
+                                     "encrypt=True needs the keys to encrypt with: "
+                                     "App(..., encryption=Keys(...))")
         items, within = task_items_expectation(expect_items, expect_items_within,
                                                f"task {name or getattr(fn, '__name__', fn)}")
         for option, value in (("group_concurrency", group_concurrency),
@@ -332,7 +366,8 @@ class App:
                               unique_for=unique_for, debounce=debounce,
                               unique_states=tuple(unique_states)
                               if isinstance(unique_states, list) else unique_states,
-                              batch=_batch_option(batch, f"task {name or fn}"))
+                              batch=_batch_option(batch, f"task {name or fn}"),
+                              encrypt=bool(encrypt))
 
         def register(f: F) -> Task[Any, Any]:
             task_name = name or f"{f.__module__}.{f.__qualname__}"
@@ -505,8 +540,8 @@ class App:
             if name in self.schedules:
                 raise ConfigurationError(f"schedule {name!r} is declared twice")
             when = schedule_expression(cron, every=every, anchor=anchor, exclude=exclude)
-            job = t.build(tuple(args), dict(kwargs or {}),
-                          EnqueueOptions(queue=queue, priority=priority), None)
+            job = t.build(tuple(args), dict(kwargs or {}),  # occurrences sealed at insert
+                          EnqueueOptions(queue=queue, priority=priority), None, seal=False)
             defn = declare_schedule(
                 name, when, t.name, job, tz=tz, catchup=catchup,
                 catchup_window=catchup_window, catchup_cap=catchup_cap, overlap=overlap,
@@ -624,15 +659,25 @@ class App:
     # -- people and tools --------------------------------------------------------------
 
     def get_job(self, job_id: int) -> Job:
-        """One job, with its arguments, result and error history."""
-        return self.store.jobs.get(job_id)
+        """One job, with its arguments, result and error history (sealed values opened
+        with the App's keys, else ``"encrypted"``)."""
+        return open_job(self.runtime.keys, self.store.jobs.get(job_id))
 
     def list_jobs(self, state: JobState | str | None = None, queue: str | None = None,
                   task: str | None = None, limit: int = 50) -> list[Job]:
         """Jobs, newest first, filtered by state, queue and task."""
         st = JobState(state) if isinstance(state, str) else state
         whole(limit, "list_jobs: limit", 0, MAX_LIST)
-        return self.store.jobs.list(state=st, queue=queue, task=task, limit=limit)
+        return [open_job(self.runtime.keys, j)
+                for j in self.store.jobs.list(state=st, queue=queue, task=task, limit=limit)]
+
+    def reencrypt(self, *, batch: int = 500, seal_clear: bool = True,
+                  on_batch: Callable[[Rotation], None] | None = None) -> Rotation:
+        """After a key rotation, reseal every stored payload with the current key of
+        ``App(encryption=)``, ``batch`` jobs per transaction (``shiftwork jobs
+        reencrypt``); ``seal_clear`` also seals what encrypted tasks stored before they
+        were. Safe beside running workers (docs/security.md)."""
+        return reencrypt(self.runtime, batch=batch, seal_clear=seal_clear, on_batch=on_batch)
 
     def find_jobs(self, *, sort: str = "created", after: int | None = None, limit: int = 50,
                   **filters: Any) -> list[Job]:
@@ -641,7 +686,8 @@ class App:
         ``finished_from``/``finished_to``, ``unique_key``, ``id``), newest first by
         ``sort`` (created, run_at, finished); ``after``: the last job of the page before."""
         whole(limit, "find_jobs: limit", 0, MAX_LIST)
-        return self.store.console.page(filter_of(filters), check_sort(sort), after, limit)
+        return [open_job(self.runtime.keys, j) for j in
+                self.store.console.page(filter_of(filters), check_sort(sort), after, limit)]
 
     def bulk(self, action: str, *, who: str = "python", **filters: Any) -> BulkResult:
         """``action`` (retry, cancel or delete) on every job the filter matches (the

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from shiftwork.core.clock import Clock
+from shiftwork.core.crypt import Keys
 from shiftwork.core.events import EventBus
 from shiftwork.core.settings import Settings
 from shiftwork.jobs.waiting import ResultWaiter
@@ -31,7 +32,8 @@ class Runtime:
     """One App's engine: store, settings, clock, events and registry."""
 
     def __init__(self, dsn: str, *, schema: str, clock: Clock, settings: Settings,
-                 auto_migrate: bool, connections: Connections, async_pool_size: int) -> None:
+                 auto_migrate: bool, connections: Connections, async_pool_size: int,
+                 keys: Keys | None = None) -> None:
         self.dsn = dsn
         self.schema = schema
         self.clock = clock
@@ -39,6 +41,9 @@ class Runtime:
         self.auto_migrate = auto_migrate
         self.connections = connections
         self.events = EventBus()
+        #: The keys that seal encrypted tasks' payloads and open sealed ones (None: this
+        #: App has none; sealed values read as "encrypted"), jobs/sealing.py.
+        self.keys = keys
         self.registry = Registry()
         self.import_path: str | None = None  # "module:attr", set by the command line
         #: Set by a framework integration (shiftwork.contrib.django): the connection of
@@ -52,7 +57,7 @@ class Runtime:
                                         async_pool_size=async_pool_size)
         self._ready = False  # the schema was checked (or migrated) once
         #: Every job.result() waiter of this process shares its one listener (waiting.py).
-        self.results = ResultWaiter(lambda: self.store)
+        self.results = ResultWaiter(lambda: self.store, lambda: self.keys)
 
     @property
     def store(self) -> Store:

@@ -41,6 +41,7 @@ from shiftwork.core.states import FINAL, JobState
 from shiftwork.jobs.bulk import bulk_apply, bulk_filter
 from shiftwork.jobs.checkpoint import Progress as JobProgress
 from shiftwork.jobs.checkpoint import describe_progress
+from shiftwork.jobs.sealing import open_job
 from shiftwork.jobs.task import PRIORITY_MAX, PRIORITY_MIN
 from shiftwork.model.filter import SORTS, JobFilter, parse_filter, task_hint
 from shiftwork.model.records import DepLink
@@ -108,7 +109,9 @@ def jobs_list(states: tuple[str, ...], sort: str, after_id: int | None, limit: i
     """List jobs, newest first; the options filter them."""
     app = open_app()
     f = read_filter(states, given)
-    found = app.store.console.page(f, sort, after_id, limit)
+    # sealed payloads opened with the App's keys, else "encrypted"
+    found = [open_job(app.runtime.keys, j) for j in app.store.console.page(f, sort, after_id,
+                                                                          limit)]
     if f.task and not found:
         hint_unknown_task(app, f.task)
     if as_json:

@@ -23,6 +23,7 @@ from shiftwork.cli.metrics import metrics
 from shiftwork.cli.migrate import migrate
 from shiftwork.cli.options import target_options
 from shiftwork.cli.queues import queues
+from shiftwork.cli.reencrypt import jobs_reencrypt
 from shiftwork.cli.schedules import schedules
 from shiftwork.cli.top import top
 from shiftwork.cli.worker import worker
@@ -54,3 +55,4 @@ for _command in (worker, migrate, enqueue, queues, jobs, groups, schedules, cron
                  workflows, health, top, metrics, dashboard, demo):
     main.add_command(_command)
 jobs.add_command(jobs_logs)  # `jobs logs` (cli/job_logs.py)
+jobs.add_command(jobs_reencrypt)  # `jobs reencrypt` (cli/reencrypt.py)

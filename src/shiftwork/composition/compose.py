@@ -11,10 +11,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from shiftwork.core.crypt import Keys, is_sealed
 from shiftwork.core.errors import DependencyError
 from shiftwork.core.states import JobState
 from shiftwork.jobs.enqueue import insert_graph
 from shiftwork.jobs.handle import JobHandle, check_on_failure
+from shiftwork.jobs.sealing import open_value
 from shiftwork.model.new_job import NewJob
 from shiftwork.model.records import ClaimedJob, EnqueueResult, GroupInfo
 
@@ -53,12 +55,18 @@ def _build(rt: Runtime, requests: Sequence[JobRequest], takes_input: bool = Fals
     now = rt.clock.now()
     if not takes_input:
         return [r.task.build(r.args, r.kwargs, r.options, now) for r in requests]
-    rows = []
+    rows, keys = [], rt.keys
     for r in requests:
         row = r.task.build((*r.args, None), r.kwargs, r.options, now)
         stored = json.loads(row.args_json)
+        aad = f"args:{r.task.name}"
+        sealed = keys if is_sealed(stored) else None
+        if sealed is not None:  # an encrypted task's: opened to drop the placeholder
+            stored = json.loads(sealed.open(stored, aad))
         stored["args"] = stored["args"][:-1]
-        rows.append(replace(row, args_json=json.dumps(stored, separators=(",", ":"))))
+        text = json.dumps(stored, separators=(",", ":"))
+        rows.append(replace(row, args_json=text if sealed is None
+                            else sealed.seal_json(text, aad)))
     return rows
 
 
@@ -205,23 +213,30 @@ def make_graph(rt: Runtime, nodes: Mapping[str, JobRequest],
             for name in nodes}
 
 
-def with_input(store: Store, job: ClaimedJob) -> ClaimedJob:
-    """A claimed chain link or group callback with its input as its last argument."""
+def with_input(store: Store, job: ClaimedJob, keys: Keys | None = None) -> ClaimedJob:
+    """A claimed chain link or group callback with its input as its last argument (an
+    encrypted job's result opened with ``keys``: EncryptionKeyError if they cannot)."""
     kind = job.meta.get(INPUT_META_KEY)
     if kind == "after":
         value = store.deps.input_of(job.id)
+        if is_sealed(value):  # bound to the row it was written to: the job it runs after
+            parents, _ = store.deps.links_of(job.id)
+            value = open_value(keys, value, f"result:{parents[0].job_id}" if parents
+                               else "result")
     elif kind == "group":
-        value = group_results(store, job.id)
+        value = group_results(store, job.id, keys)
     else:
         return job
     return replace(job, args=[*job.args, value])
 
 
-def group_results(store: Store, callback_id: int) -> list[Any]:
-    """The results of the members of the group ``callback_id`` is the callback of."""
+def group_results(store: Store, callback_id: int, keys: Keys | None = None) -> list[Any]:
+    """The results of the members of the group ``callback_id`` is the callback of (an
+    encrypted member's opened with ``keys``)."""
     _, group_id = store.deps.groups_of_job(callback_id)
     if group_id is None:
         raise DependencyError(f"job {callback_id} is not a group's callback")
-    return [r.result if r is not None and r.state is JobState.SUCCEEDED else None
+    return [open_value(keys, r.result, f"result:{r.id}")
+            if r is not None and r.state is JobState.SUCCEEDED else None
             for r in store.deps.group_results(group_id)]
 

@@ -166,3 +166,15 @@ class JobFailed(ShiftworkError):
 
 class DependencyError(ConfigurationError):
     """A dependency, group or chain that cannot be enqueued (unknown job, cycle, empty)."""
+
+
+class EncryptionKeyError(ShiftworkError):
+    """An encrypted value this App cannot open: its key id is not among the App's keys, or
+    the key under that id does not open it (a wrong key, or the value was altered or moved
+    to another row or column). A worker that meets one gives the job back for later, its
+    attempt not counted (docs/security.md): a key problem never kills a job."""
+
+
+class EncryptionUnavailableError(ConfigurationError):
+    """Encryption was asked for, and the ``cryptography`` package is not installed
+    (``pip install 'shiftwork[encryption]'``)."""

@@ -25,6 +25,7 @@ from shiftwork.core.errors import JobCancelled, JobPaused, LeaseLost
 from shiftwork.core.payload import encode_json
 from shiftwork.jobs.checkpoint import Batch, batches, encode_progress
 from shiftwork.jobs.idempotency import Transaction, once_outside
+from shiftwork.jobs.sealing import seal_json, seal_progress, task_keys
 from shiftwork.model.records import Touch
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class JobContext:
         (None for a member that did not succeed)."""
         from shiftwork.composition.compose import group_results
 
-        return group_results(self.runtime.store, self.job_id)
+        return group_results(self.runtime.store, self.job_id, self.runtime.keys)
 
     def raise_if_cancelled(self) -> None:
         """Raise :class:`JobCancelled` if someone asked to cancel this job."""
@@ -111,11 +112,20 @@ class JobContext:
         return touch
 
     def _touch_once(self, checkpoint: str | None, set_checkpoint: bool, conn: Any) -> Touch | None:
+        progress = self._pending_progress
+        declared = self.runtime.registry.tasks.get(self.task)
+        keys = task_keys(self.runtime.keys, declared is not None and declared.options.encrypt)
+        if keys is not None:  # an encrypted task's: sealed for the row, kept clear here
+            if checkpoint is not None:
+                checkpoint = seal_json(keys, checkpoint, f"checkpoint:{self.job_id}")
+            if progress is not None:
+                progress = seal_progress(keys, progress, self.job_id)
+
         def write() -> Touch | None:
             return self.runtime.store.long_jobs.touch(
                 self.job_id, self.attempt, self.runtime.settings.lease_seconds,
                 checkpoint=checkpoint, set_checkpoint=set_checkpoint,
-                progress=self._pending_progress, yield_if_paused=set_checkpoint, conn=conn)
+                progress=progress, yield_if_paused=set_checkpoint, conn=conn)
 
         if conn is not None:  # in the caller's transaction, whose fate is the caller's
             return write()

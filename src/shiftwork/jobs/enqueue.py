@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from shiftwork.composition import settling
 from shiftwork.core.errors import DependencyError
+from shiftwork.jobs.sealing import seal_rows
 from shiftwork.jobs.sessions import enqueue_in_async_session, session_connection
 from shiftwork.model.new_job import NewJob
 from shiftwork.model.records import EnqueueResult
@@ -24,6 +25,7 @@ from shiftwork.observe.tracing import enqueue_span, recording
 
 if TYPE_CHECKING:
     from shiftwork.core.clock import Clock
+    from shiftwork.core.crypt import Keys
     from shiftwork.core.settings import Settings
     from shiftwork.jobs.task import JobRequest
     from shiftwork.jobs.waiting import ResultWaiter
@@ -50,6 +52,10 @@ class Enqueuer:
     @property
     def results(self) -> ResultWaiter:
         return self.rt.results
+
+    @property
+    def keys(self) -> Keys | None:
+        return self.rt.keys
 
     def submit(self, requests: list[JobRequest], conn: Any = None, session: Any = None
                ) -> list[EnqueueResult]:
@@ -102,6 +108,9 @@ def insert_rows(rt: Runtime, rows: list[NewJob], conn: Any = None) -> list[Enque
     The store batches as suits its engine (Postgres streams one COPY; SQLite commits
     every 500 rows so workers can claim in between).
     """
+    if rt.keys is not None:  # a schedule's occurrences of an encrypted task
+        tasks = rt.registry.tasks
+        seal_rows(rt.keys, lambda name: name in tasks and tasks[name].options.encrypt, rows)
     if _with_dependencies(rows):  # dependencies: one transaction
         return insert_graph(rt, rows, conn)[0]
     return _insert(rt, rows, conn, lambda rows, c: rt.store.jobs.insert(rows, conn=c))

@@ -31,6 +31,7 @@ from shiftwork.model.tags import TAGS_META_KEY, merged_tags
 
 if TYPE_CHECKING:
     from shiftwork.core.clock import Clock
+    from shiftwork.core.crypt import Keys
     from shiftwork.core.settings import Settings
     from shiftwork.jobs.waiting import ResultWaiter
 
@@ -57,6 +58,9 @@ class TaskHost(Protocol):
 
     @property
     def results(self) -> ResultWaiter: ...
+
+    @property
+    def keys(self) -> Keys | None: ...
 
     def submit(self, requests: list[JobRequest], conn: Any = None, session: Any = None
                ) -> list[EnqueueResult]: ...
@@ -93,6 +97,7 @@ class TaskOptions:
     debounce: float | timedelta | None = None
     unique_states: tuple[str, ...] | None = None  # the holder's states that hold the key
     batch: Batch | None = None  # one call per batch of jobs (jobs/batching.py)
+    encrypt: bool = False  # its payloads sealed with the App's keys (jobs/sealing.py)
 
 
 @dataclass(frozen=True)
@@ -174,6 +179,7 @@ class Task(Generic[P, R]):
         self._param_names = [] if options.batch is not None else [p.name for p in params]
         # Plain parameters only (no *args, **kwargs, positional-only or keyword-only): then
         # a call's arguments can be checked without inspect's binder, which is slow.
+        self._args_aad = f"args:{self.name}"  # what sealed arguments are bound to
         self._plain_params = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
         self._fits_by_length: dict[int, bool] = {}
         self._required = [p.name for p in params if p.default is p.empty]
@@ -283,22 +289,23 @@ class Task(Generic[P, R]):
         if not fits:
             return self._build_checked(args, kwargs, _NO_OPTIONS, None)  # raises, naming it
         o = self.options
-        return NewJob(self.name, o.queue,
-                      encode_args(self.name, args, kwargs,
-                                  self.host.settings.limit("max_args_bytes"), self._param_names),
+        return NewJob(self.name, o.queue, self._args_json(args, kwargs),
                       o.priority, o.max_attempts, None, None, o.timeout, self._plain_meta)
 
     def build(self, args: tuple[Any, ...], kwargs: dict[str, Any], opts: EnqueueOptions,
-              now: datetime | None) -> NewJob:
-        """Validate a call's arguments and options into the row an enqueue inserts."""
+              now: datetime | None, *, seal: bool = True) -> NewJob:
+        """Validate a call's arguments and options into the row an enqueue inserts.
+        ``seal=False``: an encrypted task's arguments left clear (a schedule's definition:
+        its occurrences are sealed as they are inserted, jobs/enqueue.py)."""
         self._refuse_internal()
         if (opts is _NO_OPTIONS and not (args and kwargs) and self.options.unique is False
-                and self._plain_params and self.options.group_by is None):
+                and self._plain_params and self.options.group_by is None and seal):
             return self._build_plain(kwargs or args)  # no overrides: the bulk path's checks
-        return self._build_checked(args, kwargs, opts, now)
+        return self._build_checked(args, kwargs, opts, now, seal)
 
     def _build_checked(self, args: tuple[Any, ...], kwargs: dict[str, Any],
-                       opts: EnqueueOptions, now: datetime | None) -> NewJob:
+                       opts: EnqueueOptions, now: datetime | None, seal: bool = True
+                       ) -> NewJob:
         if (not self._arguments_fit(args, kwargs) or self.options.unique is not False
                 or self.options.group_by is not None):
             try:
@@ -306,8 +313,7 @@ class Task(Generic[P, R]):
             except TypeError as exc:
                 raise PayloadError(
                     f"{self.name}: arguments do not match {self._signature}: {exc}") from None
-        args_json = encode_args(self.name, args, kwargs,
-                                self.host.settings.limit("max_args_bytes"), self._param_names)
+        args_json = self._args_json(args, kwargs, seal)
         queue = check_queue(opts.queue) if opts.queue is not None else self.options.queue
         priority = _check_priority(opts.priority, f"{self.name}: priority") \
             if opts.priority is not None else self.options.priority
@@ -326,6 +332,11 @@ class Task(Generic[P, R]):
             unique = self.options.unique
             names = self._param_names if unique is True else list(unique or ())
             unique_key = unique_digest(self.name, {n: bound.arguments.get(n) for n in names})
+        keys = self._keys()
+        if unique_key is not None and keys is not None:
+            # An encrypted task's key would tell its arguments: a keyed digest instead,
+            # equal for equal keys, so deduplication works the same (core/crypt.py).
+            unique_key = f"{self.name}:hmac:{keys.digest(unique_key)}"
         dedup = None
         rule = self._dedup if opts.unique_for is None and opts.debounce is None \
             and opts.unique_states is None else dedup_rule(
@@ -375,6 +386,20 @@ class Task(Generic[P, R]):
             if meta else "{}",
             after=after, on_failure=check_on_failure(opts.on_failure), dedup=dedup,
         )
+
+    def _keys(self) -> Keys | None:
+        return self.host.keys if self.options.encrypt else None
+
+    def _args_json(self, args: tuple[Any, ...], kwargs: dict[str, Any], seal: bool = True
+                   ) -> str:
+        """The arguments checked and encoded; sealed when the task is encrypted (the job's
+        id is not known yet: the ciphertext is bound to the task, jobs/sealing.py)."""
+        text = encode_args(self.name, args, kwargs, self.host.settings.limit("max_args_bytes"),
+                           self._param_names)
+        keys = self._keys()
+        if keys is None or not seal:
+            return text
+        return keys.seal_json(text, self._args_aad)
 
     def _group_of(self, bound: inspect.BoundArguments) -> Any:
         group_by = self.options.group_by

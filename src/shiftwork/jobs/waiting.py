@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from shiftwork.core.errors import JobCancelled, JobFailed, JobNotFoundError
 from shiftwork.core.states import JobState
+from shiftwork.jobs.sealing import open_error, open_value
 from shiftwork.model.records import FinishedJob
 
 if TYPE_CHECKING:
+    from shiftwork.core.crypt import Keys
     from shiftwork.store.base import Store
 
 log = logging.getLogger("shiftwork.waiting")
@@ -56,8 +58,11 @@ class ResultWaiter:
     never touch the database themselves: on SQLite every thread would open its own file.
     """
 
-    def __init__(self, store: Callable[[], Store]) -> None:
+    def __init__(self, store: Callable[[], Store],
+                 keys: Callable[[], Keys | None] = lambda: None) -> None:
         self._store = store
+        #: What opens sealed results (an encrypted task's): the App's keys.
+        self.keys = keys
         self._lock = threading.Lock()
         self._waiting: dict[int, list[Deliver]] = {}
         self._to_mark: list[tuple[int, Deliver]] = []
@@ -218,12 +223,14 @@ class ResultWaiter:
             log.warning("could not check finished jobs: %s", exc)
 
 
-def outcome_of(job: FinishedJob | int) -> object:
-    """The value a waiter returns for a finished job, or the exception it raises."""
+def outcome_of(job: FinishedJob | int, keys: Keys | None = None) -> object:
+    """The value a waiter returns for a finished job, or the exception it raises (a
+    sealed result this App cannot open: EncryptionKeyError)."""
     if isinstance(job, int):
         raise JobNotFoundError(f"no job with id {job} (never enqueued, or pruned)")
     if job.state is JobState.SUCCEEDED:
-        return job.result
+        return open_value(keys, job.result, f"result:{job.id}")
+    job = job._replace(error=open_error(keys, job.error, job.id))
     if job.state is JobState.DEAD:
         raise JobFailed(job.id, job.error)
     raise JobCancelled(f"job {job.id} was cancelled"
@@ -245,7 +252,7 @@ def wait_result(waiter: ResultWaiter, job_id: int, timeout: float | None) -> obj
         withdraw()
         if not got:
             raise TimeoutError(f"job {job_id} did not finish within {timeout} seconds")
-    return outcome_of(got[0])
+    return outcome_of(got[0], waiter.keys())
 
 
 async def wait_result_async(waiter: ResultWaiter, job_id: int, timeout: float | None
@@ -270,4 +277,4 @@ async def wait_result_async(waiter: ResultWaiter, job_id: int, timeout: float | 
     except TimeoutError:
         withdraw()
         raise TimeoutError(f"job {job_id} did not finish within {timeout} seconds") from None
-    return outcome_of(job)
+    return outcome_of(job, waiter.keys())

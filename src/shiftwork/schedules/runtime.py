@@ -57,8 +57,9 @@ def runtime_def(registry: Registry, declared: dict[str, ScheduleDef], name: str,
     if queue is not None or priority is not None:
         opts = EnqueueOptions(queue=queue if queue is not None else opts.queue,
                               priority=priority if priority is not None else opts.priority)
-    job = task.build(tuple(args), dict(kwargs or {}),
-                     EnqueueOptions(queue=opts.queue, priority=opts.priority), None)
+    job = task.build(tuple(args), dict(kwargs or {}),  # occurrences sealed at insert
+                     EnqueueOptions(queue=opts.queue, priority=opts.priority), None,
+                     seal=False)
     return declare_schedule(name, cron, task.name, job, **policy)
 
 

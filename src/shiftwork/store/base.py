@@ -53,6 +53,7 @@ from shiftwork.model.records import (
 from shiftwork.model.table_health import TableHealth
 from shiftwork.store.history import Counts, Durations
 from shiftwork.store.jobs import Row
+from shiftwork.store.sealed import SealedRow
 from shiftwork.store.wakeups import WakeListener
 
 
@@ -401,6 +402,14 @@ class FleetStatements(Protocol):
     def leader_release(self, name: str, owner: str) -> None: ...
 
 
+class SealedStatements(Protocol):
+    """Payload columns for a key rotation (``store.sealed``, store/sealed.py)."""
+
+    def page(self, after: int, limit: int) -> list[SealedRow]: ...
+
+    def reseal(self, changes: list[tuple[int, dict[str, tuple[str | None, str]]]]) -> int: ...
+
+
 class ConsoleStatements(Protocol):
     """The operations console (``store.console``, store/console.py): pages of jobs by a
     filter, and the bulk actions on them."""
@@ -593,6 +602,10 @@ class Store(Protocol):
     @property
     def console(self) -> ConsoleStatements:
         """The operations console's pages and bulk actions (store/console.py)."""
+
+    @property
+    def sealed(self) -> SealedStatements:
+        """Payload columns, a page at a time, for a key rotation (store/sealed.py)."""
 
     @property
     def fleet(self) -> FleetStatements:

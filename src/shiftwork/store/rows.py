@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shiftwork.core.bounds import MAX_ID
+from shiftwork.core.crypt import SealedArgs, is_sealed
 from shiftwork.core.errors import ShiftworkError
 from shiftwork.core.states import TRANSITIONS, JobState
 from shiftwork.model.new_job import DEDUP_META_KEY
@@ -37,6 +38,8 @@ def decoded(value: Any) -> Any:
 
 def split_args(value: Any) -> tuple[list[Any], dict[str, Any]]:
     payload = (json.loads(value) if isinstance(value, (str, bytes)) else value) or {}
+    if is_sealed(payload):  # an encrypted task's: opened above the store (jobs/sealing.py)
+        return SealedArgs([payload]), {}
     return list(payload.get("args", [])), dict(payload.get("kwargs", {}))
 
 

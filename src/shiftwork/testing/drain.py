@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shiftwork.composition.compose import with_input
+from shiftwork.core.errors import EncryptionKeyError
 from shiftwork.core.states import WAITING, JobState
 from shiftwork.flow.claiming import claim
+from shiftwork.jobs.sealing import key_problem, open_claimed, open_job
 from shiftwork.jobs.task import Task
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import ClaimedJob, Job
@@ -87,7 +89,11 @@ def run_attempt(rt: Runtime, executor: Executor, job: ClaimedJob) -> list[Outcom
     outcome is decided (not yet written)."""
     done: list[Outcome] = []
     task = rt.registry.get_task(job.task)
-    job = with_input(rt.store, job)  # a chain link's or a group callback's input
+    try:
+        job = open_claimed(rt.keys, job)  # an encrypted task's arguments and checkpoint
+        job = with_input(rt.store, job, rt.keys)  # a chain link's or a group callback's input
+    except EncryptionKeyError as exc:  # as a worker: back for later, not counted
+        return [key_problem(rt.clock.now(), job, exc)]
     run = Run.of(rt, job, task, lambda _run, outcome: done.append(outcome))
     if task.is_async:
         asyncio.run(executor.run_async(run))
@@ -100,8 +106,10 @@ def enqueued(app: HasRuntime | Runtime, task: Task[Any, Any] | str | None = None
              queue: str | None = None) -> list[Job]:
     """Jobs waiting to run (oldest first), optionally of one task or queue."""
     name = task.name if isinstance(task, Task) else task
-    jobs = runtime_of(app).store.jobs.list(state=None, queue=queue, task=name, limit=10_000)
-    return sorted((j for j in jobs if j.state in WAITING), key=lambda j: j.id)
+    rt = runtime_of(app)
+    jobs = rt.store.jobs.list(state=None, queue=queue, task=name, limit=10_000)
+    return sorted((open_job(rt.keys, j) for j in jobs if j.state in WAITING),  # clear args
+                  key=lambda j: j.id)
 
 
 def job_states(app: HasRuntime | Runtime) -> dict[JobState, int]:

@@ -20,6 +20,7 @@ from starlette.routing import Route
 from shiftwork.core.bounds import MAX_ID
 from shiftwork.core.states import JobState
 from shiftwork.jobs.bulk import ACTIONS, bulk_apply, bulk_filter
+from shiftwork.jobs.sealing import open_job
 from shiftwork.model.filter import (
     SORTS,
     FilterError,
@@ -121,8 +122,9 @@ class JobsPages:
                                   hint="", bulk=[], audit=[], states=_states(), queue="")
         if states:
             f = replace(f, states=states)
-        found: list[Job] = await run_in_threadpool(self.app.store.console.page, f, sort, after,
-                                                   PAGE + 1)
+        # sealed payloads opened with the App's keys, else "encrypted"
+        found: list[Job] = [open_job(self.app.runtime.keys, j) for j in await run_in_threadpool(
+            self.app.store.console.page, f, sort, after, PAGE + 1)]
         count = await run_in_threadpool(self.app.store.console.count_upto, f, COUNT_CAP + 1)
         here = f.query() if not states else {k: v for k, v in f.query().items()
                                              if k != "state"}

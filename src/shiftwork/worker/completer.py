@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING
 
 from shiftwork.core.backoff import Retrying
+from shiftwork.core.crypt import is_sealed
 from shiftwork.core.errors import StorageError
 from shiftwork.core.service import ThreadService
 from shiftwork.core.states import JobState
@@ -151,7 +152,9 @@ class Completer(ThreadService):
             if o.items is not None:
                 fields["items"] = o.items
             if o.error is not None:
-                fields["error"] = f"{o.error.get('type')}: {o.error.get('message')}"
+                message = o.error.get("message")  # an encrypted task's stays sealed
+                fields["error"] = f"{o.error.get('type')}: " + (
+                    "encrypted" if is_sealed(message) else str(message))
                 fields["kind"] = o.error.get("kind")
                 if o.state is not JobState.CANCELLED:
                     emit("job.failed", **fields)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from shiftwork.core.errors import JobCancelled, LeaseLost
 from shiftwork.core.payload import storable_text
 from shiftwork.jobs.context import JobContext
+from shiftwork.jobs.sealing import seal_outcome, task_keys
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import ClaimedJob
 from shiftwork.worker.job_logs import JobLog, new_log, write_logs
@@ -91,6 +92,9 @@ class Run:
                 report_outcome(self.ctx.runtime, self.task, self.ctx.meta, outcome)
             except Exception:
                 log.exception("job %s: report to its parent workflow failed", self.job.id)
+        keys = task_keys(self.ctx.runtime.keys, self.task.options.encrypt)
+        if keys is not None:  # sealed for the row (its parent workflow heard it clear)
+            outcome = seal_outcome(keys, outcome)
         self.on_done(self, outcome)
         return True
 

@@ -20,6 +20,7 @@ from shiftwork.composition.compose import INPUT_META_KEY, with_input
 from shiftwork.core.backoff import Retrying, repeat_on_storage_error
 from shiftwork.core.errors import (
     ConfigurationError,
+    EncryptionKeyError,
     StorageError,
     UnknownTaskError,
     unknown_task_message,
@@ -29,6 +30,7 @@ from shiftwork.core.names import check_queue
 from shiftwork.core.service import Lifecycle, Service
 from shiftwork.core.states import JobState
 from shiftwork.jobs.known_queues import unknown_queue_warning
+from shiftwork.jobs.sealing import key_problem, open_claimed
 from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import ClaimedJob, HandBack
 from shiftwork.observe.worker import worker_services
@@ -243,17 +245,21 @@ class Worker:
         except UnknownTaskError:
             self._pass_over(job)
             return
-        if INPUT_META_KEY in job.meta:  # a chain link or a group's callback: its input
-            try:
-                job = with_input(self.rt.store, job)
-            except Exception as exc:  # the database is out: try again after a backoff
-                self.completer.submit(Outcome(
-                    job.id, job.attempt, JobState.DEAD if job.attempt >= job.max_attempts
-                    else JobState.RETRYING, run_at=self.rt.clock.now()
-                    + timedelta(seconds=1), error=error_record(exc, job.attempt, "input"),
-                    task=job.task, queue=job.queue))
-                self.producers[job.queue].slot_freed()
-                return
+        try:
+            job = open_claimed(self.rt.keys, job)  # an encrypted task's arguments, checkpoint
+            if INPUT_META_KEY in job.meta:  # a chain link or a group's callback: its input
+                try:
+                    job = with_input(self.rt.store, job, self.rt.keys)
+                except EncryptionKeyError:
+                    raise
+                except Exception as exc:  # the database is out: try again after a backoff
+                    self._input_failed(job, exc)
+                    return
+        except EncryptionKeyError as exc:  # the deployment's problem, not the job's
+            log.warning("job %d (task %s): %s", job.id, job.task, exc)
+            self.completer.submit(key_problem(self.rt.clock.now(), job, exc))
+            self.producers[job.queue].slot_freed()
+            return
         run = Run.of(self.rt, job, task, self._on_done, self._on_begin)
         run.memory_limit = ceiling_of(job.meta, task.options.memory_limit,
                                       self.memory_limits.get(job.queue))
@@ -272,6 +278,15 @@ class Worker:
     def _claimed(self, queue: str) -> None:
         """A claim's jobs were dispatched: batches that wait for nothing more start."""
         self.batcher.flush_due(queue, claimed=True)
+
+    def _input_failed(self, job: ClaimedJob, exc: Exception) -> None:
+        """A chain link's or a callback's input could not be read: retried after a second."""
+        self.completer.submit(Outcome(
+            job.id, job.attempt, JobState.DEAD if job.attempt >= job.max_attempts
+            else JobState.RETRYING, run_at=self.rt.clock.now()
+            + timedelta(seconds=1), error=error_record(exc, job.attempt, "input"),
+            task=job.task, queue=job.queue))
+        self.producers[job.queue].slot_freed()
 
     def _pass_over(self, job: ClaimedJob) -> None:
         """A job whose task this worker does not register (in a rolling deploy, a new

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from shiftwork.core.errors import ConfigurationError
 from shiftwork.core.states import StepStatus, WorkflowStatus
 from shiftwork.jobs.context import JobContext
+from shiftwork.jobs.sealing import open_job
 from shiftwork.model.records import StepRecord, WorkflowRun
 from shiftwork.workflow.aio import AsyncWorkflow
 from shiftwork.workflow.context import Workflow
@@ -97,7 +98,7 @@ class ReplayReport:
 
 def read_history(rt: Runtime, workflow_id: int) -> History:
     """The recorded history of one workflow instance, read from the database."""
-    job = rt.store.jobs.get(workflow_id)
+    job = open_job(rt.keys, rt.store.jobs.get(workflow_id))  # an encrypted one's arguments
     run = rt.store.workflows.run_read(workflow_id)
     if run is None and getattr(rt.registry.tasks.get(job.task), "workflow_version",
                                None) is None:

@@ -42,6 +42,7 @@ from shiftwork.store.postgres.table_health import read_table_health
 from shiftwork.store.postgres.wakeups import PostgresWakeListener
 from shiftwork.store.postgres.workflows import PostgresWorkflows
 from shiftwork.store.rows import aware, decoded, job_from_row, legal_pairs
+from shiftwork.store.sealed import SealedRows
 from shiftwork.store.sqlfile import load_all_queries, load_migrations
 
 log = logging.getLogger("shiftwork.store.postgres")
@@ -101,6 +102,8 @@ class PostgresStore(PostgresAsyncPool):
         self.long_jobs = PostgresLongJobs(self)
         #: The operations console's pages and bulk actions.
         self.console = JobsConsole(self, cascade)
+        #: Payload columns for a key rotation (jobs/reencrypt.py).
+        self.sealed = SealedRows(self)
         #: Counts, history and views for people and the leader.
         self.observe = PostgresObserve(self)
         #: What each job logged.

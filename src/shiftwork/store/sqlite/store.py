@@ -21,6 +21,7 @@ from shiftwork.model.table_health import TableHealth
 from shiftwork.store.console import JobsConsole
 from shiftwork.store.deps import DepsSql
 from shiftwork.store.rows import from_ts, job_from_row, legal_pairs, loads
+from shiftwork.store.sealed import SealedRows
 from shiftwork.store.sqlfile import load_all_queries, load_migrations
 from shiftwork.store.sqlite.claims import SQLiteClaims
 from shiftwork.store.sqlite.deps import SQLiteCascade
@@ -76,6 +77,8 @@ class SQLiteStore:
         self.long_jobs = SQLiteLongJobs(self)
         #: The operations console's pages and bulk actions.
         self.console = JobsConsole(self, cascade)
+        #: Payload columns for a key rotation (jobs/reencrypt.py).
+        self.sealed = SealedRows(self)
         #: Counts, history and views for people and the leader.
         self.observe = SQLiteObserve(self)
         #: What each job logged.
