@@ -58,6 +58,7 @@ from shiftwork.schedules.interval import expression as schedule_expression
 from shiftwork.store import Store
 from shiftwork.store.connections import Connections
 from shiftwork.workflow import Workflow
+from shiftwork.workflow.book import WorkflowBook
 from shiftwork.workflow.children import InternalTask, call_task, cancel_job
 from shiftwork.workflow.events import send_event
 from shiftwork.workflow.runner import workflow_task
@@ -172,6 +173,12 @@ class App:
         """Schedules declared in code (reconciled into the database when a worker starts),
         and the actions people take on schedules: ``app.schedules.pause(name)``..."""
         return self._schedules
+
+    @property
+    def workflows(self) -> WorkflowBook:
+        """Actions on workflow instances: ``app.workflows.fork(id, from_step=...)``,
+        ``app.workflows.read_stream(id, key)`` (docs/workflows.md)."""
+        return WorkflowBook(self.runtime)
 
     @property
     def observers(self) -> Observers:

@@ -4,9 +4,11 @@ which both use them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Generic, TypeVar, cast
 
 from shiftwork.core.errors import DependencyError
+from shiftwork.jobs.stream_reader import read_stream
 from shiftwork.jobs.waiting import ResultWaiter, wait_result, wait_result_async
 from shiftwork.model.records import EnqueueResult
 
@@ -39,6 +41,13 @@ class JobHandle(EnqueueResult, Generic[R]):
     async def result_async(self, timeout: float | None = 30.0) -> R:
         """:meth:`result` for asyncio code."""
         return cast(R, await wait_result_async(self._results, self.id, timeout))
+
+    def read_stream(self, key: str, offset: int = 0, timeout: float | None = None
+                    ) -> Iterator[Any]:
+        """The values a workflow writes to its stream ``key`` (``wf.write_stream``), from
+        ``offset`` on, as they arrive; ends when the workflow closes the stream or ends.
+        ``timeout``: the most seconds to wait for the next value (then TimeoutError)."""
+        return read_stream(self._results, self.id, key, offset, timeout)
 
 
 def dependency_ids(after: Any) -> tuple[int, ...]:

@@ -50,6 +50,8 @@ class ResultWaiter:
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._ready = threading.Event()
+        #: called at every wake-up (stream readers: jobs/stream_reader.py)
+        self._taps: list[Callable[[], None]] = []
 
     @property
     def started(self) -> bool:
@@ -86,6 +88,29 @@ class ResultWaiter:
             self._to_mark.append((job_id, deliver))
             self._marks.notify()
         return lambda: self._withdraw(job_id, deliver)
+
+    def tap(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` at every wake-up the listener hears (and every fallback poll),
+        from its thread; returns a function that withdraws it. A stream append sends one."""
+        self._start()
+        with self._lock:
+            self._taps.append(callback)
+
+        def withdraw() -> None:
+            with self._lock:
+                if callback in self._taps:
+                    self._taps.remove(callback)
+        return withdraw
+
+    def _tapped(self) -> None:
+        with self._lock:
+            taps = list(self._taps)
+        for callback in taps:
+            callback()
+
+    def store(self) -> Store:
+        """The store this waiter reads (the App's)."""
+        return self._store()
 
     def _withdraw(self, job_id: int, deliver: Deliver) -> None:
         with self._lock:
@@ -159,6 +184,7 @@ class ResultWaiter:
                     self._ready.set()
                     self._check()  # anything that finished while no one listened
                     for _ in listener.receive(self._stop):
+                        self._tapped()
                         self._check()
             except Exception as exc:
                 if not self._stop.is_set():
@@ -167,6 +193,7 @@ class ResultWaiter:
 
     def _poll_once(self) -> None:
         self._stop.wait(FALLBACK_POLL)
+        self._tapped()
         try:
             self._check()
         except Exception as exc:

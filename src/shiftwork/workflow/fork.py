@@ -1,0 +1,75 @@
+"""``app.workflows.fork(id, from_step=...)``: a new run that keeps a workflow's recorded
+results before a step and runs the rest on the current code (DBOS ``fork_workflow``,
+Temporal's reset).
+
+The fork is a new job of the same task, arguments and options (its meta names its source,
+``forked_from``), inserted through the one insert pipeline; in the same transaction it is
+given an instance row and copies of the source's records before the step's place (with the
+sub-records of children and parallel calls among them) and of their stream values. Either
+all of that commits or none of it: a crash leaves no half-made fork. The source is only
+read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from shiftwork.jobs.enqueue import insert_rows
+from shiftwork.jobs.handle import JobHandle
+from shiftwork.jobs.task import EnqueueOptions
+from shiftwork.model.records import StepRecord
+from shiftwork.workflow.children import PARENT_META
+from shiftwork.workflow.errors import WorkflowError
+from shiftwork.workflow.hooks import boundary
+from shiftwork.workflow.replay import SEQUENCED
+
+if TYPE_CHECKING:
+    from shiftwork.runtime import Runtime
+
+def body_steps(steps: dict[str, StepRecord]) -> list[StepRecord]:
+    """The body's durable calls in order (not sub-records or compensations)."""
+    return sorted((s for s in steps.values() if s.position is not None and s.kind in SEQUENCED),
+                  key=lambda s: s.position or 0)
+
+def resolve_step(workflow_id: int, steps: dict[str, StepRecord], from_step: str | int
+                 ) -> StepRecord:
+    """The recorded body step named ``from_step``, or at that position (0 is the first)."""
+    body = body_steps(steps)
+    names = ", ".join(repr(s.name) for s in body[:20]) or "none recorded"
+    if isinstance(from_step, bool) or not isinstance(from_step, (str, int)):
+        raise WorkflowError(f"fork: from_step must be a step name or position, "
+                            f"not {from_step!r}")
+    if isinstance(from_step, int):
+        found = [s for s in body if s.position == from_step]
+    else:
+        found = [s for s in body if s.name == from_step]
+    if not found:
+        raise WorkflowError(f"fork: workflow {workflow_id} has no recorded step {from_step!r} "
+                            f"(its steps: {names})")
+    return found[0]
+
+def fork(rt: Runtime, workflow_id: int, from_step: str | int) -> JobHandle[Any]:
+    job = rt.store.jobs.get(workflow_id)  # JobNotFoundError names the id
+    task = rt.registry.tasks.get(job.task)
+    version = getattr(task, "workflow_version", None)
+    if task is None or version is None:
+        raise WorkflowError(f"fork: job {workflow_id} runs {job.task!r}, which this app does "
+                            "not register as a workflow (a fork runs on the current code)")
+    if rt.store.workflows.run_read(workflow_id) is None:
+        raise WorkflowError(f"fork: workflow {workflow_id} has not begun a run; there is "
+                            "nothing to fork (run it, or enqueue it again)")
+    step = resolve_step(workflow_id, rt.store.workflows.steps_get(workflow_id), from_step)
+    position = step.position or 0
+    # a fork is nobody's child: it must not report to the source's parent
+    meta = {k: v for k, v in job.meta.items() if k != PARENT_META}
+    meta = {**meta, "forked_from": {"id": workflow_id, "step": step.name,
+                                        "position": position}}
+    row = task.build(tuple(job.args), dict(job.kwargs), EnqueueOptions(
+        queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, meta=meta),
+        None)
+    with rt.store.transaction() as conn:
+        new = insert_rows(rt, [row], conn=conn)[0]
+        rt.store.reruns.fork_copy(workflow_id, new.id, position, version, conn)
+        boundary(new.id, "before:fork:commit")
+    rt.events.emit("workflow.forked", workflow_id=new.id, source=workflow_id, step=step.name)
+    return JobHandle(new.id, True, rt.results)
