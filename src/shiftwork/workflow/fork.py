@@ -32,21 +32,27 @@ def body_steps(steps: dict[str, StepRecord]) -> list[StepRecord]:
                   key=lambda s: s.position or 0)
 
 def resolve_step(workflow_id: int, steps: dict[str, StepRecord], from_step: str | int
-                 ) -> StepRecord:
-    """The recorded body step named ``from_step``, or at that position (0 is the first)."""
+                 ) -> int:
+    """The position of the recorded body step named ``from_step``, or ``from_step`` itself
+    if it is a recorded step's position (0 is the first) or the first without a record
+    (where a step failed without recording: a fork from there runs it again)."""
     body = body_steps(steps)
     names = ", ".join(repr(s.name) for s in body[:20]) or "none recorded"
     if isinstance(from_step, bool) or not isinstance(from_step, (str, int)):
         raise WorkflowError(f"fork: from_step must be a step name or position, "
                             f"not {from_step!r}")
+    frontier = (body[-1].position or 0) + 1 if body else 0
     if isinstance(from_step, int):
+        if from_step == frontier:  # the first place with no record: the step that failed
+            return frontier
         found = [s for s in body if s.position == from_step]
     else:
         found = [s for s in body if s.name == from_step]
     if not found:
         raise WorkflowError(f"fork: workflow {workflow_id} has no recorded step {from_step!r} "
-                            f"(its steps: {names})")
-    return found[0]
+                            f"(its steps: {names}; or position {frontier}, the first "
+                            "without a record)")
+    return found[0].position or 0
 
 def fork(rt: Runtime, workflow_id: int, from_step: str | int) -> JobHandle[Any]:
     job = rt.store.jobs.get(workflow_id)  # JobNotFoundError names the id
@@ -58,11 +64,12 @@ def fork(rt: Runtime, workflow_id: int, from_step: str | int) -> JobHandle[Any]:
     if rt.store.workflows.run_read(workflow_id) is None:
         raise WorkflowError(f"fork: workflow {workflow_id} has not begun a run; there is "
                             "nothing to fork (run it, or enqueue it again)")
-    step = resolve_step(workflow_id, rt.store.workflows.steps_get(workflow_id), from_step)
-    position = step.position or 0
+    steps = rt.store.workflows.steps_get(workflow_id)
+    position = resolve_step(workflow_id, steps, from_step)
+    name = next((s.name for s in body_steps(steps) if s.position == position), None)
     # a fork is nobody's child: it must not report to the source's parent
     meta = {k: v for k, v in job.meta.items() if k != PARENT_META}
-    meta = {**meta, "forked_from": {"id": workflow_id, "step": step.name,
+    meta = {**meta, "forked_from": {"id": workflow_id, "step": name,
                                         "position": position}}
     row = task.build(tuple(job.args), dict(job.kwargs), EnqueueOptions(
         queue=job.queue, priority=job.priority, max_attempts=job.max_attempts, meta=meta),
@@ -71,5 +78,6 @@ def fork(rt: Runtime, workflow_id: int, from_step: str | int) -> JobHandle[Any]:
         new = insert_rows(rt, [row], conn=conn)[0]
         rt.store.reruns.fork_copy(workflow_id, new.id, position, version, conn)
         boundary(new.id, "before:fork:commit")
-    rt.events.emit("workflow.forked", workflow_id=new.id, source=workflow_id, step=step.name)
+    rt.events.emit("workflow.forked", workflow_id=new.id, source=workflow_id, step=name,
+                  position=position)
     return JobHandle(new.id, True, rt.results)
