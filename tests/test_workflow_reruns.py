@@ -126,7 +126,7 @@ def test_fork_refuses_what_it_cannot_fork(wapp: App) -> None:
     drain(wapp)
     with pytest.raises(WorkflowError, match=r"no recorded step 'shipp' \(its steps: 'charge'"):
         wapp.workflows.fork(job.id, from_step="shipp")
-    with pytest.raises(WorkflowError, match="no recorded step 9 .*or position 4"):
+    with pytest.raises(WorkflowError, match=r"no recorded step 9 .*or position 4"):
         wapp.workflows.fork(job.id, from_step=9)
     with pytest.raises(WorkflowError, match="step name or position"):
         wapp.workflows.fork(job.id, from_step=1.5)  # type: ignore[arg-type]
