@@ -11,16 +11,14 @@ Events not yet taken and stream values are kept.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from shiftwork.core.backoff import repeat_on_storage_error
 from shiftwork.core.errors import JobCancelled, LeaseLost
 from shiftwork.jobs.task import EnqueueOptions
 from shiftwork.workflow.errors import StopReplay, WorkflowError
 from shiftwork.workflow.hooks import boundary
-
-if TYPE_CHECKING:
-    from shiftwork.workflow.context import Workflow
+from shiftwork.workflow.streams import Workflow  # what it needs of one (no import back)
 
 
 class ContinuedAsNew(BaseException):

@@ -10,7 +10,7 @@ deleted with its workflow's job. Readers: jobs/stream_reader.py.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from shiftwork.core.backoff import repeat_on_storage_error
 from shiftwork.core.errors import LeaseLost, PayloadError
@@ -21,7 +21,38 @@ from shiftwork.workflow.hooks import boundary
 from shiftwork.workflow.replay import digest
 
 if TYPE_CHECKING:
-    from shiftwork.workflow.context import Workflow
+    from shiftwork.jobs.context import JobContext
+    from shiftwork.model.records import StepRecord
+    from shiftwork.runtime import Runtime
+    from shiftwork.store.base import Store
+
+
+class Workflow(Protocol):
+    """What a stream write needs of the workflow (workflow/context.py's Workflow: it calls
+    in here, so it is named by what it offers, not imported)."""
+
+    _cancel_requested: bool
+    _streams: dict[str, int]
+    compensating: bool
+    verify_only: bool
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def ctx(self) -> JobContext: ...
+
+    @property
+    def runtime(self) -> Runtime: ...
+
+    @property
+    def _store(self) -> Store: ...
+
+    @property
+    def cancel_requested(self) -> bool: ...
+
+    def _enter(self, name: str, kind: str, digest_: str | None
+               ) -> tuple[StepRecord | None, int]: ...
 
 
 class StreamError(WorkflowError):
