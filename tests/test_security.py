@@ -658,7 +658,8 @@ def test_property_dashboard_answers_arbitrary_forms_and_queries_with_4xx(app: Ap
                                                      "state", "queue", "name", "cron", "task",
                                                      "args", "tz", "error", "created_from",
                                                      "finished_to", "id", "unique_key",
-                                                     "sort", "after", "from_step"]) | st.text(max_size=8),
+                                                     "sort", "after", "from_step"])
+                                    | st.text(max_size=8),
                                     st.text(max_size=40), max_size=4),
                keep_csrf=st.booleans(), raw=st.none() | st.binary(max_size=300))
         def probe(route: str, post: bool, query: list[tuple[bytes, bytes]],
