@@ -15,7 +15,8 @@ from shiftwork.workflow.errors import (
                      WorkflowFailed,
 )
 from shiftwork.workflow.hooks import set_boundary_hook
+from shiftwork.workflow.streams import StreamError
 
 __all__ = ["AsyncWorkflow", "ChildFailed", "CompensationFailed", "EventTimeout", "LeaseLost",
-           "NonDeterminismError", "StepFailed", "StepNameError", "Workflow", "WorkflowCompensated",
-           "WorkflowError", "WorkflowFailed", "set_boundary_hook"]
+           "NonDeterminismError", "StepFailed", "StepNameError", "StreamError", "Workflow",
+           "WorkflowCompensated", "WorkflowError", "WorkflowFailed", "set_boundary_hook"]
