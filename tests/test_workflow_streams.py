@@ -158,3 +158,22 @@ def test_replay_checks_a_stream_write(wapp: App, clock: FakeClock) -> None:
     got = wapp.get_job(job.id)
     assert got.state is JobState.DEAD
     assert "non-deterministic" in got.errors[-1]["message"]
+
+
+def test_an_async_workflow_streams_and_continues(wapp: App) -> None:
+    from shiftwork.workflow import AsyncWorkflow
+
+    @wapp.workflow
+    async def ticker(wf: AsyncWorkflow, i: int) -> int:
+        await wf.write_stream("ticks", i)
+        if i == 2:
+            await wf.close_stream("ticks")
+            return i
+        await wf.continue_as_new(i + 1)
+        raise AssertionError("continue_as_new returned")
+
+    job = ticker.enqueue(0)
+    drain(wapp)
+    assert wapp.get_job(job.id).result == 2
+    assert list(job.read_stream("ticks")) == [0, 1, 2]  # kept across the runs
+    assert wapp.workflows.generation(job.id) == 2
