@@ -217,3 +217,47 @@ def test_continue_as_new_checks_its_arguments(wapp: App) -> None:
     assert got.state is JobState.DEAD
     assert wapp.workflows.generation(job.id) == 0
     assert got.args == [1]
+
+
+def test_a_fork_never_joins_a_job_holding_the_unique_key(wapp: App, clock: FakeClock) -> None:
+    @wapp.workflow(unique=True)
+    def once_per_user(wf: Workflow, user: int) -> None:
+        wf.step("a", lambda: 1)
+        wf.sleep("nap", 60)  # still active: its unique key is held
+
+    job = once_per_user.enqueue(1)
+    drain(wapp)
+    with pytest.raises(WorkflowError, match="holds the unique key"):
+        wapp.workflows.fork(job.id, from_step="a")
+    assert [s.name for s in wapp.workflow_history(job.id)] == ["a", "nap"]  # untouched
+    assert len(wapp.store.jobs.list(limit=10)) == 1
+
+
+def test_the_fork_command(db: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import ROOT, imported_app
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}",
+               "SHIFTWORK_TEST_DSN": db["dsn"], "SHIFTWORK_TEST_SCHEMA": db["schema"],
+               "SHIFTWORK_APP": "tests.apps.streaming:app", "COLUMNS": "200"}
+        return subprocess.run([sys.executable, "-m", "shiftwork.cli", *args],
+                              capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+
+    with imported_app(monkeypatch, "streaming", db["dsn"], db["schema"]) as module:
+        module.create_effects_table()
+        job = module.pipeline.enqueue("p")
+        drain(module.app)
+        by_name = cli("workflows", "fork", str(job.id), "--from-step", "load")
+        assert by_name.returncode == 0, by_name.stderr
+        new_id = int(by_name.stdout.split("new workflow ")[1])
+        by_position = cli("workflows", "fork", str(job.id), "--from-step", "1")
+        assert by_position.returncode == 0, by_position.stderr
+        bad = cli("workflows", "fork", str(job.id), "--from-step", "nope")
+        assert bad.returncode == 2 and "no recorded step 'nope'" in bad.stderr
+        drain(module.app)
+        assert module.app.get_job(new_id).result == ["p", "extract", "transform", "load"]
+        assert module.effects(new_id) == ["load"]

@@ -76,6 +76,9 @@ def fork(rt: Runtime, workflow_id: int, from_step: str | int) -> JobHandle[Any]:
         None)
     with rt.store.transaction() as conn:
         new = insert_rows(rt, [row], conn=conn)[0]
+        if not new.created:  # the task's unique key is held: never copy into that job
+            raise WorkflowError(f"fork: job {new.id} holds the unique key of workflow "
+                                f"{workflow_id}'s task {job.task!r}; a fork would be it")
         rt.store.reruns.fork_copy(workflow_id, new.id, position, version, conn)
         boundary(new.id, "before:fork:commit")
     rt.events.emit("workflow.forked", workflow_id=new.id, source=workflow_id, step=name,
