@@ -177,3 +177,20 @@ def test_an_async_workflow_streams_and_continues(wapp: App) -> None:
     assert wapp.get_job(job.id).result == 2
     assert list(job.read_stream("ticks")) == [0, 1, 2]  # kept across the runs
     assert wapp.workflows.generation(job.id) == 2
+
+
+def test_read_a_stream_from_asyncio(wapp: App) -> None:
+    import asyncio
+
+    @wapp.workflow
+    def three(wf: Workflow) -> None:
+        for i in range(3):
+            wf.write_stream("s", i)
+
+    job = three.enqueue()
+    drain(wapp)
+
+    async def read() -> list[Any]:
+        return [v async for v in job.read_stream_async("s", offset=1)]
+
+    assert asyncio.run(read()) == [1, 2]

@@ -4,11 +4,11 @@ which both use them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Generic, TypeVar, cast
 
 from shiftwork.core.errors import DependencyError
-from shiftwork.jobs.stream_reader import read_stream
+from shiftwork.jobs.stream_reader import read_stream, read_stream_async
 from shiftwork.jobs.waiting import ResultWaiter, wait_result, wait_result_async
 from shiftwork.model.records import EnqueueResult
 
@@ -48,6 +48,11 @@ class JobHandle(EnqueueResult, Generic[R]):
         ``offset`` on, as they arrive; ends when the workflow closes the stream or ends.
         ``timeout``: the most seconds to wait for the next value (then TimeoutError)."""
         return read_stream(self._results, self.id, key, offset, timeout)
+
+    def read_stream_async(self, key: str, offset: int = 0, timeout: float | None = None
+                          ) -> AsyncIterator[Any]:
+        """:meth:`read_stream` for asyncio code: ``async for value in ...``."""
+        return read_stream_async(self._results, self.id, key, offset, timeout)
 
 
 def dependency_ids(after: Any) -> tuple[int, ...]:

@@ -10,11 +10,12 @@ read after the job's state, so a finished job's page is complete).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 # Real time, not the runtime's clock: a caller's timeout bounds a real wait on an Event.
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from shiftwork.core.bounds import seconds as check_seconds
@@ -73,3 +74,15 @@ def _values(waiter: ResultWaiter, job_id: int, key: str, offset: int,
     finally:
         withdraw()
         unwatch()
+
+
+async def read_stream_async(waiter: ResultWaiter, job_id: int, key: str, offset: int = 0,
+                            timeout: float | None = None) -> AsyncIterator[Any]:
+    """:func:`read_stream` for asyncio: each wait runs on a thread, never on the loop."""
+    values = read_stream(waiter, job_id, key, offset, timeout)
+    end = object()
+    try:
+        while (value := await asyncio.to_thread(next, values, end)) is not end:
+            yield value
+    finally:
+        await asyncio.to_thread(values.close)  # type: ignore[attr-defined]
