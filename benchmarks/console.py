@@ -10,7 +10,8 @@ tagged; the rest succeeded or waiting), then times:
 - a filtered page as the dashboard's ``/jobs`` reads it (one page of 51 rows and the
   total counted up to 10,001), for several filters, ``--pages`` times each: p50, p95, max;
 - a bulk retry by filter of every dead job (``bulk_apply``: batches of 1,000, each its
-  own transaction), ``--retries`` times (the jobs are made dead again between runs).
+  own transaction), ``--retries`` times (the jobs are made dead again between runs);
+- then a bulk cancel of every waiting job (the retried ones and the tenth never run).
 
 The figures are from whatever machine runs it; on a shared one, say so beside them.
 """
@@ -148,6 +149,11 @@ def one(engine: str, jobs: int, dead: int, pages: int, retries: int) -> dict[str
                 runs.append(time.perf_counter() - t)
                 out["retried"] = result.done
             out["bulk_retry_s"] = [round(r, 2) for r in runs]
+            # every waiting job (the retried ones and the tenth never run): one bulk cancel
+            t = time.perf_counter()
+            result = bulk_apply(app, "cancel", parse_filter({"state": "waiting"}), "bench")
+            out["bulk_cancel_s"] = round(time.perf_counter() - t, 2)
+            out["cancelled"] = result.done
             out["load"] = load()
         finally:
             app.close()

@@ -141,6 +141,47 @@ def test_cancelling_the_parent_cancels_its_children(wapp: App) -> None:
     assert wapp.get_job(child.id).state is JobState.CANCELLED
 
 
+def test_a_bulk_cancel_takes_the_same_path(wapp: App) -> None:
+    """A bulk cancel's batch (one transaction) does what cancel_job does one by one: the
+    started parent is woken to cancel itself (and its child with it), a member cancelled
+    before it ran fails its parent's join, a plain waiting job is cancelled."""
+    @wapp.workflow
+    def slow_child(wf: Workflow) -> None:
+        wf.wait_for_event("never")
+
+    @wapp.workflow
+    def parent(wf: Workflow) -> None:
+        wf.child(slow_child)
+
+    @wapp.task(queue="later")
+    def never(x: int) -> int:
+        return x
+
+    seen: list[ChildFailed] = []
+
+    @wapp.workflow(max_attempts=1)
+    def joiner(wf: Workflow) -> None:
+        try:
+            wf.parallel(wf.call("b", never, 2))
+        except ChildFailed as exc:
+            seen.append(exc)
+            raise
+
+    job, joined = parent.enqueue(), joiner.enqueue()
+    plain = never.enqueue(9)
+    drain(wapp, ["default"])
+    (child,) = [j for j in wapp.list_jobs(limit=100) if j.task == slow_child.name]
+    result = wapp.bulk("cancel", task=parent.name, who="test")
+    assert result.done == 1
+    assert wapp.bulk("cancel", queue="later", who="test").done == 2  # member and plain
+    drain(wapp, ["default"])
+    assert wapp.get_job(job.id).state is JobState.CANCELLED
+    assert wapp.get_job(child.id).state is JobState.CANCELLED
+    assert wapp.get_job(plain.id).state is JobState.CANCELLED
+    assert wapp.get_job(joined.id).state is JobState.DEAD
+    assert seen and seen[0].errors[0]["type"] == "JobCancelled"
+
+
 def test_bad_calls_are_refused(wapp: App) -> None:
     @wapp.task
     def plain() -> None: ...

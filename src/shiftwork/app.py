@@ -59,7 +59,7 @@ from shiftwork.store import Store
 from shiftwork.store.connections import Connections
 from shiftwork.workflow import Workflow
 from shiftwork.workflow.book import WorkflowBook
-from shiftwork.workflow.children import InternalTask, call_task, cancel_job
+from shiftwork.workflow.children import InternalTask, call_task, cancel_job, cancel_jobs
 from shiftwork.workflow.events import send_event
 from shiftwork.workflow.runner import workflow_task
 
@@ -615,6 +615,11 @@ class App:
     def cancel_job(self, job_id: int) -> Job:
         """Cancel a waiting job, or ask a running one to stop (seen at its next check)."""
         return cancel_job(self.runtime, job_id)
+
+    def cancel_jobs(self, job_ids: list[int]) -> int:
+        """:meth:`cancel_job` for many ids in one transaction (a bulk cancel's batch); how
+        many were cancelled or asked to stop (ids gone or finished are skipped)."""
+        return cancel_jobs(self.runtime, job_ids)
 
     def queue_stats(self, include_finished: bool = True) -> list[QueueStats]:
         """Per queue counts (paused flag included); ``include_finished=False`` skips

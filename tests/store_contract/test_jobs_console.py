@@ -3,14 +3,16 @@ the bounded count, and the batches of bulk actions; on both engines."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from shiftwork import FakeClock
+from shiftwork.composition.settling import insert_graph
 from shiftwork.core.states import JobState
 from shiftwork.model.filter import JobFilter, parse_filter
 from shiftwork.store.base import Store
 
-from .helpers import claim_one, done, insert, state
+from .helpers import claim_one, done, insert, new_job, state
 
 
 def _dead(store: Store, count: int, message: str = "timeout talking to bank",
@@ -100,6 +102,28 @@ def test_match_ids_batches_and_the_batch_actions(store: Store) -> None:
     assert [state(store, i) for i in dead[:2]] == [JobState.AVAILABLE] * 2
     assert store.console.delete_finished([*dead, waiting]) == dead[2:]  # finished ones only
     assert store.console.count_upto(JobFilter(), 100) == 3
+
+
+def test_a_cancel_batch_cancels_waiting_asks_running_and_resolves_dependents(
+        store: Store) -> None:
+    """One transaction for a batch: waiting jobs cancelled (a dependent's parents
+    resolved, so a cancel runs down its chain), running ones asked to stop, finished ones
+    and unknown ids left alone."""
+    [running] = insert(store)
+    claim_one(store)
+    [finished] = _dead(store, 1)
+    [parent] = insert(store)
+    child = insert_graph(store.deps, [replace(new_job(), after=(parent,))])[0][0].id
+    [other] = insert(store, meta={"note": "x"})
+    batch = store.console.cancel_batch([running, finished, parent, other, 4242])
+    assert [i for i, _ in batch.cancelled] == [parent, other]
+    assert dict(batch.cancelled)[other] == {"note": "x"}
+    assert batch.asked == [running]
+    assert [state(store, i) for i in (parent, child, other)] == [JobState.CANCELLED] * 3
+    assert state(store, running) is JobState.RUNNING
+    assert store.jobs.get(running).cancel_requested
+    assert state(store, finished) is JobState.DEAD
+    assert store.console.cancel_batch([]).cancelled == []
 
 
 def test_a_retry_batch_leaves_a_job_whose_key_is_taken(store: Store) -> None:

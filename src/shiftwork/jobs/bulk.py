@@ -13,13 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from shiftwork.core.errors import ShiftworkError
 from shiftwork.core.states import FINAL, JobState
 from shiftwork.model.filter import FINISHED_STATES, FilterError, JobFilter
 
 if TYPE_CHECKING:
     from shiftwork.core.events import EventBus
-    from shiftwork.model.records import Job
     from shiftwork.store.base import Store
 
 
@@ -32,7 +30,7 @@ class BulkHost(Protocol):
     @property
     def events(self) -> EventBus: ...
 
-    def cancel_job(self, job_id: int) -> Job: ...
+    def cancel_jobs(self, job_ids: list[int]) -> int: ...
 
 ACTIONS = ("retry", "cancel", "delete")
 BATCH = 1000
@@ -92,7 +90,7 @@ def bulk_apply(app: BulkHost, action: str, f: JobFilter, who: str, batch: int = 
         elif action == "delete":
             done += len(store.console.delete_finished(ids))
         else:
-            done += _cancel(app, ids)
+            done += app.cancel_jobs(ids)
         if progress is not None:
             progress(matched, done)
         if len(ids) < batch:
@@ -103,16 +101,3 @@ def bulk_apply(app: BulkHost, action: str, f: JobFilter, who: str, batch: int = 
     app.events.emit("jobs.bulk", action=action, who=who, filter=text, matched=matched,
                     done=done)
     return BulkResult(action, f, matched, done)
-
-
-def _cancel(app: BulkHost, ids: list[int]) -> int:
-    """Cancel one by one through ``App.cancel_job``: a workflow runs its compensations, a
-    member tells its parent, a dependent's parents are resolved (the one cancel path)."""
-    done = 0
-    for job_id in ids:
-        try:
-            job = app.cancel_job(job_id)
-        except ShiftworkError:
-            continue  # gone or finished meanwhile
-        done += job.state is JobState.CANCELLED or job.cancel_requested
-    return done

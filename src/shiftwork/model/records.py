@@ -538,3 +538,11 @@ class TaskDefaults:
     priority: int
     max_attempts: int
     timeout: float | None
+
+
+@dataclass(frozen=True)
+class CancelledBatch:
+    """What one batch of a bulk cancel did."""
+
+    cancelled: list[tuple[int, dict[str, Any]]]  # (id, meta): cancelled before they ran
+    asked: list[int]  # running jobs asked to stop, started workflows woken to cancel

@@ -21,6 +21,7 @@ from shiftwork.model.outcome import Outcome
 from shiftwork.model.records import (
     SHUTDOWN,
     BulkAction,
+    CancelledBatch,
     ClaimedJob,
     DepLink,
     EffectRecord,
@@ -424,6 +425,9 @@ class ConsoleStatements(Protocol):
 
     def retry_batch(self, ids: Sequence[int]) -> list[int]:
         """``jobs.retry`` for many ids at once; the ids moved."""
+
+    def cancel_batch(self, ids: Sequence[int]) -> CancelledBatch:
+        """``jobs.cancel`` for many ids in one transaction: what it cancelled or asked."""
 
     def delete_finished(self, ids: Sequence[int]) -> list[int]:
         """Delete the finished jobs among ``ids``; the ids deleted."""

@@ -9,13 +9,15 @@ filter sets (``where``), so each statement names only its own conditions: no
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 from shiftwork.model.filter import JobFilter, check_sort, like_pattern
-from shiftwork.model.records import BulkAction, Job
+from shiftwork.model.records import BulkAction, CancelledBatch, Job
 from shiftwork.store.core import EngineCore
+from shiftwork.store.deps import Cascade
 from shiftwork.store.rows import from_ts
 from shiftwork.store.wakeups import ANY_QUEUE
 
@@ -44,8 +46,9 @@ def where(queries: dict[str, str], params: dict[str, Any], keyset: str | None = 
 class JobsConsole:
     """The console's statements (``store.console``), on the engine store's sessions."""
 
-    def __init__(self, core: EngineCore) -> None:
+    def __init__(self, core: EngineCore, cascade: Cascade) -> None:
         self._core = core  # the engine's store: sessions, queries, reads
+        self._cascade = cascade  # a cancel resolves the cancelled jobs' dependents
         self.q = core.q
         self._session = core._session
         self._rows = core._rows
@@ -127,6 +130,25 @@ class JobsConsole:
                 continue
         return moved
 
+    def cancel_batch(self, ids: Sequence[int]) -> CancelledBatch:
+        """``jobs.cancel`` (and ``workflows.cancel``) for many ids in one transaction of
+        three statements: started workflows woken to cancel themselves, waiting jobs
+        cancelled (their dependents resolved), running ones asked to stop."""
+        if not ids:
+            return CancelledBatch([], [])
+        ids = list(ids)
+        with self._session() as c:
+            woken = {int(r[0]) for r in self._rows(c, "jobs_cancel_batch_workflows", ids=ids)}
+            cancelled = [(int(r[0]), _meta(r[1]))
+                         for r in self._rows(c, "jobs_cancel_batch_waiting", ids=ids)]
+            if cancelled:
+                self._cascade.resolve(c, [i for i, _ in cancelled])
+            asked = woken | {int(r[0]) for r in self._rows(c, "jobs_cancel_batch_running",
+                                                           ids=ids)}
+            if woken:
+                self._notify(c, [ANY_QUEUE])
+        return CancelledBatch(sorted(cancelled), sorted(asked))
+
     def delete_finished(self, ids: Sequence[int]) -> list[int]:
         """Delete the finished (succeeded, dead, cancelled) jobs among ``ids``."""
         if not ids:
@@ -148,6 +170,13 @@ class JobsConsole:
     def bulk_actions_prune(self, keep: int) -> None:
         with self._session() as c:
             self._rows(c, "bulk_actions_prune", keep=keep)
+
+
+def _meta(value: Any) -> dict[str, Any]:
+    """A meta column as read (jsonb on PostgreSQL, text on SQLite)."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return value if isinstance(value, dict) else {}
 
 
 def _when(value: Any) -> datetime:

@@ -351,3 +351,15 @@ def cancel_job(rt: Runtime, job_id: int) -> Job:
         report_for(rt, job.id, job.meta, error=JobCancelled(
             f"job {job.id} was cancelled before it ran"))
     return job
+
+
+def cancel_jobs(rt: Runtime, job_ids: list[int]) -> int:
+    """:func:`cancel_job` for a batch of ids (a bulk cancel), in one transaction; how many
+    were cancelled or asked to stop. The same rules: started workflows are woken to cancel
+    themselves, and a member cancelled before it ran tells its parent."""
+    batch = rt.store.console.cancel_batch(job_ids)
+    for job_id, meta in batch.cancelled:
+        if PARENT_META in meta:
+            report_for(rt, job_id, meta, error=JobCancelled(
+                f"job {job_id} was cancelled before it ran"))
+    return len(batch.cancelled) + len(batch.asked)

@@ -70,6 +70,32 @@ SET state = 'available', run_at = {now}, finished_at = NULL,
 WHERE id = ANY(%(ids)s::bigint[]) AND state IN ('dead', 'cancelled', 'retrying', 'scheduled')
 RETURNING id
 
+-- name: jobs_cancel_batch_workflows
+-- workflow_cancel for a batch: a started workflow is woken to cancel itself.
+UPDATE {schema}.jobs j
+SET cancel_requested = true, wake_requested = true,
+    run_at = CASE WHEN j.state IN ('scheduled', 'retrying') THEN least(j.run_at, {now})
+                  ELSE j.run_at END
+WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state IN ('scheduled', 'available', 'running', 'retrying')
+  AND EXISTS (SELECT 1 FROM {schema}.workflow_runs r
+              WHERE r.job_id = j.id AND r.status IN ('running', 'compensating'))
+RETURNING j.id
+
+-- name: jobs_cancel_batch_waiting
+-- jobs_cancel_waiting for a batch, but not the started workflows (woken above instead).
+UPDATE {schema}.jobs j
+SET state = 'cancelled', finished_at = {now}
+WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state IN ('scheduled', 'available', 'retrying')
+  AND NOT EXISTS (SELECT 1 FROM {schema}.workflow_runs r
+                  WHERE r.job_id = j.id AND r.status IN ('running', 'compensating'))
+RETURNING j.id, j.meta
+
+-- name: jobs_cancel_batch_running
+-- jobs_cancel_running for a batch: asked to stop, seen at the job's next check.
+UPDATE {schema}.jobs SET cancel_requested = true
+WHERE id = ANY(%(ids)s::bigint[]) AND state = 'running'
+RETURNING id
+
 -- name: jobs_delete_finished
 -- As the pruner deletes: finished jobs only (deleting live work is cancelling it).
 DELETE FROM {schema}.jobs

@@ -102,7 +102,7 @@ class PostgresStore(PostgresAsyncPool):
         #: Long jobs: the fenced touch, paused queues, effect keys.
         self.long_jobs = PostgresLongJobs(self)
         #: The operations console's pages and bulk actions.
-        self.console = JobsConsole(self)
+        self.console = JobsConsole(self, cascade)
         #: Counts, history and views for people and the leader.
         self.observe = PostgresObserve(self)
         #: What each job logged.

@@ -60,6 +60,31 @@ WHERE id IN (SELECT value FROM json_each(:ids))
   AND state IN ('dead', 'cancelled', 'retrying', 'scheduled')
 RETURNING id
 
+-- name: jobs_cancel_batch_workflows
+-- workflow_cancel for a batch: a started workflow is woken to cancel itself.
+UPDATE jobs
+SET cancel_requested = 1, wake_requested = 1,
+    run_at = CASE WHEN state IN ('scheduled', 'retrying') THEN min(run_at, :now) ELSE run_at END
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND state IN ('scheduled', 'available', 'running', 'retrying')
+  AND EXISTS (SELECT 1 FROM workflow_runs r
+              WHERE r.job_id = jobs.id AND r.status IN ('running', 'compensating'))
+RETURNING id
+
+-- name: jobs_cancel_batch_waiting
+-- jobs_cancel_waiting for a batch, but not the started workflows (woken above instead).
+UPDATE jobs SET state = 'cancelled', finished_at = :now
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('scheduled', 'available', 'retrying')
+  AND NOT EXISTS (SELECT 1 FROM workflow_runs r
+                  WHERE r.job_id = jobs.id AND r.status IN ('running', 'compensating'))
+RETURNING id, meta
+
+-- name: jobs_cancel_batch_running
+-- jobs_cancel_running for a batch: asked to stop, seen at the job's next check.
+UPDATE jobs SET cancel_requested = 1
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'running'
+RETURNING id
+
 -- name: jobs_delete_finished
 DELETE FROM jobs
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('succeeded', 'dead', 'cancelled')

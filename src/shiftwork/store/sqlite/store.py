@@ -77,7 +77,7 @@ class SQLiteStore:
         #: Long jobs: the fenced touch, paused queues, effect keys.
         self.long_jobs = SQLiteLongJobs(self)
         #: The operations console's pages and bulk actions.
-        self.console = JobsConsole(self)
+        self.console = JobsConsole(self, cascade)
         #: Counts, history and views for people and the leader.
         self.observe = SQLiteObserve(self)
         #: What each job logged.
