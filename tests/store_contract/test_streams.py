@@ -60,9 +60,11 @@ def test_continue_as_new_resets_the_instance(store: Store, clock: FakeClock) -> 
     _append(store, job_id, job.attempt, "stream:k:0", "1", 1, clock)
     assert store.reruns.generation(job_id) == 0
     assert store.reruns.continue_as_new(job_id, job.attempt + 1, '{"args": [], "kwargs": {}}',
-                                        "v2", f"wf:{job_id}:") is None  # fenced
-    assert store.reruns.continue_as_new(job_id, job.attempt, '{"args": [7], "kwargs": {}}',
-                                        "v2", f"wf:{job_id}:") is False
+                                        "v2", f"wf:{job_id}:", 1) is None  # fenced
+    for _ in range(2):  # a repeat (a lost reply) sets the same
+        assert store.reruns.continue_as_new(job_id, job.attempt,
+                                            '{"args": [7], "kwargs": {}}', "v2",
+                                            f"wf:{job_id}:", 1) is False
     assert store.workflows.steps_get(job_id) == {}
     assert store.reruns.generation(job_id) == 1
     assert store.jobs.get(job_id).args == [7]

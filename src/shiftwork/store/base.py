@@ -297,11 +297,12 @@ class RerunStatements(Protocol):
         transaction (the one that inserted ``target``)."""
 
     def continue_as_new(self, job_id: int, attempt: int, args_json: str, version: str,
-                        effect_prefix: str) -> bool | None:
+                        effect_prefix: str, generation: int) -> bool | None:
         """Reset the instance for its next run in one transaction, fenced by attempt: its
         steps, taken events, joins and its children's effect keys (``effect_prefix``)
-        deleted, its generation counted, the job's arguments replaced. Returns the job's
-        cancel flag; None: this attempt lost its lease."""
+        deleted, its generation set to ``generation`` (so a repeat sets the same), the
+        job's arguments replaced. Returns the job's cancel flag; None: this attempt lost
+        its lease."""
 
     def generation(self, job_id: int) -> int | None:
         """How many times the instance continued as new (None: no instance)."""

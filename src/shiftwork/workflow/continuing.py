@@ -37,9 +37,11 @@ def continue_as_new(wf: Workflow, args: tuple[Any, ...], kwargs: dict[str, Any])
                             "here as a workflow; it cannot continue as new")
     # the arguments are checked as an enqueue checks them (signature, JSON, size)
     row = task.build(tuple(args), dict(kwargs), EnqueueOptions(), None)
+    # read before the reset and set after it: repeating the reset sets the same number
+    generation = (wf._store.reruns.generation(wf.id) or 0) + 1
     boundary(wf.id, "before:continue:done")
     flag = repeat_on_storage_error(lambda: wf._store.reruns.continue_as_new(
-        wf.id, wf.ctx.attempt, row.args_json, version, f"wf:{wf.id}:"))
+        wf.id, wf.ctx.attempt, row.args_json, version, f"wf:{wf.id}:", generation))
     if flag is None:
         raise LeaseLost(f"workflow {wf.id} attempt {wf.ctx.attempt} lost its lease before "
                         "continuing as new")

@@ -53,8 +53,9 @@ DELETE FROM {schema}.workflow_joins WHERE job_id = %(job)s
 DELETE FROM {schema}.effect_keys WHERE starts_with(key, %(prefix)s)
 
 -- name: continue_run_reset
+-- The generation is set, not counted up: a repeat after a lost reply sets the same.
 UPDATE {schema}.workflow_runs
-SET generation = generation + 1, status = 'running', version = %(version)s,
+SET generation = %(generation)s, status = 'running', version = %(version)s,
     cancelled = false, cause = NULL, last_attempt = NULL, updated_at = {now}
 WHERE job_id = %(job)s
 

@@ -24,7 +24,7 @@ class SQLiteReruns:
             c.execute(self.q["fork_streams_copy"], params)
 
     def continue_as_new(self, job_id: int, attempt: int, args_json: str, version: str,
-                        effect_prefix: str) -> bool | None:
+                        effect_prefix: str, generation: int) -> bool | None:
         with self._tx() as c:
             held = c.execute(self.q["continue_lock"], {"job": job_id, "attempt": attempt}
                              ).fetchone()
@@ -35,6 +35,7 @@ class SQLiteReruns:
                 c.execute(self.q[name], {"job": job_id})
             c.execute(self.q["continue_effects_delete"], {"prefix": effect_prefix})
             c.execute(self.q["continue_run_reset"], {"job": job_id, "version": version,
+                                                     "generation": generation,
                                                      "now": self._now()})
             c.execute(self.q["continue_job_args"], {"job": job_id, "args": args_json})
             return bool(held[0])

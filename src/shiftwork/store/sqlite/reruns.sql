@@ -45,8 +45,9 @@ DELETE FROM workflow_joins WHERE job_id = :job
 DELETE FROM effect_keys WHERE substr(key, 1, length(:prefix)) = :prefix
 
 -- name: continue_run_reset
+-- The generation is set, not counted up: a repeat after a lost reply sets the same.
 UPDATE workflow_runs
-SET generation = generation + 1, status = 'running', version = :version,
+SET generation = :generation, status = 'running', version = :version,
     cancelled = 0, cause = NULL, last_attempt = NULL, updated_at = :now
 WHERE job_id = :job
 
