@@ -31,6 +31,9 @@ Deliver = Callable[[FinishedJob | int], None]  # an int: no job with that id
 #: Seconds between checks when the listener cannot be opened (or a wake-up was missed).
 FALLBACK_POLL = 1.0
 READY_WAIT = 5.0  # the first waiter waits this long for the listener before polling
+#: The payload of a stream append's wake-up on the finished-jobs channel (PostgreSQL;
+#: store/postgres/streams.sql): it wakes stream readers, and asks for no finished jobs.
+STREAM_WAKE = "stream"
 
 
 class ResultWaiter:
@@ -183,9 +186,10 @@ class ResultWaiter:
                 with listener:
                     self._ready.set()
                     self._check()  # anything that finished while no one listened
-                    for _ in listener.receive(self._stop):
+                    for payload in listener.receive(self._stop):
                         self._tapped()
-                        self._check()
+                        if payload != STREAM_WAKE:  # a stream append finished no job
+                            self._check()
             except Exception as exc:
                 if not self._stop.is_set():
                     log.warning("finished-job listener lost (%s); listening again", exc)
