@@ -19,6 +19,7 @@ REAL_TIME = {
     "cli/demo.py": "the demo's progress on screen",
     "jobs/context.py": "pacing progress writes (at most one per interval of real time)",
     "jobs/waiting.py": "a caller's real wait for a result (timeout)",
+    "jobs/stream_reader.py": "a reader's real wait for the next stream value (timeout)",
     "observe/http.py": "socket timeouts of the metrics server",
     "schedules/scheduler.py": "the length of its own query, taken off a real wait",
     "store/sqlite/store.py": "the busy timeout of a real lock wait",

@@ -634,7 +634,7 @@ ROUTES = ["/", "/jobs", "/dead", "/jobs/1", "/metrics", "/health", "/login",
           "/queues/emails/pause", "/queues/emails/resume", "/schedules/nightly/trigger",
           "/schedules", "/schedules/nightly/pause", "/schedules/nightly/resume",
           "/schedules/nightly/remove", "/jobs/bulk", "/workflows", "/workflows/1",
-          "/workflows/1/cancel", "/workflows/1/retry", "/schedules/nightly",
+          "/workflows/1/cancel", "/workflows/1/retry", "/workflows/1/fork", "/schedules/nightly",
           "/schedules/~bmlnaHRseQ", "/jobs/1/logs", "/history/queues/emails",
           "/history/tasks/mail.send", "/history/tasks/a%2Fb", "/jobs/1/hold",
           "/jobs/1/release", "/jobs/1/run_now", "/jobs/1/update"]
@@ -660,7 +660,8 @@ def test_property_dashboard_answers_arbitrary_forms_and_queries_with_4xx(app: Ap
                                                      "args", "tz", "error", "created_from",
                                                      "finished_to", "id", "unique_key",
                                                      "sort", "after", "priority",
-                                                     "run_at"]) | st.text(max_size=8),
+                                                     "run_at", "from_step"])
+                                    | st.text(max_size=8),
                                     st.text(max_size=40), max_size=4),
                keep_csrf=st.booleans(), raw=st.none() | st.binary(max_size=300))
         def probe(route: str, post: bool, query: list[tuple[bytes, bytes]],

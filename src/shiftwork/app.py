@@ -66,10 +66,10 @@ from shiftwork.schedules.interval import expression as schedule_expression
 from shiftwork.store import Store
 from shiftwork.store.connections import Connections
 from shiftwork.workflow import Workflow
+from shiftwork.workflow.book import WorkflowBook
 from shiftwork.workflow.children import InternalTask, call_task, cancel_job, cancel_jobs
 from shiftwork.workflow.events import send_event
 from shiftwork.workflow.runner import workflow_task
-from shiftwork.workflow.talk import Workflows
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -143,7 +143,7 @@ class App:
         registry.observers.schedules = self._schedules  # metrics, health, dashboard
         registry.observers.health_checks.append(self._schedules.paused_on_failure)
         # Handles talk to workflows (query, update) through the waiter they already hold.
-        self._workflows = self.runtime.results.talk = Workflows(self.runtime)
+        self._workflows = self.runtime.results.talk = WorkflowBook(self.runtime)
         # The leader closes dependency edges a crash left open (store/deps.py).
         registry.leader_duties.append(LeaderDuty("dependency-sweep", self._sweep_dependencies))
         #: With ``testing="inline"``: every attempt the inline mode ran (a DrainResult).
@@ -202,9 +202,11 @@ class App:
         return self._schedules
 
     @property
-    def workflows(self) -> Workflows:
-        """Talk to running workflows: ``app.workflows.state(id)`` (what they published with
-        ``wf.set_state``), ``app.workflows.update(id, name, payload)``."""
+    def workflows(self) -> WorkflowBook:
+        """Workflow instances by id: their published state (``app.workflows.state(id)``),
+        updates (``app.workflows.update(id, name, payload)``), streams
+        (``app.workflows.read_stream(id, key)``) and forks (``app.workflows.fork(id,
+        from_step=...)``); docs/workflows.md."""
         return self._workflows
 
     @property

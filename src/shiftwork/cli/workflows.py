@@ -25,7 +25,7 @@ SUSPENDED = ("waiting", "sleeping")  # a step's status while the workflow waits 
 @click.group()
 @target_options
 def workflows() -> None:
-    """Durable workflows: instances, history, cancel and events."""
+    """Durable workflows: instances, history, cancel, events and forks."""
 
 
 @workflows.command("list")
@@ -89,6 +89,24 @@ def workflows_cancel(workflow_id: int) -> None:
     console.print(f"workflow {workflow_id}: cancel requested (job {format_state(job.state)}); "
                   "it stops at its next durable call and runs its compensations",
                   highlight=False)
+
+
+@workflows.command("fork")
+@workflow_id_argument
+@click.option("--from-step", "from_step", required=True,
+              help="The step to run again from: its name, or its position (0 is the first; "
+                   "the first place without a record runs a failed step again).")
+@target_options
+def workflows_fork(workflow_id: int, from_step: str) -> None:
+    """Start a new run that keeps the results recorded before a step and runs the rest on
+    the current code; the original is left as it is."""
+    app = open_app()
+    names = {s.name for s in app.workflow_history(workflow_id)}
+    where: str | int = int(from_step) if from_step.isdigit() and from_step not in names \
+        else from_step
+    handle = app.workflows.fork(workflow_id, from_step=where)
+    console.print(f"workflow {workflow_id} forked from step {from_step!r}: new workflow "
+                  f"{handle.id}", highlight=False)
 
 
 @workflows.command("signal")

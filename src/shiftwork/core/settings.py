@@ -51,6 +51,9 @@ class Settings:
     max_step_result_bytes: int = 1024 * 1024  # one workflow step's result
     max_event_payload_bytes: int = 256 * 1024  # an event's payload, and an update's request
     max_workflow_state_bytes: int = 64 * 1024  # one key a workflow publishes (wf.set_state)
+    # A workflow stream (wf.write_stream): how many values one key holds, and each one's size.
+    max_stream_values: int = 10_000
+    max_stream_value_bytes: int = 64 * 1024
     max_unique_key_bytes: int = 1024  # PostgreSQL indexes keys only up to ~2.7 kB
     max_json_depth: int = 64  # nesting of lists and objects in any of the above
     # What a job logs while it runs is kept per attempt up to this many records and bytes
@@ -132,4 +135,5 @@ _PAIRS = (("table_dead_ratio_warning", "table_dead_ratio_unhealthy"),
           ("xmin_xids_warning", "xmin_xids_unhealthy"))
 _LIMITS = ("max_args_bytes", "max_checkpoint_bytes", "max_result_bytes",
            "max_progress_message_bytes", "max_step_result_bytes", "max_event_payload_bytes",
-           "max_workflow_state_bytes", "max_unique_key_bytes", "max_json_depth")
+           "max_workflow_state_bytes", "max_stream_values", "max_stream_value_bytes",
+           "max_unique_key_bytes", "max_json_depth")

@@ -4,9 +4,11 @@ which both use them."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Generic, TypeVar, cast
 
 from shiftwork.core.errors import ConfigurationError, DependencyError
+from shiftwork.jobs.stream_reader import read_stream, read_stream_async
 from shiftwork.jobs.waiting import ResultWaiter, WorkflowTalk, wait_result, wait_result_async
 from shiftwork.model.records import EnqueueResult
 
@@ -68,6 +70,18 @@ class JobHandle(EnqueueResult, Generic[R]):
                            timeout: float | None = 30.0) -> Any:
         """:meth:`update` for asyncio code."""
         return await self._talk().update_async(self.id, name, payload, timeout=timeout)
+
+    def read_stream(self, key: str, offset: int = 0, timeout: float | None = None
+                    ) -> Iterator[Any]:
+        """The values a workflow writes to its stream ``key`` (``wf.write_stream``), from
+        ``offset`` on, as they arrive; ends when the workflow closes the stream or ends.
+        ``timeout``: the most seconds to wait for the next value (then TimeoutError)."""
+        return read_stream(self._results, self.id, key, offset, timeout)
+
+    def read_stream_async(self, key: str, offset: int = 0, timeout: float | None = None
+                          ) -> AsyncIterator[Any]:
+        """:meth:`read_stream` for asyncio code: ``async for value in ...``."""
+        return read_stream_async(self._results, self.id, key, offset, timeout)
 
 
 def dependency_ids(after: Any) -> tuple[int, ...]:

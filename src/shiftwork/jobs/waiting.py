@@ -33,6 +33,9 @@ Deliver = Callable[[FinishedJob | int], None]  # an int: no job with that id
 #: Seconds between checks when the listener cannot be opened (or a wake-up was missed).
 FALLBACK_POLL = 1.0
 READY_WAIT = 5.0  # the first waiter waits this long for the listener before polling
+#: The payload of a stream append's wake-up on the finished-jobs channel (PostgreSQL;
+#: store/postgres/streams.sql): it wakes stream readers, and asks for no finished jobs.
+STREAM_WAKE = "stream"
 
 
 class WorkflowTalk(Protocol):
@@ -135,6 +138,10 @@ class ResultWaiter:
             except Exception:  # one waiter's failure (a closed loop) is not the listener's
                 log.exception("waking an update waiter failed")
 
+    def store(self) -> Store:
+        """The store this waiter reads (the App's)."""
+        return self._store()
+
     def _withdraw(self, job_id: int, deliver: Deliver) -> None:
         with self._lock:
             callbacks = self._waiting.get(job_id)
@@ -206,9 +213,10 @@ class ResultWaiter:
                 with listener:
                     self._ready.set()
                     self._check()  # anything that finished while no one listened
-                    for _ in listener.receive(self._stop):
+                    for payload in listener.receive(self._stop):
                         self._woken()
-                        self._check()
+                        if payload != STREAM_WAKE:  # a stream append finished no job
+                            self._check()
             except Exception as exc:
                 if not self._stop.is_set():
                     log.warning("finished-job listener lost (%s); listening again", exc)

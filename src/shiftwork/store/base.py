@@ -50,6 +50,7 @@ from shiftwork.model.records import (
     WorkflowSummary,
     WorkflowUpdate,
 )
+from shiftwork.model.streams import StreamAppend, StreamKey, StreamPage
 from shiftwork.model.table_health import TableHealth
 from shiftwork.store.history import Counts, Durations
 from shiftwork.store.jobs import Row
@@ -298,6 +299,46 @@ class WorkflowStatements(Protocol):
 
     def updates_list(self, job_id: int, limit: int = 100) -> list[WorkflowUpdate]:
         """The newest updates sent to a workflow, pending or resolved."""
+
+
+class StreamStatements(Protocol):
+    """Workflow streams (``store.streams``): values a workflow appends under a key, each in
+    the transaction that records its step; read from an offset as they arrive."""
+
+    def append(self, job_id: int, attempt: int, key: str, value_json: str | None, *,
+               closed: bool, step: str, position: int, digest: str | None,
+               started_at: datetime, max_values: int) -> StreamAppend | None:
+        """Append a value (or the closing row) and record ``step`` (kind ``stream``), fenced
+        by attempt, and wake the readers; nothing is written when the stream is closed or
+        holds ``max_values`` values already. None: this attempt lost its lease."""
+
+    def read(self, job_id: int, key: str, offset: int, limit: int) -> StreamPage:
+        """Up to ``limit`` items from ``offset``, after the job's state."""
+
+    def keys(self, job_id: int) -> list[StreamKey]:
+        """The workflow's streams: each key, its values, whether it is closed."""
+
+
+class RerunStatements(Protocol):
+    """New runs made from a workflow's record (``store.reruns``): a fork's copied history,
+    and continue-as-new's reset."""
+
+    def fork_copy(self, source: int, target: int, position: int, version: str,
+                  conn: Any) -> None:
+        """Give the new job ``target`` the source's instance row (this ``version``), its
+        body's records before ``position`` and their stream values, in ``conn``'s
+        transaction (the one that inserted ``target``)."""
+
+    def continue_as_new(self, job_id: int, attempt: int, args_json: str, version: str,
+                        effect_prefix: str, generation: int) -> bool | None:
+        """Reset the instance for its next run in one transaction, fenced by attempt: its
+        steps, taken events, joins and its children's effect keys (``effect_prefix``)
+        deleted, its generation set to ``generation`` (so a repeat sets the same), the
+        job's arguments replaced. Returns the job's cancel flag; None: this attempt lost
+        its lease."""
+
+    def generation(self, job_id: int) -> int | None:
+        """How many times the instance continued as new (None: no instance)."""
 
 
 class ObserveStatements(Protocol):
@@ -622,6 +663,14 @@ class Store(Protocol):
     @property
     def workflows(self) -> WorkflowStatements:
         """Durable workflows: instances, steps, events (store/<engine>/workflows.py)."""
+
+    @property
+    def streams(self) -> StreamStatements:
+        """Workflow streams (store/<engine>/streams.py)."""
+
+    @property
+    def reruns(self) -> RerunStatements:
+        """Forks and continue-as-new (store/<engine>/reruns.py)."""
 
     @property
     def claims(self) -> ClaimStatements:

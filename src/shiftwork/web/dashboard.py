@@ -33,7 +33,13 @@ from shiftwork.observe.table_health import TableHealthCache, format_bytes, table
 from shiftwork.observe.text import format_age, format_seconds, format_time
 from shiftwork.observe.views import overview
 from shiftwork.web.chart import minute_chart
-from shiftwork.web.forms import bad_text, declared_too_large, read_form, too_large
+from shiftwork.web.forms import (
+    FORM_SCOPE_KEY,
+    bad_text,
+    declared_too_large,
+    read_form,
+    too_large,
+)
 from shiftwork.web.history import history_routes
 from shiftwork.web.history_charts import history_chart_routes
 from shiftwork.web.job_edit import edit_fields
@@ -67,7 +73,7 @@ SECURITY_HEADERS = {
 }
 #: Sent only over https (a browser ignores it on http): stay on https for a year.
 HSTS = "max-age=31536000"
-_FORM = "shiftwork.form"
+_FORM = FORM_SCOPE_KEY
 #: Notices the dashboard shows come back signed from its own redirects (``?msg=&sig=``).
 _NOTICE = "notice"
 

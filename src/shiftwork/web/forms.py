@@ -18,6 +18,9 @@ MAX_FORM_BYTES = 64 * 1024  # every dashboard form is a few fields
 MAX_FORM_FIELDS = 1024
 
 
+#: Where the gate keeps the form it read (and checked) for the endpoint.
+FORM_SCOPE_KEY = "shiftwork.form"
+
 def bad_text(value: str) -> bool:
     """Control characters no dashboard field or path holds (NUL breaks PostgreSQL text)."""
     return any(ord(c) < 32 and c not in "\t\r\n" for c in value)

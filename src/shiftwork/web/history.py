@@ -23,7 +23,9 @@ from shiftwork.core.errors import ConfigurationError, JobNotFoundError, Shiftwor
 from shiftwork.core.names import schedule_name, schedule_ref
 from shiftwork.core.states import FINAL, JobState, WorkflowStatus
 from shiftwork.model.records import WorkflowLive
+from shiftwork.web.forms import FORM_SCOPE_KEY
 from shiftwork.web.workflow_view import duration, line_waiting_for, live_view
+from shiftwork.workflow.fork import body_steps
 
 PAGE = 50
 #: The largest job id (a bigint); a larger number names no job.
@@ -142,6 +144,7 @@ class HistoryPages:
         events = await run_in_threadpool(self.app.store.workflows.events_list, job_id, EVENTS)
         state = await run_in_threadpool(self.app.store.workflows.state_get, job_id)
         updates = await run_in_threadpool(self.app.store.workflows.updates_list, job_id, EVENTS)
+        streams = await run_in_threadpool(self.app.workflows.streams, job_id)
         view = live_view(WorkflowLive(job.state, job.created_at, job.attempted_at,
                                       job.finished_at, job.run_at,
                                       run.status if run else None, steps), now)
@@ -149,6 +152,8 @@ class HistoryPages:
             request, "workflow.html", job=job, run=run, view=view, events=events,
             job_id=job_id, more_events=len(events) >= EVENTS, state=state, updates=updates,
             more_updates=len(updates) >= EVENTS,
+            streams=streams,
+            fork_from=_fork_places(steps) if run is not None and task is not None else [],
             cancellable=job.state in (JobState.SCHEDULED, JobState.AVAILABLE,
                                       JobState.RETRYING, JobState.RUNNING, JobState.HELD),
             retryable=job.state in (JobState.DEAD, JobState.CANCELLED))
@@ -168,9 +173,18 @@ class HistoryPages:
                 job = await run_in_threadpool(self.app.retry_job, job_id)
                 return self.board.back(request, to, f"workflow {job_id} is "
                                        f"{job.state.value} again")
+            if action == "fork":
+                where = _whole(str(request.scope[FORM_SCOPE_KEY].get("from_step", "")))
+                if where is None:
+                    return self.board.back(request, to, "fork: choose the step to run again "
+                                           "from (its position)")
+                new = await run_in_threadpool(self.app.workflows.fork, job_id, where)
+                return self.board.back(request, f"/workflows/{new.id}",
+                                       f"workflow {new.id}: forked from workflow {job_id} at "
+                                       f"step {where}")
         except ShiftworkError as exc:
             return self.board.back(request, to, str(exc))
-        return PlainTextResponse("action must be cancel or retry", status_code=404)
+        return PlainTextResponse("action must be cancel, retry or fork", status_code=404)
 
     # -- schedules ---------------------------------------------------------------------
 
@@ -246,6 +260,15 @@ class HistoryPages:
         return self.board.page(
             request, "job_logs.html", job=job, lines=shown, attempt=attempt, next=following,
             live=live, limits={"lines": settings.job_log_lines, "bytes": settings.job_log_bytes})
+
+
+def _fork_places(steps: list[Any]) -> list[tuple[int, str]]:
+    """Where a fork may start: each recorded body step, then the first place without a
+    record (a failed step that recorded nothing), as (position, label)."""
+    body = body_steps({s.name: s for s in steps})
+    places = [(s.position or 0, f"{s.position} · {s.name}") for s in body]
+    nxt = (body[-1].position or 0) + 1 if body else 0
+    return [*places, (nxt, f"{nxt} · the first step without a record")]
 
 
 def _whole(text: str) -> int | None:

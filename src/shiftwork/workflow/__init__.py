@@ -17,8 +17,9 @@ from shiftwork.workflow.errors import (
                      WorkflowFailed,
 )
 from shiftwork.workflow.hooks import set_boundary_hook
+from shiftwork.workflow.streams import StreamError
 
 __all__ = ["AsyncWorkflow", "ChildFailed", "CompensationFailed", "EventTimeout", "LeaseLost",
-           "NonDeterminismError", "StepFailed", "StepNameError", "UpdateRejected",
-           "UpdateTimeout", "Workflow", "WorkflowCompensated", "WorkflowError",
-           "WorkflowFailed", "set_boundary_hook"]
+           "NonDeterminismError", "StepFailed", "StepNameError", "StreamError",
+           "UpdateRejected", "UpdateTimeout", "Workflow", "WorkflowCompensated",
+           "WorkflowError", "WorkflowFailed", "set_boundary_hook"]

@@ -86,3 +86,15 @@ class AsyncWorkflow:
     async def parallel(self, *calls: Any, name: str | None = None) -> list[Any]:
         """As :meth:`Workflow.parallel`."""
         return await asyncio.to_thread(self.wf.parallel, *calls, name=name)
+
+    async def write_stream(self, key: str, value: Any) -> int:
+        """As :meth:`Workflow.write_stream`."""
+        return await asyncio.to_thread(self.wf.write_stream, key, value)
+
+    async def close_stream(self, key: str) -> None:
+        """As :meth:`Workflow.close_stream`."""
+        await asyncio.to_thread(self.wf.close_stream, key)
+
+    async def continue_as_new(self, *args: Any, **kwargs: Any) -> None:
+        """As :meth:`Workflow.continue_as_new` (raises; never returns)."""
+        await asyncio.to_thread(self.wf.continue_as_new, *args, **kwargs)

@@ -15,7 +15,7 @@ import json
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from shiftwork.core.backoff import Backoff, repeat_on_storage_error
 from shiftwork.core.bounds import seconds as check_seconds
@@ -111,6 +111,8 @@ class Workflow:
         self.compensating = run.status is WorkflowStatus.COMPENSATING
         #: (position, count) of the last set_state: its stamp's place in the body
         self._state_at = (-1, 0)
+        #: writes to each stream so far in this run (their step names: streams.py)
+        self._streams: dict[str, int] = {}
 
     @property
     def _store(self) -> Store:
@@ -440,6 +442,29 @@ class Workflow:
             step = f"parallel:{labels[0]}..{labels[-1]}({len(labels)})"
         return join(self, step, "parallel", [(c.name, c.task, c.args, c.kwargs)
                                              for c in calls])
+
+    # -- streams and continue-as-new (workflow/streams.py, workflow/continuing.py) --------
+
+    def write_stream(self, key: str, value: Any) -> int:
+        """Append ``value`` (JSON) to the stream ``key``, durably and once (a replay writes
+        nothing again); returns its offset. Readers: ``handle.read_stream(key)``."""
+        from shiftwork.workflow.streams import write
+
+        return write(self, key, value)
+
+    def close_stream(self, key: str) -> None:
+        """Close the stream ``key``: its readers end after its last value."""
+        from shiftwork.workflow.streams import close
+
+        close(self, key)
+
+    def continue_as_new(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """End this run and start the next one, same workflow id, with these arguments
+        and an empty history (Temporal's continue-as-new): what bounds a looping
+        workflow's history."""
+        from shiftwork.workflow.continuing import continue_as_new
+
+        continue_as_new(self, args, kwargs)
 
     # -- versioning ----------------------------------------------------------------
 

@@ -16,7 +16,8 @@ from shiftwork.model.records import StepRecord
 from shiftwork.workflow.errors import NonDeterminismError
 
 #: Kinds that are part of the body's sequence (compensations are not: they run after it).
-SEQUENCED = frozenset({"step", "sleep", "wait", "patch", "child", "parallel", "update"})
+SEQUENCED = frozenset({"step", "sleep", "wait", "patch", "child", "parallel", "update",
+                       "stream"})
 
 
 def _type_name(value: Any) -> str:

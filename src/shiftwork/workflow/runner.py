@@ -45,6 +45,7 @@ from shiftwork.jobs.task import Task
 from shiftwork.workflow.aio import AsyncWorkflow
 from shiftwork.workflow.children import cancel_members, report
 from shiftwork.workflow.context import Workflow
+from shiftwork.workflow.continuing import ContinuedAsNew
 from shiftwork.workflow.errors import (
     CompensationFailed,
     NonDeterminismError,
@@ -176,6 +177,8 @@ def _drive(wf: Workflow, task: Task[Any, Any], body: Callable[[], Any]) -> Any:
         wf.check_complete()
     except Suspend as s:
         raise Snooze(until=s.until, reason=s.reason) from None
+    except ContinuedAsNew:  # the reset committed: the next run is due at once
+        raise Snooze(reason="continued as new") from None
     except JobCancelled:
         cancel_members(wf)  # before the decision: a crash between them cancels again
         _decide(wf, task, "cancelled", cancelled=True)
@@ -205,6 +208,8 @@ async def _drive_async(wf: Workflow, task: Task[Any, Any], body: Callable[[], An
         wf.check_complete()
     except Suspend as s:
         raise Snooze(until=s.until, reason=s.reason) from None
+    except ContinuedAsNew:  # the reset committed: the next run is due at once
+        raise Snooze(reason="continued as new") from None
     except (JobCancelled, asyncio.CancelledError) as exc:
         if isinstance(exc, asyncio.CancelledError) and not wf.ctx.cancelled:
             raise  # shutdown, not a cancel of this job

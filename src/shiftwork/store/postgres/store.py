@@ -37,7 +37,9 @@ from shiftwork.store.postgres.jobs import PostgresJobs
 from shiftwork.store.postgres.long_jobs import PostgresLongJobs
 from shiftwork.store.postgres.observe import PostgresObserve
 from shiftwork.store.postgres.reconnect import reconnect_options
+from shiftwork.store.postgres.reruns import PostgresReruns
 from shiftwork.store.postgres.schedules import PostgresSchedules
+from shiftwork.store.postgres.streams import PostgresStreams
 from shiftwork.store.postgres.table_health import read_table_health
 from shiftwork.store.postgres.wakeups import PostgresWakeListener
 from shiftwork.store.postgres.workflows import PostgresWorkflows
@@ -110,6 +112,10 @@ class PostgresStore(PostgresAsyncPool):
         self.job_logs = PostgresJobLogs(self)
         #: The durable workflows' statements.
         self.workflows = PostgresWorkflows(self)
+        #: Workflow streams.
+        self.streams = PostgresStreams(self)
+        #: Forks and continue-as-new.
+        self.reruns = PostgresReruns(self)
         #: The schedule statements (the transactions are schedules/firing.py's).
         self.schedules = PostgresSchedules(self)
 

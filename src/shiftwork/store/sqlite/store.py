@@ -30,7 +30,9 @@ from shiftwork.store.sqlite.job_logs import SQLiteJobLogs
 from shiftwork.store.sqlite.jobs import SQLiteJobs
 from shiftwork.store.sqlite.long_jobs import SQLiteLongJobs
 from shiftwork.store.sqlite.observe import SQLiteObserve
+from shiftwork.store.sqlite.reruns import SQLiteReruns
 from shiftwork.store.sqlite.schedules import SQLiteSchedules
+from shiftwork.store.sqlite.streams import SQLiteStreams
 from shiftwork.store.sqlite.table_health import read_table_health
 from shiftwork.store.sqlite.wakeups import DataVersionWatcher
 from shiftwork.store.sqlite.workflows import SQLiteWorkflows
@@ -85,6 +87,10 @@ class SQLiteStore:
         self.job_logs = SQLiteJobLogs(self)
         #: The durable workflows' statements.
         self.workflows = SQLiteWorkflows(self)
+        #: Workflow streams.
+        self.streams = SQLiteStreams(self)
+        #: Forks and continue-as-new.
+        self.reruns = SQLiteReruns(self)
         #: The schedule statements (the transactions are schedules/firing.py's).
         self.schedules = SQLiteSchedules(self)
 
