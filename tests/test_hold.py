@@ -280,7 +280,7 @@ def test_migration_0032_on_a_database_with_jobs(db: dict[str, str]) -> None:
         if sqlite:
             raw.commit()
         store._migrations = every  # type: ignore[attr-defined]
-        assert store.migrate() == [32]
+        assert store.migrate()[0] == 32  # and any later ones
         assert raw.execute(old_insert, (now, now)).fetchall() == []  # still deduplicated
         if sqlite:
             raw.commit()
