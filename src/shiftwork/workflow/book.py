@@ -14,7 +14,7 @@ from shiftwork.workflow.fork import fork
 from shiftwork.workflow.talk import Workflows
 
 if TYPE_CHECKING:
-    from shiftwork.runtime import Runtime
+    pass
 
 
 class WorkflowBook(Workflows):
