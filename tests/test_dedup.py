@@ -249,7 +249,7 @@ def test_a_window_needs_a_key_and_debounce_no_delay(app: App) -> None:
     with pytest.raises(ConfigurationError, match="debounce cannot be combined with a delay"):
         t.using(key="k", debounce=5, delay=10).enqueue(1)
     # the default states, given: the partial unique index, as without them
-    t.using(key="k", unique_states=["running", "scheduled", "available", "retrying"]
+    t.using(key="k", unique_states=["running", "scheduled", "available", "retrying", "held"]
             ).enqueue(1)
     assert app.list_jobs()[0].meta == {}
 
