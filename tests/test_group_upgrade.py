@@ -4,9 +4,9 @@ finish under the new code, each callback once, after all its members."""
 
 from __future__ import annotations
 
-import pytest
-
 from typing import Any
+
+import pytest
 
 from shiftwork import App
 from shiftwork.core.states import JobState
