@@ -307,6 +307,26 @@ def test_debounce_on_a_key_held_by_a_running_job_enqueues_a_new_one(wapp: App) -
     assert c.id == b.id and wapp.get_job(b.id).args == [3]
 
 
+def test_a_held_job_keeps_its_state_bound_key_and_takes_a_debounce(wapp: App) -> None:
+    from shiftwork.worker.maintenance.pruner import Pruner
+
+    @wapp.task
+    def t(n: int) -> None: ...
+
+    a = t.using(key="s", unique_states=["scheduled", "available", "held"]).enqueue(1)
+    wapp.hold(a.id)
+    Pruner(wapp.runtime).prune()  # held: its row still holds the key
+    assert _key_rows(wapp) == 1
+    again = t.using(key="s", unique_states=["scheduled", "available", "held"]).enqueue(2)
+    assert (again.id, again.created) == (a.id, False)
+    d = t.using(key="d", debounce=5).enqueue(1)
+    wapp.hold(d.id)
+    e = t.using(key="d", debounce=5).enqueue(7)  # the held job takes the new arguments
+    assert (e.id, e.created) == (d.id, False)
+    job = wapp.get_job(d.id)
+    assert job.args == [7] and job.state is JobState.HELD
+
+
 def test_the_leaders_pruner_prunes_unique_keys(wapp: App, clock: FakeClock) -> None:
     from shiftwork.worker.maintenance.pruner import Pruner
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from shiftwork import App
 from shiftwork.core.states import JobState
 from shiftwork.model.new_job import DEPS_WAIT, NewJob
@@ -46,11 +44,6 @@ def _old_group(app: App, members: list[int], finished: list[int], callback: int,
 
 
 def test_groups_in_flight_finish_after_the_upgrade(db: dict[str, str]) -> None:
-    if db["dsn"].startswith("sqlite"):
-        # Known gap (issue 30, held state): this release's SQLite insert names the unique
-        # index of migration 0032, so it cannot write into a schema older than that, as this
-        # test does to make old-format groups. A SQLite App migrates as it opens; to fix.
-        pytest.xfail("this release's SQLite insert needs migration 0032's unique index")
     app = App(db["dsn"], schema=db["schema"], settings=FAST, auto_migrate=False)
     try:
         @app.task(name="member", queue="default")

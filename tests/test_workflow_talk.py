@@ -117,6 +117,19 @@ def test_an_update_sent_before_the_workflow_waits_is_handled_at_its_wait(wapp: A
     assert (u.id, u.status, u.result) == (update_id, "accepted", ["early"])
 
 
+def test_a_held_workflow_takes_updates_and_handles_them_once_released(wapp: App) -> None:
+    seen: list[Any] = []
+    job = _cart(wapp, seen).enqueue("hd")
+    wapp.hold(job.id)
+    update_id = wapp.workflows.send_update(job.id, "add", {"item": "while held"})
+    drain(wapp)
+    assert wapp.get_job(job.id).state is JobState.HELD and seen == []
+    wapp.release(job.id)
+    drain(wapp)
+    [u] = wapp.workflows.updates(job.id)
+    assert (u.id, u.status, u.result) == (update_id, "accepted", ["while held"])
+
+
 def test_replay_neither_repeats_nor_moves_the_state_back(wapp: App, clock: FakeClock) -> None:
     writes: list[int] = []
 

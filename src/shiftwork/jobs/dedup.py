@@ -18,8 +18,9 @@ from shiftwork.core.errors import ConfigurationError
 from shiftwork.core.states import ACTIVE, JobState
 from shiftwork.model.new_job import Dedup
 
-#: The states a debounced key is held in: its job still waits, so it can take new arguments.
-DEBOUNCE_STATES = ("scheduled", "available", "retrying")
+#: The states a debounced key is held in: its job still waits (or is held), so it can take
+#: new arguments.
+DEBOUNCE_STATES = ("scheduled", "available", "retrying", "held")
 _ORDER = [s.value for s in JobState]
 
 

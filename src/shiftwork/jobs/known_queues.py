@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def known_queues(registry: Registry, store: Store) -> set[str]:
-    """Queues declared in code or seen in the table (jobs waiting, running or dead;
+    """Queues declared in code or seen in the table (jobs waiting, running, held or dead;
     paused queues). Reads no finished history."""
     known = registry.declared_queues()
     known |= {s.queue for s in store.jobs.queues_stats(include_finished=False)}

@@ -468,7 +468,7 @@ DELETE FROM {schema}.unique_keys u USING (
         (SELECT k.key, k.job_id FROM {schema}.unique_keys k
          WHERE k.expires_at IS NULL AND NOT EXISTS (
              SELECT 1 FROM {schema}.jobs j WHERE j.id = k.job_id
-               AND j.state IN ('scheduled', 'available', 'running', 'retrying'))
+               AND j.state IN ('scheduled', 'available', 'running', 'retrying', 'held'))
          LIMIT %(limit)s)
     ) both_arms LIMIT %(limit)s
 ) c

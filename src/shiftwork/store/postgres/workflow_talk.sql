@@ -18,7 +18,7 @@ SELECT key, value, updated_at FROM {schema}.workflow_state WHERE job_id = %(job)
 -- name: workflow_update_insert
 INSERT INTO {schema}.workflow_updates (job_id, name, payload, created_at)
 SELECT id, %(name)s, %(payload)s::jsonb, {now} FROM {schema}.jobs
-WHERE id = %(job)s AND state IN ('scheduled', 'available', 'running', 'retrying')
+WHERE id = %(job)s AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
 RETURNING id
 
 -- name: workflow_update_next

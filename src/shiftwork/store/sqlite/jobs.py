@@ -123,13 +123,13 @@ class SQLiteJobs(JobsCommon):
     def _insert_keyed(self, jobs: list[NewJob], now: float, conn: Any) -> list[EnqueueResult]:
         """Jobs one by one: an active job with the same unique key wins."""
         results: list[EnqueueResult] = []
-        insert = self.q["jobs_insert"]
+        keyed, unkeyed = self.q["jobs_insert"], self.q["jobs_insert_unkeyed"]
         with self._tx(conn) as c:
             for j in jobs:
                 if j.dedup is not None:
                     results.append(self._insert_dedup(c, j, now))
                     continue
-                row = c.execute(insert, {
+                row = c.execute(keyed if j.unique_key else unkeyed, {
                     "queue": j.queue, "task": j.task, "args": j.args_json, "now": now,
                     "run_at": to_ts(j.run_at), "priority": j.priority,
                     "max_attempts": j.max_attempts, "unique_key": j.unique_key,

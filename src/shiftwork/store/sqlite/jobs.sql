@@ -11,6 +11,16 @@ ON CONFLICT (unique_key)
     DO NOTHING
 RETURNING id
 
+-- name: jobs_insert_unkeyed
+-- One job without a unique key: no conflict to settle, so no index named (an older
+-- schema's partial index is not this release's).
+INSERT INTO jobs (queue, task, args, state, priority, max_attempts, run_at, created_at,
+                  unique_key, timeout, meta)
+VALUES (:queue, :task, :args, CASE WHEN :run_at IS NULL OR :run_at <= :now
+                                   THEN 'available' ELSE 'scheduled' END,
+        :priority, :max_attempts, coalesce(:run_at, :now), :now, :unique_key, :timeout, :meta)
+RETURNING id
+
 -- name: jobs_insert_plain
 -- Jobs without a unique key, many per statement: one JSON array of rows (state and
 -- run_at decided by the caller), unpacked by json_each. One statement instead of an
@@ -346,7 +356,7 @@ UPDATE unique_keys SET job_id = :id, states = :states, expires_at = :expires WHE
 -- name: jobs_debounce
 -- A debounced key's waiting holder takes the new arguments and run_at.
 UPDATE jobs SET args = :args, run_at = :run_at
-WHERE id = :id AND state IN ('scheduled', 'available', 'retrying')
+WHERE id = :id AND state IN ('scheduled', 'available', 'retrying', 'held')
 
 -- name: unique_keys_prune
 -- Rows of unique_keys that can no longer hold their key: expired, or held while a job is
@@ -357,7 +367,7 @@ DELETE FROM unique_keys WHERE key IN (
     SELECT k.key FROM unique_keys k
     WHERE k.expires_at IS NULL AND NOT EXISTS (
         SELECT 1 FROM jobs j WHERE j.id = k.job_id
-          AND j.state IN ('scheduled', 'available', 'running', 'retrying'))
+          AND j.state IN ('scheduled', 'available', 'running', 'retrying', 'held'))
     LIMIT :limit
 )
 RETURNING key

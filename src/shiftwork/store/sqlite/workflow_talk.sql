@@ -15,7 +15,7 @@ SELECT key, value, updated_at FROM workflow_state WHERE job_id = :job ORDER BY k
 -- name: workflow_update_insert
 INSERT INTO workflow_updates (job_id, name, payload, created_at)
 SELECT id, :name, :payload, :now FROM jobs
-WHERE id = :job AND state IN ('scheduled', 'available', 'running', 'retrying')
+WHERE id = :job AND state IN ('scheduled', 'available', 'running', 'retrying', 'held')
 RETURNING id
 
 -- name: workflow_update_next

@@ -623,7 +623,7 @@ BEGIN
             FROM {schema}.unique_keys u WHERE u.key = p_keys[i];
             IF held AND p_debounce[i] IS NOT NULL THEN
                 UPDATE {schema}.jobs j SET args = p_args[i], run_at = v_run
-                WHERE j.id = holder AND j.state IN ('scheduled', 'available', 'retrying');
+                WHERE j.id = holder AND j.state IN ('scheduled', 'available', 'retrying', 'held');
                 held := FOUND;
             END IF;
             EXIT WHEN held OR step = 2;
