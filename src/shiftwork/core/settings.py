@@ -70,7 +70,9 @@ class Settings:
     # The oldest transaction holding the xmin horizon back (so vacuum cannot clean what
     # died after it began), by its age in seconds and, for every holder (replication
     # slots have no start time), in transactions.
-    xmin_age_warning: float = 300.0
+    # Warning at 60 s: a held horizon is what starts a busy queue's collapse (the soak, at
+    # 2,000 jobs/s, fell behind 90 s into one; docs/performance.md, "Soak").
+    xmin_age_warning: float = 60.0
     xmin_age_unhealthy: float = 3600.0
     xmin_xids_warning: int = 10_000_000
     xmin_xids_unhealthy: int = 100_000_000  # half of autovacuum_freeze_max_age's default
