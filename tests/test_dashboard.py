@@ -176,6 +176,9 @@ def test_dashboard_in_a_real_browser(app: App, browser: Any, tmp_path: Path) -> 
         page.goto(f"{served.url}/jobs")
         page.fill("input[name=unique_key]", "noop:" + hostile)
         page.click("button:has-text('Filter')")
+        # count() does not wait: wait for the filtered page before counting its rows.
+        page.wait_for_url(re.compile(r".*[?&]unique_key="))
+        page.wait_for_load_state()
         assert page.locator(f"tr[data-job='{hostile_id}']").count() == 1
         _shot(page, "jobs")
         page.goto(f"{served.url}/jobs/{hostile_id}")
