@@ -7,12 +7,13 @@ import time
 
 from shiftwork import App, JobContext, Settings
 
-from .recorder import record
+from .recorder import record, started
 
 
 def noop(ctx: JobContext) -> None:
-    """Drain, mixed flood and memory runs: note that this job ran, and nothing else."""
-    record("d", ctx.job_id, ctx.attempt)
+    """Drain, mixed flood and memory runs: note that this job started, and nothing else
+    (the same recorder call every peer's job makes)."""
+    started(ctx.job_id, ctx.attempt)
 
 
 def stamp(ctx: JobContext, sent: float) -> None:

@@ -40,6 +40,9 @@ def main() -> None:
 main.add_command(soak)
 
 
+PEER_NAMES = ("pgqueuer", "awa", "chancy", "oban", "procrastinate", "dbos", "celery")
+
+
 @main.command()
 @click.option("--engine", default="all", show_default=True,
               help="sqlite, postgres or all.")
@@ -56,8 +59,7 @@ main.add_command(soak)
 @click.option("--peer-python", default=os.environ.get("SHIFTWORK_BENCH_PEER_PYTHON",
                                                       "/work/bench-venv/bin/python"),
               show_default=True, help="A Python with the `bench` extra (the peers) installed.")
-@click.option("--peers", "peer_names", default="procrastinate,pgqueuer,celery",
-              show_default=True)
+@click.option("--peers", "peer_names", default=",".join(PEER_NAMES), show_default=True)
 @click.option("--supervised", is_flag=True,
               help="Drain with one `shiftwork worker --processes N` instead of N workers.")
 def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: int,
@@ -67,7 +69,7 @@ def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: 
     engines = ["sqlite", "postgres"] if engine == "all" else _list(
         engine, ["sqlite", "postgres"], "engine")
     chosen = _list(workloads, WORKLOADS, "workload")
-    peers = _list(peer_names, ["procrastinate", "pgqueuer", "celery"], "peer")
+    peers = _list(peer_names, list(PEER_NAMES), "peer")
     if quick:
         drain_jobs = min(drain_jobs, 5_000)
         memory_jobs = min(memory_jobs, 100_000)
@@ -103,7 +105,8 @@ def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: 
 
         for name in peers:
             plan.append(("peer", name, lambda e, p, nm=name: peer_mod.run_peer(
-                nm, peer_python, drain_jobs, concurrency, calls, bulk, lat_count, p)))
+                nm, peer_python, drain_jobs, concurrency, calls, bulk, lat_count, p,
+                max(1, repeat))))
     RESULTS.mkdir(exist_ok=True)
     out_path = RESULTS / f"{time.strftime('%Y%m%d-%H%M%S')}.json"
     with Progress(TextColumn("{task.fields[label]:<26}"), BarColumn(), TextColumn(

@@ -52,6 +52,12 @@ def record(kind: str, *values: object, now: bool = False) -> None:
             _flusher.start()
 
 
+def started(job_id: object, attempt: int = 1) -> None:
+    """A drain job's first statement, the same for shiftwork and every peer: its id and the
+    wall-clock moment it started. The drain's span is first start to last start."""
+    record("d", job_id, attempt, time.time())
+
+
 def flush() -> None:
     with _lock:
         _flush_locked()
@@ -68,3 +74,17 @@ def read_all(directory: str) -> list[list[str]]:
             with open(os.path.join(directory, name)) as f:
                 out += [line.split() for line in f if line.strip()]
     return out
+
+
+def starts(directory: str) -> tuple[int, int, float]:
+    """From the ``started`` lines: (distinct jobs, jobs started more than once, span in
+    seconds from the first start to the last)."""
+    seen: dict[str, int] = {}
+    first, last = float("inf"), float("-inf")
+    for row in read_all(directory):
+        if row[0] == "d" and len(row) >= 4:
+            seen[row[1]] = seen.get(row[1], 0) + 1
+            t = float(row[3])
+            first, last = min(first, t), max(last, t)
+    repeated = sum(1 for c in seen.values() if c > 1)
+    return len(seen), repeated, (last - first) if seen else 0.0

@@ -7,7 +7,7 @@ import time
 
 from celery import Celery
 
-from ..recorder import record
+from ..recorder import record, started
 
 app = Celery("bench", broker=os.environ.get("SHIFTWORK_BENCH_REDIS", "redis://127.0.0.1:6379/9"))
 app.conf.update(task_ignore_result=True, worker_hijack_root_logger=False,
@@ -16,8 +16,7 @@ app.conf.update(task_ignore_result=True, worker_hijack_root_logger=False,
 
 @app.task(name="noop", bind=True)
 def noop(self) -> None:  # type: ignore[no-untyped-def]
-    started = time.time()
-    record("d", self.request.id, 1, started, time.time())
+    started(self.request.id)
 
 
 @app.task(name="stamp", bind=True)

@@ -8,7 +8,7 @@ import time
 import asyncpg
 from pgqueuer import AsyncpgDriver, Job, PgQueuer
 
-from ..recorder import record
+from ..recorder import record, started
 
 
 async def create() -> PgQueuer:
@@ -18,7 +18,7 @@ async def create() -> PgQueuer:
 
     @pgq.entrypoint("noop")
     async def noop(job: Job) -> None:
-        record("d", job.id, 1, time.time())
+        started(job.id)
 
     @pgq.entrypoint("stamp")
     async def stamp(job: Job) -> None:
