@@ -16,6 +16,12 @@ def noop(ctx: JobContext) -> None:
     started(ctx.job_id, ctx.attempt)
 
 
+async def noop_async(ctx: JobContext) -> None:
+    """The drain's job written as a coroutine (BENCH_ASYNC=1): run on the worker's event
+    loop instead of its thread pool, as the asyncio peers' jobs are."""
+    started(ctx.job_id, ctx.attempt)
+
+
 def stamp(ctx: JobContext, sent: float) -> None:
     """Latency runs: enqueue-to-start in ms, against the enqueue time the job carries (and
     that send time, so a run can keep the sends of one window)."""
@@ -25,7 +31,8 @@ def stamp(ctx: JobContext, sent: float) -> None:
 
 def make_app(dsn: str, schema: str) -> App:
     a = App(dsn, schema=schema, settings=Settings(), auto_migrate=False)
-    a.task(noop, name="bench.noop", queue="bench", max_attempts=1)
+    a.task(noop_async if os.environ.get("BENCH_ASYNC") == "1" else noop, name="bench.noop",
+           queue="bench", max_attempts=1)
     a.task(stamp, name="bench.stamp", queue="urgent", max_attempts=1)
     return a
 

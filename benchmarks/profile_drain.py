@@ -29,6 +29,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=50)
     ap.add_argument("--gil", action="store_true")
     ap.add_argument("--rate", type=int, default=200)
+    ap.add_argument("--threads", action="store_true", help="one root frame per thread")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--out", default="")
     a = ap.parse_args()
@@ -57,6 +58,8 @@ def _spied_worker(pl: Place, spy: str, raw: str, a: argparse.Namespace
     cmd = [spy, "record", "-r", str(a.rate), "-f", "raw", "-o", raw, "--nonblocking"]
     if a.gil:
         cmd.append("--gil")
+    if a.threads:
+        cmd.append("--threads")
     cmd += ["--", sys.executable, "-m", "shiftwork.cli", "worker", "benchmarks.app:app",
             "--log-level", "WARNING", "--grace", "5", "-q", f"bench={a.concurrency}"]
     return spawn(cmd, pl.env(), os.path.join(pl.tmp, "worker.log"))

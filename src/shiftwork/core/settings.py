@@ -29,7 +29,7 @@ class Settings:
     # The history charts' five-minute buckets (observe/rollup.py) are kept this long.
     history_retention: float = 48 * 3600.0
     effect_retention: float = 30 * 24 * 3600.0  # ctx.once / tx.once keys kept this long
-    claim_batch: int = 100  # most jobs one claim statement takes
+    claim_batch: int = 200  # most jobs one claim statement takes
     # While the database is out, a worker logs one line when it is lost, one per this many
     # seconds while it stays out, and one when it is back (worker/outage.py).
     outage_log_every: float = 30.0
