@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -146,14 +144,22 @@ def new_log(rt: Runtime, job_id: int, attempt: int) -> JobLog:
     return JobLog(job_id, attempt, s.job_log_lines, s.job_log_bytes)
 
 
-@contextmanager
-def capturing(job_log: JobLog) -> Iterator[None]:
-    """Records logged in this thread or task (and tasks it starts) go to ``job_log``."""
-    token = CURRENT.set(job_log)
-    try:
-        yield
-    finally:
-        CURRENT.reset(token)
+class capturing:
+    """Records logged in this thread or task (and tasks it starts) go to ``job_log``.
+
+    A class, not ``@contextmanager``: it wraps every job, and a generator-based context
+    manager cost ~4% of a draining worker's interpreter time."""
+
+    __slots__ = ("_job_log", "_token")
+
+    def __init__(self, job_log: JobLog) -> None:
+        self._job_log = job_log
+
+    def __enter__(self) -> None:
+        self._token = CURRENT.set(self._job_log)
+
+    def __exit__(self, *exc: object) -> None:
+        CURRENT.reset(self._token)
 
 
 def write_logs(rt: Runtime, job_log: JobLog, final: bool = False) -> None:
