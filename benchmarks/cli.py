@@ -19,7 +19,7 @@ from .common import load, machine, settle
 from .report import rows_for, targets
 from .soak import soak
 
-WORKLOADS = ["drain", "enqueue", "latency", "mixed", "history", "memory", "peers"]
+WORKLOADS = ["drain", "drain-async", "enqueue", "latency", "mixed", "history", "memory", "peers"]
 RESULTS = Path(__file__).resolve().parent / "results"
 console = Console()
 
@@ -87,6 +87,11 @@ def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: 
                     plan.append((eng, f"drain-{n_workers}w", lambda e, p, k=n_workers:
                                  ours.drain_repeated(e, drain_jobs, k, concurrency, p,
                                                      max(1, repeat), supervised)))
+            elif w == "drain-async":  # the job as a coroutine, like the asyncio peers'
+                for n_workers in (1, 2):
+                    plan.append((eng, f"drain-async-{n_workers}w", lambda e, p, k=n_workers:
+                                 ours.drain_repeated(e, drain_jobs, k, concurrency, p,
+                                                     max(1, repeat), supervised, True)))
             elif w == "enqueue":
                 plan.append((eng, "enqueue", lambda e, p: ours.enqueue(e, calls, bulk, p)))
             elif w == "latency":

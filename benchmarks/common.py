@@ -30,10 +30,12 @@ class Place:
     schema: str
     tmp: str  # scratch folder: SQLite file, record files
     record_dir: str = field(default="")
+    async_jobs: bool = False  # the drain's job as a coroutine (benchmarks/app.py)
 
     def env(self) -> dict[str, str]:
         return {"BENCH_DSN": self.dsn, "BENCH_SCHEMA": self.schema,
-                "BENCH_RECORD_DIR": self.record_dir}
+                "BENCH_RECORD_DIR": self.record_dir,
+                "BENCH_ASYNC": "1" if self.async_jobs else "0"}
 
 
 @contextmanager

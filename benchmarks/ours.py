@@ -137,10 +137,12 @@ def _drain_wait(probe: Probe, queue: str, n: int, progress: Progress, procs: lis
 
 
 def drain(engine: str, n: int, workers: int, concurrency: int, progress: Progress,
-          supervised: bool = False) -> dict[str, Any]:
+          supervised: bool = False, async_jobs: bool = False) -> dict[str, Any]:
     """``workers`` worker processes drain ``n`` no-op jobs: that many `shiftwork worker`
-    commands, or with ``supervised`` one `shiftwork worker --processes <workers>`."""
+    commands, or with ``supervised`` one `shiftwork worker --processes <workers>`; with
+    ``async_jobs`` the job is a coroutine (as the asyncio peers' jobs are)."""
     with place(engine) as pl:
+        pl.async_jobs = async_jobs
         app = _app(pl)
         _enqueue_noops(app, n)
         app.close()
@@ -171,21 +173,22 @@ def drain(engine: str, n: int, workers: int, concurrency: int, progress: Progres
         span = starts(pl.record_dir)[2]
         return {"jobs_per_s": n / span if span else 0.0, "seconds": span, "n": n,
                 "db_jobs_per_s": n / db_span if db_span else 0.0, "db_seconds": db_span,
-                "workers": workers, "supervised": supervised,
+                "workers": workers, "supervised": supervised, "async_jobs": async_jobs,
                 "concurrency": concurrency, "verified": verified,
                 "lost": lost, "repeated": repeated, "succeeded_first_attempt": once,
                 "load": before}
 
 
 def drain_repeated(engine: str, n: int, workers: int, concurrency: int, progress: Progress,
-                   repeat: int, supervised: bool = False) -> dict[str, Any]:
+                   repeat: int, supervised: bool = False, async_jobs: bool = False
+                   ) -> dict[str, Any]:
     """The median of ``repeat`` drains (a 20,000-job drain lasts ~1.5 s: one run is noisy);
     every run is verified, and every run's figure is kept."""
     runs = []
     for i in range(repeat):
         runs.append(drain(engine, n, workers, concurrency,
                           lambda f, s, i=i: progress((i + f) / repeat, f"run {i + 1}: {s}"),
-                          supervised))
+                          supervised, async_jobs))
     ranked = sorted(runs, key=lambda r: r["jobs_per_s"])
     median = dict(ranked[len(ranked) // 2])
     median["runs"] = [round(r["jobs_per_s"]) for r in runs]
