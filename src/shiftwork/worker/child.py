@@ -54,6 +54,7 @@ class ChildSpec:
     max_memory: int | None = None  # bytes of RSS
     log_jobs: bool = False  # --log-jobs: a line per job
     memory_limits: dict[str, int | str] | None = None  # per-queue job ceilings (-q ...:CEILING)
+    gc_tuning: bool = True  # --no-gc-tuning: leave the collector at its defaults
 
 
 def rss_bytes() -> int:
@@ -155,7 +156,8 @@ def child_main(spec: ChildSpec, slot: int, conn: Connection) -> None:
                         metrics_port=port + slot if port else port,
                         metrics_host=spec.metrics_host, migrate=spec.migrate, listen=False,
                         memory_limits=spec.memory_limits,
-                        leader_candidate=slot == 0, on_job_done=recycler.job_done)
+                        leader_candidate=slot == 0, on_job_done=recycler.job_done,
+                        tune_gc=spec.gc_tuning)
         recycler.worker = worker
         threading.Thread(target=_listen_to_supervisor, args=(link, worker, recycler),
                          name="shiftwork-supervisor-pipe", daemon=True).start()

@@ -200,8 +200,10 @@ class Executor:
             coro = self.run_async(run, self.slots.get(run.job.queue))
             # Started at once (3.12+): a job that never waits finishes here, without a turn
             # of the loop; it waits for its queue's slot like any other.
-            task = (asyncio.Task(coro, loop=self.loop, eager_start=True) if _EAGER
-                    else self.loop.create_task(coro))
+            if _EAGER:
+                task = asyncio.Task(coro, loop=self.loop, eager_start=True)  # type: ignore[call-arg]
+            else:
+                task = self.loop.create_task(coro)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 

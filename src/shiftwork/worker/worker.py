@@ -88,9 +88,11 @@ class Worker:
                  migrate: bool = False,
                  memory_limits: dict[str, int | str] | None = None,
                  listen: bool = True, leader_candidate: bool = True,
-                 on_job_done: Callable[[], None] | None = None) -> None:
+                 on_job_done: Callable[[], None] | None = None,
+                 tune_gc: bool = False) -> None:
         if not queues:
             raise ConfigurationError("a worker needs at least one queue, e.g. --queue default=10")
+        self.tune_gc = tune_gc  # a process that is only this worker (worker/gc_tuning.py)
         for queue, concurrency in queues.items():
             check_queue(queue)
             if concurrency < 1:
@@ -186,6 +188,10 @@ class Worker:
                                                  name="shiftwork-asyncio", daemon=True)
             self._loop_thread.start()
         self.executor = Executor(self.rt, self.loop, self.queues)
+        if self.tune_gc:  # what start-up made lives as long as the process: frozen
+            from shiftwork.worker.gc_tuning import tune_gc
+
+            tune_gc()
         self.completer.start()
         for queue, concurrency in self.queues.items():
             self.pools[queue] = ThreadPool(concurrency, queue)
