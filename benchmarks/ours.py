@@ -6,7 +6,6 @@ import os
 import sqlite3
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -162,15 +161,14 @@ def drain(engine: str, n: int, workers: int, concurrency: int, progress: Progres
         ids = probe.ids("bench")
         probe.close()
         time.sleep(0.3)  # the workers' last recorder lines reach their files
-        seen = Counter(int(r[1]) for r in read_all(pl.record_dir) if r[0] == "d")
-        lost = sum(1 for i in ids if i not in seen)
-        repeated = sum(1 for c in seen.values() if c > 1)
-        verified = total == n and ok == n and once == n and lost == 0 and repeated == 0 \
-            and len(seen) == n
         # The measure every peer gets: first job start to last, from the jobs' own records.
         # The database's span (first attempted_at to last finished_at) stays as a second,
         # shiftwork-only figure.
-        span = starts(pl.record_dir)[2]
+        seen, span = starts(pl.record_dir)
+        lost = sum(1 for i in ids if str(i) not in seen)
+        repeated = sum(1 for c in seen.values() if c > 1)
+        verified = total == n and ok == n and once == n and lost == 0 and repeated == 0 \
+            and len(seen) == n
         return {"jobs_per_s": n / span if span else 0.0, "seconds": span, "n": n,
                 "db_jobs_per_s": n / db_span if db_span else 0.0, "db_seconds": db_span,
                 "workers": workers, "supervised": supervised, "async_jobs": async_jobs,

@@ -76,9 +76,9 @@ def read_all(directory: str) -> list[list[str]]:
     return out
 
 
-def starts(directory: str) -> tuple[int, int, float]:
-    """From the ``started`` lines: (distinct jobs, jobs started more than once, span in
-    seconds from the first start to the last)."""
+def starts(directory: str) -> tuple[dict[str, int], float]:
+    """From the ``started`` lines: how often each job id started, and the span in seconds
+    from the first start to the last."""
     seen: dict[str, int] = {}
     first, last = float("inf"), float("-inf")
     for row in read_all(directory):
@@ -86,5 +86,4 @@ def starts(directory: str) -> tuple[int, int, float]:
             seen[row[1]] = seen.get(row[1], 0) + 1
             t = float(row[3])
             first, last = min(first, t), max(last, t)
-    repeated = sum(1 for c in seen.values() if c > 1)
-    return len(seen), repeated, (last - first) if seen else 0.0
+    return seen, (last - first) if seen else 0.0

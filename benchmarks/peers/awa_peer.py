@@ -22,7 +22,7 @@ import awa
 import psycopg
 
 from .awa_app import Noop, Stamp
-from .run import PG
+from .run import PG, count_rows
 from .run import Peer as Base
 
 
@@ -78,11 +78,10 @@ class Peer(Base):
         # any other end in done_entries. Its exact compatibility view (awa.jobs) takes
         # 0.3 s per count at 20,000 jobs and seconds mid-drain, a core the drain loses.
         # All three are partitioned by ready_slot, so a pruned slot drops from each alike.
-        row = self.conn.execute(
+        return count_rows(self.conn,
             "SELECT (SELECT count(*) FROM awa.ready_entries)"
             " - (SELECT coalesce(sum(completed_count), 0) FROM awa.receipt_completion_batches)"
-            " - (SELECT count(*) FROM awa.done_entries)").fetchone()
-        return int(row[0]) if row else 0
+            " - (SELECT count(*) FROM awa.done_entries)")
 
     def analyze(self) -> None:
         if os.environ.get("BENCH_ANALYZE", "1") == "0":

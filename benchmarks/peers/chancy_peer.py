@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from .run import Peer as Base
+from .run import count_rows
 
 NOOP = "benchmarks.peers.chancy_app.noop"
 STAMP = "benchmarks.peers.chancy_app.stamp"
@@ -77,9 +78,8 @@ class Peer(Base):
         return self.spawn([sys.executable, "-m", "benchmarks.peers.chancy_app", queue], label)
 
     def remaining(self) -> int:
-        row = self.db.execute(f'SELECT count(*) FROM "{self.schema}".chancy_jobs '
-                              "WHERE state IN ('pending', 'running', 'retrying')").fetchone()
-        return int(row[0]) if row else 0
+        return count_rows(self.db, f'SELECT count(*) FROM "{self.schema}".chancy_jobs '
+                          "WHERE state IN ('pending', 'running', 'retrying')")
 
     def teardown(self) -> None:
         self.chancy.__exit__(None, None, None)

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from dbos import DBOS, DBOSClient, EnqueueOptions
 
 from .dbos_app import POLL, VERSION
-from .run import PG
+from .run import PG, count_rows
 from .run import Peer as Base
 
 
@@ -66,9 +66,8 @@ class Peer(Base):
                            str(concurrency), f"{self.schema}-{label}"], label)
 
     def remaining(self) -> int:
-        row = self.db.execute(f'SELECT count(*) FROM "{self.schema}".workflow_status '
-                              "WHERE status IN ('ENQUEUED', 'PENDING')").fetchone()
-        return int(row[0]) if row else 0
+        return count_rows(self.db, f'SELECT count(*) FROM "{self.schema}".workflow_status '
+                          "WHERE status IN ('ENQUEUED', 'PENDING')")
 
     def teardown(self) -> None:
         self.client.destroy()

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from .run import Peer as Base
+from .run import count_rows
 
 
 class Peer(Base):
@@ -65,9 +66,8 @@ class Peer(Base):
                            str(concurrency)], label)
 
     def remaining(self) -> int:
-        row = self.db.execute(f'SELECT count(*) FROM "{self.schema}".oban_jobs WHERE state IN '
-                              "('available', 'scheduled', 'executing', 'retryable')").fetchone()
-        return int(row[0]) if row else 0
+        return count_rows(self.db, f'SELECT count(*) FROM "{self.schema}".oban_jobs WHERE state IN '
+                          "('available', 'scheduled', 'executing', 'retryable')")
 
     def teardown(self) -> None:
         self.loop.run_until_complete(self.pool.close())

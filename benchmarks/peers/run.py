@@ -53,6 +53,12 @@ def wait_until(pred: Any, timeout: float, what: str, interval: float = 0.005) ->
         time.sleep(interval)
 
 
+def count_rows(conn: Any, sql: str) -> int:
+    """The one number a ``SELECT count(*) ...`` returns (a peer's jobs not yet finished)."""
+    row = conn.execute(sql).fetchone()
+    return int(row[0]) if row else 0
+
+
 def stop(procs: list[subprocess.Popen[bytes]]) -> None:
     for p in procs:
         if p.poll() is None:
@@ -96,11 +102,6 @@ class Peer:
     def worker(self, concurrency: int, queue: str, label: str) -> subprocess.Popen[bytes]: ...
     def remaining(self) -> int: ...
     def teardown(self) -> None: ...
-
-    def span(self) -> float:
-        """The one measure for every system: first job start to last, from the records
-        each job writes as its first statement (benchmarks.recorder.started)."""
-        return starts(self.record_dir)[2]
 
     def analyze(self) -> None:
         """Statistics after a bulk load, as autovacuum soon gives a running system; every
@@ -148,10 +149,8 @@ class Procrastinate(Peer):
                            "-c", str(concurrency)], label)
 
     def remaining(self) -> int:
-        row = self.db.execute(f'SELECT count(*) FROM "{self.schema}".procrastinate_jobs '
-                              "WHERE status IN ('todo', 'doing')").fetchone()
-        return int(row[0]) if row else 0
-
+        return count_rows(self.db, f'SELECT count(*) FROM "{self.schema}".procrastinate_jobs '
+                          "WHERE status IN ('todo', 'doing')")
 
     def teardown(self) -> None:
         self.app.close()
@@ -208,8 +207,7 @@ class PgQueuerPeer(Peer):
                            str(batch), str(cap)], label)
 
     def remaining(self) -> int:
-        row = self.db.execute(f'SELECT count(*) FROM "{self.schema}".pgqueuer').fetchone()
-        return int(row[0]) if row else 0
+        return count_rows(self.db, f'SELECT count(*) FROM "{self.schema}".pgqueuer')
 
 
     def teardown(self) -> None:
@@ -294,8 +292,8 @@ def drain(peer: Peer, n: int, workers: int, concurrency: int, base: float,
         time.sleep(0.5)  # the last records reach their files
     finally:
         stop(procs)
-    span = peer.span()
-    distinct, repeated, _ = starts(peer.record_dir)
+    seen, span = starts(peer.record_dir)
+    distinct, repeated = len(seen), sum(1 for c in seen.values() if c > 1)
     verified = distinct == n and repeated == 0
     return {"jobs_per_s": n / span if span else 0.0, "seconds": span, "n": n,
             "workers": workers, "concurrency": concurrency, "verified": verified,
