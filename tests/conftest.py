@@ -40,6 +40,9 @@ def _pg_available() -> bool:
 
 
 PG_UP = _pg_available()
+#: SHIFTWORK_TEST_HISTORY=partitioned: the Postgres schemas of the store contract and of
+#: apps_on are converted to partitioned history after migrating (docs/deploy.md).
+PARTITIONED = os.environ.get("SHIFTWORK_TEST_HISTORY") == "partitioned"
 
 
 def require_pg() -> None:
@@ -187,6 +190,8 @@ def apps_on(dsn: str, schema: str, pgbouncer: str = "", listen_dsn: str | None =
         app = App(dsn, schema=schema, **kwargs)
         app.migrate()
         app.store.debug_install_transition_guard()
+        if PARTITIONED and not dsn.startswith("sqlite"):
+            app.store.partitions.convert(say=lambda _: None)
         apps.append(app)
         return app
 

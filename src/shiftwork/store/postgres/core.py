@@ -19,6 +19,19 @@ class PostgresCore(EngineCore, Protocol):
     done_channel: str
     #: Server-side prepared statements (None behind a transaction pooler).
     _prepare: bool | None
+    #: The schema's name, unquoted, and whether its jobs table is partitioned.
+    schema: str
+    partitioned: bool
+    #: The numbered migrations, as loaded for the layout in use.
+    _migrations: list[tuple[int, str, str]]
+
+    def find_layout(self, c: psycopg.Connection[Any]) -> bool:
+        """Look the table layout up on ``c`` and load its statements; partitioned?"""
+        ...
+
+    def use_layout(self, partitioned: bool) -> None:
+        """Load the statements for this layout."""
+        ...
 
     def _conn(self, conn: Any = None) -> AbstractContextManager[psycopg.Connection[Any]]:
         """A pooled autocommit connection (``conn``: the caller's, as is)."""

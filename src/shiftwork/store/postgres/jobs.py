@@ -67,6 +67,7 @@ class PostgresJobs(JobsCommon):
         self.channel = core.channel
         self._fleet = fleet
         self._claims = claims
+        self._core = core
 
     # -- insert ------------------------------------------------------------------------
 
@@ -105,20 +106,31 @@ class PostgresJobs(JobsCommon):
         due = due_counts(jobs)
         keyed = any(j.unique_key for j in jobs)
         for _ in range(5):
-            with self._conn(conn) as c, c.transaction():
-                if staged:
-                    rows = self._insert_staged(c, jobs, params)
-                else:
-                    rows = c.execute(self.q["jobs_insert"], params).fetchall()
-                results = self._match_inserted(c, jobs, rows) if keyed else [
-                    EnqueueResult(r[0], True) for r in rows]
-                if results is None:
-                    continue  # a conflicting job finished between insert and lookup
-                if due:
-                    c.execute(self.q["jobs_notify"],
-                              {"channel": self.channel, "queues": shared_wakeups(due)})
-                return results
+            try:
+                with self._conn(conn) as c, c.transaction():
+                    if staged:
+                        rows = self._insert_staged(c, jobs, params)
+                    else:
+                        rows = c.execute(self.q["jobs_insert"], params).fetchall()
+                    results = self._match_inserted(c, jobs, rows) if keyed else [
+                        EnqueueResult(r[0], True) for r in rows]
+                    if results is None:
+                        continue  # a conflicting job finished between insert and lookup
+                    if due:
+                        c.execute(self.q["jobs_notify"],
+                                  {"channel": self.channel, "queues": shared_wakeups(due)})
+                    return results
+            except psycopg.errors.InvalidColumnReference:
+                if not self._relayout(conn):
+                    raise
         raise StorageError("could not settle unique keys after 5 tries; the key is contended")
+
+    def _relayout(self, conn: Any) -> bool:
+        """After an ON CONFLICT found no unique index: whether the jobs table was
+        partitioned since this store connected (its keyed inserts now go to jobs_hot)."""
+        before = self._core.partitioned
+        with self._conn(conn) as c:
+            return self._core.find_layout(c) and not before
 
     def _dedup_params(self, jobs: list[NewJob]) -> dict[str, Any]:
         return self._p(
@@ -372,18 +384,24 @@ class PostgresJobs(JobsCommon):
             metas=[j.meta_json for j in jobs])
         wakeups = due_wakeups(jobs)  # the sync insert's: one share per due job
         for _ in range(5):
-            async with self._aconn(conn) as c, c.transaction():
-                rows = await (await c.execute(self.q["jobs_insert"], params)).fetchall()
-                missing = keys_taken(jobs, rows)
-                found = await (await c.execute(self.q["jobs_find_active_by_keys"],
-                                               {"keys": missing})).fetchall() if missing else []
-                results = settle_keys(jobs, rows, missing, found)
-                if results is None:
-                    continue  # a key's holder finished between insert and lookup
-                if wakeups:
-                    await c.execute(self.q["jobs_notify"],
-                                    {"channel": self.channel, "queues": wakeups})
-                return results
+            try:
+                async with self._aconn(conn) as c, c.transaction():
+                    rows = await (await c.execute(self.q["jobs_insert"], params)).fetchall()
+                    missing = keys_taken(jobs, rows)
+                    found = await (await c.execute(
+                        self.q["jobs_find_active_by_keys"], {"keys": missing})
+                    ).fetchall() if missing else []
+                    results = settle_keys(jobs, rows, missing, found)
+                    if results is None:
+                        continue  # a key's holder finished between insert and lookup
+                    if wakeups:
+                        await c.execute(self.q["jobs_notify"],
+                                        {"channel": self.channel, "queues": wakeups})
+                    return results
+            except psycopg.errors.InvalidColumnReference:
+                # partitioned since this store connected: a rare, short catalog read
+                if not self._relayout(None):
+                    raise
         raise StorageError("could not settle unique keys after 5 tries; the key is contended")
 
     def list(self, state: JobState | None = None, queue: str | None = None,

@@ -10,8 +10,8 @@ WITH input AS (
     ) WITH ORDINALITY AS t(task, queue, args, priority, max_attempts, run_at, unique_key,
                            timeout, meta, ord)
 )
-INSERT INTO {schema}.jobs (queue, task, args, state, priority, max_attempts, run_at,
-                           created_at, unique_key, timeout, meta)
+INSERT INTO {hot} (queue, task, args, state, priority, max_attempts, run_at,
+                   created_at, unique_key, timeout, meta)
 SELECT queue, task, args,
        CASE WHEN run_at IS NULL OR run_at <= {now} THEN 'available' ELSE 'scheduled' END,
        priority, max_attempts, coalesce(run_at, {now}), {now}, unique_key, timeout, meta
@@ -36,8 +36,8 @@ COPY pg_temp.shiftwork_stage (ord, task, queue, args, priority, max_attempts, ru
 
 -- name: jobs_insert_staged
 -- jobs_insert, from the staged rows.
-INSERT INTO {schema}.jobs (queue, task, args, state, priority, max_attempts, run_at,
-                           created_at, unique_key, timeout, meta)
+INSERT INTO {hot} (queue, task, args, state, priority, max_attempts, run_at,
+                   created_at, unique_key, timeout, meta)
 SELECT queue, task, args,
        CASE WHEN run_at IS NULL OR run_at <= {now} THEN 'available' ELSE 'scheduled' END,
        priority, max_attempts, coalesce(run_at, {now}), {now}, unique_key, timeout, meta
@@ -373,13 +373,19 @@ WHERE id = %(id)s AND state = 'running'
 RETURNING id
 
 -- name: jobs_prune
-DELETE FROM {schema}.jobs WHERE id IN (
-    SELECT id FROM {schema}.jobs
-    WHERE (state IN ('succeeded', 'cancelled')
-           AND finished_at < {now} - make_interval(secs => %(finished)s))
-       OR (state = 'dead' AND finished_at < {now} - make_interval(secs => %(dead)s))
-    LIMIT %(limit)s
-)
+-- {hot}: the jobs table, or with partitioned history its DEFAULT partition jobs_hot
+-- (the jobs finished before the partitions began): the partitions themselves are
+-- dropped whole (partitions.py), never deleted from row by row.
+WITH gone AS (
+    DELETE FROM {hot} WHERE id IN (
+        SELECT id FROM {hot}
+        WHERE (state IN ('succeeded', 'cancelled')
+               AND finished_at < {now} - make_interval(secs => %(finished)s))
+           OR (state = 'dead' AND finished_at < {now} - make_interval(secs => %(dead)s))
+        LIMIT %(limit)s
+    ) RETURNING id
+), forgot AS (SELECT {schema}.jobs_forget(array(SELECT id FROM gone)))
+SELECT id FROM gone, forgot
 
 -- name: queues_stats
 -- One statement, three arms, each matching a partial index's predicate exactly, so

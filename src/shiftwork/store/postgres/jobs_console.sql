@@ -103,9 +103,12 @@ RETURNING id
 
 -- name: jobs_delete_finished
 -- As the pruner deletes: finished jobs only (deleting live work is cancelling it).
-DELETE FROM {schema}.jobs
-WHERE id = ANY(%(ids)s::bigint[]) AND state IN ('succeeded', 'dead', 'cancelled')
-RETURNING id
+WITH gone AS (
+    DELETE FROM {schema}.jobs
+    WHERE id = ANY(%(ids)s::bigint[]) AND state IN ('succeeded', 'dead', 'cancelled')
+    RETURNING id
+), forgot AS (SELECT {schema}.jobs_forget(array(SELECT id FROM gone)))
+SELECT id FROM gone, forgot
 
 -- name: bulk_actions_add
 INSERT INTO {schema}.bulk_actions (at, who, action, filter, matched, done)

@@ -53,7 +53,10 @@ WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
 ORDER BY id DESC LIMIT %(limit)s
 
 -- name: jobs_discard
-DELETE FROM {schema}.jobs WHERE id = ANY(%(ids)s::bigint[]) AND state = 'dead' RETURNING id
+WITH gone AS (
+    DELETE FROM {schema}.jobs WHERE id = ANY(%(ids)s::bigint[]) AND state = 'dead' RETURNING id
+), forgot AS (SELECT {schema}.jobs_forget(array(SELECT id FROM gone)))
+SELECT id FROM gone, forgot
 
 -- name: groups_busiest
 -- Every waiting or running job with a group is read: for people, not for claims.

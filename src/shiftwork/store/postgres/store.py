@@ -36,6 +36,7 @@ from shiftwork.store.postgres.job_logs import PostgresJobLogs
 from shiftwork.store.postgres.jobs import PostgresJobs
 from shiftwork.store.postgres.long_jobs import PostgresLongJobs
 from shiftwork.store.postgres.observe import PostgresObserve
+from shiftwork.store.postgres.partitions import PostgresPartitions
 from shiftwork.store.postgres.reconnect import reconnect_options
 from shiftwork.store.postgres.reruns import PostgresReruns
 from shiftwork.store.postgres.schedules import PostgresSchedules
@@ -83,10 +84,10 @@ class PostgresStore(PostgresAsyncPool):
         self.clock = clock or SystemClock()
         self.channel = NOTIFY_CHANNEL_PREFIX + self.schema
         self.done_channel = DONE_CHANNEL_PREFIX + self.schema
-        quoted = f'"{self.schema}"'
-        now = "coalesce(%(now)s::timestamptz, now())"
-        self.q = load_all_queries(__package__ or "", schema=quoted, now=now)
-        self._migrations = load_migrations(f"{__package__}.migrations", schema=quoted)
+        self.q: dict[str, str] = {}
+        #: Whether the jobs table is partitioned (partitions.py): found on connecting.
+        self.partitioned = False
+        self._load_sql()
         self.async_pool_size = async_pool_size  # enqueue_async's pool (async_pool.py)
         self._connect_timeout = connect_timeout
         self._pool: ConnectionPool | None = None
@@ -118,6 +119,33 @@ class PostgresStore(PostgresAsyncPool):
         self.reruns = PostgresReruns(self)
         #: The schedule statements (the transactions are schedules/firing.py's).
         self.schedules = PostgresSchedules(self)
+        #: Partitioned history: the conversion and the partitions' upkeep.
+        self.partitions = PostgresPartitions(self)
+
+    def _load_sql(self) -> None:
+        """The named queries and migrations, for the table layout found: ``{hot}`` names
+        the table unfinished jobs live in (jobs, or jobs_hot with partitioned history), as
+        the keyed inserts' ON CONFLICT needs their unique index, which only it holds. The
+        dict is updated in place: the drivers hold it."""
+        quoted = f'"{self.schema}"'
+        hot = f"{quoted}.jobs_hot" if self.partitioned else f"{quoted}.jobs"
+        now = "coalesce(%(now)s::timestamptz, now())"
+        self.q.clear()
+        self.q.update(load_all_queries(__package__ or "", schema=quoted, now=now, hot=hot))
+        self._migrations = load_migrations(f"{__package__}.migrations", schema=quoted, hot=hot)
+
+    def use_layout(self, partitioned: bool) -> None:
+        """Use the statements for this layout (after a conversion, or on finding it)."""
+        if partitioned != self.partitioned:
+            self.partitioned = partitioned
+            self._load_sql()
+
+    def find_layout(self, c: psycopg.Connection[Any]) -> bool:
+        """Look the layout up on ``c`` and use it; whether the history is partitioned."""
+        row = c.execute("SELECT to_regclass(%s) IS NOT NULL",
+                        (f'"{self.schema}".history_layout',)).fetchone()
+        self.use_layout(bool(row and row[0]))
+        return self.partitioned
 
     # -- connections -----------------------------------------------------------
 
@@ -155,6 +183,8 @@ class PostgresStore(PostgresAsyncPool):
                             f"{libpq_text(exc)}"
                         ) from exc
                     self._pool = pool
+                    with pool.connection() as c:
+                        self.find_layout(c)
         return self._pool
 
     def _connect_kwargs(self, dsn: str | None = None, role: str = "") -> dict[str, Any]:
@@ -184,9 +214,14 @@ class PostgresStore(PostgresAsyncPool):
                 except psycopg.errors.ReadOnlySqlTransaction as exc:
                     c.close()  # a standby: the pool discards it and connects anew
                     raise read_only(describe_dsn(self.dsn), exc) from exc
+
         except CommitUnknownError:
             raise
         except psycopg.OperationalError as exc:
+            # Also 40001 (SerializationFailure is an OperationalError): with partitioned
+            # history, a statement that waited on a row another moved between partitions
+            # (a heartbeat behind a completion) fails rather than following it. Transient,
+            # as an outage is: callers retry, and a fenced retry then matches no row.
             raise StorageError(f"PostgreSQL at {describe_dsn(self.dsn)}: {exc}") from exc
 
     def _p(self, **params: Any) -> dict[str, Any]:
@@ -255,6 +290,7 @@ class PostgresStore(PostgresAsyncPool):
 
     def table_health(self) -> TableHealth:
         with self._conn() as c:
+            self.find_layout(c)  # jobs_hot's health once partitioned, by another process
             return read_table_health(c, self.q)
 
     # -- schema ------------------------------------------------------------------------

@@ -8,7 +8,7 @@
 SELECT s.n_live_tup, s.n_dead_tup, s.last_autovacuum, s.last_autoanalyze, s.last_vacuum,
        pg_relation_size(c.oid)
 FROM pg_class c LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
-WHERE c.oid = '{schema}.jobs'::regclass
+WHERE c.oid = '{hot}'::regclass
 
 -- name: table_health_indexes
 -- Each index of the jobs table: its size, and its wasted space estimated from the
@@ -29,7 +29,7 @@ WITH ix AS (
     FROM pg_index i
     JOIN pg_class c ON c.oid = i.indexrelid
     JOIN pg_am am ON am.oid = c.relam
-    WHERE i.indrelid = '{schema}.jobs'::regclass
+    WHERE i.indrelid = '{hot}'::regclass
 ), widths AS (
     SELECT ix.oid, sum(st.avg_width * (1 - st.null_frac)) AS width,
            count(*) FILTER (WHERE st.avg_width IS NULL) AS unknown

@@ -30,6 +30,14 @@ class Pruner:
 
     def prune(self) -> None:
         store, s = self.rt.store, self.rt.settings
+        partitions = getattr(store, "partitions", None)  # PostgreSQL's history ranges
+        if partitions is not None:
+            upkeep = partitions.maintain(s.retention_finished, s.retention_dead)
+            if upkeep.created or upkeep.dropped:
+                log.info("history partitions: made %s, dropped %s (%d rows of other tables "
+                         "with them), %d jobs moved into new ranges",
+                         upkeep.created or "none", upkeep.dropped or "none",
+                         upkeep.forgotten, upkeep.moved)
         pruned = store.jobs.prune(s.retention_finished, s.retention_dead)
         store.fleet.workers_prune(max(3 * s.heartbeat_interval, s.lease_seconds))
         store.long_jobs.effect_keys_prune()

@@ -488,7 +488,7 @@ BEGIN
     -- A key another transaction frees between the insert and the lookup: insert again
     -- (jobs_insert's caller settles keys the same way).
     FOR try IN 1..5 LOOP
-        INSERT INTO {schema}.jobs AS j (queue, task, args, state, priority, max_attempts,
+        INSERT INTO {hot} AS j (queue, task, args, state, priority, max_attempts,
                                         run_at, created_at, unique_key, timeout)
         VALUES (queue, task, payload, CASE WHEN due THEN 'available' ELSE 'scheduled' END,
                 coalesce(priority, d_priority, 0), coalesce(d_max_attempts, 20),
