@@ -1,16 +1,19 @@
-"""Retention today: the claim's cost with finished history retained, and its pruning.
+"""Retention: the claim's cost with finished history retained, and its pruning.
 
-    python -m benchmarks.retention [--finished 1000000] [--engines sqlite,postgres]
-                                   [--claims 2000]
+    python -m benchmarks.retention [--finished 1000000] [--claims 2000]
+                                   [--engines sqlite,postgres,postgres-partitioned]
 
-The figures partitioned history (issue 31) must beat, measured on the layout of today
-(one ``jobs`` table, finished rows deleted by the leader ``limit`` at a time):
+On one ``jobs`` table (sqlite, postgres: finished rows deleted by the leader ``limit`` at
+a time) and on partitioned history (postgres-partitioned, issue 31: the finished rows in
+a range's leaf, which the leader's upkeep drops whole):
 
 - the claim of one due job (the worker's statement, a batch of 10 as it claims them),
   ``--claims`` jobs, on an empty table and then beside ``--finished`` finished jobs
   (filled in one statement, then ANALYZE): p50 and p99 per claim;
 - pruning those finished jobs as the pruner does (``store.jobs.prune``, 10,000 a
-  statement, until none is left): seconds in all and rows a second.
+  statement, until none is left; partitioned: ``store.partitions.maintain`` once the
+  clock is past the range's retention, then ``prune`` of what jobs_hot holds): seconds in
+  all and rows a second.
 
 The figures are from whatever machine runs it; on a shared one, say so beside them.
 """
@@ -42,7 +45,9 @@ FROM n
 """
 
 
-def _fill(app: Any, jobs: int) -> None:
+def _fill(app: Any, jobs: int, start: str = "now() - interval '30 days'") -> None:
+    """``jobs`` finished jobs, 0.01 s apart from ``start`` (a SQL instant; SQLite: 30
+    days ago), in one statement, then ANALYZE."""
     store = app.store
     if store.engine == "sqlite":
         with store.conn:
@@ -52,8 +57,8 @@ def _fill(app: Any, jobs: int) -> None:
     import psycopg
 
     with psycopg.connect(app.dsn, autocommit=True) as c:
-        c.execute(_PG_FILL.replace("{schema}", f'"{app.schema}"'),  # type: ignore[arg-type]
-                  {"jobs": jobs})
+        c.execute(_PG_FILL.replace("{schema}", f'"{app.schema}"')  # type: ignore[arg-type]
+                  .replace("now() - interval '30 days'", start), {"jobs": jobs})
         c.execute(f'VACUUM ANALYZE "{app.schema}".jobs')
 
 
@@ -79,20 +84,34 @@ def _new() -> Any:
 
 
 def one(engine: str, finished: int, claims: int) -> dict[str, Any]:
-    from shiftwork import App
+    from datetime import UTC, datetime, timedelta
+
+    from shiftwork import App, FakeClock
 
     out: dict[str, Any] = {"engine": engine, "finished": finished}
-    with place(engine) as pl:
-        app = App(pl.dsn, schema=pl.schema)
+    partitioned = engine == "postgres-partitioned"
+    clock = FakeClock(datetime.now(UTC))
+    with place(engine.removesuffix("-partitioned")) as pl:
+        app = App(pl.dsn, schema=pl.schema, clock=clock)
         try:
             app.migrate()
+            start = "now() - interval '30 days'"
+            if partitioned:
+                app.store.partitions.convert()
+                _, since = app.store.partitions.layout()
+                start = f"'{since.isoformat()}'::timestamptz"  # the first range
             out["claim_ms_empty"] = _claims(app, claims)
             t = time.perf_counter()
-            _fill(app, finished)
+            _fill(app, finished, start)
             out["fill_s"] = round(time.perf_counter() - t, 1)
             out["claim_ms_retained"] = _claims(app, claims)
             t = time.perf_counter()
             pruned = 0
+            if partitioned:  # a day past the retention of the range filled
+                clock.set(since + timedelta(days=3, hours=1))
+                upkeep = app.store.partitions.maintain(86400.0, 86400.0)
+                out["dropped"] = upkeep.dropped
+                pruned = finished if any(d.endswith("_done") for d in upkeep.dropped) else 0
             while True:
                 n = app.store.jobs.prune(86400.0, 86400.0, limit=10_000)
                 pruned += n
@@ -111,7 +130,7 @@ def one(engine: str, finished: int, claims: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.retention")
     parser.add_argument("--finished", type=int, default=1_000_000)
-    parser.add_argument("--engines", default="sqlite,postgres")
+    parser.add_argument("--engines", default="sqlite,postgres,postgres-partitioned")
     parser.add_argument("--claims", type=int, default=2000)
     args = parser.parse_args(argv)
     for engine in args.engines.split(","):

@@ -40,8 +40,9 @@ def _pg_available() -> bool:
 
 
 PG_UP = _pg_available()
-#: SHIFTWORK_TEST_HISTORY=partitioned: the Postgres schemas of the store contract and of
-#: apps_on are converted to partitioned history after migrating (docs/deploy.md).
+#: SHIFTWORK_TEST_HISTORY=partitioned: every Postgres schema of the store contract and of
+#: apps_on is converted to partitioned history after migrating, to run the whole suite
+#: on it; without it, the engine postgres-partitioned does so for the contracts alone.
 PARTITIONED = os.environ.get("SHIFTWORK_TEST_HISTORY") == "partitioned"
 
 
@@ -56,9 +57,11 @@ def require_pg() -> None:
 #: only: the rest would double the suite's Postgres time for the same statements.
 PGBOUNCER_MODULES = ("tests/store_contract/", "tests/test_queue_contract.py",
                      "tests/test_fleet_pgbouncer.py")
+#: On partitioned history (store/postgres/partitions.py), the same two contracts.
+PARTITIONED_MODULES = ("tests/store_contract/", "tests/test_queue_contract.py")
 
 
-@pytest.fixture(params=["sqlite", "postgres", "postgres-pgbouncer"])
+@pytest.fixture(params=["sqlite", "postgres", "postgres-pgbouncer", "postgres-partitioned"])
 def engine(request: pytest.FixtureRequest) -> str:
     if request.param.startswith("postgres"):
         require_pg()
@@ -72,9 +75,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     dropped: list[pytest.Item] = []
     for item in items:
         callspec = getattr(item, "callspec", None)
-        through = callspec is not None and callspec.params.get("engine") == "postgres-pgbouncer"
+        engine = callspec.params.get("engine") if callspec is not None else None
         where = str(Path(str(item.fspath)).relative_to(ROOT))
-        (dropped if through and not where.startswith(PGBOUNCER_MODULES) else keep).append(item)
+        (dropped if (engine == "postgres-pgbouncer" and not where.startswith(PGBOUNCER_MODULES))
+         or (engine == "postgres-partitioned" and not where.startswith(PARTITIONED_MODULES))
+         else keep).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
@@ -171,14 +176,16 @@ def db(engine: str, tmp_path: Path, request: pytest.FixtureRequest
     where = {"dsn": pg_dsn_for(engine, request), "schema": schema}
     if engine == "postgres-pgbouncer":
         where |= {"pgbouncer": "1", "listen_dsn": PG_DSN}
+    if engine == "postgres-partitioned":
+        where |= {"partitioned": "1"}
     yield where
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 @contextmanager
-def apps_on(dsn: str, schema: str, pgbouncer: str = "", listen_dsn: str | None = None
-            ) -> Iterator[Callable[..., App]]:
+def apps_on(dsn: str, schema: str, pgbouncer: str = "", listen_dsn: str | None = None,
+            partitioned: str = "") -> Iterator[Callable[..., App]]:
     """A maker of migrated, transition-guarded apps on ``dsn``/``schema``, closed after."""
     apps: list[App] = []
 
@@ -190,7 +197,7 @@ def apps_on(dsn: str, schema: str, pgbouncer: str = "", listen_dsn: str | None =
         app = App(dsn, schema=schema, **kwargs)
         app.migrate()
         app.store.debug_install_transition_guard()
-        if PARTITIONED and not dsn.startswith("sqlite"):
+        if (PARTITIONED or partitioned) and not dsn.startswith("sqlite"):
             app.store.partitions.convert(say=lambda _: None)
         apps.append(app)
         return app
@@ -204,8 +211,8 @@ def apps_on(dsn: str, schema: str, pgbouncer: str = "", listen_dsn: str | None =
 
 @pytest.fixture
 def make_app(db: dict[str, str]) -> Iterator[Callable[..., App]]:
-    with apps_on(db["dsn"], db["schema"], db.get("pgbouncer", ""), db.get("listen_dsn")
-                 ) as make:
+    with apps_on(db["dsn"], db["schema"], db.get("pgbouncer", ""), db.get("listen_dsn"),
+                 db.get("partitioned", "")) as make:
         yield make
 
 

@@ -35,12 +35,12 @@ def _connections(engine: str) -> Connections | None:
         else None
 
 
-def _migrated(dsn: str, schema: str) -> None:
+def _migrated(dsn: str, schema: str, partitioned: bool = False) -> None:
     template = open_store(dsn, schema=schema)
     try:
         template.migrate()
         template.debug_install_transition_guard()
-        if PARTITIONED and dsn.startswith("postgres"):
+        if (PARTITIONED or partitioned) and dsn.startswith("postgres"):
             template.partitions.convert(say=lambda _: None)  # type: ignore[attr-defined]
     finally:
         template.close()
@@ -61,6 +61,21 @@ def pg_template() -> Iterator[str]:
     yield schema
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(scope="session")
+def pg_partitioned_template() -> Iterator[str]:
+    """The template schema with partitioned history (the engine postgres-partitioned)."""
+    require_pg()
+    schema = f"t_contract_p_{uuid.uuid4().hex[:8]}"
+    _migrated(PG_DSN, schema, partitioned=True)
+    yield schema
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _template(engine: str) -> str:
+    return "pg_partitioned_template" if engine == "postgres-partitioned" else "pg_template"
 
 
 def _empty_schema(schema: str) -> None:
@@ -86,7 +101,7 @@ def store(engine: str, clock: FakeClock, tmp_path: Path, request: pytest.Fixture
         yield opened
         opened.close()
         return
-    schema = request.getfixturevalue("pg_template")
+    schema = request.getfixturevalue(_template(engine))
     opened = open_store(pg_dsn_for(engine, request), clock=clock, schema=schema,
                         connections=_connections(engine))
     try:
@@ -104,7 +119,7 @@ def other(store: Store, engine: str, tmp_path: Path, clock: FakeClock,
         second = open_store(f"sqlite:///{tmp_path / 'jobs.db'}", clock=clock)
     else:
         second = open_store(pg_dsn_for(engine, request), clock=clock,
-                            schema=request.getfixturevalue("pg_template"),
+                            schema=request.getfixturevalue(_template(engine)),
                             connections=_connections(engine))
     yield second
     second.close()

@@ -22,8 +22,6 @@ class PostgresCore(EngineCore, Protocol):
     #: The schema's name, unquoted, and whether its jobs table is partitioned.
     schema: str
     partitioned: bool
-    #: The numbered migrations, as loaded for the layout in use.
-    _migrations: list[tuple[int, str, str]]
 
     def find_layout(self, c: psycopg.Connection[Any]) -> bool:
         """Look the table layout up on ``c`` and load its statements; partitioned?"""
@@ -31,6 +29,10 @@ class PostgresCore(EngineCore, Protocol):
 
     def use_layout(self, partitioned: bool) -> None:
         """Load the statements for this layout."""
+        ...
+
+    def functions_sql(self) -> str:
+        """The schema's functions (migrations/functions.sql) for the layout in use."""
         ...
 
     def _conn(self, conn: Any = None) -> AbstractContextManager[psycopg.Connection[Any]]:

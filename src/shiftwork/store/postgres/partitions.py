@@ -204,10 +204,7 @@ class PostgresPartitions:
             self._later(c, "history_later_create", bound + AHEAD * width)
             # The functions (the SQL enqueue's keyed insert) again, naming jobs_hot.
             self.core.use_layout(True)
-            functions = [text for _, _, text in self.core._migrations
-                         if "CREATE OR REPLACE FUNCTION" in text]
-            if functions:
-                c.execute(functions[-1].encode())
+            c.execute(self.core.functions_sql().encode())
 
     def _forget_function(self) -> str:
         s = f'"{self.schema}"'

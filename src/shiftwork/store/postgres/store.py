@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from importlib import resources
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -133,6 +134,13 @@ class PostgresStore(PostgresAsyncPool):
         self.q.clear()
         self.q.update(load_all_queries(__package__ or "", schema=quoted, now=now, hot=hot))
         self._migrations = load_migrations(f"{__package__}.migrations", schema=quoted, hot=hot)
+
+    def functions_sql(self) -> str:
+        """migrations/functions.sql for the layout in use (CREATE OR REPLACE only)."""
+        text = resources.files(f"{__package__}.migrations").joinpath("functions.sql")
+        hot = "jobs_hot" if self.partitioned else "jobs"
+        return (text.read_text().replace("{schema}", f'"{self.schema}"')
+                .replace("{hot}", f'"{self.schema}".{hot}'))
 
     def use_layout(self, partitioned: bool) -> None:
         """Use the statements for this layout (after a conversion, or on finding it)."""
@@ -353,6 +361,8 @@ class PostgresStore(PostgresAsyncPool):
     def debug_install_transition_guard(self) -> None:
         pairs = ", ".join(f"('{a}', '{b}')" for a, b in legal_pairs())
         s = f'"{self.schema}"'
+        with self._conn() as c:  # partitioned: on jobs_hot, where every live row is
+            table = f"{s}.jobs_hot" if self.find_layout(c) else f"{s}.jobs"
         body = f"""
         CREATE OR REPLACE FUNCTION {s}.shiftwork_transition_guard() RETURNS trigger AS $$
         BEGIN
@@ -365,8 +375,8 @@ class PostgresStore(PostgresAsyncPool):
           END IF;
           RETURN NEW;
         END $$ LANGUAGE plpgsql;
-        DROP TRIGGER IF EXISTS transition_guard ON {s}.jobs;
-        CREATE TRIGGER transition_guard BEFORE INSERT OR UPDATE OF state ON {s}.jobs
+        DROP TRIGGER IF EXISTS transition_guard ON {table};
+        CREATE TRIGGER transition_guard BEFORE INSERT OR UPDATE OF state ON {table}
           FOR EACH ROW EXECUTE FUNCTION {s}.shiftwork_transition_guard();
         """
         with self._conn() as c:
