@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from importlib import resources
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
+from importlib import resources
 from typing import Any
 
 import psycopg
