@@ -321,3 +321,59 @@ def test_the_migrate_command_partitions_and_sqlite_says_it_cannot(
     lite = runner.invoke(main, ["migrate", "--dsn", f"sqlite:///{tmp_path / 'j.db'}",
                                 "--partition-history"])
     assert lite.exit_code != 0 and "PostgreSQL only" in lite.output
+
+
+def test_health_reads_jobs_hot_and_sums_up_the_ranges(
+        fresh: tuple[PostgresStore, FakeClock]) -> None:
+    from shiftwork.observe.table_health import table_json, table_lines
+
+    store, _ = fresh
+    assert store.table_health().history_interval is None
+    parts(store).convert(interval="hour", say=lambda _: None)
+    health = store.table_health()
+    assert health.table == "jobs_hot" and health.live_tuples is not None
+    assert (health.history_interval, health.history_ranges) == (3600, AHEAD)
+    assert health.history_bytes and health.history_bytes > 0
+    assert any(line.startswith("history: partitioned by 3600 s, 3 ranges")
+               for line in table_lines(health))
+    assert table_json(health)["history"]["ranges"] == AHEAD
+
+
+def test_a_worker_and_an_enqueuer_run_through_the_conversion(pg_schema: str) -> None:
+    """A worker draining and another app enqueueing (keyed jobs among them) while the
+    worker's own app converts: every job runs once, before, during and after."""
+    from .conftest import apps_on, running_worker
+
+    with apps_on(PG_DSN, pg_schema) as make:
+        app, producer = make(), make()
+        seen: list[int] = []
+
+        def body(i: int) -> None:
+            seen.append(i)
+
+        work = app.task(name="work")(body)
+        remote = producer.task(name="work")(body)  # the enqueuer's own registration
+        sent = [work.enqueue(i).id for i in range(300)]
+        stop = threading.Event()
+
+        def produce() -> None:
+            i = 300
+            while not stop.is_set():
+                handle = remote.using(key=f"k{i}").enqueue(i) if i % 2 else remote.enqueue(i)
+                sent.append(handle.id)
+                i += 1
+                time.sleep(0.002)
+
+        with running_worker(app, {"default": 4}):
+            feeding = threading.Thread(target=produce)
+            feeding.start()
+            time.sleep(0.3)
+            assert app.store.partitions.convert(say=lambda _: None)
+            time.sleep(0.3)
+            stop.set()
+            feeding.join(10)
+            deadline = time.monotonic() + 60
+            while len(seen) < len(sent) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        assert sorted(seen) == list(range(len(sent)))  # each once, none lost
+        assert producer.store.partitioned and app.store.partitioned

@@ -75,6 +75,11 @@ class TableHealth:
     free_pages: int | None = None  # SQLite: pages on the freelist (reused before growing)
     page_size: int | None = None
     wal_bytes: int | None = None  # SQLite: the -wal file's size (0 when there is none)
+    #: Partitioned history (Postgres): each range's width in seconds (None: one table),
+    #: how many ranges there are and the bytes their leaves hold.
+    history_interval: int | None = None
+    history_ranges: int | None = None
+    history_bytes: int | None = None
     not_measured: dict[str, str] = field(default_factory=dict)  # what -> why
 
     @property

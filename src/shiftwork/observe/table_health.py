@@ -131,6 +131,10 @@ def table_lines(t: TableHealth) -> list[str]:
              + (f" ~{ix.bloat_ratio:.0%} bloat" if ix.bloat_ratio is not None else "")
              for ix in t.indexes]
     lines.append("indexes (bloat estimated from the catalog): " + ", ".join(shown))
+    if t.history_interval is not None:
+        width = "day" if t.history_interval == 86400 else f"{t.history_interval} s"
+        lines.append(f"history: partitioned by {width}, {t.history_ranges} ranges, "
+                     f"{format_bytes(t.history_bytes)} (dropped whole at their retention)")
     return lines
 
 
@@ -154,6 +158,9 @@ def table_json(t: TableHealth) -> dict[str, Any]:
         } for h in t.holders],
         "page_count": t.page_count, "free_pages": t.free_pages, "page_size": t.page_size,
         "wal_bytes": t.wal_bytes, "not_measured": t.not_measured,
+        "history": None if t.history_interval is None else {
+            "interval_seconds": t.history_interval, "ranges": t.history_ranges,
+            "bytes": t.history_bytes},
     }
 
 

@@ -298,8 +298,8 @@ class PostgresStore(PostgresAsyncPool):
 
     def table_health(self) -> TableHealth:
         with self._conn() as c:
-            self.find_layout(c)  # jobs_hot's health once partitioned, by another process
-            return read_table_health(c, self.q)
+            # jobs_hot's once partitioned (perhaps by another process since this connected)
+            return read_table_health(c, self.q, self.find_layout(c))
 
     # -- schema ------------------------------------------------------------------------
 

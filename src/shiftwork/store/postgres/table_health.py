@@ -9,8 +9,9 @@ from shiftwork.model.table_health import IndexHealth, TableHealth, VacuumHolder
 from shiftwork.store.rows import aware
 
 
-def read_table_health(c: Any, q: dict[str, str]) -> TableHealth:
-    """``c``: an open connection; ``q``: the store's named queries."""
+def read_table_health(c: Any, q: dict[str, str], partitioned: bool = False) -> TableHealth:
+    """``c``: an open connection; ``q``: the store's named queries; ``partitioned``: the
+    table is jobs_hot, and the history's ranges are summed up too."""
     row = c.execute(q["table_health_table"], {}).fetchone()
     indexes = [IndexHealth(r[0], int(r[1]), None if r[2] is None else int(r[2]))
                for r in c.execute(q["table_health_indexes"], {}).fetchall()]
@@ -19,8 +20,16 @@ def read_table_health(c: Any, q: dict[str, str]) -> TableHealth:
                             query_start=aware(r[7]), query=r[8], catalog_only=bool(r[9]))
                for r in c.execute(q["table_health_holders"], {}).fetchall()]
     live, dead, autovacuum, autoanalyze, vacuum, size = row
+    history: dict[str, Any] = {}
+    if partitioned:
+        interval = c.execute(q["history_layout_get"]).fetchone()[0]
+        leaves = c.execute(q["history_parts"]).fetchall()
+        history = {"history_interval": int(interval),
+                   "history_ranges": len({r[0] for r in leaves}),
+                   "history_bytes": sum(int(r[2] or 0) for r in leaves)}
     return TableHealth(
-        engine="postgres", live_tuples=None if live is None else int(live),
+        engine="postgres", table="jobs_hot" if partitioned else "jobs", **history,
+        live_tuples=None if live is None else int(live),
         dead_tuples=None if dead is None else int(dead), last_autovacuum=aware(autovacuum),
         last_autoanalyze=aware(autoanalyze), last_vacuum=aware(vacuum), size_bytes=int(size),
         indexes=indexes, holders=holders)
