@@ -98,8 +98,12 @@ class Probe:
 
 
 def _app(pl: Place) -> App:
+    """The place's app, migrated; BENCH_PARTITIONED=1: with partitioned history
+    (Postgres), to compare a drain on it with one on the one-table layout."""
     app = make_app(pl.dsn, pl.schema)
     app.migrate()
+    if os.environ.get("BENCH_PARTITIONED") == "1" and pl.engine == "postgres":
+        app.store.partitions.convert(say=lambda _: None)  # type: ignore[attr-defined]
     return app
 
 
