@@ -176,6 +176,7 @@ class PostgresPartitions:
             c.execute(self.q["history_events_index"])
             say("swapping in the partitioned table (one short transaction)")
             self._ddl(c, lambda: self._swap(c, keys, seconds, bound))
+            say("analyzing the partitioned table (its planner statistics; no lock on writes)")
             c.execute(sql.SQL("ANALYZE {}.jobs").format(sql.Identifier(self.schema)))
         self.core.use_layout(True)
         say(f"partitioned: finished jobs go to ranges of one {interval} from "
