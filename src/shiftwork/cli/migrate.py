@@ -7,7 +7,7 @@ import click
 
 from shiftwork.cli.format import console
 from shiftwork.cli.options import open_app, target_options
-from shiftwork.store.postgres.partitions import INTERVALS
+from shiftwork.model.history_layout import INTERVALS
 
 
 @click.command()

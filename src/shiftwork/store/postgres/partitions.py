@@ -21,7 +21,6 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,12 +28,11 @@ import psycopg
 from psycopg import sql
 
 from shiftwork.core.errors import ConfigurationError, StorageError
+from shiftwork.model.history_layout import INTERVALS, HistoryRange, Upkeep
 from shiftwork.store.postgres.core import PostgresCore
 
 log = logging.getLogger("shiftwork.store.postgres")
 
-#: A range's width, by its name on the command line.
-INTERVALS = {"day": 86400, "hour": 3600}
 #: Ranges made ahead of the clock: a range is made days (or hours) before a job needs it.
 AHEAD = 3
 #: The tables whose rows belong to a job, with the column naming it: the foreign keys
@@ -56,27 +54,6 @@ VALIDATE_RATE = 20_000
 _INDEX_DEF = re.compile(r"^CREATE (UNIQUE )?INDEX \S+ ON \S+ (.*)$", re.S)
 _RANGE = re.compile(r"^jobs_h(\d{10})$")
 LATER = "jobs_h_later"
-
-
-@dataclass(frozen=True)
-class HistoryRange:
-    """One range of finish times and its leaves (``done``, ``dead``: None once dropped)."""
-
-    name: str
-    start: datetime
-    end: datetime
-    done_bytes: int | None
-    dead_bytes: int | None
-
-
-@dataclass
-class Upkeep:
-    """What one :meth:`PostgresPartitions.maintain` did."""
-
-    created: list[str] = field(default_factory=list)
-    dropped: list[str] = field(default_factory=list)
-    moved: int = 0  # jobs moved out of the catch-all into a new range
-    forgotten: int = 0  # rows of other tables deleted with the dropped leaves' jobs
 
 
 def range_name(start: datetime) -> str:
