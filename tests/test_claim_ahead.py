@@ -91,9 +91,17 @@ def test_nothing_is_claimed_ahead_for_jobs_longer_than_a_claim(app: App) -> None
     producer._job_seconds = 2.0
     producer._plan_capacity()
     assert producer.capacity == 10
+    producer._job_seconds = 0.001
+    producer._plan_capacity()
+    assert producer.capacity == 10 + 30, "a claim's worth of jobs per slot: 3 ms / 1 ms"
     producer._job_seconds = 0.0001
     producer._plan_capacity()
-    assert producer.capacity == 30, "at most two more jobs per slot"
+    assert producer.capacity == 10 + 80, "at most eight more jobs per slot"
+    wide = Producer(app.runtime, "default", 200, "w", lambda job: None, list)
+    wide._claim_seconds, wide._job_seconds = 0.003, 0.0001
+    wide._plan_capacity()
+    claim_batch = app.runtime.settings.claim_batch
+    assert wide.capacity == 200 + max(400, 2 * claim_batch), "two per slot, or two claims"
 
 
 @pytest.mark.parametrize("engine", ["sqlite", "postgres"], indirect=True)
@@ -116,7 +124,8 @@ def test_timeout_counts_from_when_the_job_begins(app: App) -> None:
         q = quick.enqueue()
         # claimed ahead behind the blocker, it waits longer than its own timeout
         wait_for(lambda: app.get_job(q.id).state is JobState.RUNNING, what="quick claimed")
-        assert worker.producers["default"].capacity == 3  # its slot and two claimed ahead
+        # its slot and up to eight claimed ahead (a claim's worth of such short jobs)
+        assert 2 <= worker.producers["default"].capacity <= 9
         time.sleep(1.0)
         release.set()
         wait_for(lambda: app.get_job(q.id).state is JobState.SUCCEEDED, what="quick done")
