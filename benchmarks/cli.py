@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,8 +58,9 @@ PEER_NAMES = ("pgqueuer", "awa", "chancy", "oban", "procrastinate", "dbos", "cel
 @click.option("--memory-jobs", type=int, default=1_000_000, show_default=True)
 @click.option("--history-rows", type=int, default=5_000_000, show_default=True)
 @click.option("--peer-python", default=os.environ.get("SHIFTWORK_BENCH_PEER_PYTHON",
-                                                      "/work/bench-venv/bin/python"),
-              show_default=True, help="A Python with the `bench` extra (the peers) installed.")
+                                                      sys.executable),
+              show_default="this Python, or $SHIFTWORK_BENCH_PEER_PYTHON",
+              help="A Python with the `bench` extra (the peers) installed.")
 @click.option("--peers", "peer_names", default=",".join(PEER_NAMES), show_default=True)
 @click.option("--supervised", is_flag=True,
               help="Drain with one `shiftwork worker --processes N` instead of N workers.")

@@ -121,6 +121,10 @@ class Peer:
 class Procrastinate(Peer):
     tables = ("procrastinate_jobs",)
 
+    def config(self) -> dict[str, Any]:
+        return {"connector": "PsycopgConnector", "tasks": "async",
+                "worker": "procrastinate worker -c <concurrency>", "other": "defaults"}
+
     def setup(self) -> None:
         self.db.execute(f'CREATE SCHEMA "{self.schema}"')
         os.environ["BENCH_SCHEMA"] = self.schema
@@ -216,6 +220,12 @@ class PgQueuerPeer(Peer):
 
 
 class CeleryPeer(Peer):
+    def config(self) -> dict[str, Any]:
+        return {"broker": "Redis", "result_backend": "none (task_ignore_result)",
+                "pool": "threads -c <concurrency>",
+                "worker": "--without-gossip --without-mingle --without-heartbeat",
+                "durable": "no database commit per job (a Redis broker)"}
+
     def setup(self) -> None:
         from .celery_app import app, noop, stamp
 
