@@ -377,3 +377,30 @@ def test_a_worker_and_an_enqueuer_run_through_the_conversion(pg_schema: str) -> 
                 time.sleep(0.1)
         assert sorted(seen) == list(range(len(sent)))  # each once, none lost
         assert producer.store.partitioned and app.store.partitioned
+
+
+def test_the_conversion_and_upkeep_through_pgbouncer(pg_schema: str, pgbouncer: Any) -> None:
+    """Behind a transaction pooler each statement may reach another server connection:
+    the lock timeout is set per transaction (SET LOCAL), so it applies to the DDL it
+    guards and leaks to no other client."""
+    from shiftwork.store.connections import Connections
+
+    clock = FakeClock(datetime.now(UTC).replace(microsecond=0))
+    store = open_store(str(pgbouncer.dsn("test")), schema=pg_schema, clock=clock,
+                       connections=Connections(pgbouncer=True, listen_dsn=PG_DSN))
+    assert isinstance(store, PostgresStore)
+    try:
+        store.migrate()
+        assert store.partitions.convert(say=lambda _: None)
+        _, since = store.partitions.layout() or (0, clock.now())
+        clock.set(since + timedelta(hours=1))
+        [job] = run(store, 1)
+        assert where(store, job).endswith("_done")
+        clock.set(since + timedelta(days=2, hours=1))
+        assert store.partitions.maintain(DAY, 14 * DAY).dropped
+        with store._conn() as c:  # no server connection kept the DDL's lock timeout
+            for _ in range(5):
+                row = c.execute("SHOW lock_timeout").fetchone()
+                assert row is not None and row[0] == "0"
+    finally:
+        store.close()

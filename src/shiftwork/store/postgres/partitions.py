@@ -312,18 +312,16 @@ class PostgresPartitions:
         return sql.SQL(self.q[query]).format(**parts)
 
     def _ddl(self, c: psycopg.Connection[Any], step: Callable[[], Any]) -> Any:
-        """``step`` with a short lock_timeout, tried again while another holds the lock:
-        DDL waiting in the lock queue would block every claim queued behind it."""
-        c.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
-        try:
-            for attempt in range(LOCK_TRIES):
-                try:
+        """``step`` in a transaction with a short lock_timeout, tried again while another
+        holds the lock: DDL waiting in the lock queue would block every claim queued
+        behind it. ``SET LOCAL``: behind a transaction pooler (PgBouncer) a session's
+        SET would reach another server connection than the DDL, and stay there."""
+        for attempt in range(LOCK_TRIES):
+            try:
+                with c.transaction():
+                    c.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
                     return step()
-                except psycopg.errors.LockNotAvailable:
-                    if c.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                        c.rollback()
-                    time.sleep(min(0.1 * 2 ** attempt, 5.0))
-            raise StorageError(f"could not take the lock for partitioned history in "
-                               f"{LOCK_TRIES} tries of {LOCK_TIMEOUT}")
-        finally:
-            c.execute("RESET lock_timeout")
+            except psycopg.errors.LockNotAvailable:
+                time.sleep(min(0.1 * 2 ** attempt, 5.0))
+        raise StorageError(f"could not take the lock for partitioned history in "
+                           f"{LOCK_TRIES} tries of {LOCK_TIMEOUT}")
