@@ -11,11 +11,21 @@ _NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.M)
 _APPLY = re.compile(r"^--\s*apply:\s*([a-z_][a-z0-9_]*\.sql)\s*$", re.M)
 
 
-def load_queries(package: str, filename: str, **substitutions: str) -> dict[str, str]:
-    text = resources.files(package).joinpath(filename).read_text()
+def substitute(text: str, **substitutions: str) -> str:
+    """``text`` with each ``{key}`` replaced by its value (schema names, ``{now}``...)."""
     for key, value in substitutions.items():
         text = text.replace("{" + key + "}", value)
-    parts = _NAME.split(text)
+    return text
+
+
+def load_file(package: str, filename: str, **substitutions: str) -> str:
+    """A schema file of ``package`` (``functions.sql``), substituted."""
+    return substitute(resources.files(package).joinpath(filename).read_text(),
+                      **substitutions)
+
+
+def load_queries(package: str, filename: str, **substitutions: str) -> dict[str, str]:
+    parts = _NAME.split(load_file(package, filename, **substitutions))
     queries: dict[str, str] = {}
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
         if name in queries:
@@ -47,9 +57,7 @@ def load_migrations(package: str, **substitutions: str) -> list[tuple[int, str, 
     for entry in files.iterdir():
         match = re.match(r"^(\d{4})_([a-z0-9_]+)\.sql$", entry.name)
         if match:
-            text = _APPLY.sub(lambda m: files.joinpath(m.group(1)).read_text(),
-                              entry.read_text())
-            for key, value in substitutions.items():
-                text = text.replace("{" + key + "}", value)
+            text = substitute(_APPLY.sub(lambda m: files.joinpath(m.group(1)).read_text(),
+                                         entry.read_text()), **substitutions)
             found.append((int(match.group(1)), match.group(2), text))
     return sorted(found)

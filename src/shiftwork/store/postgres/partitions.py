@@ -66,6 +66,19 @@ def range_start(name: str) -> datetime:
     return datetime.strptime(match.group(1), "%Y%m%d%H").replace(tzinfo=UTC)
 
 
+def ranges_of(rows: list[Any], seconds: int) -> list[HistoryRange]:
+    """history_parts' rows (range, leaf, bytes) as ranges, each with its leaves' sizes."""
+    sizes: dict[str, dict[str, int]] = {}
+    for part, leaf, size in rows:
+        leaves = sizes.setdefault(part, {})
+        if leaf is not None:
+            leaves[leaf.rsplit("_", 1)[-1]] = int(size)
+    width = timedelta(seconds=seconds)
+    return [HistoryRange(name, range_start(name), range_start(name) + width,
+                         leaves.get("done"), leaves.get("dead"))
+            for name, leaves in sizes.items()]
+
+
 def boundary_after(now: datetime, seconds: int) -> datetime:
     """The first range boundary after ``now``: boundaries are multiples of ``seconds``
     since the epoch (midnight UTC for days)."""
@@ -86,27 +99,22 @@ class PostgresPartitions:
     def layout(self) -> tuple[int, datetime] | None:
         """``(interval_seconds, since)`` once partitioned, else None."""
         with self.core._conn() as c:
-            if not self._find(c):
-                return None
-            row = c.execute(self.q["history_layout_get"]).fetchone()
-        return None if row is None else (int(row[0]), row[1])
+            return self._layout(c)
 
     def ranges(self) -> list[HistoryRange]:
         """The ranges of finish times, oldest first, with their leaves' sizes."""
-        layout = self.layout()
-        if layout is None:
-            return []
-        width = timedelta(seconds=layout[0])
         with self.core._conn() as c:
-            rows = c.execute(self.q["history_parts"]).fetchall()
-        sizes: dict[str, dict[str, int]] = {}
-        for part, leaf, size in rows:
-            leaves = sizes.setdefault(part, {})
-            if leaf is not None:
-                leaves[leaf.rsplit("_", 1)[-1]] = int(size)
-        return [HistoryRange(name, range_start(name), range_start(name) + width,
-                             leaves.get("done"), leaves.get("dead"))
-                for name, leaves in sizes.items()]
+            layout = self._layout(c)
+            return [] if layout is None else self._ranges(c, layout[0])
+
+    def _layout(self, c: psycopg.Connection[Any]) -> tuple[int, datetime] | None:
+        if not self.core.find_layout(c):
+            return None
+        row = c.execute(self.q["history_layout_get"]).fetchone()
+        return None if row is None else (int(row[0]), row[1])
+
+    def _ranges(self, c: psycopg.Connection[Any], seconds: int) -> list[HistoryRange]:
+        return ranges_of(c.execute(self.q["history_parts"]).fetchall(), seconds)
 
     # -- the conversion ----------------------------------------------------------------
 
@@ -118,7 +126,7 @@ class PostgresPartitions:
                                      f"use one of {', '.join(INTERVALS)}")
         seconds = INTERVALS[interval]
         with self.core._conn() as c:
-            if self._find(c):
+            if self.core.find_layout(c):
                 return False
             now = self._scalar(c, self.q["db_now"], self.core._p())
             keys = c.execute(self.q["history_foreign_keys"]).fetchall()
@@ -134,19 +142,18 @@ class PostgresPartitions:
                              "::regclass", (f'"{self.schema}".jobs',))
             margin = timedelta(seconds=VALIDATE_MARGIN + rows / VALIDATE_RATE)
             bound = boundary_after(now + margin, seconds)
-            have = c.execute(
-                "SELECT 1 FROM pg_constraint WHERE conname = 'jobs_hot_bound' "
+            # An earlier try that stopped after adding the bound: keep its bound.
+            earlier = c.execute(
+                "SELECT substring(pg_get_constraintdef(oid) from '< ''([^'']+)''')"
+                "::timestamptz FROM pg_constraint WHERE conname = 'jobs_hot_bound' "
                 "AND conrelid = %s::regclass", (f'"{self.schema}".jobs',)).fetchone()
-            if have is None:
+            if earlier is None:
                 say(f"adding a bound: jobs finished before {bound:%Y-%m-%d %H:%M} UTC stay "
                     "in the jobs table (a moment's lock)")
                 self._ddl(c, lambda: c.execute(self._sql("history_bound_add",
                                                          bound=sql.Literal(bound))))
-            else:  # an earlier try stopped after adding it: keep its bound
-                bound = self._scalar(
-                    c, "SELECT substring(pg_get_constraintdef(oid) from '< ''([^'']+)''')"
-                    "::timestamptz FROM pg_constraint WHERE conname = 'jobs_hot_bound' "
-                    "AND conrelid = %s::regclass", (f'"{self.schema}".jobs',))
+            else:
+                bound = earlier[0]
             say("validating the bound: one scan of the table, while the queue runs")
             c.execute(self.q["history_bound_validate"])
             say("indexing workflow_events by job (concurrently)")
@@ -200,20 +207,19 @@ class PostgresPartitions:
         tables first. Locks wait at most LOCK_TIMEOUT; what could not be done is done at
         the next call."""
         done = Upkeep()
-        layout = self.layout()
-        if layout is None:
-            return done
-        width = timedelta(seconds=layout[0])
         with self.core._conn() as c:
+            layout = self._layout(c)
+            if layout is None:
+                return done
+            width = timedelta(seconds=layout[0])
             now = self._scalar(c, self.q["db_now"], self.core._p())
-            ranges = self.ranges()
+            ranges = self._ranges(c, layout[0])
             last = max((r.end for r in ranges), default=layout[1])
             horizon = boundary_after(now, layout[0]) + (AHEAD - 1) * width
             if last < horizon:
                 try:
-                    done.moved = self._ddl(c, lambda: self._extend(c, last, horizon, width))
-                    done.created = [range_name(last + n * width)
-                                    for n in range((horizon - last) // width)]
+                    done.created, done.moved = self._ddl(
+                        c, lambda: self._extend(c, last, horizon, width))
                 except StorageError as exc:
                     log.warning("history ranges not extended: %s", exc)
             for r in ranges:
@@ -241,28 +247,31 @@ class PostgresPartitions:
         return done
 
     def _extend(self, c: psycopg.Connection[Any], last: datetime, horizon: datetime,
-                width: timedelta) -> int:
+                width: timedelta) -> tuple[list[str], int]:
         """New ranges from ``last`` to ``horizon``: the catch-all is detached, the ranges
-        made, its rows that now have a range moved there, and it is attached again."""
+        made, its rows that now have a range moved there, and it is attached again. The
+        new ranges' names, and how many jobs moved."""
+        created = []
         with c.transaction():
             self._later(c, "history_later_detach")
             start = last
             while start < horizon:
-                self._create_range(c, start, width)
+                created.append(self._create_range(c, start, width))
                 start += width
             moved = c.execute(self._sql("history_later_move", later=self._ident(LATER),
                                         end=sql.Literal(horizon))).rowcount
             self._later(c, "history_later_attach", horizon)
-        return moved
+        return created, moved
 
     def _create_range(self, c: psycopg.Connection[Any], start: datetime,
-                      width: timedelta) -> None:
+                      width: timedelta) -> str:
         name = range_name(start)
         c.execute(self._sql("history_part_create", part=self._ident(name),
                             done=self._ident(name + "_done"), dead=self._ident(name + "_dead"),
                             start=sql.Literal(start), end=sql.Literal(start + width)))
         for leaf in (name + "_done", name + "_dead"):
             self._index(c, leaf)
+        return name
 
     def _later(self, c: psycopg.Connection[Any], query: str,
                start: datetime | None = None) -> None:
@@ -291,9 +300,6 @@ class PostgresPartitions:
         return forgotten
 
     # -- helpers -----------------------------------------------------------------------
-
-    def _find(self, c: psycopg.Connection[Any]) -> bool:
-        return self.core.find_layout(c)
 
     def _ident(self, name: str) -> sql.Composed:
         return sql.SQL(".").join([sql.Identifier(self.schema), sql.Identifier(name)])

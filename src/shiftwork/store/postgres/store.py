@@ -8,7 +8,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from importlib import resources
 from typing import Any
 
 import psycopg
@@ -47,7 +46,7 @@ from shiftwork.store.postgres.wakeups import PostgresWakeListener
 from shiftwork.store.postgres.workflows import PostgresWorkflows
 from shiftwork.store.rows import aware, decoded, job_from_row, legal_pairs
 from shiftwork.store.sealed import SealedRows
-from shiftwork.store.sqlfile import load_all_queries, load_migrations
+from shiftwork.store.sqlfile import load_all_queries, load_file, load_migrations
 
 log = logging.getLogger("shiftwork.store.postgres")
 
@@ -128,19 +127,20 @@ class PostgresStore(PostgresAsyncPool):
         the table unfinished jobs live in (jobs, or jobs_hot with partitioned history), as
         the keyed inserts' ON CONFLICT needs their unique index, which only it holds. The
         dict is updated in place: the drivers hold it."""
-        quoted = f'"{self.schema}"'
-        hot = f"{quoted}.jobs_hot" if self.partitioned else f"{quoted}.jobs"
         now = "coalesce(%(now)s::timestamptz, now())"
         self.q.clear()
-        self.q.update(load_all_queries(__package__ or "", schema=quoted, now=now, hot=hot))
-        self._migrations = load_migrations(f"{__package__}.migrations", schema=quoted, hot=hot)
+        self.q.update(load_all_queries(__package__ or "", now=now, **self._names()))
+        self._migrations = load_migrations(f"{__package__}.migrations", **self._names())
+
+    def _names(self) -> dict[str, str]:
+        """``{schema}`` and ``{hot}`` of the SQL files, for the layout in use."""
+        quoted = f'"{self.schema}"'
+        return {"schema": quoted,
+                "hot": f"{quoted}.jobs_hot" if self.partitioned else f"{quoted}.jobs"}
 
     def functions_sql(self) -> str:
         """migrations/functions.sql for the layout in use (CREATE OR REPLACE only)."""
-        text = resources.files(f"{__package__}.migrations").joinpath("functions.sql")
-        hot = "jobs_hot" if self.partitioned else "jobs"
-        return (text.read_text().replace("{schema}", f'"{self.schema}"')
-                .replace("{hot}", f'"{self.schema}".{hot}'))
+        return load_file(f"{__package__}.migrations", "functions.sql", **self._names())
 
     def use_layout(self, partitioned: bool) -> None:
         """Use the statements for this layout (after a conversion, or on finding it)."""
@@ -222,7 +222,6 @@ class PostgresStore(PostgresAsyncPool):
                 except psycopg.errors.ReadOnlySqlTransaction as exc:
                     c.close()  # a standby: the pool discards it and connects anew
                     raise read_only(describe_dsn(self.dsn), exc) from exc
-
         except CommitUnknownError:
             raise
         except psycopg.OperationalError as exc:

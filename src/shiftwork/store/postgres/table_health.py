@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from shiftwork.model.table_health import IndexHealth, TableHealth, VacuumHolder
+from shiftwork.store.postgres.partitions import ranges_of
 from shiftwork.store.rows import aware
 
 
@@ -22,11 +23,11 @@ def read_table_health(c: Any, q: dict[str, str], partitioned: bool = False) -> T
     live, dead, autovacuum, autoanalyze, vacuum, size = row
     history: dict[str, Any] = {}
     if partitioned:
-        interval = c.execute(q["history_layout_get"]).fetchone()[0]
-        leaves = c.execute(q["history_parts"]).fetchall()
-        history = {"history_interval": int(interval),
-                   "history_ranges": len({r[0] for r in leaves}),
-                   "history_bytes": sum(int(r[2] or 0) for r in leaves)}
+        interval = int(c.execute(q["history_layout_get"]).fetchone()[0])
+        ranges = ranges_of(c.execute(q["history_parts"]).fetchall(), interval)
+        history = {"history_interval": interval, "history_ranges": len(ranges),
+                   "history_bytes": sum((r.done_bytes or 0) + (r.dead_bytes or 0)
+                                        for r in ranges)}
     return TableHealth(
         engine="postgres", table="jobs_hot" if partitioned else "jobs", **history,
         live_tuples=None if live is None else int(live),
