@@ -98,6 +98,19 @@ def test_a_users_foreign_key_to_jobs_stops_the_conversion(
     assert parts(store).layout() is None
 
 
+def test_an_unknown_interval_is_refused_before_anything_changes(
+        fresh: tuple[PostgresStore, FakeClock]) -> None:
+    store, _ = fresh
+    with pytest.raises(ConfigurationError, match=r"unknown history interval 'week'.*day, hour"):
+        parts(store).convert(interval="week", say=lambda _: None)
+    assert parts(store).layout() is None
+    runner = CliRunner()
+    bad = runner.invoke(main, ["migrate", "--dsn", PG_DSN, "--schema", store.schema,
+                               "--partition-history", "--interval", "week"])
+    assert bad.exit_code != 0 and "'week' is not one of" in bad.output
+    assert parts(store).layout() is None
+
+
 def test_finished_jobs_go_to_leaves_and_retention_drops_them(
         fresh: tuple[PostgresStore, FakeClock]) -> None:
     store, clock = fresh
