@@ -189,12 +189,15 @@ def test_limits_hold_across_a_worker_sigkill(flow_app: Any, db: dict[str, str]) 
     try:
         wait_for(lambda: len(_starts(flow_app)) >= 40, timeout=60, what="some jobs ran")
 
-        def victim_holds_jobs() -> bool:
-            return any((j.worker_id or "").split(":")[-2:-1] == [str(victim.pid)]
-                       for j in flow_app.app.list_jobs(JobState.RUNNING, "guarded", limit=100))
+        def victim_runs_jobs() -> bool:
+            held = {j.id for j in flow_app.app.list_jobs(JobState.RUNNING, "guarded", limit=100)
+                    if (j.worker_id or "").split(":")[-2:-1] == [str(victim.pid)]}
+            # A run it has begun (its start written), not only a claim: killed between its
+            # claim's commit and the job's first line, no run would be cut short.
+            return any(r[0] in held and r[3] is None for r in _starts(flow_app))
 
-        # Killed while it holds some (at the rate limit's pace it may briefly hold none).
-        wait_for(victim_holds_jobs, timeout=30, interval=0.005, what="the victim holding jobs")
+        # Killed while it runs some (at the rate limit's pace it may briefly hold none).
+        wait_for(victim_runs_jobs, timeout=30, interval=0.005, what="the victim running jobs")
         killed_at = time.time()
         stop(victim, signal.SIGKILL)  # dies holding jobs: their leases lapse, then rescue
         wait_for(lambda: len({s[0] for s in _starts(flow_app)}) >= total, timeout=90,

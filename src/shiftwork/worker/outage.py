@@ -3,10 +3,15 @@
 Every part of a worker (producers, completer, heartbeat, listener, leader-only services)
 meets the same outage at once. Each says so here instead of logging on its own: one
 warning when the database is lost, at most one line per ``Settings.outage_log_every``
-seconds while it stays down, and one line when a call works again, with the outage's
+seconds while it stays down, and one line once calls work again, with the outage's
 length. No tracebacks: a connection error's traceback says nothing its message does not.
 (A 15 s outage once wrote 213 lines with 12 tracebacks from one worker, and nothing when it
 was back.)
+
+"Back" is said once the database has stayed back for ``SETTLED`` seconds: a server shutting
+down closes its connections one by one, and a call on one not closed yet can work a few
+milliseconds after another failed. Said at once, that call ended the outage ("back after
+0.0s") and the next failure began a second one.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("shiftwork.worker")
 
+#: Seconds of working calls, without a failure, before an outage is said to be over.
+SETTLED = 1.0
+
 
 class OutageLog:
     """Whether the database is out, as the worker's calls find it, said in few lines."""
@@ -34,6 +42,7 @@ class OutageLog:
         self._said = 0.0  # when a line about this outage was last written
         self._failures = 0
         self._back_at: float | None = None  # when the last outage ended
+        self._working_since: float | None = None  # calls work again since (not yet said)
         self.outages = 0  # outages seen (for tests and metrics)
 
     def _now(self) -> float:
@@ -57,6 +66,9 @@ class OutageLog:
                     and started < self._back_at):
                 return
             self._failures += 1
+            if self._working_since is not None and (started is None
+                                                    or started >= self._working_since):
+                self._working_since = None  # not back after all: the same outage goes on
             if self._since is None:
                 self._since = self._said = now
                 self.outages += 1
@@ -68,16 +80,23 @@ class OutageLog:
                             "%s: %s)", now - self._since, self._failures, what, exc)
 
     def ok(self) -> None:
-        """A call worked: if the database was out, it is back."""
+        """A call worked: if the database was out, it is back once calls have kept working
+        for ``SETTLED`` seconds (said then, with the outage's length up to the first call
+        that worked)."""
         if self._since is None:  # the common case: one read, no lock
             return
         with self._lock:
             if self._since is None:
                 return
-            took = self._now() - self._since
-            log.warning("database back after %.1fs (%d failed calls in the outage)", took,
-                        self._failures)
-            self._since, self._failures, self._back_at = None, 0, self._now()
+            now = self._now()
+            if self._working_since is None:
+                self._working_since = now
+            if now - self._working_since < SETTLED:
+                return
+            log.warning("database back after %.1fs (%d failed calls in the outage)",
+                        self._working_since - self._since, self._failures)
+            self._since, self._failures = None, 0
+            self._back_at, self._working_since = self._working_since, None
 
 
 _LOGS: weakref.WeakKeyDictionary[object, OutageLog] = weakref.WeakKeyDictionary()
