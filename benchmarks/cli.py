@@ -20,7 +20,8 @@ from .common import load, machine, settle
 from .report import rows_for, targets
 from .soak import soak
 
-WORKLOADS = ["drain", "drain-async", "enqueue", "latency", "mixed", "history", "memory", "peers"]
+WORKLOADS = ["drain", "drain-async", "enqueue", "latency", "mixed", "history", "memory", "peers",
+             "latency-rounds"]
 RESULTS = Path(__file__).resolve().parent / "results"
 console = Console()
 
@@ -62,11 +63,13 @@ PEER_NAMES = ("pgqueuer", "awa", "chancy", "oban", "procrastinate", "dbos", "cel
               show_default="this Python, or $SHIFTWORK_BENCH_PEER_PYTHON",
               help="A Python with the `bench` extra (the peers) installed.")
 @click.option("--peers", "peer_names", default=",".join(PEER_NAMES), show_default=True)
+@click.option("--rounds", type=int, default=5, show_default=True,
+              help="latency-rounds: rounds of every system's idle pickup, interleaved.")
 @click.option("--supervised", is_flag=True,
               help="Drain with one `shiftwork worker --processes N` instead of N workers.")
 def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: int,
         repeat: int, memory_jobs: int, history_rows: int, peer_python: str,
-        peer_names: str, supervised: bool) -> None:
+        peer_names: str, rounds: int, supervised: bool) -> None:
     """Run the workloads; print a table; write benchmarks/results/<time>.json."""
     engines = ["sqlite", "postgres"] if engine == "all" else _list(
         engine, ["sqlite", "postgres"], "engine")
@@ -114,6 +117,12 @@ def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: 
             plan.append(("peer", name, lambda e, p, nm=name: peer_mod.run_peer(
                 nm, peer_python, drain_jobs, concurrency, calls, bulk, lat_count, p,
                 max(1, repeat))))
+    if "latency-rounds" in chosen:  # every system's pickup over the same machine states
+        from .latency_rounds import latency_rounds
+
+        plan.append(("rounds", "latency-rounds", lambda e, p: latency_rounds(
+            peers, peer_python, lat_count,
+            max(1, rounds), p)))
     RESULTS.mkdir(exist_ok=True)
     out_path = RESULTS / f"{time.strftime('%Y%m%d-%H%M%S')}.json"
     with Progress(TextColumn("{task.fields[label]:<26}"), BarColumn(), TextColumn(
@@ -134,6 +143,10 @@ def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: 
                 bar.update(tid, description=f"[red]failed: {exc}")
             else:
                 bar.update(tid, completed=1.0, description="done")
+            if eng == "rounds":
+                results["latency_rounds"] = value
+                out_path.write_text(json.dumps(results, indent=2))
+                continue
             bucket = results["peers"] if eng == "peer" else results["ours"].setdefault(eng, {})
             bucket[name] = value
             out_path.write_text(json.dumps(results, indent=2))

@@ -327,8 +327,9 @@ def latency(engine: str, count: int, progress: Progress) -> dict[str, Any]:
             stop(procs)
         app.close()
         probe.close()
-        return {**percentiles(_latencies(pl)), "worker_part": percentiles(_worker_part(pl)),
-                "load": before, "floor": floor}
+        lat = _latencies(pl)
+        return {**percentiles(lat), "worker_part": percentiles(_worker_part(pl)),
+                "load": before, "floor": floor, "samples": [round(v, 3) for v in lat]}
 
 
 def commit_floor(pl: Place, n: int = 100, gap: float = 0.020) -> dict[str, float]:

@@ -2,7 +2,8 @@
 
 ``python -m benchmarks.peers_table benchmarks/results/<time>.json`` prints one row per
 figure and one column per system, shiftwork first, then the peers fastest first, and a
-row of ratios: the fastest peer against shiftwork's job in the same form.
+row of ratios: the fastest peer against shiftwork's job in the same form. With a
+``latency-rounds`` result, a second pickup row: every system sampled in interleaved rounds.
 """
 
 from __future__ import annotations
@@ -42,9 +43,16 @@ def table(results: dict[str, Any]) -> str:
           "bulk": peers[p].get("enqueue", {}).get("bulk_jobs_per_s"),
           "lat": peers[p].get("latency", {})} for p in order]
 
-    def lat(c: dict[str, Any]) -> str:
-        got = c["lat"]
+    # Every system's pickup from interleaved rounds (benchmarks/latency_rounds.py), if run.
+    rounds = (results.get("latency_rounds") or {}).get("systems", {})
+    for c, name in zip(cols, ["shiftwork", None, *order], strict=True):
+        c["lat_rounds"] = rounds.get(name, {}) if name else {}
+
+    def pickup(got: dict[str, Any]) -> str:
         return f"{got['p50']:.1f} / {got['p99']:.1f}" if "p50" in got else "-"
+
+    def lat(c: dict[str, Any]) -> str:
+        return pickup(c["lat"])
 
     lines = ["| figure | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
     rows = (("drain, 1 process (jobs/s)", lambda c: _n(c["d1"])),
@@ -52,6 +60,9 @@ def table(results: dict[str, Any]) -> str:
             ("enqueue one by one (calls/s)", lambda c: _n(c["one"])),
             ("enqueue bulk (jobs/s)", lambda c: _n(c["bulk"])),
             ("idle pickup p50 / p99 (ms)", lat))
+    if rounds:
+        rows = (*rows, ("idle pickup p50 / p99 (ms), interleaved rounds",
+                        lambda c: pickup(c["lat_rounds"])))
     for label, cell in rows:
         lines.append(f"| {label} | " + " | ".join(cell(c) for c in cols) + " |")
     best = order[0] if order else None

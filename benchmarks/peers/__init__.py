@@ -18,13 +18,14 @@ from ..common import PG_DSN, REDIS_URL, ROOT
 
 
 def run_peer(name: str, python: str, drain_jobs: int, concurrency: int, calls: int, bulk: int,
-             latency_count: int, progress: Callable[[float, str], None], repeat: int = 3
-             ) -> dict[str, Any]:
+             latency_count: int, progress: Callable[[float, str], None], repeat: int = 3,
+             workloads: str = "drain,enqueue,latency") -> dict[str, Any]:
     if not os.path.exists(python):
         return {"error": f"no peer Python at {python}: create a virtualenv with the bench extra"}
     cmd = [python, "-m", "benchmarks.peers.run", name, "--drain-jobs", str(drain_jobs),
            "--concurrency", str(concurrency), "--calls", str(calls), "--bulk", str(bulk),
-           "--latency-count", str(latency_count), "--repeat", str(repeat)]
+           "--latency-count", str(latency_count), "--repeat", str(repeat),
+           "--workloads", workloads]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SHIFTWORK_BENCH_PG": PG_DSN,
            "SHIFTWORK_BENCH_REDIS": REDIS_URL}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,

@@ -364,8 +364,8 @@ def latency(peer: Peer, count: int) -> dict[str, Any]:
                    60, "latency jobs", 0.05)
     finally:
         stop([proc])
-    return {**pct([float(r[2]) for r in read_all(peer.record_dir) if r[0] == "l"]),
-            "load": before}
+    lat = [float(r[2]) for r in read_all(peer.record_dir) if r[0] == "l"]
+    return {**pct(lat), "load": before, "samples": [round(v, 3) for v in lat]}
 
 
 def main() -> None:
