@@ -63,7 +63,7 @@ PEER_NAMES = ("pgqueuer", "awa", "chancy", "oban", "procrastinate", "dbos", "cel
               show_default="this Python, or $SHIFTWORK_BENCH_PEER_PYTHON",
               help="A Python with the `bench` extra (the peers) installed.")
 @click.option("--peers", "peer_names", default=",".join(PEER_NAMES), show_default=True)
-@click.option("--rounds", type=int, default=5, show_default=True,
+@click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True,
               help="latency-rounds: rounds of every system's idle pickup, interleaved.")
 @click.option("--supervised", is_flag=True,
               help="Drain with one `shiftwork worker --processes N` instead of N workers.")
@@ -121,8 +121,7 @@ def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: 
         from .latency_rounds import latency_rounds
 
         plan.append(("rounds", "latency-rounds", lambda e, p: latency_rounds(
-            peers, peer_python, lat_count,
-            max(1, rounds), p)))
+            peers, peer_python, lat_count, rounds, p)))
     RESULTS.mkdir(exist_ok=True)
     out_path = RESULTS / f"{time.strftime('%Y%m%d-%H%M%S')}.json"
     with Progress(TextColumn("{task.fields[label]:<26}"), BarColumn(), TextColumn(
@@ -145,10 +144,10 @@ def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: 
                 bar.update(tid, completed=1.0, description="done")
             if eng == "rounds":
                 results["latency_rounds"] = value
-                out_path.write_text(json.dumps(results, indent=2))
-                continue
-            bucket = results["peers"] if eng == "peer" else results["ours"].setdefault(eng, {})
-            bucket[name] = value
+            else:
+                bucket = (results["peers"] if eng == "peer"
+                          else results["ours"].setdefault(eng, {}))
+                bucket[name] = value
             out_path.write_text(json.dumps(results, indent=2))
     results["finished"] = datetime.now(UTC).isoformat()
     results["load_at_end"] = load()

@@ -51,15 +51,12 @@ def table(results: dict[str, Any]) -> str:
     def pickup(got: dict[str, Any]) -> str:
         return f"{got['p50']:.1f} / {got['p99']:.1f}" if "p50" in got else "-"
 
-    def lat(c: dict[str, Any]) -> str:
-        return pickup(c["lat"])
-
     lines = ["| figure | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
     rows = (("drain, 1 process (jobs/s)", lambda c: _n(c["d1"])),
             ("drain, 2 processes (jobs/s)", lambda c: _n(c["d2"])),
             ("enqueue one by one (calls/s)", lambda c: _n(c["one"])),
             ("enqueue bulk (jobs/s)", lambda c: _n(c["bulk"])),
-            ("idle pickup p50 / p99 (ms)", lat))
+            ("idle pickup p50 / p99 (ms)", lambda c: pickup(c["lat"])))
     if rounds:
         rows = (*rows, ("idle pickup p50 / p99 (ms), interleaved rounds",
                         lambda c: pickup(c["lat_rounds"])))
