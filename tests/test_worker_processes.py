@@ -271,16 +271,23 @@ def test_an_idle_host_of_eight_processes_holds_one_listener_and_a_connection_eac
             pids = children | {host.proc.pid}
             wait_for(lambda: sum(connections(pids).values()) <= 9, timeout=30,
                      what="the start-up burst's connections closed")
-            samples = []
-            for _ in range(20):
+            # Idle: the listener and one pooled connection per process. Two background
+            # ticks of a process that overlap (heartbeat, rescue, lease) open a second
+            # pooled one, closed after pool_max_idle (1 s here); on a loaded machine
+            # overlaps are frequent enough that all eight can hold two at once. So: at
+            # least 2 s of samples, on until the host is seen back at 1 + 8 (a connection
+            # a process kept for good would never let it), for at most 20 s.
+            samples: list[dict[str, int]] = []
+            started = time.monotonic()
+            while (time.monotonic() - started < 2.0
+                   or (min(sum(s.values()) for s in samples) > 1 + 8
+                       and time.monotonic() - started < 20.0)):
                 samples.append(connections(pids))
                 time.sleep(0.1)
-            totals = sorted(sum(s.values()) for s in samples)
-            print(f"idle host of 8 processes: connections {totals} (supervisor + children)")
-            # Idle: the listener and one pooled connection per process. Two background
-            # ticks of a process that overlap (heartbeat, rescue, poll) may open a second
-            # pooled one for up to pool_max_idle; on a loaded machine that is more often.
-            assert totals[0] <= 1 + 8 and totals[-1] <= 1 + 8 + 3, samples
+            totals = [sum(s.values()) for s in samples]
+            print(f"idle host of 8 processes: connections {sorted(totals)} over "
+                  f"{time.monotonic() - started:.1f}s (supervisor + children)")
+            assert min(totals) <= 1 + 8, samples
             for sample in samples:
                 listeners = {name for name in sample if name.endswith(":listen")}
                 assert listeners == {f"shiftwork:{host.proc.pid}:listen"}, sample
