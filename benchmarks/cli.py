@@ -67,9 +67,12 @@ PEER_NAMES = ("pgqueuer", "awa", "chancy", "oban", "procrastinate", "dbos", "cel
               help="latency-rounds: rounds of every system's idle pickup, interleaved.")
 @click.option("--supervised", is_flag=True,
               help="Drain with one `shiftwork worker --processes N` instead of N workers.")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=RESULTS, show_default="benchmarks/results",
+              help="Where the run's <time>.json goes.")
 def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: int,
         repeat: int, memory_jobs: int, history_rows: int, peer_python: str,
-        peer_names: str, rounds: int, supervised: bool) -> None:
+        peer_names: str, rounds: int, supervised: bool, results_dir: Path) -> None:
     """Run the workloads; print a table; write benchmarks/results/<time>.json."""
     engines = ["sqlite", "postgres"] if engine == "all" else _list(
         engine, ["sqlite", "postgres"], "engine")
@@ -122,8 +125,8 @@ def run(engine: str, workloads: str, quick: bool, drain_jobs: int, concurrency: 
 
         plan.append(("rounds", "latency-rounds", lambda e, p: latency_rounds(
             peers, peer_python, lat_count, rounds, p)))
-    RESULTS.mkdir(exist_ok=True)
-    out_path = RESULTS / f"{time.strftime('%Y%m%d-%H%M%S')}.json"
+    results_dir.mkdir(parents=True, exist_ok=True)
+    out_path = results_dir / f"{time.strftime('%Y%m%d-%H%M%S')}.json"
     with Progress(TextColumn("{task.fields[label]:<26}"), BarColumn(), TextColumn(
             "{task.description}"), TimeElapsedColumn(), console=console) as bar:
         tasks = {(e, w): bar.add_task("waiting", total=1.0, label=f"{e} {w}")

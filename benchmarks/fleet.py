@@ -191,7 +191,7 @@ def _run(cluster_dsn: str, bouncer: Any | None, processes: int, jobs: int,
 def _job(app: Any) -> Any:
     from shiftwork.model.new_job import NewJob
 
-    return NewJob(task="fleet.noop", queue="bench", args_json="[]")
+    return NewJob(task="fleet.noop", queue="bench", args_json='{"args": [], "kwargs": {}}')
 
 
 def _finished(app: Any, schema: str) -> int:

@@ -82,10 +82,12 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         app = App(f"sqlite:///{tmp}/bench.db")
+        app.migrate()
         run("sqlite  ", app, args.jobs, args.n)
         app.close()
     app = App(args.pg, schema=f"bench_{uuid.uuid4().hex[:8]}")
     try:
+        app.migrate()
         run("postgres", app, args.jobs, args.n)
     finally:
         app.store.drop_schema()  # type: ignore[attr-defined]

@@ -1,6 +1,6 @@
 """How long a job taken by a claim whose reply was lost takes to come back.
 
-    python -m benchmarks.orphans [--runs 5] [--pg postgresql://...]
+    python -m benchmarks.orphans [--runs 5] [--pg postgresql://...] [--engines sqlite,postgres]
 
 With the default settings (heartbeat 5 s, lease 10 s, rescue every 1.25 s), a real
 in-process worker on each engine, two cases, each ``--runs`` times:
@@ -26,7 +26,7 @@ from typing import Any
 
 from tests.faults.faulty_store import inject_faults
 
-from shiftwork import App
+from shiftwork import App, Settings
 from shiftwork.worker import Worker
 
 
@@ -37,6 +37,7 @@ def _wait(event: threading.Event, what: str, timeout: float = 60) -> None:
 
 def one_run(make: Any, case: str) -> float:
     app: App = make()
+    app.migrate()
 
     @app.task(name="bench.orphan")
     def orphan() -> None: ...
@@ -63,6 +64,8 @@ def one_run(make: Any, case: str) -> float:
     finally:
         worker.request_stop()
         thread.join(30)
+        if app.store.engine == "postgres":  # each run's schema of its own, not left behind
+            app.store.drop_schema()  # type: ignore[attr-defined]
         app.close()
 
 
@@ -70,13 +73,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--engines", default="sqlite,postgres")
+    parser.add_argument("--lease", type=float, default=Settings().lease_seconds,
+                        help="lease seconds (a heartbeat a quarter of it when shorter than "
+                             "the default's); a smoke run waits less for the rescue")
     args = parser.parse_args()
+    defaults = Settings()
+    settings = defaults if args.lease == defaults.lease_seconds else Settings(
+        lease_seconds=args.lease,
+        heartbeat_interval=min(defaults.heartbeat_interval, args.lease / 4))
     with tempfile.TemporaryDirectory() as tmp:
         engines = {
-            "sqlite": lambda: App(f"sqlite:///{tmp}/{uuid.uuid4().hex}.db"),
-            "postgres": lambda: App(args.pg, schema=f"bench_{uuid.uuid4().hex[:8]}"),
+            "sqlite": lambda: App(f"sqlite:///{tmp}/{uuid.uuid4().hex}.db",
+                                  settings=settings),
+            "postgres": lambda: App(args.pg, schema=f"bench_{uuid.uuid4().hex[:8]}",
+                                    settings=settings),
         }
-        for engine, make in engines.items():
+        for engine in args.engines.split(","):
+            if engine not in engines:
+                parser.error(f"--engines: unknown engine {engine!r} (sqlite, postgres)")
+            make = engines[engine]
             for case in ("give-back", "rescue"):
                 times = [one_run(make, case) for _ in range(args.runs)]
                 print(f"{engine:8} {case:9}  median {statistics.median(times):6.2f} s   "
