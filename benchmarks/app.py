@@ -31,9 +31,9 @@ def stamp(ctx: JobContext, sent: float) -> None:
 
 def make_app(dsn: str, schema: str) -> App:
     a = App(dsn, schema=schema, settings=Settings(), auto_migrate=False)
-    a.task(noop_async if os.environ.get("BENCH_ASYNC") == "1" else noop, name="bench.noop",
-           queue="bench", max_attempts=1)
-    a.task(stamp, name="bench.stamp", queue="urgent", max_attempts=1)
+    a.task(name="bench.noop", queue="bench", max_attempts=1)(
+        noop_async if os.environ.get("BENCH_ASYNC") == "1" else noop)
+    a.task(name="bench.stamp", queue="urgent", max_attempts=1)(stamp)
     return a
 
 

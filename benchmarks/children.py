@@ -13,6 +13,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from functools import partial
 from typing import Any
 
 from shiftwork import App, JobState
@@ -28,6 +29,10 @@ def _app(pl: Any) -> App:
 
 def _done(app: App, job_id: int) -> bool:
     return app.get_job(job_id).state is JobState.SUCCEEDED
+
+
+def _all_done(app: App, ids: list[int]) -> bool:
+    return all(_done(app, i) for i in ids)
 
 
 #: How long each member of the second fan-out works: its reports arrive spread out, so a
@@ -53,20 +58,20 @@ def run(engine: str, n: int, rounds: int) -> dict[str, Any]:
                     t0 = time.perf_counter()
                     wf = children_app.fan_apart if ms else children_app.fan
                     j = app.enqueue_many([wf.call(n, ms)])[0]
-                    wait_until(lambda j=j: _done(app, j.id), 300, "fan")
+                    wait_until(partial(_done, app, j.id), 300, "fan")
                     out["parallel" + label].append(time.perf_counter() - t0)
                     # the parent's runs (each replay is a claimed attempt)
                     out["runs" + label].append(app.get_job(j.id).attempt)
                     t0 = time.perf_counter()
                     ids = [r.id for r in app.enqueue_many([children_app.leaf.call(i, ms)
                                                            for i in range(n)])]
-                    wait_until(lambda ids=ids: all(_done(app, i) for i in ids), 300, "plain")
+                    wait_until(partial(_all_done, app, ids), 300, "plain")
                     out["plain" + label].append(time.perf_counter() - t0)
                 for name, task in (("child", children_app.parent),
                                    ("single", children_app.single)):
                     t0 = time.perf_counter()
                     j = app.enqueue_many([task.call()])[0]
-                    wait_until(lambda j=j: _done(app, j.id), 60, name, interval=0.002)
+                    wait_until(partial(_done, app, j.id), 60, name, interval=0.002)
                     out[name].append(time.perf_counter() - t0)
         finally:
             stop([worker])

@@ -97,10 +97,11 @@ def fan_out_in(bench: App, n: int, together: bool = False) -> float:
     began = bench.get_job(cb.id).attempted_at
     assert began is not None
     if os.environ.get("BENCH_VERBOSE"):
-        first = bench.get_job(g.jobs[0].id)
-        last = max(bench.get_job(j.id).finished_at for j in g.jobs[-20:])
+        first = bench.get_job(g.jobs[0].id).attempted_at
+        last = max(t for j in g.jobs[-20:] if (t := bench.get_job(j.id).finished_at))
+        assert first is not None
         print(f"    enqueued by {(bench.get_job(cb.id).created_at - start).total_seconds():.2f}"
-              f" s, first member started {(first.attempted_at - start).total_seconds():.2f} s,"
+              f" s, first member started {(first - start).total_seconds():.2f} s,"
               f" members done by {(last - start).total_seconds():.2f} s")
     return (began - start).total_seconds()
 
@@ -144,7 +145,9 @@ def run(engine: str, n: int, rounds: int) -> None:
         try:
             bench.tasks["noop"].enqueue(0).result(timeout=60)  # the worker is up
             print(f"\n{engine}: load average {os.getloadavg()[0]:.2f} at start")
-            plains, fans, togethers = [], [], []
+            plains: list[float] = []
+            fans: list[float] = []
+            togethers: list[float] = []
             runs = [(plains, lambda: plain_drain(bench, n)), (fans, lambda: fan_out_in(bench, n)),
                     (togethers, lambda: fan_out_in(bench, n, together=True))]
             for r in range(rounds):
@@ -157,9 +160,9 @@ def run(engine: str, n: int, rounds: int) -> None:
             lat = sorted(result_latency(bench, 300))
             graph, plain_enqueue = graph_enqueue(bench, 1000, 7)
             plain = statistics.median(plains)
-            for label, runs in (("g.then", fans), ("then=", togethers)):
-                print(f"  fan-out/fan-in {n} ({label}): median {statistics.median(runs):.2f} s"
-                      f" vs plain {plain:.2f} s: ratio {statistics.median(runs) / plain:.3f}")
+            for label, times in (("g.then", fans), ("then=", togethers)):
+                print(f"  fan-out/fan-in {n} ({label}): median {statistics.median(times):.2f} s"
+                      f" vs plain {plain:.2f} s: ratio {statistics.median(times) / plain:.3f}")
             print(f"  job.result latency (finish -> return), 300 jobs: p50 "
                   f"{statistics.median(lat):.2f} ms, p95 {lat[int(len(lat) * .95)]:.2f} ms")
             print(f"  1,000-node graph enqueue: median {statistics.median(graph):.1f} ms "

@@ -183,7 +183,7 @@ def _run(cluster_dsn: str, bouncer: Any | None, processes: int, jobs: int,
     result["claims_per_job"] = round(total["claims"] / jobs, 4) if claims else None
     result["empty_claims_per_job"] = round(total["empty"] / jobs, 4) if claims else None
     result["claim_counts_from"] = len(claims)
-    admin.store.drop_schema()
+    admin.store.drop_schema()  # type: ignore[attr-defined]
     admin.close()
     return result
 

@@ -40,7 +40,7 @@ def _count_claims() -> None:
             counts["jobs"] += len(out)
         return out
 
-    claims.claim = counted  # type: ignore[method-assign]
+    claims.claim = counted  # type: ignore[method-assign,assignment]
 
     def dump() -> None:
         path = os.path.join(os.environ["BENCH_RECORD_DIR"], f"claims-{os.getpid()}.json")

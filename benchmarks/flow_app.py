@@ -14,9 +14,9 @@ def make_app(dsn: str, schema: str) -> App:
     def noop(g: str) -> None:
         """A job that does nothing: the benchmark measures claiming, not work."""
 
-    a.task(noop, name="flow.plain", queue="plain", group_by="g", max_attempts=1)
-    a.task(noop, name="flow.fair", queue="fair", group_by="g", max_attempts=1)
-    a.task(noop, name="flow.limited", queue="limited", rate_limit="20/s", max_attempts=1)
+    a.task(name="flow.plain", queue="plain", group_by="g", max_attempts=1)(noop)
+    a.task(name="flow.fair", queue="fair", group_by="g", max_attempts=1)(noop)
+    a.task(name="flow.limited", queue="limited", rate_limit="20/s", max_attempts=1)(noop)
     return a
 
 

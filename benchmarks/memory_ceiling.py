@@ -43,7 +43,9 @@ def drain(queue: str, task_name: str, jobs: int, concurrency: int, limited: bool
     worker.request_stop()
     thread.join(30)
     done = [app.get_job(h.id) for h in handles]
-    first, end = min(j.attempted_at for j in done), max(j.finished_at for j in done)
+    # every job succeeded (waited for above): each has both times
+    first = min(t for j in done if (t := j.attempted_at))
+    end = max(t for j in done if (t := j.finished_at))
     if limited:
         peaks = [j.peak_rss or 0 for j in done]
         assert all(peaks), "a limited job's peak is recorded"

@@ -186,11 +186,11 @@ def drain_repeated(engine: str, n: int, workers: int, concurrency: int, progress
                    ) -> dict[str, Any]:
     """The median of ``repeat`` drains (a 20,000-job drain lasts ~1.5 s: one run is noisy);
     every run is verified, and every run's figure is kept."""
-    runs = []
-    for i in range(repeat):
-        runs.append(drain(engine, n, workers, concurrency,
-                          lambda f, s, i=i: progress((i + f) / repeat, f"run {i + 1}: {s}"),
-                          supervised, async_jobs))
+    def of_run(i: int) -> Progress:  # run i's share of the bar
+        return lambda f, s: progress((i + f) / repeat, f"run {i + 1}: {s}")
+
+    runs = [drain(engine, n, workers, concurrency, of_run(i), supervised, async_jobs)
+            for i in range(repeat)]
     ranked = sorted(runs, key=lambda r: r["jobs_per_s"])
     median = dict(ranked[len(ranked) // 2])
     median["runs"] = [round(r["jobs_per_s"]) for r in runs]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 NAMES = {"pgqueuer": "PgQueuer", "awa": "awa-pg", "chancy": "chancy",
@@ -52,14 +53,15 @@ def table(results: dict[str, Any]) -> str:
         return f"{got['p50']:.1f} / {got['p99']:.1f}" if "p50" in got else "-"
 
     lines = ["| figure | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
-    rows = (("drain, 1 process (jobs/s)", lambda c: _n(c["d1"])),
-            ("drain, 2 processes (jobs/s)", lambda c: _n(c["d2"])),
-            ("enqueue one by one (calls/s)", lambda c: _n(c["one"])),
-            ("enqueue bulk (jobs/s)", lambda c: _n(c["bulk"])),
-            ("idle pickup p50 / p99 (ms)", lambda c: pickup(c["lat"])))
+    rows: list[tuple[str, Callable[[Any], str]]] = [
+        ("drain, 1 process (jobs/s)", lambda c: _n(c["d1"])),
+        ("drain, 2 processes (jobs/s)", lambda c: _n(c["d2"])),
+        ("enqueue one by one (calls/s)", lambda c: _n(c["one"])),
+        ("enqueue bulk (jobs/s)", lambda c: _n(c["bulk"])),
+        ("idle pickup p50 / p99 (ms)", lambda c: pickup(c["lat"]))]
     if rounds:
-        rows = (*rows, ("idle pickup p50 / p99 (ms), interleaved rounds",
-                        lambda c: pickup(c["lat_rounds"])))
+        rows.append(("idle pickup p50 / p99 (ms), interleaved rounds",
+                     lambda c: pickup(c["lat_rounds"])))
     for label, cell in rows:
         lines.append(f"| {label} | " + " | ".join(cell(c) for c in cols) + " |")
     best = order[0] if order else None

@@ -96,9 +96,10 @@ def one(engine: str, finished: int, claims: int) -> dict[str, Any]:
         try:
             app.migrate()
             start = "now() - interval '30 days'"
+            store: Any = app.store  # PostgreSQL's store: its history ranges
             if partitioned:
-                app.store.partitions.convert()
-                _, since = app.store.partitions.layout()
+                store.partitions.convert()
+                _, since = store.partitions.layout()
                 start = f"'{since.isoformat()}'::timestamptz"  # the first range
             out["claim_ms_empty"] = _claims(app, claims)
             t = time.perf_counter()
@@ -109,7 +110,7 @@ def one(engine: str, finished: int, claims: int) -> dict[str, Any]:
             pruned = 0
             if partitioned:  # a day past the retention of the range filled
                 clock.set(since + timedelta(days=3, hours=1))
-                upkeep = app.store.partitions.maintain(86400.0, 86400.0)
+                upkeep = store.partitions.maintain(86400.0, 86400.0)
                 out["dropped"] = upkeep.dropped
                 pruned = finished if any(d.endswith("_done") for d in upkeep.dropped) else 0
             while True:

@@ -21,6 +21,7 @@ import json
 import sqlite3
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from shiftwork import App
@@ -53,7 +54,7 @@ def variant(conn: sqlite3.Connection, name: str, drop: str) -> str:
     return name
 
 
-def rate(conn: sqlite3.Connection, table: str, rows: list[tuple[object, ...]],
+def rate(conn: sqlite3.Connection, table: str, rows: Sequence[tuple[object, ...]],
          batch: int, uniform: bool = False) -> float:
     if uniform:  # every row alike but for its arguments (column 2)
         shared = rows[0][:2] + rows[0][3:]

@@ -78,6 +78,7 @@ class Peer:
         self.schema = schema
         self.tmp = tmp
         self.record_dir = ""
+        self.expected = 0  # the jobs the current drain enqueued (a peer without a count)
         self.db = psycopg.connect(PG, autocommit=True)
 
     def env(self) -> dict[str, str]:
@@ -99,8 +100,10 @@ class Peer:
     def enqueue_bulk(self, n: int) -> None: ...
     def enqueue_one(self) -> None: ...
     def enqueue_stamp(self) -> None: ...
-    def worker(self, concurrency: int, queue: str, label: str) -> subprocess.Popen[bytes]: ...
-    def remaining(self) -> int: ...
+    def worker(self, concurrency: int, queue: str, label: str) -> subprocess.Popen[bytes]:
+        raise NotImplementedError
+    def remaining(self) -> int:
+        raise NotImplementedError
     def teardown(self) -> None: ...
 
     def analyze(self) -> None:
@@ -282,7 +285,7 @@ def drain(peer: Peer, n: int, workers: int, concurrency: int, base: float,
           label: str) -> dict[str, Any]:
     peer.reset()
     peer.fresh(label)
-    peer.expected = n  # type: ignore[attr-defined]
+    peer.expected = n
     peer.enqueue_bulk(n)
     peer.analyze()
     before = load()

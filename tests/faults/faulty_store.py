@@ -127,6 +127,6 @@ class _FaultyClaims:
 def inject_faults(app: App) -> FaultyStore:
     """Put a :class:`FaultyStore` in front of ``app``'s store (the storage seam)."""
     faulty = FaultyStore(app.store)
-    app.runtime._store = faulty  # type: ignore[assignment]
+    app.runtime._store = faulty
     return faulty
 
