@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from shiftwork.core.service import Service, ThreadService
+from shiftwork.core.service import Service, ThreadService, jittered
 
 
 class Body(ThreadService):
@@ -83,3 +83,13 @@ def test_a_ticking_service_has_the_same_life_cycle() -> None:
     ticker.stop(5)
     ticker.stop(5)
     assert threads_named("shiftwork-ticker") == 0
+
+
+def test_a_tick_waits_up_to_its_interval_less_a_tenth_drawn_each_time() -> None:
+    """Services of one process started together on equal or multiple intervals would tick
+    in lockstep (each holding a pooled connection at the same moment); drawn waits drift
+    apart, and never pass the interval (a heartbeat or a lease renewal keeps its bound)."""
+    draws = [jittered(5.0) for _ in range(2000)]
+    assert all(4.5 <= d <= 5.0 for d in draws)
+    assert max(draws) - min(draws) > 0.4  # spread over the tenth, not one fixed offset
+    assert len(set(draws)) > 1900

@@ -4,6 +4,7 @@ started signal; a thread with a body, or one that ticks."""
 from __future__ import annotations
 
 import logging
+import random
 import threading
 from typing import Protocol
 
@@ -105,6 +106,15 @@ class ThreadService:
         self.join(timeout)
 
 
+def jittered(interval: float) -> float:
+    """``interval`` less up to a tenth, drawn afresh each time. A process's services
+    started together on equal or multiple intervals would tick in lockstep, each holding a
+    pooled connection at the same moment, so the pool grows past its idle minimum and
+    keeps the extra connection; drawn waits drift apart. Never longer: a heartbeat or a
+    lease renewal keeps its bound."""
+    return interval * (1.0 - 0.1 * random.random())
+
+
 class Service(ThreadService):
     """A thread that calls :meth:`tick` every ``interval`` seconds until stopped."""
 
@@ -128,7 +138,7 @@ class Service(ThreadService):
             except Exception:
                 log.exception("%s failed; will try again in %.1fs", self.name, self.interval)
             wait, self.next_wait = self.next_wait, None
-            self._stop.wait(self.interval if wait is None else max(wait, 0.0))
+            self._stop.wait(jittered(self.interval) if wait is None else max(wait, 0.0))
 
     def tick(self) -> None:
         raise NotImplementedError

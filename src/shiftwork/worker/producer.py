@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from shiftwork.core.backoff import Retrying
 from shiftwork.core.errors import StorageError
-from shiftwork.core.service import ThreadService
+from shiftwork.core.service import ThreadService, jittered
 from shiftwork.flow.claiming import claim
 from shiftwork.model.records import ClaimedJob
 from shiftwork.worker.outage import OutageLog, outage_log
@@ -171,7 +171,9 @@ class Producer(ThreadService):
                 # Queue drained (or limited): sleep until a wake-up or the poll interval;
                 # under a rate limit, until its next token, backing off while claims
                 # come back empty (an idle queue is not polled at the token rate).
-                self._wake.wait(min(settings.poll_interval, self._retry_in * 2 ** empty))
+                # Jittered as the services' ticks are, not to poll in step with them.
+                self._wake.wait(jittered(min(settings.poll_interval,
+                                             self._retry_in * 2 ** empty)))
 
     def _release_unknown(self) -> None:
         released = self.rt.store.jobs.release_unknown(self.worker_id, self.queue, self.held())
