@@ -171,9 +171,11 @@ class Producer(ThreadService):
                 # Queue drained (or limited): sleep until a wake-up or the poll interval;
                 # under a rate limit, until its next token, backing off while claims
                 # come back empty (an idle queue is not polled at the token rate).
-                # Jittered as the services' ticks are, not to poll in step with them.
-                self._wake.wait(jittered(min(settings.poll_interval,
-                                             self._retry_in * 2 ** empty)))
+                # The idle poll is jittered as the services' ticks are, not to poll in
+                # step with them; a wait for a token is not (a shorter one would claim
+                # before the token, come back empty, and double the next wait).
+                wait = min(settings.poll_interval, self._retry_in * 2 ** empty)
+                self._wake.wait(jittered(wait) if wait >= settings.poll_interval else wait)
 
     def _release_unknown(self) -> None:
         released = self.rt.store.jobs.release_unknown(self.worker_id, self.queue, self.held())
