@@ -104,3 +104,23 @@ def test_one_failing_duty_does_not_keep_the_others_from_running(
     duties.tick()  # neither is due again within its interval
     assert ran == [leader.term]
     leader.stop()
+
+
+def test_a_duty_on_the_ticks_own_interval_runs_at_a_tick_that_comes_early(
+        make_app: Callable[..., App]) -> None:
+    """The leader's ticks wait up to a tenth less than their interval (core/service.py
+    jittered()); a duty due every tick (the history rollup) still runs at each one,
+    rather than at every second."""
+    import time
+
+    app = make_app()
+    ran: list[int] = []
+    leader = Leader(app.runtime, "w1")
+    leader.tick()
+    duties = Duties([LeaderDuty("every-tick", ran.append, 0.2)], 0.2, leader)
+    duties.tick()
+    duties.tick()  # at once: not due
+    time.sleep(0.2 * 0.92)  # a tick drawn 8% early
+    duties.tick()
+    assert len(ran) == 2
+    leader.stop()

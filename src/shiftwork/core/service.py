@@ -106,13 +106,17 @@ class ThreadService:
         self.join(timeout)
 
 
+#: The share of its interval a tick's wait may be shorter by (jittered()).
+JITTER = 0.1
+
+
 def jittered(interval: float) -> float:
     """``interval`` less up to a tenth, drawn afresh each time. A process's services
     started together on equal or multiple intervals would tick in lockstep, each holding a
     pooled connection at the same moment, so the pool grows past its idle minimum and
     keeps the extra connection; drawn waits drift apart. Never longer: a heartbeat or a
     lease renewal keeps its bound."""
-    return interval * (1.0 - 0.1 * random.random())
+    return interval * (1.0 - JITTER * random.random())
 
 
 class Service(ThreadService):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from shiftwork.core.errors import StorageError
-from shiftwork.core.service import LeaderTerm, Lifecycle, OutageLog, Service
+from shiftwork.core.service import JITTER, LeaderTerm, Lifecycle, OutageLog, Service
 
 if TYPE_CHECKING:
     from shiftwork.registry import LeaderDuty
@@ -52,7 +52,9 @@ class Duties:
             if term is None:  # stale: the lease may be another's by now
                 return
             now = time.monotonic()
-            if now < self._due.get(duty.name, now):
+            # Due within the ticks' jitter counts as due: a duty on the tick's own
+            # interval would otherwise wait for every second tick.
+            if now < self._due.get(duty.name, now) - interval * JITTER:
                 continue
             self._due[duty.name] = now + interval
             try:
