@@ -115,7 +115,8 @@ def _statements(dsn: str, prefixes: dict[str, str]) -> dict[str, dict[str, int]]
 
 
 def _run(cluster_dsn: str, bouncer: Any | None, processes: int, jobs: int,
-         concurrency: int, tmp: Path, handover: bool) -> dict[str, Any]:
+         concurrency: int, tmp: Path, handover: bool, idle_seconds: float = 10.0
+         ) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "src"))
     from shiftwork import App
 
@@ -170,7 +171,7 @@ def _run(cluster_dsn: str, bouncer: Any | None, processes: int, jobs: int,
         with psycopg.connect(cluster_dsn, autocommit=True) as conn:
             conn.execute("SELECT pg_stat_statements_reset()")
         idle_started = time.monotonic()
-        time.sleep(10)
+        time.sleep(idle_seconds)
         idle = _statements(cluster_dsn, prefixes)
         idle_s = time.monotonic() - idle_started
         result["idle_per_s"] = {k: round(v["calls"] / idle_s, 2) for k, v in idle.items()}
@@ -227,7 +228,13 @@ def _handover(app: Any, procs: list[subprocess.Popen[bytes]]) -> float | None:
 @click.option("--concurrency", default=10, show_default=True,
               help="Threads per worker process.")
 @click.option("--handover/--no-handover", default=True, show_default=True)
-def main(processes: str, jobs: int, modes: str, concurrency: int, handover: bool) -> None:
+@click.option("--idle-seconds", default=10.0, show_default=True,
+              help="How long the drained fleet's idle statements are counted.")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=RESULTS, show_default="benchmarks/results",
+              help="Where fleet-<time>.json goes.")
+def main(processes: str, jobs: int, modes: str, concurrency: int, handover: bool,
+         idle_seconds: float, results_dir: Path) -> None:
     sys.path.insert(0, str(ROOT))
     from tests.faults.pgbouncer import PgBouncer
     from tests.faults.pgcluster import ThrowawayCluster
@@ -236,8 +243,8 @@ def main(processes: str, jobs: int, modes: str, concurrency: int, handover: bool
                                 "max_connections": "400", "shared_buffers": "256MB"})
     bouncer = None
     results: list[dict[str, Any]] = []
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"fleet-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    results_dir.mkdir(parents=True, exist_ok=True)
+    out = results_dir / f"fleet-{time.strftime('%Y%m%d-%H%M%S')}.json"
     try:
         with psycopg.connect(cluster.dsn, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
@@ -246,7 +253,7 @@ def main(processes: str, jobs: int, modes: str, concurrency: int, handover: bool
         for n in [int(x) for x in processes.split(",")]:
             for mode in modes.split(","):
                 r = _run(cluster.dsn, bouncer if mode == "pgbouncer" else None, n, jobs,
-                         concurrency, cluster.root / "runs", handover)
+                         concurrency, cluster.root / "runs", handover, idle_seconds)
                 results.append(r)
                 print(json.dumps(r), flush=True)
                 out.write_text(json.dumps(results, indent=2))
