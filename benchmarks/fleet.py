@@ -115,7 +115,7 @@ def _statements(dsn: str, prefixes: dict[str, str]) -> dict[str, dict[str, int]]
 
 
 def _run(cluster_dsn: str, bouncer: Any | None, processes: int, jobs: int,
-         concurrency: int, tmp: Path, handover: bool, idle_seconds: float = 10.0
+         concurrency: int, tmp: Path, handover: bool, idle_seconds: float
          ) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "src"))
     from shiftwork import App
@@ -228,7 +228,8 @@ def _handover(app: Any, procs: list[subprocess.Popen[bytes]]) -> float | None:
 @click.option("--concurrency", default=10, show_default=True,
               help="Threads per worker process.")
 @click.option("--handover/--no-handover", default=True, show_default=True)
-@click.option("--idle-seconds", default=10.0, show_default=True,
+@click.option("--idle-seconds", type=click.FloatRange(min=0, min_open=True), default=10.0,
+              show_default=True,
               help="How long the drained fleet's idle statements are counted.")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path),
               default=RESULTS, show_default="benchmarks/results",

@@ -74,11 +74,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--engines", default="sqlite,postgres")
-    parser.add_argument("--lease", type=float, default=Settings().lease_seconds,
+    defaults = Settings()
+    parser.add_argument("--lease", type=float, default=defaults.lease_seconds,
                         help="lease seconds (a heartbeat a quarter of it when shorter than "
                              "the default's); a smoke run waits less for the rescue")
     args = parser.parse_args()
-    defaults = Settings()
+    chosen = args.engines.split(",")
+    unknown = [e for e in chosen if e not in ("sqlite", "postgres")]
+    if unknown:  # before any run, not after the first engine's
+        parser.error(f"--engines: unknown engine {unknown[0]!r} (sqlite, postgres)")
+    if not args.lease > 0:
+        parser.error(f"--lease must be > 0 seconds, got {args.lease}")
     settings = defaults if args.lease == defaults.lease_seconds else Settings(
         lease_seconds=args.lease,
         heartbeat_interval=min(defaults.heartbeat_interval, args.lease / 4))
@@ -89,9 +95,7 @@ def main() -> None:
             "postgres": lambda: App(args.pg, schema=f"bench_{uuid.uuid4().hex[:8]}",
                                     settings=settings),
         }
-        for engine in args.engines.split(","):
-            if engine not in engines:
-                parser.error(f"--engines: unknown engine {engine!r} (sqlite, postgres)")
+        for engine in chosen:
             make = engines[engine]
             for case in ("give-back", "rescue"):
                 times = [one_run(make, case) for _ in range(args.runs)]
